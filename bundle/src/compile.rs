@@ -1,0 +1,970 @@
+//! The bundle compiler: one profile + one spawn → one OCI bundle (CONTRACT.md §15, §18).
+//!
+//! Compilation lowers the effective per-spawn policy to an ordered, typed mount plan
+//! ([`MountPlan`]), checks it, and writes one OCI `mounts` entry per planned mount. The spec is
+//! built explicitly, field by field; nothing starts from `Spec::default()`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use oci_spec::runtime::Spec;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::access::{Access, Home, Isolation};
+use crate::error::Error;
+use crate::host::{EntryKind, HOST_EXCLUDED, HostView};
+use crate::profile::{Axis, Profile};
+use crate::report::{CompileReport, Guarantees, Level, ReportEntry, Status};
+use crate::seccomp;
+
+/// Grants that apply to one spawn, already verified by the runtime: each lifts one Gated axis.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GrantDeltas {
+    /// `filesystem.path.read.v1` targets (canonical regular files).
+    pub read_paths: Vec<PathBuf>,
+    /// `filesystem.path.write.v1` targets.
+    pub write_paths: Vec<PathBuf>,
+    /// `filesystem.tree.read.v1` targets (canonical directories).
+    pub read_trees: Vec<PathBuf>,
+    /// `filesystem.tree.write.v1` targets.
+    pub write_trees: Vec<PathBuf>,
+    /// `filesystem.host.read.v1`.
+    pub host_read: bool,
+    /// `filesystem.host.write.v1`.
+    pub host_write: bool,
+    /// `network.broad.v1`: the granted TCP port.
+    pub broad_port: Option<u16>,
+}
+
+/// How the bundle will be run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Launch {
+    /// By the embedded runtime: a per-spawn cgroup when a usable parent exists.
+    Embedded {
+        /// The absolute per-spawn `cgroupsPath` (`<parent>/<container id>`), or none.
+        cgroups_path: Option<String>,
+        /// `pids.max`, applied only with a cgroup.
+        pids_max: Option<u32>,
+        /// `memory.max` in bytes, applied only with a cgroup.
+        memory_max: Option<u64>,
+    },
+    /// Exported for a standard OCI runtime: no `cgroupsPath`, no `resources`.
+    Export,
+}
+
+/// Everything about one spawn that is not the profile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpawnContext {
+    /// The program and its arguments (no shell is added here).
+    pub argv: Vec<String>,
+    /// The working directory, absolute; it must lie inside the container's view.
+    pub cwd: PathBuf,
+    /// The scrubbed environment, in order.
+    pub env: Vec<(String, String)>,
+    /// Whether the process gets a terminal.
+    pub tty: bool,
+    /// The executor's isolated HOME, bound read-write (`IsolatedHome` only).
+    pub home_dir: Option<PathBuf>,
+    /// The executor's TMPDIR, bound read-write.
+    pub temp_dir: PathBuf,
+    /// The scratch root, masked wherever a bind covers it.
+    pub scratch_root: PathBuf,
+    /// The caller's uid, mapped to container uid 0.
+    pub uid: u32,
+    /// The caller's gid, mapped to container gid 0.
+    pub gid: u32,
+    /// Landlock will be applied inside (the embedded runtime on a kernel with Landlock).
+    pub landlock: bool,
+    /// An egress route is set (§19): the network is private whatever the profile says.
+    pub egress_route: bool,
+    /// How the bundle is run.
+    pub launch: Launch,
+    /// Verified grants for this spawn.
+    pub grants: GrantDeltas,
+}
+
+/// What a planned mount does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MountKind {
+    /// A read-only bind (recursively read-only for directories).
+    ReadOnly,
+    /// A read-write bind.
+    ReadWrite,
+    /// A read-write bind whose read rights Landlock withholds.
+    WriteOnly,
+    /// A read-write bind of an executor-owned directory (HOME, TMPDIR): every right.
+    Private,
+    /// An empty tmpfs, read-only once its nested binds are mounted: nothing beneath is visible.
+    Mask,
+    /// The private `/tmp` tmpfs.
+    Tmp,
+    /// A fresh procfs.
+    Proc,
+    /// The `/dev` tmpfs.
+    Dev,
+    /// `/dev/pts`.
+    DevPts,
+    /// `/dev/shm`.
+    DevShm,
+}
+
+/// Why a mount is in the plan; decides which mount wins a shared destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Origin {
+    /// A top-level host entry.
+    HostEntry,
+    /// A mask of an area whose read is not allowed, or of `/var/run`.
+    AreaMask,
+    /// The private `/tmp`.
+    PrivateTmp,
+    /// The runtime closure.
+    Closure,
+    /// The workspace, a root or a grant target.
+    Area,
+    /// The scratch-root mask.
+    ScratchMask,
+    /// The executor's HOME or TMPDIR.
+    Executor,
+    /// `/proc` and `/dev`.
+    Special,
+}
+
+/// One planned mount.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PlannedMount {
+    /// Where it lands (canonical; the same as the host path for binds).
+    pub destination: PathBuf,
+    /// The bind source, for binds.
+    pub source: Option<PathBuf>,
+    /// What it does.
+    pub kind: MountKind,
+    /// Whether the bind is of a single file.
+    pub file: bool,
+    /// Why it is there.
+    pub origin: Origin,
+    #[serde(skip)]
+    rank: u8,
+}
+
+/// The ordered mounts and the symlinks recreated in the container root.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MountPlan {
+    /// Mounts in mount order.
+    pub mounts: Vec<PlannedMount>,
+    /// `(name, link text)` of top-level host symlinks recreated in the container root.
+    pub rootfs_symlinks: Vec<(String, PathBuf)>,
+}
+
+/// The Landlock rules of one spawn (the `sandbox.landlock` annotation).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LandlockRules {
+    /// Filesystem rules: a path and the rights beneath it.
+    pub fs: Vec<LandlockPathRule>,
+    /// TCP ports `connect` may reach; handled only when non-empty (broad grant).
+    pub tcp_connect: Vec<u16>,
+    /// Whether abstract unix sockets are scoped (spawns sharing the host network namespace).
+    pub scope_abstract_unix: bool,
+}
+
+/// One Landlock path rule.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LandlockPathRule {
+    /// The path (opened without following symlinks when applied).
+    pub path: PathBuf,
+    /// Rights, by their kernel names without the `LANDLOCK_ACCESS_FS_` prefix, lowercase.
+    pub access: Vec<&'static str>,
+}
+
+/// A compiled bundle: the OCI spec, its plan and what a runtime can achieve with it.
+#[derive(Clone, Debug)]
+pub struct Bundle {
+    /// The OCI runtime spec (`config.json`).
+    pub spec: Spec,
+    /// The mount plan the spec's `mounts` were written from.
+    pub plan: MountPlan,
+    /// The Landlock rules (also in the `sandbox.landlock` annotation).
+    pub landlock: LandlockRules,
+    /// The process shares the host network namespace.
+    pub host_network: bool,
+    /// The spawn runs under a broad network grant (UDP and MPTCP filtered, TCP ports scoped).
+    pub broad_network: bool,
+    /// Policy facts every backend reports: `read-boundary`, `write-boundary` and
+    /// `runtime-closure` entries as the plan achieves them.
+    pub policy_entries: Vec<ReportEntry>,
+    /// What a standard OCI runtime achieves with this bundle (the `sandbox.report` annotation).
+    pub standard_report: CompileReport,
+    /// The guarantee bits a standard OCI runtime achieves (the `sandbox.guarantees` annotation).
+    pub standard_guarantees: Guarantees,
+}
+
+const RO_RIGHTS: &[&str] = &["execute", "read_file", "read_dir"];
+const WRITE_RIGHTS: &[&str] = &[
+    "write_file",
+    "truncate",
+    "remove_dir",
+    "remove_file",
+    "make_char",
+    "make_dir",
+    "make_reg",
+    "make_sock",
+    "make_fifo",
+    "make_block",
+    "make_sym",
+    "refer",
+];
+const ALL_RIGHTS: &[&str] = &[
+    "execute",
+    "write_file",
+    "read_file",
+    "read_dir",
+    "remove_dir",
+    "remove_file",
+    "make_char",
+    "make_dir",
+    "make_reg",
+    "make_sock",
+    "make_fifo",
+    "make_block",
+    "make_sym",
+    "refer",
+    "truncate",
+    "ioctl_dev",
+];
+const PROC_RIGHTS: &[&str] = &["read_file", "read_dir"];
+const DEV_RIGHTS: &[&str] = &["read_file", "write_file", "ioctl_dev"];
+const DEVPTS_RIGHTS: &[&str] = &["read_file", "write_file", "ioctl_dev", "read_dir"];
+
+/// The OCI default masked `/proc` paths (`/sys` is never mounted).
+const MASKED_PATHS: &[&str] = &[
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+];
+/// The OCI default read-only `/proc` paths.
+const READONLY_PATHS: &[&str] = &[
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+];
+
+fn depth(p: &Path) -> usize {
+    p.components().count()
+}
+
+fn within(p: &Path, r: &Path) -> bool {
+    p.starts_with(r)
+}
+
+struct Planner {
+    ops: Vec<PlannedMount>,
+}
+
+impl Planner {
+    fn push(
+        &mut self,
+        destination: PathBuf,
+        source: Option<PathBuf>,
+        kind: MountKind,
+        file: bool,
+        origin: Origin,
+        rank: u8,
+    ) {
+        self.ops.push(PlannedMount {
+            destination,
+            source,
+            kind,
+            file,
+            origin,
+            rank,
+        });
+    }
+
+    /// Keeps one mount per destination: the one whose origin wins.
+    fn dedupe(&mut self) {
+        let mut best: HashMap<PathBuf, usize> = HashMap::new();
+        for (i, op) in self.ops.iter().enumerate() {
+            match best.get(&op.destination) {
+                Some(&j) if self.ops[j].origin >= op.origin => {}
+                _ => {
+                    best.insert(op.destination.clone(), i);
+                }
+            }
+        }
+        let mut keep: Vec<usize> = best.into_values().collect();
+        keep.sort_unstable();
+        self.ops = keep.into_iter().map(|i| self.ops[i].clone()).collect();
+    }
+
+    /// The mount that decides what `p` is: the deepest destination containing `p` (`strict`:
+    /// other than `p` itself), the winning origin on ties.
+    fn innermost(&self, p: &Path, strict: bool) -> Option<&PlannedMount> {
+        self.ops
+            .iter()
+            .filter(|op| within(p, &op.destination) && !(strict && op.destination == p))
+            .max_by_key(|op| (depth(&op.destination), op.origin))
+    }
+
+    fn is_bind(kind: MountKind) -> bool {
+        matches!(
+            kind,
+            MountKind::ReadOnly | MountKind::ReadWrite | MountKind::WriteOnly | MountKind::Private
+        )
+    }
+
+    fn covered_read_only(&self, p: &Path) -> bool {
+        self.innermost(p, false)
+            .is_some_and(|op| op.kind == MountKind::ReadOnly && (!op.file || op.destination == p))
+    }
+}
+
+/// Compiles one spawn of `profile` into a bundle.
+///
+/// Fails with [`Error::InvalidArgument`] when the spawn itself is unusable (empty argv, relative
+/// or invisible cwd, an unconfined profile) and never touches the filesystem: host facts come
+/// from `host`.
+pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Result<Bundle, Error> {
+    let config = profile.config();
+    if config.isolation == Isolation::Unconfined {
+        return Err(Error::argument(
+            "profile: an unconfined profile has no bundle",
+        ));
+    }
+    if spawn.argv.is_empty() || spawn.argv[0].is_empty() {
+        return Err(Error::argument("argv: empty"));
+    }
+    if spawn.argv.iter().any(|a| a.contains('\0')) {
+        return Err(Error::argument("argv: contains NUL"));
+    }
+    for (name, path) in [
+        ("cwd", &spawn.cwd),
+        ("temp_dir", &spawn.temp_dir),
+        ("scratch_root", &spawn.scratch_root),
+    ] {
+        if !path.is_absolute() {
+            return Err(Error::argument(format!(
+                "{name}: {} is not absolute",
+                path.display()
+            )));
+        }
+    }
+    let g = &spawn.grants;
+
+    // Effective authority: the profile, lifted by this spawn's grants.
+    let host_read = config.host_read == Access::Allow || g.host_read;
+    let host_write = config.host_write == Access::Allow || g.host_write;
+    let effective = |axis: Axis, p: &Path| -> bool {
+        let trees = match axis {
+            Axis::Read => &g.read_trees,
+            Axis::Write => &g.write_trees,
+        };
+        let files = match axis {
+            Axis::Read => &g.read_paths,
+            Axis::Write => &g.write_paths,
+        };
+        if trees.iter().any(|t| within(p, t)) || files.iter().any(|f| f == p) {
+            return true;
+        }
+        let in_area = profile.areas().any(|(r, _, _)| within(p, r));
+        let host = match axis {
+            Axis::Read => host_read,
+            Axis::Write => host_write,
+        };
+        if in_area {
+            profile.path_value(axis, p) == Access::Allow
+        } else {
+            host
+        }
+    };
+    let host_network =
+        (config.network == Access::Allow || g.broad_port.is_some()) && !spawn.egress_route;
+    let broad_network = host_network && config.network != Access::Allow;
+
+    let mut planner = Planner { ops: Vec::new() };
+    let mut rootfs_symlinks = Vec::new();
+    let mut write_narrowed: Vec<String> = Vec::new();
+
+    // 1. Host entries.
+    if host_read {
+        for entry in &host.entries {
+            if HOST_EXCLUDED.contains(&entry.name.as_str()) {
+                continue;
+            }
+            let path = PathBuf::from("/").join(&entry.name);
+            let kind = if host_write {
+                MountKind::ReadWrite
+            } else {
+                MountKind::ReadOnly
+            };
+            match &entry.kind {
+                EntryKind::Dir => {
+                    planner.push(path.clone(), Some(path), kind, false, Origin::HostEntry, 0)
+                }
+                EntryKind::File => {
+                    planner.push(path.clone(), Some(path), kind, true, Origin::HostEntry, 0)
+                }
+                EntryKind::Symlink(target) => {
+                    rootfs_symlinks.push((entry.name.clone(), target.clone()))
+                }
+                EntryKind::Other => {}
+            }
+        }
+    } else if host_write {
+        write_narrowed.push(String::from(
+            "host write is withheld because host read is not allowed",
+        ));
+    }
+
+    // 2. Workspace, roots and grant targets, by effective (read, write).
+    let mut areas: Vec<(PathBuf, bool)> = profile
+        .areas()
+        .map(|(p, _, _)| (p.to_path_buf(), false))
+        .collect();
+    areas.extend(
+        g.read_trees
+            .iter()
+            .chain(&g.write_trees)
+            .map(|p| (p.clone(), false)),
+    );
+    areas.extend(
+        g.read_paths
+            .iter()
+            .chain(&g.write_paths)
+            .map(|p| (p.clone(), true)),
+    );
+    for (path, file) in areas {
+        let (read, write) = (effective(Axis::Read, &path), effective(Axis::Write, &path));
+        let kind = match (read, write) {
+            (true, true) => Some(MountKind::ReadWrite),
+            (true, false) => Some(MountKind::ReadOnly),
+            (false, true) if spawn.landlock => Some(MountKind::WriteOnly),
+            (false, true) => {
+                write_narrowed.push(format!(
+                    "{} is write-only, which needs landlock: masked instead",
+                    path.display()
+                ));
+                None
+            }
+            (false, false) => None,
+        };
+        match kind {
+            Some(kind) => planner.push(path.clone(), Some(path), kind, file, Origin::Area, 2),
+            // A file cannot be masked with a tmpfs; an unreadable file target is simply not bound.
+            None if file => {}
+            None => planner.push(path, None, MountKind::Mask, false, Origin::AreaMask, 9),
+        }
+    }
+
+    // 3. The executor's HOME and TMPDIR.
+    if config.home == Home::IsolatedHome {
+        if let Some(home) = &spawn.home_dir {
+            planner.push(
+                home.clone(),
+                Some(home.clone()),
+                MountKind::Private,
+                false,
+                Origin::Executor,
+                3,
+            );
+        }
+    }
+    planner.push(
+        spawn.temp_dir.clone(),
+        Some(spawn.temp_dir.clone()),
+        MountKind::Private,
+        false,
+        Origin::Executor,
+        3,
+    );
+
+    // 4-6. Private /tmp, /proc, /dev.
+    planner.push(
+        PathBuf::from("/tmp"),
+        None,
+        MountKind::Tmp,
+        false,
+        Origin::PrivateTmp,
+        4,
+    );
+    planner.push(
+        PathBuf::from("/proc"),
+        None,
+        MountKind::Proc,
+        false,
+        Origin::Special,
+        5,
+    );
+    planner.push(
+        PathBuf::from("/dev"),
+        None,
+        MountKind::Dev,
+        false,
+        Origin::Special,
+        6,
+    );
+    planner.push(
+        PathBuf::from("/dev/pts"),
+        None,
+        MountKind::DevPts,
+        false,
+        Origin::Special,
+        6,
+    );
+    planner.push(
+        PathBuf::from("/dev/shm"),
+        None,
+        MountKind::DevShm,
+        false,
+        Origin::Special,
+        6,
+    );
+    planner.dedupe();
+
+    // 7. The runtime closure, skipping what is already covered read-only.
+    let mut closure_binds = Vec::new();
+    for entry in &host.closure {
+        match (&entry.kind, &entry.resolved) {
+            (EntryKind::Dir, _) | (EntryKind::File, _) => {
+                if !planner.covered_read_only(&entry.path) {
+                    let file = entry.kind == EntryKind::File;
+                    closure_binds.push((entry.path.clone(), entry.path.clone(), file, 1));
+                }
+            }
+            (EntryKind::Symlink(_), Some((resolved, is_dir))) => {
+                if !planner.covered_read_only(resolved) {
+                    closure_binds.push((resolved.clone(), resolved.clone(), !is_dir, 10));
+                }
+                let top_level = entry.path.parent() == Some(Path::new("/"));
+                let inside_host_entry = planner
+                    .innermost(&entry.path, true)
+                    .is_some_and(|op| op.origin == Origin::HostEntry);
+                let visible = host_read && (top_level || inside_host_entry);
+                if !visible {
+                    closure_binds.push((entry.path.clone(), resolved.clone(), !is_dir, 10));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (dest, source, file, rank) in closure_binds {
+        planner.push(
+            dest,
+            Some(source),
+            MountKind::ReadOnly,
+            file,
+            Origin::Closure,
+            rank,
+        );
+    }
+    planner.push(
+        PathBuf::from("/dev/null"),
+        Some(PathBuf::from("/dev/null")),
+        MountKind::ReadWrite,
+        true,
+        Origin::Closure,
+        1,
+    );
+    planner.dedupe();
+
+    // 8. Masks over the scratch root and a real /var/run wherever a bind exposes them.
+    let exposed = |planner: &Planner, p: &Path| {
+        planner
+            .innermost(p, false)
+            .is_some_and(|op| Planner::is_bind(op.kind) && op.origin != Origin::Executor)
+    };
+    if exposed(&planner, &spawn.scratch_root) {
+        planner.push(
+            spawn.scratch_root.clone(),
+            None,
+            MountKind::Mask,
+            false,
+            Origin::ScratchMask,
+            9,
+        );
+    }
+    let var_run = PathBuf::from("/var/run");
+    if host.var_run_is_dir && exposed(&planner, &var_run) {
+        planner.push(var_run, None, MountKind::Mask, false, Origin::AreaMask, 9);
+    }
+    planner.dedupe();
+    planner
+        .ops
+        .sort_by_key(|op| (depth(&op.destination), op.rank));
+
+    // The cwd must exist inside: under a bind, or a mount point (or an ancestor of one).
+    let cwd_visible = planner
+        .ops
+        .iter()
+        .any(|op| within(&op.destination, &spawn.cwd))
+        || planner
+            .innermost(&spawn.cwd, false)
+            .is_some_and(|op| Planner::is_bind(op.kind));
+    if !cwd_visible || spawn.cwd == Path::new("/proc") || within(&spawn.cwd, Path::new("/proc")) {
+        return Err(Error::argument(format!(
+            "cwd: {} is outside the sandbox's view",
+            spawn.cwd.display()
+        )));
+    }
+
+    let plan = MountPlan {
+        mounts: planner.ops,
+        rootfs_symlinks,
+    };
+    let landlock = landlock_rules(&plan, g.broad_port.filter(|_| broad_network), host_network);
+
+    // Policy report entries shared by every backend.
+    let mut policy_entries = Vec::new();
+    policy_entries.push(if host_read {
+        ReportEntry::new(
+            "read-boundary",
+            Status::Narrowed,
+            "host read is allowed, but the host's /sys, /run, /tmp and the scratch root are withheld",
+        )
+    } else {
+        ReportEntry::new("read-boundary", Status::Enforced, "only the bound areas are visible")
+    });
+    policy_entries.push(if write_narrowed.is_empty() {
+        ReportEntry::new(
+            "write-boundary",
+            Status::Enforced,
+            "writable only where the policy allows writes",
+        )
+    } else {
+        ReportEntry::new(
+            "write-boundary",
+            Status::Narrowed,
+            write_narrowed.join("; "),
+        )
+    });
+    policy_entries.push(if host_read {
+        ReportEntry::new("runtime-closure", Status::Vacuous, "host read is allowed")
+    } else {
+        let bound: Vec<String> = host
+            .closure
+            .iter()
+            .map(|c| c.path.display().to_string())
+            .collect();
+        ReportEntry::new(
+            "runtime-closure",
+            Status::Widened,
+            format!(
+                "read and execute of the runtime closure: {}",
+                bound.join(" ")
+            ),
+        )
+    });
+
+    let private_network = !host_network;
+    let standard_guarantees = Guarantees {
+        process_boundary: true,
+        write_boundary: true,
+        read_boundary: true,
+        env_scrub: true,
+        network_boundary: config.network != Access::Allow || spawn.egress_route,
+        address_network: false,
+        resource_limits: false,
+        target_network: false,
+    };
+    let standard_report = standard_report(
+        &policy_entries,
+        private_network,
+        host_network,
+        config.network,
+    );
+
+    let spec = build_spec(
+        profile,
+        spawn,
+        &plan,
+        &landlock,
+        private_network,
+        broad_network,
+        &standard_report,
+        standard_guarantees,
+    )?;
+    Ok(Bundle {
+        spec,
+        plan,
+        landlock,
+        host_network,
+        broad_network,
+        policy_entries,
+        standard_report,
+        standard_guarantees,
+    })
+}
+
+fn standard_report(
+    policy: &[ReportEntry],
+    private_network: bool,
+    host_network: bool,
+    network: Access,
+) -> CompileReport {
+    let mut r = CompileReport::default();
+    r.set(ReportEntry::new(
+        "process-boundary",
+        Status::Enforced,
+        "user, mount, pid, ipc, uts and cgroup namespaces",
+    ));
+    for e in policy.iter().filter(|e| e.feature != "runtime-closure") {
+        r.set(e.clone());
+    }
+    r.set(ReportEntry::new(
+        "env-scrub",
+        Status::Enforced,
+        "the environment in config.json is the scrubbed one",
+    ));
+    r.set(if network == Access::Allow && host_network {
+        ReportEntry::new("network-boundary", Status::Vacuous, "network is allowed")
+    } else if private_network {
+        ReportEntry::new(
+            "network-boundary",
+            Status::Enforced,
+            "private network namespace",
+        )
+    } else {
+        ReportEntry::new(
+            "network-boundary",
+            Status::Unenforced,
+            "the broad grant's port scoping needs landlock",
+        )
+    });
+    r.set(if private_network {
+        ReportEntry::new(
+            "loopback",
+            Status::Enforced,
+            "standard runtimes raise lo in the private namespace",
+        )
+    } else {
+        ReportEntry::new("loopback", Status::Vacuous, "host network namespace")
+    });
+    r.set(if host_network {
+        ReportEntry::new(
+            "abstract-unix",
+            Status::Unenforced,
+            "abstract unix socket scoping is a landlock rule, which standard runtimes do not apply",
+        )
+    } else {
+        ReportEntry::new(
+            "abstract-unix",
+            Status::Vacuous,
+            "private network namespace",
+        )
+    });
+    r.set(ReportEntry::new(
+        "landlock",
+        Status::Unenforced,
+        "standard oci runtimes do not apply the sandbox.landlock annotation",
+    ));
+    r.set(ReportEntry::new(
+        "seccomp",
+        Status::Enforced,
+        "linux.seccomp, applied by the oci runtime",
+    ));
+    r.set(ReportEntry::new(
+        "resource-limits",
+        Status::Unenforced,
+        "exported bundles carry no cgroupsPath and no resources",
+    ));
+    if let Some(c) = policy.iter().find(|e| e.feature == "runtime-closure") {
+        r.set(c.clone());
+    }
+    r
+}
+
+fn landlock_rules(plan: &MountPlan, broad_port: Option<u16>, host_network: bool) -> LandlockRules {
+    let fs = plan
+        .mounts
+        .iter()
+        .filter_map(|m| {
+            let access: Vec<&'static str> = match m.kind {
+                MountKind::ReadOnly => RO_RIGHTS
+                    .iter()
+                    .copied()
+                    .filter(|r| !(m.file && *r == "read_dir"))
+                    .collect(),
+                MountKind::ReadWrite if m.destination == Path::new("/dev/null") => {
+                    DEV_RIGHTS.to_vec()
+                }
+                MountKind::ReadWrite => RO_RIGHTS
+                    .iter()
+                    .chain(WRITE_RIGHTS)
+                    .copied()
+                    .filter(|r| {
+                        !m.file || matches!(*r, "execute" | "read_file" | "write_file" | "truncate")
+                    })
+                    .collect(),
+                MountKind::WriteOnly => WRITE_RIGHTS
+                    .iter()
+                    .copied()
+                    .filter(|r| !m.file || matches!(*r, "write_file" | "truncate"))
+                    .collect(),
+                MountKind::Private | MountKind::Tmp | MountKind::DevShm => ALL_RIGHTS.to_vec(),
+                MountKind::Proc => PROC_RIGHTS.to_vec(),
+                MountKind::Dev => DEV_RIGHTS.to_vec(),
+                MountKind::DevPts => DEVPTS_RIGHTS.to_vec(),
+                MountKind::Mask => return None,
+            };
+            Some(LandlockPathRule {
+                path: m.destination.clone(),
+                access,
+            })
+        })
+        .collect();
+    LandlockRules {
+        fs,
+        tcp_connect: broad_port
+            .map(|p| if p == 53 { vec![53] } else { vec![p, 53] })
+            .unwrap_or_default(),
+        scope_abstract_unix: host_network,
+    }
+}
+
+fn path_str(p: &Path) -> Result<String, Error> {
+    p.to_str()
+        .map(str::to_owned)
+        .ok_or_else(|| Error::argument(format!("path {} is not valid UTF-8", p.display())))
+}
+
+fn oci_mount(m: &PlannedMount) -> Result<Value, Error> {
+    let dest = path_str(&m.destination)?;
+    let bind = |options: &[&str]| -> Result<Value, Error> {
+        let source = path_str(m.source.as_deref().unwrap_or(&m.destination))?;
+        Ok(json!({"destination": dest, "type": "bind", "source": source, "options": options}))
+    };
+    let tmpfs = |options: &[&str]| json!({"destination": dest, "type": "tmpfs", "source": "tmpfs", "options": options});
+    Ok(match (m.kind, m.file) {
+        (MountKind::ReadOnly, false) => bind(&["rbind", "rro", "nosuid", "nodev"])?,
+        (MountKind::ReadOnly, true) => bind(&["bind", "ro", "nosuid", "nodev"])?,
+        (MountKind::ReadWrite, true) if m.destination == Path::new("/dev/null") => {
+            bind(&["bind", "nosuid"])?
+        }
+        (MountKind::ReadWrite | MountKind::WriteOnly, true) => bind(&["bind", "nosuid", "nodev"])?,
+        (MountKind::ReadWrite | MountKind::WriteOnly | MountKind::Private, _) => {
+            bind(&["rbind", "nosuid", "nodev"])?
+        }
+        (MountKind::Mask, _) => tmpfs(&["nosuid", "nodev", "noexec", "mode=755", "size=64k"]),
+        (MountKind::Tmp, _) => tmpfs(&["nosuid", "nodev", "mode=1777"]),
+        (MountKind::Dev, _) => tmpfs(&["nosuid", "strictatime", "mode=755", "size=65536k"]),
+        (MountKind::DevShm, _) => tmpfs(&["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"]),
+        (MountKind::Proc, _) => json!({"destination": dest, "type": "proc", "source": "proc",
+            "options": ["nosuid", "noexec", "nodev"]}),
+        (MountKind::DevPts, _) => json!({"destination": dest, "type": "devpts", "source": "devpts",
+            "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]}),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_spec(
+    profile: &Profile,
+    spawn: &SpawnContext,
+    plan: &MountPlan,
+    landlock: &LandlockRules,
+    private_network: bool,
+    broad_network: bool,
+    standard_report: &CompileReport,
+    standard_guarantees: Guarantees,
+) -> Result<Spec, Error> {
+    let mounts = plan
+        .mounts
+        .iter()
+        .map(oci_mount)
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut namespaces = vec![
+        json!({"type": "user"}),
+        json!({"type": "mount"}),
+        json!({"type": "pid"}),
+        json!({"type": "ipc"}),
+        json!({"type": "uts"}),
+        json!({"type": "cgroup"}),
+    ];
+    if private_network {
+        namespaces.push(json!({"type": "network"}));
+    }
+    let mut readonly: Vec<String> = READONLY_PATHS.iter().map(|s| (*s).to_owned()).collect();
+    for m in plan.mounts.iter().filter(|m| m.kind == MountKind::Mask) {
+        readonly.push(path_str(&m.destination)?);
+    }
+    let mut linux = json!({
+        "namespaces": namespaces,
+        "uidMappings": [{"containerID": 0, "hostID": spawn.uid, "size": 1}],
+        "gidMappings": [{"containerID": 0, "hostID": spawn.gid, "size": 1}],
+        "maskedPaths": MASKED_PATHS,
+        "readonlyPaths": readonly,
+        "seccomp": seccomp::oci_section(broad_network),
+    });
+    if let Launch::Embedded {
+        cgroups_path: Some(path),
+        pids_max,
+        memory_max,
+    } = &spawn.launch
+    {
+        linux["cgroupsPath"] = json!(path);
+        let mut resources = json!({});
+        if let Some(pids) = pids_max {
+            resources["pids"] = json!({"limit": pids});
+        }
+        if let Some(mem) = memory_max {
+            resources["memory"] = json!({"limit": mem});
+        }
+        linux["resources"] = resources;
+    }
+    let empty: [&str; 0] = [];
+    let env: Vec<String> = spawn.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let report_json = serde_json::to_string(&standard_report.entries)
+        .map_err(|e| Error::argument(format!("report: {e}")))?;
+    let landlock_json = serde_json::to_string(landlock)
+        .map_err(|e| Error::argument(format!("landlock rules: {e}")))?;
+    let value = json!({
+        "ociVersion": "1.0.2",
+        "process": {
+            "terminal": spawn.tty,
+            "user": {"uid": 0, "gid": 0},
+            "args": spawn.argv,
+            "env": env,
+            "cwd": path_str(&spawn.cwd)?,
+            "capabilities": {
+                "bounding": empty, "effective": empty, "inheritable": empty,
+                "permitted": empty, "ambient": empty
+            },
+            "rlimits": [
+                {"type": "RLIMIT_CORE", "hard": 0, "soft": 0},
+                {"type": "RLIMIT_NOFILE", "hard": 4096, "soft": 1024}
+            ],
+            "noNewPrivileges": true
+        },
+        "root": {"path": "rootfs", "readonly": true},
+        "hostname": "sandbox",
+        "mounts": mounts,
+        "linux": linux,
+        "annotations": {
+            "sandbox.version": "1",
+            "sandbox.fingerprint": profile.fingerprint(),
+            "sandbox.landlock": landlock_json,
+            "sandbox.guarantees": standard_guarantees.bits().to_string(),
+            "sandbox.report": report_json,
+        }
+    });
+    serde_json::from_value(value).map_err(|e| Error::argument(format!("spec: {e}")))
+}
+
+/// The level a standard runtime reaches with a bundle: namespaces and seccomp, no Landlock.
+pub fn standard_level() -> Level {
+    Level::Degraded
+}
+
+/// The spec as deterministic, pretty JSON (keys sorted), as written to `config.json`.
+pub fn spec_json(spec: &Spec) -> Result<String, Error> {
+    let value = serde_json::to_value(spec).map_err(|e| Error::argument(format!("spec: {e}")))?;
+    serde_json::to_string_pretty(&value).map_err(|e| Error::argument(format!("spec: {e}")))
+}

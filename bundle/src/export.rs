@@ -1,0 +1,277 @@
+//! Writing a bundle to a directory that a standard OCI runtime runs unchanged (CONTRACT.md §18).
+
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use crate::access::Home;
+use crate::compile::{Bundle, GrantDeltas, Launch, SpawnContext, compile, spec_json};
+use crate::env::{EnvOptions, ScrubFlags, scrub};
+use crate::error::Error;
+use crate::host::HostView;
+use crate::profile::Profile;
+
+/// What to export: one argv in one cwd, with the caller's environment and HOME seeds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExportRequest {
+    /// The program and its arguments (no shell).
+    pub argv: Vec<OsString>,
+    /// The working directory (absolute, an existing directory).
+    pub cwd: PathBuf,
+    /// A snapshot of the caller's environment, scrubbed per CONTRACT.md §10.
+    pub env_snapshot: Vec<(OsString, OsString)>,
+    /// `pass_env` / `set_env` options.
+    pub env_options: EnvOptions,
+    /// `(src_file, rel_dest)` copied into the bundle's `home/` (`IsolatedHome` only).
+    pub seed_home: Vec<(PathBuf, PathBuf)>,
+    /// The HOME the process gets with `RealHome`.
+    pub real_home: Option<PathBuf>,
+    /// The uid mapped to container uid 0 (the user who will run the runtime).
+    pub uid: u32,
+    /// The gid mapped to container gid 0.
+    pub gid: u32,
+}
+
+/// Checks a `seed_home` pair (CONTRACT.md §10); the error names the option.
+pub fn check_seed(src: &Path, rel: &Path) -> Result<(), Error> {
+    let bad = |why: String| {
+        Err(Error::InvalidOptions {
+            detail: format!("seed_home: {why}"),
+        })
+    };
+    if !src.is_absolute() {
+        return bad(format!("{} is not absolute", src.display()));
+    }
+    match fs::metadata(src) {
+        Ok(m) if m.is_file() => {}
+        _ => return bad(format!("{} is not an existing regular file", src.display())),
+    }
+    let raw = rel.as_os_str().as_encoded_bytes();
+    if raw.is_empty()
+        || rel.is_absolute()
+        || raw
+            .split(|b| *b == b'/')
+            .any(|c| c.is_empty() || c == b"." || c == b"..")
+        || !rel.components().all(|c| matches!(c, Component::Normal(_)))
+    {
+        return bad(format!("{} is not a clean relative path", rel.display()));
+    }
+    Ok(())
+}
+
+/// Exports the bundle for `request` into `out_dir`, which must be missing or an empty directory.
+///
+/// Writes `config.json`, `rootfs/` (the host's top-level symlinks when host read is allowed,
+/// else empty), `home/` with the seeded files (`IsolatedHome`) and `tmp/` (0700), which replace
+/// the executor's HOME and TMPDIR in binds and environment. Everything is checked before the
+/// first write; on a failure while writing, what this call created is removed again.
+pub fn export_bundle(
+    profile: &Profile,
+    host: &HostView,
+    request: &ExportRequest,
+    out_dir: &Path,
+) -> Result<Bundle, Error> {
+    let argv = request
+        .argv
+        .iter()
+        .map(|a| {
+            a.to_str()
+                .map(str::to_owned)
+                .ok_or_else(|| Error::argument("argv: not valid UTF-8 (OCI args are text)"))
+        })
+        .collect::<Result<Vec<String>, Error>>()?;
+    if argv.is_empty() || argv[0].is_empty() {
+        return Err(Error::argument("argv: empty"));
+    }
+    if !request.cwd.is_absolute() || !request.cwd.is_dir() {
+        return Err(Error::argument(format!(
+            "cwd: {} is not an absolute directory",
+            request.cwd.display()
+        )));
+    }
+    let cwd = fs::canonicalize(&request.cwd).map_err(|e| Error::argument(format!("cwd: {e}")))?;
+    request.env_options.validate()?;
+    let isolated = profile.config().home == Home::IsolatedHome;
+    for (src, rel) in &request.seed_home {
+        if !isolated {
+            return Err(Error::InvalidOptions {
+                detail: String::from("seed_home: needs an isolated home"),
+            });
+        }
+        check_seed(src, rel)?;
+    }
+
+    // out_dir: missing (its parent must exist) or an empty directory.
+    if out_dir.as_os_str().is_empty() {
+        return Err(Error::argument("out_dir: empty path"));
+    }
+    let absolute = if out_dir.is_absolute() {
+        out_dir.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(|e| Error::io("current directory", e))?
+            .join(out_dir)
+    };
+    let existed = match fs::symlink_metadata(&absolute) {
+        Ok(m) if m.is_dir() => {
+            let mut entries = fs::read_dir(&absolute)
+                .map_err(|e| Error::io(format!("reading {}", absolute.display()), e))?;
+            if entries.next().is_some() {
+                return Err(Error::argument(format!(
+                    "out_dir: {} is not empty",
+                    absolute.display()
+                )));
+            }
+            true
+        }
+        Ok(_) => {
+            return Err(Error::argument(format!(
+                "out_dir: {} is not a directory",
+                absolute.display()
+            )));
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+        Err(e) => return Err(Error::io(format!("inspecting {}", absolute.display()), e)),
+    };
+    let out = if existed {
+        fs::canonicalize(&absolute)
+            .map_err(|e| Error::io(format!("resolving {}", absolute.display()), e))?
+    } else {
+        let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
+            return Err(Error::argument(format!(
+                "out_dir: {} has no parent",
+                absolute.display()
+            )));
+        };
+        if name == ".." || name == "." {
+            return Err(Error::argument(format!(
+                "out_dir: {} is not clean",
+                absolute.display()
+            )));
+        }
+        let parent = fs::canonicalize(parent).map_err(|e| {
+            Error::argument(format!("out_dir: parent of {}: {e}", absolute.display()))
+        })?;
+        parent.join(name)
+    };
+
+    let home = if isolated {
+        out.join("home")
+    } else {
+        request
+            .real_home
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/"))
+    };
+    let tmp = out.join("tmp");
+    let env = scrub(
+        &request.env_snapshot,
+        &request.env_options,
+        &home,
+        &tmp,
+        ScrubFlags {
+            linux_container: true,
+            broad_dns: false,
+        },
+    );
+    let spawn = SpawnContext {
+        argv,
+        cwd,
+        env,
+        tty: false,
+        home_dir: isolated.then(|| home.clone()),
+        temp_dir: tmp.clone(),
+        scratch_root: out.clone(),
+        uid: request.uid,
+        gid: request.gid,
+        landlock: false,
+        egress_route: false,
+        launch: Launch::Export,
+        grants: GrantDeltas::default(),
+    };
+    let bundle = compile(profile, &spawn, host)?;
+    let config = spec_json(&bundle.spec)?;
+
+    let write = || -> Result<(), Error> {
+        let io_err = |what: &str, p: &Path| {
+            let p = p.display().to_string();
+            let what = what.to_owned();
+            move |e| Error::io(format!("{what} {p}"), e)
+        };
+        if !existed {
+            fs::create_dir(&out).map_err(io_err("creating", &out))?;
+        }
+        let rootfs = out.join("rootfs");
+        fs::create_dir(&rootfs).map_err(io_err("creating", &rootfs))?;
+        set_mode(&rootfs, 0o755)?;
+        for (name, target) in &bundle.plan.rootfs_symlinks {
+            let link = rootfs.join(name);
+            symlink(target, &link).map_err(io_err("creating symlink", &link))?;
+        }
+        if isolated {
+            fs::create_dir(&home).map_err(io_err("creating", &home))?;
+            set_mode(&home, 0o700)?;
+            for (src, rel) in &request.seed_home {
+                let dest = home.join(rel);
+                let mut dir = home.clone();
+                for c in rel.parent().into_iter().flat_map(Path::components) {
+                    dir.push(c);
+                    if !dir.is_dir() {
+                        fs::create_dir(&dir).map_err(io_err("creating", &dir))?;
+                        set_mode(&dir, 0o700)?;
+                    }
+                }
+                fs::copy(src, &dest).map_err(io_err("copying to", &dest))?;
+            }
+        }
+        fs::create_dir(&tmp).map_err(io_err("creating", &tmp))?;
+        set_mode(&tmp, 0o700)?;
+        let config_path = out.join("config.json");
+        fs::write(&config_path, config.as_bytes()).map_err(io_err("writing", &config_path))?;
+        Ok(())
+    };
+    if let Err(e) = write() {
+        if existed {
+            if let Ok(entries) = fs::read_dir(&out) {
+                for entry in entries.flatten() {
+                    let p = entry.path();
+                    let _ = if p.is_dir() && !p.is_symlink() {
+                        fs::remove_dir_all(&p)
+                    } else {
+                        fs::remove_file(&p)
+                    };
+                }
+            }
+        } else {
+            let _ = fs::remove_dir_all(&out);
+        }
+        return Err(e);
+    }
+    Ok(bundle)
+}
+
+#[cfg(unix)]
+fn set_mode(p: &Path, mode: u32) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(p, fs::Permissions::from_mode(mode))
+        .map_err(|e| Error::io(format!("chmod {}", p.display()), e))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_: &Path, _: u32) -> Result<(), Error> {
+    Ok(())
+}
+
+#[cfg(unix)]
+fn symlink(target: &Path, link: &Path) -> io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
+#[cfg(not(unix))]
+fn symlink(_: &Path, _: &Path) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "symlinks need unix",
+    ))
+}

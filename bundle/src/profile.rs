@@ -1,0 +1,502 @@
+//! The immutable, canonical, fingerprinted `Profile` (CONTRACT.md §4, §5).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::access::{Access, Isolation, ProfileConfig, RootAccess};
+use crate::error::Error;
+use crate::report::Guarantees;
+
+/// The version of the access vocabulary `access_for` answers in. Consumers fail closed on any
+/// other value; 0 is reserved for "no valid profile".
+pub const ACCESS_VERSION: u16 = 1;
+
+/// A validated, canonical profile: cheap to clone, immutable, equal by fingerprint.
+///
+/// Made only by [`Profile::new`] or [`restrict`], so every value is valid.
+#[derive(Clone)]
+pub struct Profile {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: ProfileConfig,
+    required: Guarantees,
+    fingerprint: String,
+}
+
+/// Which filesystem axis a question is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Axis {
+    /// Reading.
+    Read,
+    /// Writing.
+    Write,
+}
+
+/// The normalized configuration, required guarantees and fingerprint, for display and JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Settings {
+    /// Always 1.
+    pub access_version: u16,
+    /// The canonical workspace.
+    pub workspace_root: PathBuf,
+    /// Access values by name.
+    pub workspace_read: String,
+    #[allow(missing_docs)]
+    pub workspace_write: String,
+    #[allow(missing_docs)]
+    pub host_read: String,
+    #[allow(missing_docs)]
+    pub host_write: String,
+    #[allow(missing_docs)]
+    pub network: String,
+    #[allow(missing_docs)]
+    pub command: String,
+    #[allow(missing_docs)]
+    pub home: String,
+    #[allow(missing_docs)]
+    pub isolation: String,
+    /// Sorted, deduplicated roots.
+    pub additional_roots: Vec<RootSettings>,
+    #[allow(missing_docs)]
+    pub ack_unconfined: bool,
+    /// Names of the required guarantee bits.
+    pub required_guarantees: Vec<&'static str>,
+    /// The bit-mask form of the same.
+    pub required_guarantee_bits: u64,
+    /// 64 lowercase hex digits.
+    pub fingerprint: String,
+}
+
+/// One root in [`Settings`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RootSettings {
+    #[allow(missing_docs)]
+    pub path: PathBuf,
+    #[allow(missing_docs)]
+    pub read: String,
+    #[allow(missing_docs)]
+    pub write: String,
+}
+
+impl Profile {
+    /// Validates and canonicalises `config` (CONTRACT.md §4); fails with
+    /// [`Error::InvalidProfile`] naming the field.
+    pub fn new(config: ProfileConfig) -> Result<Profile, Error> {
+        let workspace = canonical_dir("workspace_root", &config.workspace_root)?;
+        let mut roots: Vec<RootAccess> = Vec::with_capacity(config.additional_roots.len());
+        for (i, root) in config.additional_roots.iter().enumerate() {
+            let field = format!("additional_roots[{i}].path");
+            let path = canonical_dir(&field, &root.path)?;
+            if path == workspace {
+                return Err(Error::profile(format!(
+                    "{field}: {} is the workspace root",
+                    root.path.display()
+                )));
+            }
+            match roots.iter().find(|r| r.path == path) {
+                Some(r) if (r.read, r.write) != (root.read, root.write) => {
+                    return Err(Error::profile(format!(
+                        "{field}: {} is listed twice with different access",
+                        path.display()
+                    )));
+                }
+                Some(_) => {}
+                None => roots.push(RootAccess {
+                    path,
+                    read: root.read,
+                    write: root.write,
+                }),
+            }
+        }
+        roots.sort_by(|a, b| {
+            a.path
+                .as_os_str()
+                .as_encoded_bytes()
+                .cmp(b.path.as_os_str().as_encoded_bytes())
+        });
+
+        match (config.isolation, config.ack_unconfined) {
+            (Isolation::Sandboxed, true) => {
+                return Err(Error::profile(
+                    "ack_unconfined: only allowed with isolation unconfined",
+                ));
+            }
+            (Isolation::Unconfined, false) => {
+                return Err(Error::profile(
+                    "ack_unconfined: isolation unconfined must be acknowledged",
+                ));
+            }
+            _ => {}
+        }
+        if config.isolation == Isolation::Unconfined {
+            let fields = [
+                ("workspace_read", config.workspace_read),
+                ("workspace_write", config.workspace_write),
+                ("host_read", config.host_read),
+                ("host_write", config.host_write),
+                ("network", config.network),
+            ];
+            if let Some((name, _)) = fields.iter().find(|(_, a)| *a != Access::Allow) {
+                return Err(Error::profile(format!(
+                    "{name}: must be allow when isolation is unconfined"
+                )));
+            }
+            if let Some(i) = config
+                .additional_roots
+                .iter()
+                .position(|r| r.read != Access::Allow || r.write != Access::Allow)
+            {
+                return Err(Error::profile(format!(
+                    "additional_roots[{i}]: read and write must be allow when isolation is unconfined"
+                )));
+            }
+        }
+
+        let config = ProfileConfig {
+            workspace_root: workspace,
+            additional_roots: roots,
+            ..config
+        };
+        let required = required_guarantees(&config);
+        let fingerprint = fingerprint(&config, required);
+        Ok(Profile {
+            inner: Arc::new(Inner {
+                config,
+                required,
+                fingerprint,
+            }),
+        })
+    }
+
+    /// The canonical configuration (paths resolved, roots sorted and deduplicated).
+    pub fn config(&self) -> &ProfileConfig {
+        &self.inner.config
+    }
+
+    /// The canonical workspace root.
+    pub fn workspace_root(&self) -> &Path {
+        &self.inner.config.workspace_root
+    }
+
+    /// Always [`ACCESS_VERSION`] (1).
+    pub fn access_version(&self) -> u16 {
+        ACCESS_VERSION
+    }
+
+    /// 64 lowercase hex digits of SHA-256 over the profile's authority.
+    pub fn fingerprint(&self) -> &str {
+        &self.inner.fingerprint
+    }
+
+    /// The guarantee bits an executor for this profile must have.
+    pub fn required_guarantees(&self) -> Guarantees {
+        self.inner.required
+    }
+
+    /// The normalized config, required guarantees and fingerprint.
+    pub fn settings(&self) -> Settings {
+        let c = &self.inner.config;
+        Settings {
+            access_version: ACCESS_VERSION,
+            workspace_root: c.workspace_root.clone(),
+            workspace_read: c.workspace_read.to_string(),
+            workspace_write: c.workspace_write.to_string(),
+            host_read: c.host_read.to_string(),
+            host_write: c.host_write.to_string(),
+            network: c.network.to_string(),
+            command: c.command.to_string(),
+            home: c.home.to_string(),
+            isolation: c.isolation.to_string(),
+            additional_roots: c
+                .additional_roots
+                .iter()
+                .map(|r| RootSettings {
+                    path: r.path.clone(),
+                    read: r.read.to_string(),
+                    write: r.write.to_string(),
+                })
+                .collect(),
+            ack_unconfined: c.ack_unconfined,
+            required_guarantees: self.inner.required.names(),
+            required_guarantee_bits: self.inner.required.bits(),
+            fingerprint: self.inner.fingerprint.clone(),
+        }
+    }
+
+    /// The dependency-free read side for approval systems (CONTRACT.md §5).
+    pub fn access_for(&self, kind: &str, scope: &str) -> Result<Access, Error> {
+        let c = &self.inner.config;
+        let axis = match kind {
+            "command.execute" | "network" => {
+                if !scope.is_empty() {
+                    return Err(Error::profile(format!(
+                        "scope: {kind} takes an empty scope"
+                    )));
+                }
+                return Ok(if kind == "network" {
+                    c.network
+                } else {
+                    c.command
+                });
+            }
+            "filesystem.read" => Axis::Read,
+            "filesystem.write" => Axis::Write,
+            other => return Err(Error::profile(format!("kind: unknown kind {other:?}"))),
+        };
+        if let Some(rest) = scope.strip_prefix("host:") {
+            if rest != "*" {
+                return Err(Error::profile("scope: host: must be followed by *"));
+            }
+            return Ok(self.host(axis));
+        }
+        if let Some(rest) = scope.strip_prefix("tree:") {
+            let p = clean_path("scope", rest)?;
+            return Ok(self.tree_value(axis, &p));
+        }
+        let p = clean_path("scope", scope)?;
+        Ok(self.path_value(axis, &p))
+    }
+
+    pub(crate) fn host(&self, axis: Axis) -> Access {
+        pick(
+            axis,
+            self.inner.config.host_read,
+            self.inner.config.host_write,
+        )
+    }
+
+    /// Every area with its own authority: the workspace first, then the sorted roots.
+    pub(crate) fn areas(&self) -> impl Iterator<Item = (&Path, Access, Access)> {
+        let c = &self.inner.config;
+        std::iter::once((
+            c.workspace_root.as_path(),
+            c.workspace_read,
+            c.workspace_write,
+        ))
+        .chain(
+            c.additional_roots
+                .iter()
+                .map(|r| (r.path.as_path(), r.read, r.write)),
+        )
+    }
+
+    /// The `<p>` rule: the value of the longest area containing `p`, else the host value.
+    pub fn path_value(&self, axis: Axis, p: &Path) -> Access {
+        self.areas()
+            .filter(|(r, _, _)| p.starts_with(r))
+            .max_by_key(|(r, _, _)| r.components().count())
+            .map(|(_, read, write)| pick(axis, read, write))
+            .unwrap_or_else(|| self.host(axis))
+    }
+
+    /// The `tree:<p>` rule: the minimum of the `<p>` value and every area strictly inside `p`.
+    pub fn tree_value(&self, axis: Axis, p: &Path) -> Access {
+        self.areas()
+            .filter(|(r, _, _)| r.starts_with(p) && *r != p)
+            .map(|(_, read, write)| pick(axis, read, write))
+            .fold(self.path_value(axis, p), Access::min)
+    }
+}
+
+fn pick(axis: Axis, read: Access, write: Access) -> Access {
+    match axis {
+        Axis::Read => read,
+        Axis::Write => write,
+    }
+}
+
+impl PartialEq for Profile {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.fingerprint == other.inner.fingerprint
+    }
+}
+
+impl Eq for Profile {}
+
+impl std::hash::Hash for Profile {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.inner.fingerprint.hash(state);
+    }
+}
+
+impl fmt::Debug for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Profile")
+            .field("config", &self.inner.config)
+            .field("fingerprint", &self.inner.fingerprint)
+            .finish()
+    }
+}
+
+/// Intersects two profiles with byte-identical canonical workspaces (CONTRACT.md §5).
+pub fn restrict(base: &Profile, ceiling: &Profile) -> Result<Profile, Error> {
+    let (b, c) = (base.config(), ceiling.config());
+    if b.workspace_root.as_os_str().as_encoded_bytes()
+        != c.workspace_root.as_os_str().as_encoded_bytes()
+    {
+        return Err(Error::profile(format!(
+            "workspace_root: {} and {} differ",
+            b.workspace_root.display(),
+            c.workspace_root.display()
+        )));
+    }
+    let isolation = b.isolation.min(c.isolation);
+    let mut config = ProfileConfig {
+        workspace_root: b.workspace_root.clone(),
+        workspace_read: b.workspace_read.min(c.workspace_read),
+        workspace_write: b.workspace_write.min(c.workspace_write),
+        host_read: b.host_read.min(c.host_read),
+        host_write: b.host_write.min(c.host_write),
+        network: b.network.min(c.network),
+        command: b.command.min(c.command),
+        home: b.home.min(c.home),
+        isolation,
+        additional_roots: Vec::new(),
+        ack_unconfined: isolation == Isolation::Unconfined && b.ack_unconfined && c.ack_unconfined,
+    };
+    let mut paths: Vec<&Path> = b
+        .additional_roots
+        .iter()
+        .chain(c.additional_roots.iter())
+        .map(|r| r.path.as_path())
+        .collect();
+    // Shallow first, so that each root is compared with the enclosing roots already kept.
+    paths.sort_by_key(|p| {
+        (
+            p.components().count(),
+            p.as_os_str().as_encoded_bytes().to_vec(),
+        )
+    });
+    paths.dedup();
+    for p in paths {
+        let read = base
+            .path_value(Axis::Read, p)
+            .min(ceiling.path_value(Axis::Read, p));
+        let write = base
+            .path_value(Axis::Write, p)
+            .min(ceiling.path_value(Axis::Write, p));
+        let enclosing = std::iter::once((
+            config.workspace_root.as_path(),
+            config.workspace_read,
+            config.workspace_write,
+        ))
+        .chain(
+            config
+                .additional_roots
+                .iter()
+                .map(|r| (r.path.as_path(), r.read, r.write)),
+        )
+        .filter(|(r, _, _)| p.starts_with(r))
+        .max_by_key(|(r, _, _)| r.components().count())
+        .map(|(_, r, w)| (r, w))
+        .unwrap_or((config.host_read, config.host_write));
+        if enclosing != (read, write) {
+            config.additional_roots.push(RootAccess {
+                path: p.to_path_buf(),
+                read,
+                write,
+            });
+        }
+    }
+    Profile::new(config)
+}
+
+fn canonical_dir(field: &str, path: &Path) -> Result<PathBuf, Error> {
+    if path.as_os_str().is_empty() {
+        return Err(Error::profile(format!("{field}: must not be empty")));
+    }
+    if !path.is_absolute() {
+        return Err(Error::profile(format!(
+            "{field}: {} is not absolute",
+            path.display()
+        )));
+    }
+    let canonical = std::fs::canonicalize(path)
+        .map_err(|e| Error::profile(format!("{field}: {}: {e}", path.display())))?;
+    if !canonical.is_dir() {
+        return Err(Error::profile(format!(
+            "{field}: {} is not a directory",
+            path.display()
+        )));
+    }
+    Ok(canonical)
+}
+
+/// Checks that `text` is a clean absolute path: starts with `/`, no empty, `.` or `..`
+/// component, no trailing `/` except `/` itself.
+pub(crate) fn clean_path(field: &str, text: &str) -> Result<PathBuf, Error> {
+    if text.is_empty() {
+        return Err(Error::profile(format!("{field}: path is empty")));
+    }
+    if !text.starts_with('/') {
+        return Err(Error::profile(format!("{field}: {text:?} is not absolute")));
+    }
+    if text != "/"
+        && (text.ends_with('/')
+            || text[1..]
+                .split('/')
+                .any(|c| c.is_empty() || c == "." || c == ".."))
+    {
+        return Err(Error::profile(format!(
+            "{field}: {text:?} is not a clean path"
+        )));
+    }
+    if text.contains('\0') {
+        return Err(Error::profile(format!("{field}: path contains NUL")));
+    }
+    Ok(PathBuf::from(text))
+}
+
+fn required_guarantees(c: &ProfileConfig) -> Guarantees {
+    let mut g = Guarantees {
+        env_scrub: true,
+        ..Guarantees::default()
+    };
+    if c.isolation == Isolation::Sandboxed {
+        let roots_read = c.additional_roots.iter().any(|r| r.read != Access::Allow);
+        let roots_write = c.additional_roots.iter().any(|r| r.write != Access::Allow);
+        g.read_boundary =
+            c.workspace_read != Access::Allow || c.host_read != Access::Allow || roots_read;
+        g.write_boundary =
+            c.workspace_write != Access::Allow || c.host_write != Access::Allow || roots_write;
+        g.network_boundary = c.network != Access::Allow;
+    }
+    g
+}
+
+fn fingerprint(c: &ProfileConfig, required: Guarantees) -> String {
+    let mut h = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_be_bytes());
+        h.update(bytes);
+    };
+    field(b"sandbox-profile-v1");
+    field(c.workspace_root.as_os_str().as_encoded_bytes());
+    for a in [
+        c.workspace_read,
+        c.workspace_write,
+        c.host_read,
+        c.host_write,
+        c.network,
+        c.command,
+    ] {
+        field(&[a as u8]);
+    }
+    field(&[c.home as u8]);
+    field(&[c.isolation as u8]);
+    field(&(c.additional_roots.len() as u64).to_be_bytes());
+    for r in &c.additional_roots {
+        field(r.path.as_os_str().as_encoded_bytes());
+        field(&[r.read as u8, r.write as u8]);
+    }
+    field(&[u8::from(c.ack_unconfined)]);
+    field(&required.bits().to_be_bytes());
+    let digest = h.finalize();
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,1 @@
+//! Examples of sandbox, one per user story (see `src/bin/`).

@@ -1,0 +1,50 @@
+//! # sandbox — run an agent's tool calls in micro-containers, report what the OS enforced
+//!
+//! This is the facade users depend on. An application decides that an effect may run; sandbox
+//! then decides what the process can reach: a [`Profile`] (workspace, host, network and command
+//! access as `Deny` / `Gated` / `Allow`, isolated or real HOME, sandboxed or
+//! acknowledged-unconfined) compiles into a minimal OCI bundle that a backend runs, and the
+//! caller gets [`Level`], [`Guarantees`] and a [`CompileReport`] of what was achieved.
+//!
+//! **State of this version.** The profile vocabulary, reports, errors, the bundle compiler and
+//! bundle export are complete ([`bundle::export_bundle`], `sandbox bundle export`); exported
+//! bundles run under `runc run`. The backends that run bundles in-process (Linux container,
+//! macOS Seatbelt) and the executor API come next; until they land no sandboxed command runs
+//! through this crate, and nothing pretends otherwise.
+//!
+//! **Not defended against:** kernel exploits, side channels, CPU and disk exhaustion,
+//! exfiltration over network a profile or grant opens (CONTRACT.md §1).
+//!
+//! Call [`init`] as the first statement of `main` in every binary that uses sandbox.
+//!
+//! MSRV: 1.85 (edition 2024).
+
+#![deny(unsafe_code)]
+
+mod deadline;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub use deadline::{CancelToken, Deadline};
+/// The pure core: compiler, export, host view and policy types.
+pub use sandbox_bundle as bundle;
+pub use sandbox_bundle::oci_spec;
+pub use sandbox_bundle::{
+    ACCESS_VERSION, Access, CompileReport, Error, ErrorKind, Guarantees, Home, Isolation, Level,
+    Profile, ProfileConfig, ReportEntry, RootAccess, Settings, Status, check_invariants, restrict,
+};
+
+static INIT_CALLED: AtomicBool = AtomicBool::new(false);
+
+/// Must be the first statement of every `main` that uses sandbox.
+///
+/// It records the call; once the Linux backend lands it will also dispatch the helper role of
+/// a re-executed binary (and then never return). Idempotent; outside Linux it only records.
+pub fn init() {
+    INIT_CALLED.store(true, Ordering::SeqCst);
+}
+
+/// Whether [`init`] ran in this process.
+pub fn init_called() -> bool {
+    INIT_CALLED.load(Ordering::SeqCst)
+}
