@@ -137,8 +137,8 @@ impl ProfileConfig {
     /// ABI numbers or lowercase names, missing keys taking the safe defaults, unknown keys
     /// rejected. Every failure is [`Error::InvalidProfile`] naming the key.
     pub fn from_json(text: &str) -> Result<ProfileConfig, Error> {
-        let value: Value = serde_json::from_str(text)
-            .map_err(|e| Error::profile(format!("profile is not valid json: {e}")))?;
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| Error::profile(format!("profile is not valid json: {e}")))?;
         Self::from_value(&value)
     }
 
@@ -161,9 +161,8 @@ impl ProfileConfig {
                 "isolation" => config.isolation = decode_isolation(key, v)?,
                 "additional_roots" => config.additional_roots = decode_roots(key, v)?,
                 "ack_unconfined" => {
-                    config.ack_unconfined = v
-                        .as_bool()
-                        .ok_or_else(|| Error::profile(format!("{key}: expected true or false")))?;
+                    config.ack_unconfined =
+                        v.as_bool().ok_or_else(|| Error::profile(format!("{key}: expected true or false")))?;
                 }
                 other => {
                     return Err(Error::profile(format!(
@@ -192,11 +191,7 @@ fn decode_path(key: &str, v: &Value) -> Result<PathBuf, Error> {
 }
 
 fn decode_access(key: &str, v: &Value) -> Result<Access, Error> {
-    let bad = || {
-        Error::profile(format!(
-            "{key}: expected \"deny\", \"gated\", \"allow\" or 0, 1, 2"
-        ))
-    };
+    let bad = || Error::profile(format!("{key}: expected \"deny\", \"gated\", \"allow\" or 0, 1, 2"));
     match v {
         Value::String(s) => match s.as_str() {
             "deny" => Ok(Access::Deny),
@@ -204,69 +199,52 @@ fn decode_access(key: &str, v: &Value) -> Result<Access, Error> {
             "allow" => Ok(Access::Allow),
             _ => Err(bad()),
         },
-        Value::Number(n) => n
-            .as_u64()
-            .and_then(|n| u8::try_from(n).ok())
-            .and_then(|n| Access::try_from(n).ok())
-            .ok_or_else(bad),
+        Value::Number(n) => {
+            n.as_u64().and_then(|n| u8::try_from(n).ok()).and_then(|n| Access::try_from(n).ok()).ok_or_else(bad)
+        }
         _ => Err(bad()),
     }
 }
 
 fn decode_home(key: &str, v: &Value) -> Result<Home, Error> {
-    let bad = || {
-        Error::profile(format!(
-            "{key}: expected \"isolated\", \"isolated-home\", \"real\", \"real-home\" or 0, 1"
-        ))
-    };
+    let bad =
+        || Error::profile(format!("{key}: expected \"isolated\", \"isolated-home\", \"real\", \"real-home\" or 0, 1"));
     match v {
         Value::String(s) => match s.as_str() {
             "isolated" | "isolated-home" => Ok(Home::IsolatedHome),
             "real" | "real-home" => Ok(Home::RealHome),
             _ => Err(bad()),
         },
-        Value::Number(n) => n
-            .as_u64()
-            .and_then(|n| u8::try_from(n).ok())
-            .and_then(|n| Home::try_from(n).ok())
-            .ok_or_else(bad),
+        Value::Number(n) => {
+            n.as_u64().and_then(|n| u8::try_from(n).ok()).and_then(|n| Home::try_from(n).ok()).ok_or_else(bad)
+        }
         _ => Err(bad()),
     }
 }
 
 fn decode_isolation(key: &str, v: &Value) -> Result<Isolation, Error> {
-    let bad = || {
-        Error::profile(format!(
-            "{key}: expected \"sandboxed\", \"unconfined\" or 0, 1"
-        ))
-    };
+    let bad = || Error::profile(format!("{key}: expected \"sandboxed\", \"unconfined\" or 0, 1"));
     match v {
         Value::String(s) => match s.as_str() {
             "sandboxed" => Ok(Isolation::Sandboxed),
             "unconfined" => Ok(Isolation::Unconfined),
             _ => Err(bad()),
         },
-        Value::Number(n) => n
-            .as_u64()
-            .and_then(|n| u8::try_from(n).ok())
-            .and_then(|n| Isolation::try_from(n).ok())
-            .ok_or_else(bad),
+        Value::Number(n) => {
+            n.as_u64().and_then(|n| u8::try_from(n).ok()).and_then(|n| Isolation::try_from(n).ok()).ok_or_else(bad)
+        }
         _ => Err(bad()),
     }
 }
 
 fn decode_roots(key: &str, v: &Value) -> Result<Vec<RootAccess>, Error> {
     let Value::Array(items) = v else {
-        return Err(Error::profile(format!(
-            "{key}: expected an array of {{path, read, write}}"
-        )));
+        return Err(Error::profile(format!("{key}: expected an array of {{path, read, write}}")));
     };
     let mut roots = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let Value::Object(map) = item else {
-            return Err(Error::profile(format!(
-                "{key}[{i}]: expected an object {{path, read, write}}"
-            )));
+            return Err(Error::profile(format!("{key}[{i}]: expected an object {{path, read, write}}")));
         };
         let mut root = RootAccess::default();
         let mut has_path = false;
@@ -280,9 +258,7 @@ fn decode_roots(key: &str, v: &Value) -> Result<Vec<RootAccess>, Error> {
                 "read" => root.read = decode_access(&name, v)?,
                 "write" => root.write = decode_access(&name, v)?,
                 _ => {
-                    return Err(Error::profile(format!(
-                        "{name}: unknown key (known keys: path, read, write)"
-                    )));
+                    return Err(Error::profile(format!("{name}: unknown key (known keys: path, read, write)")));
                 }
             }
         }

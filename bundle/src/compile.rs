@@ -250,13 +250,7 @@ const MASKED_PATHS: &[&str] = &[
     "/proc/scsi",
 ];
 /// The OCI default read-only `/proc` paths.
-const READONLY_PATHS: &[&str] = &[
-    "/proc/bus",
-    "/proc/fs",
-    "/proc/irq",
-    "/proc/sys",
-    "/proc/sysrq-trigger",
-];
+const READONLY_PATHS: &[&str] = &["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"];
 
 fn depth(p: &Path) -> usize {
     p.components().count()
@@ -280,14 +274,7 @@ impl Planner {
         origin: Origin,
         rank: u8,
     ) {
-        self.ops.push(PlannedMount {
-            destination,
-            source,
-            kind,
-            file,
-            origin,
-            rank,
-        });
+        self.ops.push(PlannedMount { destination, source, kind, file, origin, rank });
     }
 
     /// Keeps one mount per destination: the one whose origin wins.
@@ -316,15 +303,11 @@ impl Planner {
     }
 
     fn is_bind(kind: MountKind) -> bool {
-        matches!(
-            kind,
-            MountKind::ReadOnly | MountKind::ReadWrite | MountKind::WriteOnly | MountKind::Private
-        )
+        matches!(kind, MountKind::ReadOnly | MountKind::ReadWrite | MountKind::WriteOnly | MountKind::Private)
     }
 
     fn covered_read_only(&self, p: &Path) -> bool {
-        self.innermost(p, false)
-            .is_some_and(|op| op.kind == MountKind::ReadOnly && (!op.file || op.destination == p))
+        self.innermost(p, false).is_some_and(|op| op.kind == MountKind::ReadOnly && (!op.file || op.destination == p))
     }
 }
 
@@ -336,9 +319,7 @@ impl Planner {
 pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Result<Bundle, Error> {
     let config = profile.config();
     if config.isolation == Isolation::Unconfined {
-        return Err(Error::argument(
-            "profile: an unconfined profile has no bundle",
-        ));
+        return Err(Error::argument("profile: an unconfined profile has no bundle"));
     }
     if spawn.argv.is_empty() || spawn.argv[0].is_empty() {
         return Err(Error::argument("argv: empty"));
@@ -346,16 +327,9 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
     if spawn.argv.iter().any(|a| a.contains('\0')) {
         return Err(Error::argument("argv: contains NUL"));
     }
-    for (name, path) in [
-        ("cwd", &spawn.cwd),
-        ("temp_dir", &spawn.temp_dir),
-        ("scratch_root", &spawn.scratch_root),
-    ] {
+    for (name, path) in [("cwd", &spawn.cwd), ("temp_dir", &spawn.temp_dir), ("scratch_root", &spawn.scratch_root)] {
         if !path.is_absolute() {
-            return Err(Error::argument(format!(
-                "{name}: {} is not absolute",
-                path.display()
-            )));
+            return Err(Error::argument(format!("{name}: {} is not absolute", path.display())));
         }
     }
     let g = &spawn.grants;
@@ -380,14 +354,9 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
             Axis::Read => host_read,
             Axis::Write => host_write,
         };
-        if in_area {
-            profile.path_value(axis, p) == Access::Allow
-        } else {
-            host
-        }
+        if in_area { profile.path_value(axis, p) == Access::Allow } else { host }
     };
-    let host_network =
-        (config.network == Access::Allow || g.broad_port.is_some()) && !spawn.egress_route;
+    let host_network = (config.network == Access::Allow || g.broad_port.is_some()) && !spawn.egress_route;
     let broad_network = host_network && config.network != Access::Allow;
 
     let mut planner = Planner { ops: Vec::new() };
@@ -401,47 +370,22 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
                 continue;
             }
             let path = PathBuf::from("/").join(&entry.name);
-            let kind = if host_write {
-                MountKind::ReadWrite
-            } else {
-                MountKind::ReadOnly
-            };
+            let kind = if host_write { MountKind::ReadWrite } else { MountKind::ReadOnly };
             match &entry.kind {
-                EntryKind::Dir => {
-                    planner.push(path.clone(), Some(path), kind, false, Origin::HostEntry, 0)
-                }
-                EntryKind::File => {
-                    planner.push(path.clone(), Some(path), kind, true, Origin::HostEntry, 0)
-                }
-                EntryKind::Symlink(target) => {
-                    rootfs_symlinks.push((entry.name.clone(), target.clone()))
-                }
+                EntryKind::Dir => planner.push(path.clone(), Some(path), kind, false, Origin::HostEntry, 0),
+                EntryKind::File => planner.push(path.clone(), Some(path), kind, true, Origin::HostEntry, 0),
+                EntryKind::Symlink(target) => rootfs_symlinks.push((entry.name.clone(), target.clone())),
                 EntryKind::Other => {}
             }
         }
     } else if host_write {
-        write_narrowed.push(String::from(
-            "host write is withheld because host read is not allowed",
-        ));
+        write_narrowed.push(String::from("host write is withheld because host read is not allowed"));
     }
 
     // 2. Workspace, roots and grant targets, by effective (read, write).
-    let mut areas: Vec<(PathBuf, bool)> = profile
-        .areas()
-        .map(|(p, _, _)| (p.to_path_buf(), false))
-        .collect();
-    areas.extend(
-        g.read_trees
-            .iter()
-            .chain(&g.write_trees)
-            .map(|p| (p.clone(), false)),
-    );
-    areas.extend(
-        g.read_paths
-            .iter()
-            .chain(&g.write_paths)
-            .map(|p| (p.clone(), true)),
-    );
+    let mut areas: Vec<(PathBuf, bool)> = profile.areas().map(|(p, _, _)| (p.to_path_buf(), false)).collect();
+    areas.extend(g.read_trees.iter().chain(&g.write_trees).map(|p| (p.clone(), false)));
+    areas.extend(g.read_paths.iter().chain(&g.write_paths).map(|p| (p.clone(), true)));
     for (path, file) in areas {
         let (read, write) = (effective(Axis::Read, &path), effective(Axis::Write, &path));
         let kind = match (read, write) {
@@ -449,10 +393,7 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
             (true, false) => Some(MountKind::ReadOnly),
             (false, true) if spawn.landlock => Some(MountKind::WriteOnly),
             (false, true) => {
-                write_narrowed.push(format!(
-                    "{} is write-only, which needs landlock: masked instead",
-                    path.display()
-                ));
+                write_narrowed.push(format!("{} is write-only, which needs landlock: masked instead", path.display()));
                 None
             }
             (false, false) => None,
@@ -468,103 +409,43 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
     // 3. The executor's HOME and TMPDIR.
     if config.home == Home::IsolatedHome {
         if let Some(home) = &spawn.home_dir {
-            planner.push(
-                home.clone(),
-                Some(home.clone()),
-                MountKind::Private,
-                false,
-                Origin::Executor,
-                3,
-            );
+            planner.push(home.clone(), Some(home.clone()), MountKind::Private, false, Origin::Executor, 3);
         }
     }
-    planner.push(
-        spawn.temp_dir.clone(),
-        Some(spawn.temp_dir.clone()),
-        MountKind::Private,
-        false,
-        Origin::Executor,
-        3,
-    );
+    planner.push(spawn.temp_dir.clone(), Some(spawn.temp_dir.clone()), MountKind::Private, false, Origin::Executor, 3);
 
     // 4-6. Private /tmp, /proc, /dev.
-    planner.push(
-        PathBuf::from("/tmp"),
-        None,
-        MountKind::Tmp,
-        false,
-        Origin::PrivateTmp,
-        4,
-    );
-    planner.push(
-        PathBuf::from("/proc"),
-        None,
-        MountKind::Proc,
-        false,
-        Origin::Special,
-        5,
-    );
-    planner.push(
-        PathBuf::from("/dev"),
-        None,
-        MountKind::Dev,
-        false,
-        Origin::Special,
-        6,
-    );
-    planner.push(
-        PathBuf::from("/dev/pts"),
-        None,
-        MountKind::DevPts,
-        false,
-        Origin::Special,
-        6,
-    );
-    planner.push(
-        PathBuf::from("/dev/shm"),
-        None,
-        MountKind::DevShm,
-        false,
-        Origin::Special,
-        6,
-    );
+    planner.push(PathBuf::from("/tmp"), None, MountKind::Tmp, false, Origin::PrivateTmp, 4);
+    planner.push(PathBuf::from("/proc"), None, MountKind::Proc, false, Origin::Special, 5);
+    planner.push(PathBuf::from("/dev"), None, MountKind::Dev, false, Origin::Special, 6);
+    planner.push(PathBuf::from("/dev/pts"), None, MountKind::DevPts, false, Origin::Special, 6);
+    planner.push(PathBuf::from("/dev/shm"), None, MountKind::DevShm, false, Origin::Special, 6);
     planner.dedupe();
 
-    // 7. The runtime closure, skipping what is already covered read-only.
-    let mut closure_binds = Vec::new();
+    // 7. The runtime closure, skipping what is already covered read-only: plain entries first,
+    // so that a symlink's resolved target can be found covered by them.
     for entry in &host.closure {
-        match (&entry.kind, &entry.resolved) {
-            (EntryKind::Dir, _) | (EntryKind::File, _) => {
-                if !planner.covered_read_only(&entry.path) {
-                    let file = entry.kind == EntryKind::File;
-                    closure_binds.push((entry.path.clone(), entry.path.clone(), file, 1));
-                }
-            }
-            (EntryKind::Symlink(_), Some((resolved, is_dir))) => {
-                if !planner.covered_read_only(resolved) {
-                    closure_binds.push((resolved.clone(), resolved.clone(), !is_dir, 10));
-                }
-                let top_level = entry.path.parent() == Some(Path::new("/"));
-                let inside_host_entry = planner
-                    .innermost(&entry.path, true)
-                    .is_some_and(|op| op.origin == Origin::HostEntry);
-                let visible = host_read && (top_level || inside_host_entry);
-                if !visible {
-                    closure_binds.push((entry.path.clone(), resolved.clone(), !is_dir, 10));
-                }
-            }
-            _ => {}
+        if matches!(entry.kind, EntryKind::Dir | EntryKind::File) && !planner.covered_read_only(&entry.path) {
+            let file = entry.kind == EntryKind::File;
+            planner.push(entry.path.clone(), Some(entry.path.clone()), MountKind::ReadOnly, file, Origin::Closure, 1);
         }
     }
-    for (dest, source, file, rank) in closure_binds {
-        planner.push(
-            dest,
-            Some(source),
-            MountKind::ReadOnly,
-            file,
-            Origin::Closure,
-            rank,
-        );
+    let mut resolved_binds = Vec::new();
+    for entry in &host.closure {
+        let (EntryKind::Symlink(_), Some((resolved, is_dir))) = (&entry.kind, &entry.resolved) else {
+            continue;
+        };
+        if !planner.covered_read_only(resolved) {
+            resolved_binds.push((resolved.clone(), resolved.clone(), !is_dir));
+        }
+        let top_level = entry.path.parent() == Some(Path::new("/"));
+        let inside_host_entry = planner.innermost(&entry.path, true).is_some_and(|op| op.origin == Origin::HostEntry);
+        if !(host_read && (top_level || inside_host_entry)) {
+            resolved_binds.push((entry.path.clone(), resolved.clone(), !is_dir));
+        }
+    }
+    for (dest, source, file) in resolved_binds {
+        planner.push(dest, Some(source), MountKind::ReadOnly, file, Origin::Closure, 10);
     }
     planner.push(
         PathBuf::from("/dev/null"),
@@ -578,48 +459,26 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
 
     // 8. Masks over the scratch root and a real /var/run wherever a bind exposes them.
     let exposed = |planner: &Planner, p: &Path| {
-        planner
-            .innermost(p, false)
-            .is_some_and(|op| Planner::is_bind(op.kind) && op.origin != Origin::Executor)
+        planner.innermost(p, false).is_some_and(|op| Planner::is_bind(op.kind) && op.origin != Origin::Executor)
     };
     if exposed(&planner, &spawn.scratch_root) {
-        planner.push(
-            spawn.scratch_root.clone(),
-            None,
-            MountKind::Mask,
-            false,
-            Origin::ScratchMask,
-            9,
-        );
+        planner.push(spawn.scratch_root.clone(), None, MountKind::Mask, false, Origin::ScratchMask, 9);
     }
     let var_run = PathBuf::from("/var/run");
     if host.var_run_is_dir && exposed(&planner, &var_run) {
         planner.push(var_run, None, MountKind::Mask, false, Origin::AreaMask, 9);
     }
     planner.dedupe();
-    planner
-        .ops
-        .sort_by_key(|op| (depth(&op.destination), op.rank));
+    planner.ops.sort_by_key(|op| (depth(&op.destination), op.rank));
 
     // The cwd must exist inside: under a bind, or a mount point (or an ancestor of one).
-    let cwd_visible = planner
-        .ops
-        .iter()
-        .any(|op| within(&op.destination, &spawn.cwd))
-        || planner
-            .innermost(&spawn.cwd, false)
-            .is_some_and(|op| Planner::is_bind(op.kind));
+    let cwd_visible = planner.ops.iter().any(|op| within(&op.destination, &spawn.cwd))
+        || planner.innermost(&spawn.cwd, false).is_some_and(|op| Planner::is_bind(op.kind));
     if !cwd_visible || spawn.cwd == Path::new("/proc") || within(&spawn.cwd, Path::new("/proc")) {
-        return Err(Error::argument(format!(
-            "cwd: {} is outside the sandbox's view",
-            spawn.cwd.display()
-        )));
+        return Err(Error::argument(format!("cwd: {} is outside the sandbox's view", spawn.cwd.display())));
     }
 
-    let plan = MountPlan {
-        mounts: planner.ops,
-        rootfs_symlinks,
-    };
+    let plan = MountPlan { mounts: planner.ops, rootfs_symlinks };
     let landlock = landlock_rules(&plan, g.broad_port.filter(|_| broad_network), host_network);
 
     // Policy report entries shared by every backend.
@@ -634,33 +493,18 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         ReportEntry::new("read-boundary", Status::Enforced, "only the bound areas are visible")
     });
     policy_entries.push(if write_narrowed.is_empty() {
-        ReportEntry::new(
-            "write-boundary",
-            Status::Enforced,
-            "writable only where the policy allows writes",
-        )
+        ReportEntry::new("write-boundary", Status::Enforced, "writable only where the policy allows writes")
     } else {
-        ReportEntry::new(
-            "write-boundary",
-            Status::Narrowed,
-            write_narrowed.join("; "),
-        )
+        ReportEntry::new("write-boundary", Status::Narrowed, write_narrowed.join("; "))
     });
     policy_entries.push(if host_read {
         ReportEntry::new("runtime-closure", Status::Vacuous, "host read is allowed")
     } else {
-        let bound: Vec<String> = host
-            .closure
-            .iter()
-            .map(|c| c.path.display().to_string())
-            .collect();
+        let bound: Vec<String> = host.closure.iter().map(|c| c.path.display().to_string()).collect();
         ReportEntry::new(
             "runtime-closure",
             Status::Widened,
-            format!(
-                "read and execute of the runtime closure: {}",
-                bound.join(" ")
-            ),
+            format!("read and execute of the runtime closure: {}", bound.join(" ")),
         )
     });
 
@@ -670,17 +514,12 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         write_boundary: true,
         read_boundary: true,
         env_scrub: true,
-        network_boundary: config.network != Access::Allow || spawn.egress_route,
+        network_boundary: private_network,
         address_network: false,
         resource_limits: false,
         target_network: false,
     };
-    let standard_report = standard_report(
-        &policy_entries,
-        private_network,
-        host_network,
-        config.network,
-    );
+    let standard_report = standard_report(&policy_entries, private_network, host_network, config.network);
 
     let spec = build_spec(
         profile,
@@ -711,40 +550,20 @@ fn standard_report(
     network: Access,
 ) -> CompileReport {
     let mut r = CompileReport::default();
-    r.set(ReportEntry::new(
-        "process-boundary",
-        Status::Enforced,
-        "user, mount, pid, ipc, uts and cgroup namespaces",
-    ));
+    r.set(ReportEntry::new("process-boundary", Status::Enforced, "user, mount, pid, ipc, uts and cgroup namespaces"));
     for e in policy.iter().filter(|e| e.feature != "runtime-closure") {
         r.set(e.clone());
     }
-    r.set(ReportEntry::new(
-        "env-scrub",
-        Status::Enforced,
-        "the environment in config.json is the scrubbed one",
-    ));
+    r.set(ReportEntry::new("env-scrub", Status::Enforced, "the environment in config.json is the scrubbed one"));
     r.set(if network == Access::Allow && host_network {
         ReportEntry::new("network-boundary", Status::Vacuous, "network is allowed")
     } else if private_network {
-        ReportEntry::new(
-            "network-boundary",
-            Status::Enforced,
-            "private network namespace",
-        )
+        ReportEntry::new("network-boundary", Status::Enforced, "private network namespace")
     } else {
-        ReportEntry::new(
-            "network-boundary",
-            Status::Unenforced,
-            "the broad grant's port scoping needs landlock",
-        )
+        ReportEntry::new("network-boundary", Status::Unenforced, "the broad grant's port scoping needs landlock")
     });
     r.set(if private_network {
-        ReportEntry::new(
-            "loopback",
-            Status::Enforced,
-            "standard runtimes raise lo in the private namespace",
-        )
+        ReportEntry::new("loopback", Status::Enforced, "standard runtimes raise lo in the private namespace")
     } else {
         ReportEntry::new("loopback", Status::Vacuous, "host network namespace")
     });
@@ -755,22 +574,14 @@ fn standard_report(
             "abstract unix socket scoping is a landlock rule, which standard runtimes do not apply",
         )
     } else {
-        ReportEntry::new(
-            "abstract-unix",
-            Status::Vacuous,
-            "private network namespace",
-        )
+        ReportEntry::new("abstract-unix", Status::Vacuous, "private network namespace")
     });
     r.set(ReportEntry::new(
         "landlock",
         Status::Unenforced,
         "standard oci runtimes do not apply the sandbox.landlock annotation",
     ));
-    r.set(ReportEntry::new(
-        "seccomp",
-        Status::Enforced,
-        "linux.seccomp, applied by the oci runtime",
-    ));
+    r.set(ReportEntry::new("seccomp", Status::Enforced, "linux.seccomp, applied by the oci runtime"));
     r.set(ReportEntry::new(
         "resource-limits",
         Status::Unenforced,
@@ -788,21 +599,13 @@ fn landlock_rules(plan: &MountPlan, broad_port: Option<u16>, host_network: bool)
         .iter()
         .filter_map(|m| {
             let access: Vec<&'static str> = match m.kind {
-                MountKind::ReadOnly => RO_RIGHTS
-                    .iter()
-                    .copied()
-                    .filter(|r| !(m.file && *r == "read_dir"))
-                    .collect(),
-                MountKind::ReadWrite if m.destination == Path::new("/dev/null") => {
-                    DEV_RIGHTS.to_vec()
-                }
+                MountKind::ReadOnly => RO_RIGHTS.iter().copied().filter(|r| !(m.file && *r == "read_dir")).collect(),
+                MountKind::ReadWrite if m.destination == Path::new("/dev/null") => DEV_RIGHTS.to_vec(),
                 MountKind::ReadWrite => RO_RIGHTS
                     .iter()
                     .chain(WRITE_RIGHTS)
                     .copied()
-                    .filter(|r| {
-                        !m.file || matches!(*r, "execute" | "read_file" | "write_file" | "truncate")
-                    })
+                    .filter(|r| !m.file || matches!(*r, "execute" | "read_file" | "write_file" | "truncate"))
                     .collect(),
                 MountKind::WriteOnly => WRITE_RIGHTS
                     .iter()
@@ -815,25 +618,18 @@ fn landlock_rules(plan: &MountPlan, broad_port: Option<u16>, host_network: bool)
                 MountKind::DevPts => DEVPTS_RIGHTS.to_vec(),
                 MountKind::Mask => return None,
             };
-            Some(LandlockPathRule {
-                path: m.destination.clone(),
-                access,
-            })
+            Some(LandlockPathRule { path: m.destination.clone(), access })
         })
         .collect();
     LandlockRules {
         fs,
-        tcp_connect: broad_port
-            .map(|p| if p == 53 { vec![53] } else { vec![p, 53] })
-            .unwrap_or_default(),
+        tcp_connect: broad_port.map(|p| if p == 53 { vec![53] } else { vec![p, 53] }).unwrap_or_default(),
         scope_abstract_unix: host_network,
     }
 }
 
 fn path_str(p: &Path) -> Result<String, Error> {
-    p.to_str()
-        .map(str::to_owned)
-        .ok_or_else(|| Error::argument(format!("path {} is not valid UTF-8", p.display())))
+    p.to_str().map(str::to_owned).ok_or_else(|| Error::argument(format!("path {} is not valid UTF-8", p.display())))
 }
 
 fn oci_mount(m: &PlannedMount) -> Result<Value, Error> {
@@ -846,13 +642,9 @@ fn oci_mount(m: &PlannedMount) -> Result<Value, Error> {
     Ok(match (m.kind, m.file) {
         (MountKind::ReadOnly, false) => bind(&["rbind", "rro", "nosuid", "nodev"])?,
         (MountKind::ReadOnly, true) => bind(&["bind", "ro", "nosuid", "nodev"])?,
-        (MountKind::ReadWrite, true) if m.destination == Path::new("/dev/null") => {
-            bind(&["bind", "nosuid"])?
-        }
+        (MountKind::ReadWrite, true) if m.destination == Path::new("/dev/null") => bind(&["bind", "nosuid"])?,
         (MountKind::ReadWrite | MountKind::WriteOnly, true) => bind(&["bind", "nosuid", "nodev"])?,
-        (MountKind::ReadWrite | MountKind::WriteOnly | MountKind::Private, _) => {
-            bind(&["rbind", "nosuid", "nodev"])?
-        }
+        (MountKind::ReadWrite | MountKind::WriteOnly | MountKind::Private, _) => bind(&["rbind", "nosuid", "nodev"])?,
         (MountKind::Mask, _) => tmpfs(&["nosuid", "nodev", "noexec", "mode=755", "size=64k"]),
         (MountKind::Tmp, _) => tmpfs(&["nosuid", "nodev", "mode=1777"]),
         (MountKind::Dev, _) => tmpfs(&["nosuid", "strictatime", "mode=755", "size=65536k"]),
@@ -875,11 +667,7 @@ fn build_spec(
     standard_report: &CompileReport,
     standard_guarantees: Guarantees,
 ) -> Result<Spec, Error> {
-    let mounts = plan
-        .mounts
-        .iter()
-        .map(oci_mount)
-        .collect::<Result<Vec<_>, _>>()?;
+    let mounts = plan.mounts.iter().map(oci_mount).collect::<Result<Vec<_>, _>>()?;
     let mut namespaces = vec![
         json!({"type": "user"}),
         json!({"type": "mount"}),
@@ -903,12 +691,7 @@ fn build_spec(
         "readonlyPaths": readonly,
         "seccomp": seccomp::oci_section(broad_network),
     });
-    if let Launch::Embedded {
-        cgroups_path: Some(path),
-        pids_max,
-        memory_max,
-    } = &spawn.launch
-    {
+    if let Launch::Embedded { cgroups_path: Some(path), pids_max, memory_max } = &spawn.launch {
         linux["cgroupsPath"] = json!(path);
         let mut resources = json!({});
         if let Some(pids) = pids_max {
@@ -921,10 +704,9 @@ fn build_spec(
     }
     let empty: [&str; 0] = [];
     let env: Vec<String> = spawn.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let report_json = serde_json::to_string(&standard_report.entries)
-        .map_err(|e| Error::argument(format!("report: {e}")))?;
-    let landlock_json = serde_json::to_string(landlock)
-        .map_err(|e| Error::argument(format!("landlock rules: {e}")))?;
+    let report_json =
+        serde_json::to_string(&standard_report.entries).map_err(|e| Error::argument(format!("report: {e}")))?;
+    let landlock_json = serde_json::to_string(landlock).map_err(|e| Error::argument(format!("landlock rules: {e}")))?;
     let value = json!({
         "ociVersion": "1.0.2",
         "process": {

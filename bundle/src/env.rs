@@ -6,9 +6,7 @@ use std::path::Path;
 use crate::error::Error;
 
 /// Names that always pass (besides `LC_*` and the caller's `pass_env`).
-pub const PASSED: &[&str] = &[
-    "PATH", "HOME", "TERM", "LANG", "USER", "LOGNAME", "SHELL", "TZ",
-];
+pub const PASSED: &[&str] = &["PATH", "HOME", "TERM", "LANG", "USER", "LOGNAME", "SHELL", "TZ"];
 
 /// Names no option may pass or set: they belong to the proxy of §19.
 const PROXY_NAMES: &[&str] = &["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"];
@@ -24,21 +22,14 @@ pub struct EnvOptions {
 
 /// Checks a `pass_env`/`set_env` name; the error names the option.
 pub fn check_name(option: &str, name: &str) -> Result<(), Error> {
-    let bad = |why: &str| {
-        Err(Error::InvalidOptions {
-            detail: format!("{option}: {name:?} {why}"),
-        })
-    };
+    let bad = |why: &str| Err(Error::InvalidOptions { detail: format!("{option}: {name:?} {why}") });
     if name.is_empty() {
         return bad("is empty");
     }
     if name.contains('=') || name.contains('\0') {
         return bad("contains '=' or NUL");
     }
-    if ["LD_", "DYLD_", "SANDBOX_"]
-        .iter()
-        .any(|p| name.starts_with(p))
-    {
+    if ["LD_", "DYLD_", "SANDBOX_"].iter().any(|p| name.starts_with(p)) {
         return bad("starts with a reserved prefix (LD_, DYLD_, SANDBOX_)");
     }
     if PROXY_NAMES.iter().any(|p| p.eq_ignore_ascii_case(name)) {
@@ -56,14 +47,10 @@ impl EnvOptions {
         for (n, v) in &self.set_env {
             check_name("set_env", n)?;
             if matches!(n.as_str(), "HOME" | "TMPDIR" | "RES_OPTIONS") {
-                return Err(Error::InvalidOptions {
-                    detail: format!("set_env: {n} is set by sandbox"),
-                });
+                return Err(Error::InvalidOptions { detail: format!("set_env: {n} is set by sandbox") });
             }
             if v.as_encoded_bytes().contains(&0) {
-                return Err(Error::InvalidOptions {
-                    detail: format!("set_env: the value of {n} contains NUL"),
-                });
+                return Err(Error::InvalidOptions { detail: format!("set_env: the value of {n} contains NUL") });
             }
         }
         Ok(())
@@ -89,11 +76,8 @@ pub fn scrub(
     tmpdir: &Path,
     flags: ScrubFlags,
 ) -> Vec<(String, String)> {
-    let passes = |name: &str| {
-        PASSED.contains(&name)
-            || name.starts_with("LC_")
-            || options.pass_env.iter().any(|p| p == name)
-    };
+    let passes =
+        |name: &str| PASSED.contains(&name) || name.starts_with("LC_") || options.pass_env.iter().any(|p| p == name);
     let mut env: Vec<(String, String)> = Vec::new();
     for (k, v) in snapshot {
         let (Some(k), Some(v)) = (k.to_str(), v.to_str()) else {
@@ -143,78 +127,31 @@ mod tests {
             os("HOME", "/root"),
             os("KEEP", "1"),
         ];
-        let opts = EnvOptions {
-            pass_env: vec!["KEEP".into()],
-            set_env: vec![("A".into(), "b".into())],
-        };
+        let opts = EnvOptions { pass_env: vec!["KEEP".into()], set_env: vec![("A".into(), "b".into())] };
         let env = scrub(
             &snap,
             &opts,
             Path::new("/h"),
             Path::new("/t"),
-            ScrubFlags {
-                linux_container: true,
-                broad_dns: false,
-            },
+            ScrubFlags { linux_container: true, broad_dns: false },
         );
         let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "PATH",
-                "LC_ALL",
-                "HOME",
-                "KEEP",
-                "TMPDIR",
-                "A",
-                "TAR_OPTIONS"
-            ]
-        );
+        assert_eq!(names, ["PATH", "LC_ALL", "HOME", "KEEP", "TMPDIR", "A", "TAR_OPTIONS"]);
         assert_eq!(env[2].1, "/h", "HOME replaced in place");
     }
 
     #[test]
     fn options_are_checked() {
-        for bad in [
-            "",
-            "A=B",
-            "LD_X",
-            "DYLD_X",
-            "SANDBOX_X",
-            "http_proxy",
-            "No_Proxy",
-        ] {
-            let o = EnvOptions {
-                pass_env: vec![bad.into()],
-                set_env: vec![],
-            };
-            assert!(
-                matches!(o.validate(), Err(Error::InvalidOptions { .. })),
-                "{bad}"
-            );
+        for bad in ["", "A=B", "LD_X", "DYLD_X", "SANDBOX_X", "http_proxy", "No_Proxy"] {
+            let o = EnvOptions { pass_env: vec![bad.into()], set_env: vec![] };
+            assert!(matches!(o.validate(), Err(Error::InvalidOptions { .. })), "{bad}");
         }
         for bad in ["HOME", "TMPDIR", "RES_OPTIONS"] {
-            let o = EnvOptions {
-                pass_env: vec![],
-                set_env: vec![(bad.into(), "x".into())],
-            };
-            assert!(
-                matches!(o.validate(), Err(Error::InvalidOptions { .. })),
-                "{bad}"
-            );
+            let o = EnvOptions { pass_env: vec![], set_env: vec![(bad.into(), "x".into())] };
+            assert!(matches!(o.validate(), Err(Error::InvalidOptions { .. })), "{bad}");
         }
-        let o = EnvOptions {
-            pass_env: vec![],
-            set_env: vec![("X".into(), "a\0b".into())],
-        };
+        let o = EnvOptions { pass_env: vec![], set_env: vec![("X".into(), "a\0b".into())] };
         assert!(o.validate().is_err());
-        assert!(
-            EnvOptions {
-                pass_env: vec!["X".into()],
-                set_env: vec![("Y".into(), "1".into())]
-            }
-            .validate()
-            .is_ok()
-        );
+        assert!(EnvOptions { pass_env: vec!["X".into()], set_env: vec![("Y".into(), "1".into())] }.validate().is_ok());
     }
 }

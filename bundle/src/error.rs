@@ -275,9 +275,7 @@ impl Error {
             Error::InvalidArgument { .. } => ErrorKind::InvalidArgument,
             Error::SandboxUnavailable { .. } => ErrorKind::SandboxUnavailable,
             Error::InitNotCalled => ErrorKind::InitNotCalled,
-            Error::LifetimeContainmentUnavailable { .. } => {
-                ErrorKind::LifetimeContainmentUnavailable
-            }
+            Error::LifetimeContainmentUnavailable { .. } => ErrorKind::LifetimeContainmentUnavailable,
             Error::ExecutorLimit => ErrorKind::ExecutorLimit,
             Error::ExecutorSetClosed => ErrorKind::ExecutorSetClosed,
             Error::ExecutorClosed { .. } => ErrorKind::ExecutorClosed,
@@ -322,22 +320,15 @@ impl Error {
     }
 
     pub(crate) fn profile(detail: impl Into<String>) -> Self {
-        Error::InvalidProfile {
-            detail: detail.into(),
-        }
+        Error::InvalidProfile { detail: detail.into() }
     }
 
     pub(crate) fn argument(detail: impl Into<String>) -> Self {
-        Error::InvalidArgument {
-            detail: detail.into(),
-        }
+        Error::InvalidArgument { detail: detail.into() }
     }
 
     /// An [`Error::Io`] with its context.
     pub fn io(context: impl Into<String>, source: io::Error) -> Self {
-        Error::Io {
-            context: context.into(),
-            source: Arc::new(source),
-        }
+        Error::Io { context: context.into(), source: Arc::new(source) }
     }
 }

@@ -35,11 +35,7 @@ pub struct ExportRequest {
 
 /// Checks a `seed_home` pair (CONTRACT.md §10); the error names the option.
 pub fn check_seed(src: &Path, rel: &Path) -> Result<(), Error> {
-    let bad = |why: String| {
-        Err(Error::InvalidOptions {
-            detail: format!("seed_home: {why}"),
-        })
-    };
+    let bad = |why: String| Err(Error::InvalidOptions { detail: format!("seed_home: {why}") });
     if !src.is_absolute() {
         return bad(format!("{} is not absolute", src.display()));
     }
@@ -50,9 +46,7 @@ pub fn check_seed(src: &Path, rel: &Path) -> Result<(), Error> {
     let raw = rel.as_os_str().as_encoded_bytes();
     if raw.is_empty()
         || rel.is_absolute()
-        || raw
-            .split(|b| *b == b'/')
-            .any(|c| c.is_empty() || c == b"." || c == b"..")
+        || raw.split(|b| *b == b'/').any(|c| c.is_empty() || c == b"." || c == b"..")
         || !rel.components().all(|c| matches!(c, Component::Normal(_)))
     {
         return bad(format!("{} is not a clean relative path", rel.display()));
@@ -76,28 +70,21 @@ pub fn export_bundle(
         .argv
         .iter()
         .map(|a| {
-            a.to_str()
-                .map(str::to_owned)
-                .ok_or_else(|| Error::argument("argv: not valid UTF-8 (OCI args are text)"))
+            a.to_str().map(str::to_owned).ok_or_else(|| Error::argument("argv: not valid UTF-8 (OCI args are text)"))
         })
         .collect::<Result<Vec<String>, Error>>()?;
     if argv.is_empty() || argv[0].is_empty() {
         return Err(Error::argument("argv: empty"));
     }
     if !request.cwd.is_absolute() || !request.cwd.is_dir() {
-        return Err(Error::argument(format!(
-            "cwd: {} is not an absolute directory",
-            request.cwd.display()
-        )));
+        return Err(Error::argument(format!("cwd: {} is not an absolute directory", request.cwd.display())));
     }
     let cwd = fs::canonicalize(&request.cwd).map_err(|e| Error::argument(format!("cwd: {e}")))?;
     request.env_options.validate()?;
     let isolated = profile.config().home == Home::IsolatedHome;
     for (src, rel) in &request.seed_home {
         if !isolated {
-            return Err(Error::InvalidOptions {
-                detail: String::from("seed_home: needs an isolated home"),
-            });
+            return Err(Error::InvalidOptions { detail: String::from("seed_home: needs an isolated home") });
         }
         check_seed(src, rel)?;
     }
@@ -109,71 +96,46 @@ pub fn export_bundle(
     let absolute = if out_dir.is_absolute() {
         out_dir.to_path_buf()
     } else {
-        std::env::current_dir()
-            .map_err(|e| Error::io("current directory", e))?
-            .join(out_dir)
+        std::env::current_dir().map_err(|e| Error::io("current directory", e))?.join(out_dir)
     };
     let existed = match fs::symlink_metadata(&absolute) {
         Ok(m) if m.is_dir() => {
-            let mut entries = fs::read_dir(&absolute)
-                .map_err(|e| Error::io(format!("reading {}", absolute.display()), e))?;
+            let mut entries =
+                fs::read_dir(&absolute).map_err(|e| Error::io(format!("reading {}", absolute.display()), e))?;
             if entries.next().is_some() {
-                return Err(Error::argument(format!(
-                    "out_dir: {} is not empty",
-                    absolute.display()
-                )));
+                return Err(Error::argument(format!("out_dir: {} is not empty", absolute.display())));
             }
             true
         }
         Ok(_) => {
-            return Err(Error::argument(format!(
-                "out_dir: {} is not a directory",
-                absolute.display()
-            )));
+            return Err(Error::argument(format!("out_dir: {} is not a directory", absolute.display())));
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => false,
         Err(e) => return Err(Error::io(format!("inspecting {}", absolute.display()), e)),
     };
     let out = if existed {
-        fs::canonicalize(&absolute)
-            .map_err(|e| Error::io(format!("resolving {}", absolute.display()), e))?
+        fs::canonicalize(&absolute).map_err(|e| Error::io(format!("resolving {}", absolute.display()), e))?
     } else {
         let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
-            return Err(Error::argument(format!(
-                "out_dir: {} has no parent",
-                absolute.display()
-            )));
+            return Err(Error::argument(format!("out_dir: {} has no parent", absolute.display())));
         };
         if name == ".." || name == "." {
-            return Err(Error::argument(format!(
-                "out_dir: {} is not clean",
-                absolute.display()
-            )));
+            return Err(Error::argument(format!("out_dir: {} is not clean", absolute.display())));
         }
-        let parent = fs::canonicalize(parent).map_err(|e| {
-            Error::argument(format!("out_dir: parent of {}: {e}", absolute.display()))
-        })?;
+        let parent = fs::canonicalize(parent)
+            .map_err(|e| Error::argument(format!("out_dir: parent of {}: {e}", absolute.display())))?;
         parent.join(name)
     };
 
-    let home = if isolated {
-        out.join("home")
-    } else {
-        request
-            .real_home
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("/"))
-    };
+    let home =
+        if isolated { out.join("home") } else { request.real_home.clone().unwrap_or_else(|| PathBuf::from("/")) };
     let tmp = out.join("tmp");
     let env = scrub(
         &request.env_snapshot,
         &request.env_options,
         &home,
         &tmp,
-        ScrubFlags {
-            linux_container: true,
-            broad_dns: false,
-        },
+        ScrubFlags { linux_container: true, broad_dns: false },
     );
     let spawn = SpawnContext {
         argv,
@@ -236,11 +198,7 @@ pub fn export_bundle(
             if let Ok(entries) = fs::read_dir(&out) {
                 for entry in entries.flatten() {
                     let p = entry.path();
-                    let _ = if p.is_dir() && !p.is_symlink() {
-                        fs::remove_dir_all(&p)
-                    } else {
-                        fs::remove_file(&p)
-                    };
+                    let _ = if p.is_dir() && !p.is_symlink() { fs::remove_dir_all(&p) } else { fs::remove_file(&p) };
                 }
             }
         } else {
@@ -254,8 +212,7 @@ pub fn export_bundle(
 #[cfg(unix)]
 fn set_mode(p: &Path, mode: u32) -> Result<(), Error> {
     use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(p, fs::Permissions::from_mode(mode))
-        .map_err(|e| Error::io(format!("chmod {}", p.display()), e))
+    fs::set_permissions(p, fs::Permissions::from_mode(mode)).map_err(|e| Error::io(format!("chmod {}", p.display()), e))
 }
 
 #[cfg(not(unix))]
@@ -270,8 +227,5 @@ fn symlink(target: &Path, link: &Path) -> io::Result<()> {
 
 #[cfg(not(unix))]
 fn symlink(_: &Path, _: &Path) -> io::Result<()> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "symlinks need unix",
-    ))
+    Err(io::Error::new(io::ErrorKind::Unsupported, "symlinks need unix"))
 }

@@ -125,18 +125,10 @@ impl HostView {
                     }
                     _ => None,
                 };
-                Some(ClosureEntry {
-                    path,
-                    kind,
-                    resolved,
-                })
+                Some(ClosureEntry { path, kind, resolved })
             })
             .collect();
         let var_run_is_dir = matches!(kind_of(Path::new("/var/run")), Some(EntryKind::Dir));
-        HostView {
-            entries,
-            closure,
-            var_run_is_dir,
-        }
+        HostView { entries, closure, var_run_is_dir }
     }
 }

@@ -41,8 +41,8 @@ pub mod seccomp;
 
 pub use access::{Access, Home, Isolation, ProfileConfig, RootAccess};
 pub use compile::{
-    Bundle, GrantDeltas, LandlockPathRule, LandlockRules, Launch, MountKind, MountPlan, Origin,
-    PlannedMount, SpawnContext, compile, spec_json,
+    Bundle, GrantDeltas, LandlockPathRule, LandlockRules, Launch, MountKind, MountPlan, Origin, PlannedMount,
+    SpawnContext, compile, spec_json,
 };
 pub use env::{EnvOptions, ScrubFlags, scrub};
 pub use error::{Error, ErrorKind};

@@ -94,10 +94,7 @@ impl Profile {
             let field = format!("additional_roots[{i}].path");
             let path = canonical_dir(&field, &root.path)?;
             if path == workspace {
-                return Err(Error::profile(format!(
-                    "{field}: {} is the workspace root",
-                    root.path.display()
-                )));
+                return Err(Error::profile(format!("{field}: {} is the workspace root", root.path.display())));
             }
             match roots.iter().find(|r| r.path == path) {
                 Some(r) if (r.read, r.write) != (root.read, root.write) => {
@@ -107,30 +104,17 @@ impl Profile {
                     )));
                 }
                 Some(_) => {}
-                None => roots.push(RootAccess {
-                    path,
-                    read: root.read,
-                    write: root.write,
-                }),
+                None => roots.push(RootAccess { path, read: root.read, write: root.write }),
             }
         }
-        roots.sort_by(|a, b| {
-            a.path
-                .as_os_str()
-                .as_encoded_bytes()
-                .cmp(b.path.as_os_str().as_encoded_bytes())
-        });
+        roots.sort_by(|a, b| a.path.as_os_str().as_encoded_bytes().cmp(b.path.as_os_str().as_encoded_bytes()));
 
         match (config.isolation, config.ack_unconfined) {
             (Isolation::Sandboxed, true) => {
-                return Err(Error::profile(
-                    "ack_unconfined: only allowed with isolation unconfined",
-                ));
+                return Err(Error::profile("ack_unconfined: only allowed with isolation unconfined"));
             }
             (Isolation::Unconfined, false) => {
-                return Err(Error::profile(
-                    "ack_unconfined: isolation unconfined must be acknowledged",
-                ));
+                return Err(Error::profile("ack_unconfined: isolation unconfined must be acknowledged"));
             }
             _ => {}
         }
@@ -143,14 +127,10 @@ impl Profile {
                 ("network", config.network),
             ];
             if let Some((name, _)) = fields.iter().find(|(_, a)| *a != Access::Allow) {
-                return Err(Error::profile(format!(
-                    "{name}: must be allow when isolation is unconfined"
-                )));
+                return Err(Error::profile(format!("{name}: must be allow when isolation is unconfined")));
             }
-            if let Some(i) = config
-                .additional_roots
-                .iter()
-                .position(|r| r.read != Access::Allow || r.write != Access::Allow)
+            if let Some(i) =
+                config.additional_roots.iter().position(|r| r.read != Access::Allow || r.write != Access::Allow)
             {
                 return Err(Error::profile(format!(
                     "additional_roots[{i}]: read and write must be allow when isolation is unconfined"
@@ -158,20 +138,10 @@ impl Profile {
             }
         }
 
-        let config = ProfileConfig {
-            workspace_root: workspace,
-            additional_roots: roots,
-            ..config
-        };
+        let config = ProfileConfig { workspace_root: workspace, additional_roots: roots, ..config };
         let required = required_guarantees(&config);
         let fingerprint = fingerprint(&config, required);
-        Ok(Profile {
-            inner: Arc::new(Inner {
-                config,
-                required,
-                fingerprint,
-            }),
-        })
+        Ok(Profile { inner: Arc::new(Inner { config, required, fingerprint }) })
     }
 
     /// The canonical configuration (paths resolved, roots sorted and deduplicated).
@@ -216,11 +186,7 @@ impl Profile {
             additional_roots: c
                 .additional_roots
                 .iter()
-                .map(|r| RootSettings {
-                    path: r.path.clone(),
-                    read: r.read.to_string(),
-                    write: r.write.to_string(),
-                })
+                .map(|r| RootSettings { path: r.path.clone(), read: r.read.to_string(), write: r.write.to_string() })
                 .collect(),
             ack_unconfined: c.ack_unconfined,
             required_guarantees: self.inner.required.names(),
@@ -235,15 +201,9 @@ impl Profile {
         let axis = match kind {
             "command.execute" | "network" => {
                 if !scope.is_empty() {
-                    return Err(Error::profile(format!(
-                        "scope: {kind} takes an empty scope"
-                    )));
+                    return Err(Error::profile(format!("scope: {kind} takes an empty scope")));
                 }
-                return Ok(if kind == "network" {
-                    c.network
-                } else {
-                    c.command
-                });
+                return Ok(if kind == "network" { c.network } else { c.command });
             }
             "filesystem.read" => Axis::Read,
             "filesystem.write" => Axis::Write,
@@ -264,26 +224,14 @@ impl Profile {
     }
 
     pub(crate) fn host(&self, axis: Axis) -> Access {
-        pick(
-            axis,
-            self.inner.config.host_read,
-            self.inner.config.host_write,
-        )
+        pick(axis, self.inner.config.host_read, self.inner.config.host_write)
     }
 
     /// Every area with its own authority: the workspace first, then the sorted roots.
     pub(crate) fn areas(&self) -> impl Iterator<Item = (&Path, Access, Access)> {
         let c = &self.inner.config;
-        std::iter::once((
-            c.workspace_root.as_path(),
-            c.workspace_read,
-            c.workspace_write,
-        ))
-        .chain(
-            c.additional_roots
-                .iter()
-                .map(|r| (r.path.as_path(), r.read, r.write)),
-        )
+        std::iter::once((c.workspace_root.as_path(), c.workspace_read, c.workspace_write))
+            .chain(c.additional_roots.iter().map(|r| (r.path.as_path(), r.read, r.write)))
     }
 
     /// The `<p>` rule: the value of the longest area containing `p`, else the host value.
@@ -337,9 +285,7 @@ impl fmt::Debug for Profile {
 /// Intersects two profiles with byte-identical canonical workspaces (CONTRACT.md §5).
 pub fn restrict(base: &Profile, ceiling: &Profile) -> Result<Profile, Error> {
     let (b, c) = (base.config(), ceiling.config());
-    if b.workspace_root.as_os_str().as_encoded_bytes()
-        != c.workspace_root.as_os_str().as_encoded_bytes()
-    {
+    if b.workspace_root.as_os_str().as_encoded_bytes() != c.workspace_root.as_os_str().as_encoded_bytes() {
         return Err(Error::profile(format!(
             "workspace_root: {} and {} differ",
             b.workspace_root.display(),
@@ -360,48 +306,23 @@ pub fn restrict(base: &Profile, ceiling: &Profile) -> Result<Profile, Error> {
         additional_roots: Vec::new(),
         ack_unconfined: isolation == Isolation::Unconfined && b.ack_unconfined && c.ack_unconfined,
     };
-    let mut paths: Vec<&Path> = b
-        .additional_roots
-        .iter()
-        .chain(c.additional_roots.iter())
-        .map(|r| r.path.as_path())
-        .collect();
+    let mut paths: Vec<&Path> =
+        b.additional_roots.iter().chain(c.additional_roots.iter()).map(|r| r.path.as_path()).collect();
     // Shallow first, so that each root is compared with the enclosing roots already kept.
-    paths.sort_by_key(|p| {
-        (
-            p.components().count(),
-            p.as_os_str().as_encoded_bytes().to_vec(),
-        )
-    });
+    paths.sort_by_key(|p| (p.components().count(), p.as_os_str().as_encoded_bytes().to_vec()));
     paths.dedup();
     for p in paths {
-        let read = base
-            .path_value(Axis::Read, p)
-            .min(ceiling.path_value(Axis::Read, p));
-        let write = base
-            .path_value(Axis::Write, p)
-            .min(ceiling.path_value(Axis::Write, p));
-        let enclosing = std::iter::once((
-            config.workspace_root.as_path(),
-            config.workspace_read,
-            config.workspace_write,
-        ))
-        .chain(
-            config
-                .additional_roots
-                .iter()
-                .map(|r| (r.path.as_path(), r.read, r.write)),
-        )
-        .filter(|(r, _, _)| p.starts_with(r))
-        .max_by_key(|(r, _, _)| r.components().count())
-        .map(|(_, r, w)| (r, w))
-        .unwrap_or((config.host_read, config.host_write));
+        let read = base.path_value(Axis::Read, p).min(ceiling.path_value(Axis::Read, p));
+        let write = base.path_value(Axis::Write, p).min(ceiling.path_value(Axis::Write, p));
+        let enclosing =
+            std::iter::once((config.workspace_root.as_path(), config.workspace_read, config.workspace_write))
+                .chain(config.additional_roots.iter().map(|r| (r.path.as_path(), r.read, r.write)))
+                .filter(|(r, _, _)| p.starts_with(r))
+                .max_by_key(|(r, _, _)| r.components().count())
+                .map(|(_, r, w)| (r, w))
+                .unwrap_or((config.host_read, config.host_write));
         if enclosing != (read, write) {
-            config.additional_roots.push(RootAccess {
-                path: p.to_path_buf(),
-                read,
-                write,
-            });
+            config.additional_roots.push(RootAccess { path: p.to_path_buf(), read, write });
         }
     }
     Profile::new(config)
@@ -412,18 +333,12 @@ fn canonical_dir(field: &str, path: &Path) -> Result<PathBuf, Error> {
         return Err(Error::profile(format!("{field}: must not be empty")));
     }
     if !path.is_absolute() {
-        return Err(Error::profile(format!(
-            "{field}: {} is not absolute",
-            path.display()
-        )));
+        return Err(Error::profile(format!("{field}: {} is not absolute", path.display())));
     }
-    let canonical = std::fs::canonicalize(path)
-        .map_err(|e| Error::profile(format!("{field}: {}: {e}", path.display())))?;
+    let canonical =
+        std::fs::canonicalize(path).map_err(|e| Error::profile(format!("{field}: {}: {e}", path.display())))?;
     if !canonical.is_dir() {
-        return Err(Error::profile(format!(
-            "{field}: {} is not a directory",
-            path.display()
-        )));
+        return Err(Error::profile(format!("{field}: {} is not a directory", path.display())));
     }
     Ok(canonical)
 }
@@ -437,15 +352,8 @@ pub(crate) fn clean_path(field: &str, text: &str) -> Result<PathBuf, Error> {
     if !text.starts_with('/') {
         return Err(Error::profile(format!("{field}: {text:?} is not absolute")));
     }
-    if text != "/"
-        && (text.ends_with('/')
-            || text[1..]
-                .split('/')
-                .any(|c| c.is_empty() || c == "." || c == ".."))
-    {
-        return Err(Error::profile(format!(
-            "{field}: {text:?} is not a clean path"
-        )));
+    if text != "/" && (text.ends_with('/') || text[1..].split('/').any(|c| c.is_empty() || c == "." || c == "..")) {
+        return Err(Error::profile(format!("{field}: {text:?} is not a clean path")));
     }
     if text.contains('\0') {
         return Err(Error::profile(format!("{field}: path contains NUL")));
@@ -454,17 +362,12 @@ pub(crate) fn clean_path(field: &str, text: &str) -> Result<PathBuf, Error> {
 }
 
 fn required_guarantees(c: &ProfileConfig) -> Guarantees {
-    let mut g = Guarantees {
-        env_scrub: true,
-        ..Guarantees::default()
-    };
+    let mut g = Guarantees { env_scrub: true, ..Guarantees::default() };
     if c.isolation == Isolation::Sandboxed {
         let roots_read = c.additional_roots.iter().any(|r| r.read != Access::Allow);
         let roots_write = c.additional_roots.iter().any(|r| r.write != Access::Allow);
-        g.read_boundary =
-            c.workspace_read != Access::Allow || c.host_read != Access::Allow || roots_read;
-        g.write_boundary =
-            c.workspace_write != Access::Allow || c.host_write != Access::Allow || roots_write;
+        g.read_boundary = c.workspace_read != Access::Allow || c.host_read != Access::Allow || roots_read;
+        g.write_boundary = c.workspace_write != Access::Allow || c.host_write != Access::Allow || roots_write;
         g.network_boundary = c.network != Access::Allow;
     }
     g
@@ -478,14 +381,7 @@ fn fingerprint(c: &ProfileConfig, required: Guarantees) -> String {
     };
     field(b"sandbox-profile-v1");
     field(c.workspace_root.as_os_str().as_encoded_bytes());
-    for a in [
-        c.workspace_read,
-        c.workspace_write,
-        c.host_read,
-        c.host_write,
-        c.network,
-        c.command,
-    ] {
+    for a in [c.workspace_read, c.workspace_write, c.host_read, c.host_write, c.network, c.command] {
         field(&[a as u8]);
     }
     field(&[c.home as u8]);

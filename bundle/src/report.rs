@@ -54,11 +54,7 @@ impl Guarantees {
 
     /// The bit-mask form (bit 0 = `process-boundary` … bit 7 = `target-network`).
     pub fn bits(&self) -> u64 {
-        self.flags()
-            .iter()
-            .enumerate()
-            .filter(|(_, on)| **on)
-            .fold(0, |acc, (i, _)| acc | (1 << i))
+        self.flags().iter().enumerate().filter(|(_, on)| **on).fold(0, |acc, (i, _)| acc | (1 << i))
     }
 
     /// From the bit-mask form; unknown bits are ignored.
@@ -83,12 +79,7 @@ impl Guarantees {
 
     /// The names of the set bits, in bit order.
     pub fn names(&self) -> Vec<&'static str> {
-        self.flags()
-            .iter()
-            .zip(NAMES)
-            .filter(|(on, _)| **on)
-            .map(|(_, name)| name)
-            .collect()
+        self.flags().iter().zip(NAMES).filter(|(on, _)| **on).map(|(_, name)| name).collect()
     }
 
     /// The bit for one name (`"read-boundary"` → `Some(4)`).
@@ -163,11 +154,7 @@ pub struct ReportEntry {
 impl ReportEntry {
     /// A new entry.
     pub fn new(feature: &str, status: Status, detail: impl Into<String>) -> Self {
-        ReportEntry {
-            feature: feature.to_owned(),
-            status,
-            detail: detail.into(),
-        }
+        ReportEntry { feature: feature.to_owned(), status, detail: detail.into() }
     }
 }
 
@@ -227,25 +214,13 @@ pub fn check_invariants(
         if report.entries.is_empty() != (isolation == Isolation::Unconfined) {
             broken.push("the report is empty exactly for unconfined profiles");
         }
-        if report
-            .entries
-            .iter()
-            .any(|e| e.feature.is_empty() || e.detail.is_empty())
-        {
+        if report.entries.iter().any(|e| e.feature.is_empty() || e.detail.is_empty()) {
             broken.push("report features and details are never empty");
         }
         let mut seen = std::collections::HashSet::new();
-        if !report
-            .entries
-            .iter()
-            .all(|e| seen.insert(e.feature.as_str()))
-        {
+        if !report.entries.iter().all(|e| seen.insert(e.feature.as_str())) {
             broken.push("one report entry per feature");
         }
     }
-    if broken.is_empty() {
-        Ok(())
-    } else {
-        Err(broken)
-    }
+    if broken.is_empty() { Ok(()) } else { Err(broken) }
 }

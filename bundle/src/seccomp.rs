@@ -140,11 +140,7 @@ mod tests {
         for r in &p.rules {
             assert!(!r.comment.is_empty() && !r.syscalls.is_empty());
             assert_eq!(r.action, "errno");
-            assert!(
-                matches!(r.errno.as_str(), "EACCES" | "ENOSYS"),
-                "{}",
-                r.errno
-            );
+            assert!(matches!(r.errno.as_str(), "EACCES" | "ENOSYS"), "{}", r.errno);
             assert!(matches!(r.when.as_deref(), None | Some("broad-network")));
             for a in &r.args {
                 assert!(a.index < 6 && !a.comment.is_empty());
@@ -156,10 +152,7 @@ mod tests {
 
     #[test]
     fn contract_syscalls_are_covered() {
-        let all: Vec<String> = rules_for(false)
-            .into_iter()
-            .flat_map(|r| r.syscalls)
-            .collect();
+        let all: Vec<String> = rules_for(false).into_iter().flat_map(|r| r.syscalls).collect();
         for s in [
             "ptrace",
             "process_vm_readv",
@@ -191,16 +184,7 @@ mod tests {
         ] {
             assert!(all.iter().any(|n| n == s), "{s} missing");
         }
-        assert!(
-            !all.iter().any(|n| n == "socket"),
-            "udp is filtered only under a broad grant"
-        );
-        assert_eq!(
-            rules_for(true)
-                .iter()
-                .filter(|r| r.syscalls == ["socket"])
-                .count(),
-            3
-        );
+        assert!(!all.iter().any(|n| n == "socket"), "udp is filtered only under a broad grant");
+        assert_eq!(rules_for(true).iter().filter(|r| r.syscalls == ["socket"]).count(), 3);
     }
 }

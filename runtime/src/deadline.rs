@@ -44,30 +44,18 @@ impl Deadline {
 
     /// Done at `t`.
     pub fn at(t: Instant) -> Self {
-        Deadline {
-            at: Some(t),
-            token: None,
-        }
+        Deadline { at: Some(t), token: None }
     }
 
     /// Done `d` from now (saturating far in the future on overflow).
     pub fn after(d: Duration) -> Self {
         let now = Instant::now();
-        Deadline {
-            at: Some(
-                now.checked_add(d)
-                    .unwrap_or(now + Duration::from_secs(86_400 * 365 * 30)),
-            ),
-            token: None,
-        }
+        Deadline { at: Some(now.checked_add(d).unwrap_or(now + Duration::from_secs(86_400 * 365 * 30))), token: None }
     }
 
     /// Adds a cancel token.
     pub fn with_token(self, t: CancelToken) -> Self {
-        Deadline {
-            token: Some(t),
-            ..self
-        }
+        Deadline { token: Some(t), ..self }
     }
 
     /// The instant, if any.
@@ -78,14 +66,10 @@ impl Deadline {
     /// `Err(Cancelled)` / `Err(DeadlineExceeded)` when done, carrying `partial`.
     pub fn check(&self, partial: &[u8]) -> Result<(), Error> {
         if self.token.as_ref().is_some_and(CancelToken::is_cancelled) {
-            return Err(Error::Cancelled {
-                partial: partial.to_vec(),
-            });
+            return Err(Error::Cancelled { partial: partial.to_vec() });
         }
         if self.at.is_some_and(|t| Instant::now() >= t) {
-            return Err(Error::DeadlineExceeded {
-                partial: partial.to_vec(),
-            });
+            return Err(Error::DeadlineExceeded { partial: partial.to_vec() });
         }
         Ok(())
     }

@@ -30,8 +30,8 @@ pub use deadline::{CancelToken, Deadline};
 pub use sandbox_bundle as bundle;
 pub use sandbox_bundle::oci_spec;
 pub use sandbox_bundle::{
-    ACCESS_VERSION, Access, CompileReport, Error, ErrorKind, Guarantees, Home, Isolation, Level,
-    Profile, ProfileConfig, ReportEntry, RootAccess, Settings, Status, check_invariants, restrict,
+    ACCESS_VERSION, Access, CompileReport, Error, ErrorKind, Guarantees, Home, Isolation, Level, Profile,
+    ProfileConfig, ReportEntry, RootAccess, Settings, Status, check_invariants, restrict,
 };
 
 static INIT_CALLED: AtomicBool = AtomicBool::new(false);

@@ -16,8 +16,6 @@ pub const BACKEND_NAME: &str = "seatbelt";
 /// Checks whether this host can confine `profile`; in this version it never can.
 pub fn probe(_profile: &Profile) -> Result<(), Error> {
     Err(Error::SandboxUnavailable {
-        detail: String::from(
-            "the macos seatbelt backend is not implemented in this version of sandbox",
-        ),
+        detail: String::from("the macos seatbelt backend is not implemented in this version of sandbox"),
     })
 }

@@ -65,15 +65,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
-        Command::Bundle {
-            command:
-                BundleCommand::Export {
-                    out,
-                    profile,
-                    cwd,
-                    argv,
-                },
-        } => {
+        Command::Bundle { command: BundleCommand::Export { out, profile, cwd, argv } } => {
             let current = std::env::current_dir().map_err(|e| Error::io("current directory", e))?;
             let profile = load_profile(profile.as_deref(), &current)?;
             let cwd = match cwd {
@@ -99,15 +91,11 @@ fn run(cli: Cli) -> Result<(), Error> {
 }
 
 /// The profile from `--profile`, or the CLI default for `current` (CONTRACT.md §18).
-fn load_profile(
-    file: Option<&std::path::Path>,
-    current: &std::path::Path,
-) -> Result<Profile, Error> {
+fn load_profile(file: Option<&std::path::Path>, current: &std::path::Path) -> Result<Profile, Error> {
     let config = match file {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| Error::InvalidProfile {
-                detail: format!("--profile {}: {e}", path.display()),
-            })?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Error::InvalidProfile { detail: format!("--profile {}: {e}", path.display()) })?;
             ProfileConfig::from_json(&text)?
         }
         None => ProfileConfig {
@@ -129,10 +117,7 @@ fn load_profile(
 
 #[cfg(unix)]
 fn ids() -> (u32, u32) {
-    (
-        nix::unistd::getuid().as_raw(),
-        nix::unistd::getgid().as_raw(),
-    )
+    (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw())
 }
 
 #[cfg(not(unix))]

@@ -1,0 +1,244 @@
+//! Golden (snapshot) tests of the generated `config.json` for many profile shapes.
+//!
+//! A change in the compiler's output is a visible diff of `tests/golden/*.json` in review.
+//! Regenerate with `UPDATE_GOLDEN=1 cargo test -p sandbox-bundle --test golden` and review the
+//! diff as a boundary change. Paths under the test's temporary directory print as `$T`, and the
+//! fingerprint (which covers those paths) as `<fingerprint>`.
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used, clippy::panic, clippy::tests_outside_test_module)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use sandbox_bundle::*;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::Builder::new().prefix("golden").tempdir_in("/tmp").unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        for d in
+            ["ws/sub", "ws/secret", "data", "scratch/sandbox-executors-x/home-a", "scratch/sandbox-executors-x/tmp-a"]
+        {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        Fixture { _dir: dir, root }
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn config(&self) -> ProfileConfig {
+        ProfileConfig {
+            workspace_root: self.p("ws"),
+            workspace_read: Access::Allow,
+            workspace_write: Access::Allow,
+            host_read: Access::Allow,
+            host_write: Access::Deny,
+            network: Access::Deny,
+            command: Access::Allow,
+            ..ProfileConfig::default()
+        }
+    }
+
+    fn spawn(&self) -> SpawnContext {
+        SpawnContext {
+            argv: vec!["/bin/sh".into(), "-c".into(), "echo confined".into()],
+            cwd: self.p("ws"),
+            env: vec![
+                ("PATH".into(), "/usr/bin:/bin".into()),
+                ("HOME".into(), self.p("scratch/sandbox-executors-x/home-a").display().to_string()),
+                ("TMPDIR".into(), self.p("scratch/sandbox-executors-x/tmp-a").display().to_string()),
+            ],
+            tty: false,
+            home_dir: Some(self.p("scratch/sandbox-executors-x/home-a")),
+            temp_dir: self.p("scratch/sandbox-executors-x/tmp-a"),
+            scratch_root: self.p("scratch"),
+            uid: 0,
+            gid: 0,
+            landlock: false,
+            egress_route: false,
+            launch: Launch::Export,
+            grants: GrantDeltas::default(),
+        }
+    }
+}
+
+fn host() -> HostView {
+    let dir = |n: &str| HostEntry { name: n.into(), kind: EntryKind::Dir };
+    let link = |n: &str, t: &str| HostEntry { name: n.into(), kind: EntryKind::Symlink(t.into()) };
+    let closure_dir = |p: &str| ClosureEntry { path: p.into(), kind: EntryKind::Dir, resolved: None };
+    let closure_file = |p: &str| ClosureEntry { path: p.into(), kind: EntryKind::File, resolved: None };
+    let closure_link = |p: &str, t: &str, is_dir: bool| ClosureEntry {
+        path: p.into(),
+        kind: EntryKind::Symlink(t.into()),
+        resolved: Some((t.into(), is_dir)),
+    };
+    HostView {
+        entries: vec![
+            link("bin", "usr/bin"),
+            dir("dev"),
+            dir("etc"),
+            dir("home"),
+            link("lib", "usr/lib"),
+            link("lib64", "usr/lib64"),
+            dir("opt"),
+            dir("proc"),
+            dir("root"),
+            dir("run"),
+            link("sbin", "usr/sbin"),
+            dir("srv"),
+            dir("sys"),
+            dir("tmp"),
+            dir("usr"),
+            dir("var"),
+        ],
+        closure: vec![
+            closure_link("/bin", "/usr/bin", true),
+            closure_link("/sbin", "/usr/sbin", true),
+            closure_link("/lib", "/usr/lib", true),
+            closure_link("/lib64", "/usr/lib64", true),
+            closure_dir("/usr"),
+            closure_dir("/etc/ssl"),
+            closure_dir("/opt"),
+            closure_file("/etc/ld.so.cache"),
+            closure_file("/etc/hosts"),
+            closure_link("/etc/resolv.conf", "/run/systemd/resolve/stub-resolv.conf", false),
+            closure_file("/etc/passwd"),
+            closure_file("/etc/group"),
+        ],
+        var_run_is_dir: false,
+    }
+}
+
+fn check(name: &str, f: &Fixture, config: ProfileConfig, spawn: SpawnContext) {
+    let profile = Profile::new(config).unwrap();
+    let bundle = compile(&profile, &spawn, &host()).unwrap();
+    let json = spec_json(&bundle.spec)
+        .unwrap()
+        .replace(&f.root.display().to_string(), "$T")
+        .replace(profile.fingerprint(), "<fingerprint>")
+        + "\n";
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(format!("{name}.json"));
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        fs::write(&path, &json).unwrap();
+        return;
+    }
+    let want = fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1 to create it)", path.display()));
+    if want != json {
+        let got = path.with_extension("actual.json");
+        fs::write(&got, &json).unwrap();
+        panic!("{name}: config.json differs from {}; actual output written to {}", path.display(), got.display());
+    }
+    // Every golden bundle is also a valid bundle by the report invariants.
+    let level = Level::Degraded;
+    check_invariants(level, bundle.standard_guarantees, Some(Isolation::Sandboxed), Some(&bundle.standard_report))
+        .unwrap();
+}
+
+#[test]
+fn host_read_allow_workspace_rw_network_deny_rootful_export() {
+    let f = Fixture::new();
+    check("default-cli", &f, f.config(), f.spawn());
+}
+
+#[test]
+fn host_read_deny() {
+    let f = Fixture::new();
+    check("host-read-deny", &f, ProfileConfig { host_read: Access::Deny, ..f.config() }, f.spawn());
+}
+
+#[test]
+fn workspace_read_only() {
+    let f = Fixture::new();
+    check("workspace-ro", &f, ProfileConfig { workspace_write: Access::Deny, ..f.config() }, f.spawn());
+}
+
+#[test]
+fn workspace_denied() {
+    let f = Fixture::new();
+    let config = ProfileConfig { workspace_read: Access::Deny, workspace_write: Access::Gated, ..f.config() };
+    check("workspace-deny", &f, config, f.spawn());
+}
+
+#[test]
+fn network_allow_host_read_deny() {
+    let f = Fixture::new();
+    let config = ProfileConfig { network: Access::Allow, host_read: Access::Deny, ..f.config() };
+    check("network-allow", &f, config, f.spawn());
+}
+
+#[test]
+fn roots_nested_in_the_workspace_and_outside() {
+    let f = Fixture::new();
+    let config = ProfileConfig {
+        host_read: Access::Deny,
+        additional_roots: vec![
+            RootAccess { path: f.p("ws/secret"), read: Access::Deny, write: Access::Deny },
+            RootAccess { path: f.p("ws/sub"), read: Access::Allow, write: Access::Deny },
+            RootAccess { path: f.p("data"), read: Access::Allow, write: Access::Gated },
+        ],
+        ..f.config()
+    };
+    check("nested-roots", &f, config, f.spawn());
+}
+
+#[test]
+fn real_home() {
+    let f = Fixture::new();
+    let mut spawn = f.spawn();
+    spawn.home_dir = None;
+    spawn.env[1].1 = "/root".into();
+    check("real-home", &f, ProfileConfig { home: Home::RealHome, ..f.config() }, spawn);
+}
+
+#[test]
+fn host_read_and_write_allow() {
+    let f = Fixture::new();
+    let config = ProfileConfig { host_write: Access::Allow, ..f.config() };
+    check("host-rw", &f, config, f.spawn());
+}
+
+#[test]
+fn rootless_embedded_with_limits_and_landlock_write_only_workspace() {
+    let f = Fixture::new();
+    let mut spawn = f.spawn();
+    spawn.uid = 1000;
+    spawn.gid = 1000;
+    spawn.landlock = true;
+    spawn.launch = Launch::Embedded {
+        cgroups_path: Some("/sandbox/sbx-1".into()),
+        pids_max: Some(4096),
+        memory_max: Some(512 * 1024 * 1024),
+    };
+    let config = ProfileConfig { workspace_read: Access::Gated, host_read: Access::Deny, ..f.config() };
+    check("rootless-limits-write-only", &f, config, spawn);
+}
+
+#[test]
+fn rootless_embedded_without_cgroup_or_landlock() {
+    let f = Fixture::new();
+    let mut spawn = f.spawn();
+    spawn.uid = 1000;
+    spawn.gid = 1000;
+    spawn.launch = Launch::Embedded { cgroups_path: None, pids_max: Some(4096), memory_max: None };
+    let config = ProfileConfig { workspace_read: Access::Gated, host_read: Access::Deny, ..f.config() };
+    check("rootless-no-limits", &f, config, spawn);
+}
+
+#[test]
+fn broad_network_grant_and_tree_write_grant() {
+    let f = Fixture::new();
+    let mut spawn = f.spawn();
+    spawn.landlock = true;
+    spawn.grants = GrantDeltas { write_trees: vec![f.p("ws/sub")], broad_port: Some(443), ..GrantDeltas::default() };
+    spawn.env.push(("RES_OPTIONS".into(), "use-vc".into()));
+    let config = ProfileConfig { workspace_write: Access::Gated, network: Access::Gated, ..f.config() };
+    check("broad-grant", &f, config, spawn);
+}

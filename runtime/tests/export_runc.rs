@@ -1,0 +1,285 @@
+//! `sandbox bundle export` followed by `runc run` (and `crun run`) of the exported directory,
+//! with probes inside the container that try the forbidden thing next to a positive control.
+//!
+//! These tests need root and runc. Without root they print a loud SKIPPED line and pass,
+//! unless `SANDBOX_REQUIRE_PRIVILEGED=1` (set by `scripts/test.sh` as root, hence in CI), in
+//! which case a missing prerequisite fails the test.
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used, clippy::panic, clippy::tests_outside_test_module)]
+
+use std::fs;
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+const SANDBOX: &str = env!("CARGO_BIN_EXE_sandbox");
+
+/// Whether the privileged suite can run; panics when it must run and cannot.
+fn privileged(runtime: &str) -> bool {
+    let required = std::env::var_os("SANDBOX_REQUIRE_PRIVILEGED").is_some_and(|v| v == "1");
+    let is_root = nix_uid() == 0;
+    let has_runtime = Command::new(runtime).arg("--version").stdout(Stdio::null()).status().is_ok_and(|s| s.success());
+    if is_root && has_runtime {
+        return true;
+    }
+    let why = format!("root: {is_root}, {runtime} installed: {has_runtime}");
+    if required {
+        panic!("privileged suite required (SANDBOX_REQUIRE_PRIVILEGED=1) but cannot run: {why}");
+    }
+    eprintln!("!!!!!!!! SKIPPED privileged test ({why}); run scripts/test.sh as root to run it !!!!!!!!");
+    false
+}
+
+fn nix_uid() -> u32 {
+    // /proc/self is owned by the process's effective uid.
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(u32::MAX)
+}
+
+struct Case {
+    dir: tempfile::TempDir,
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+impl Case {
+    fn new() -> Case {
+        let dir = tempfile::Builder::new().prefix("sbx-export").tempdir_in("/var/tmp").unwrap();
+        fs::create_dir(dir.path().join("ws")).unwrap();
+        fs::write(dir.path().join("ws/hello.txt"), "hello from the workspace\n").unwrap();
+        Case { dir }
+    }
+
+    fn ws(&self) -> PathBuf {
+        fs::canonicalize(self.dir.path().join("ws")).unwrap()
+    }
+
+    fn profile(&self, extra: &str) -> PathBuf {
+        let path = self.dir.path().join(format!("profile-{}.json", COUNTER.fetch_add(1, Ordering::SeqCst)));
+        let text = format!(
+            r#"{{"workspace_root": "{}", "workspace_read": "allow", "workspace_write": "allow",
+                "host_read": "allow", "host_write": "deny", "network": "deny", "command": "allow" {extra}}}"#,
+            self.ws().display()
+        );
+        fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Exports `script` (run by /bin/sh) under `profile` and returns the bundle directory.
+    fn export(&self, profile: &Path, script: &str) -> PathBuf {
+        let out = self.dir.path().join(format!("bundle-{}", COUNTER.fetch_add(1, Ordering::SeqCst)));
+        let o = Command::new(SANDBOX)
+            .args(["bundle", "export", "--out"])
+            .arg(&out)
+            .arg("--profile")
+            .arg(profile)
+            .arg("--cwd")
+            .arg(self.ws())
+            .args(["--", "/bin/sh", "-c", script])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "export failed: {}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), out.display().to_string());
+        out
+    }
+}
+
+fn container_id(prefix: &str) -> String {
+    format!("{prefix}-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst))
+}
+
+fn runc(bundle: &Path) -> Output {
+    let id = container_id("sbx-test");
+    let o = Command::new("timeout")
+        .args(["60", "runc", "run", "--bundle"])
+        .arg(bundle)
+        .arg(&id)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = Command::new("runc").args(["delete", "--force", &id]).output();
+    o
+}
+
+/// crun 1.8 refuses this hybrid cgroup host unless the unified hierarchy is unmounted in a
+/// private mount namespace (FIGURES.md, P13).
+fn crun(bundle: &Path) -> Output {
+    let id = container_id("sbx-crun");
+    let script =
+        format!("umount /sys/fs/cgroup/unified 2>/dev/null; exec crun run --bundle '{}' '{id}'", bundle.display());
+    let o = Command::new("timeout")
+        .args(["60", "unshare", "-m", "--propagation", "private", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = Command::new("crun").args(["delete", "--force", &id]).output();
+    o
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn describe(o: &Output) -> String {
+    format!("status {:?}\nstdout:\n{}\nstderr:\n{}", o.status, stdout(o), String::from_utf8_lossy(&o.stderr))
+}
+
+#[test]
+fn output_and_exit_code_pass_through_runc_and_crun() {
+    if !privileged("runc") {
+        return;
+    }
+    let case = Case::new();
+    let bundle = case.export(&case.profile(""), "echo confined; cat hello.txt; exit 7");
+    let o = runc(&bundle);
+    assert_eq!(o.status.code(), Some(7), "{}", describe(&o));
+    assert_eq!(stdout(&o), "confined\nhello from the workspace\n");
+    if privileged("crun") {
+        let o = crun(&bundle);
+        assert_eq!(o.status.code(), Some(7), "{}", describe(&o));
+        assert_eq!(stdout(&o), "confined\nhello from the workspace\n");
+    }
+}
+
+#[test]
+fn three_shapes_run_unchanged_under_runc_and_crun() {
+    if !privileged("runc") {
+        return;
+    }
+    let case = Case::new();
+    let shapes = [
+        case.profile(""),
+        case.profile(r#", "host_read": "deny""#),
+        case.profile(r#", "workspace_write": "deny", "network": "allow""#),
+    ];
+    let with_crun = privileged("crun");
+    for profile in &shapes {
+        let bundle = case.export(profile, "echo confined; id -u; hostname; exit 3");
+        for (name, o) in [("runc", Some(runc(&bundle))), ("crun", with_crun.then(|| crun(&bundle)))] {
+            let Some(o) = o else { continue };
+            assert_eq!(o.status.code(), Some(3), "{name} {}: {}", profile.display(), describe(&o));
+            assert_eq!(stdout(&o), "confined\n0\nsandbox\n", "{name} {}", profile.display());
+        }
+    }
+}
+
+/// A listener on the host's 127.0.0.1 that counts accepted connections in the background.
+fn host_listener() -> (u16, std::sync::mpsc::Receiver<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let _ = tx.send(());
+            drop(stream);
+        }
+    });
+    (port, rx)
+}
+
+#[test]
+fn network_denied_blocks_tcp_to_host_loopback_and_allow_is_the_control() {
+    if !privileged("runc") {
+        return;
+    }
+    let case = Case::new();
+    let (port, accepted) = host_listener();
+    let probe = format!(
+        "if bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' 2>/dev/null; then echo connected; else echo blocked; fi"
+    );
+    let denied = runc(&case.export(&case.profile(""), &probe));
+    assert_eq!(stdout(&denied), "blocked\n", "{}", describe(&denied));
+    assert!(accepted.recv_timeout(Duration::from_millis(200)).is_err(), "the host listener saw a connection");
+
+    let allowed = runc(&case.export(&case.profile(r#", "network": "allow""#), &probe));
+    assert_eq!(stdout(&allowed), "connected\n", "control: {}", describe(&allowed));
+    assert!(accepted.recv_timeout(Duration::from_secs(5)).is_ok(), "control: the host listener saw nothing");
+}
+
+#[test]
+fn workspace_write_denied_leaves_nothing_on_the_host_and_allow_is_the_control() {
+    if !privileged("runc") {
+        return;
+    }
+    let case = Case::new();
+    let probe = "if echo x > created.txt 2>/dev/null; then echo wrote; else echo refused; fi; cat hello.txt";
+    let denied = runc(&case.export(&case.profile(r#", "workspace_write": "deny""#), probe));
+    assert_eq!(stdout(&denied), "refused\nhello from the workspace\n", "{}", describe(&denied));
+    assert!(!case.ws().join("created.txt").exists(), "a denied write reached the host");
+
+    let allowed = runc(&case.export(&case.profile(""), probe));
+    assert_eq!(stdout(&allowed), "wrote\nhello from the workspace\n", "control: {}", describe(&allowed));
+    assert_eq!(fs::read_to_string(case.ws().join("created.txt")).unwrap(), "x\n");
+}
+
+#[test]
+fn host_read_denied_hides_a_file_under_var_tmp_and_allow_is_the_control() {
+    if !privileged("runc") {
+        return;
+    }
+    let case = Case::new();
+    let secret_dir = tempfile::Builder::new().prefix("sbx-secret").tempdir_in("/var/tmp").unwrap();
+    let secret = fs::canonicalize(secret_dir.path()).unwrap().join("secret.txt");
+    fs::write(&secret, "host secret\n").unwrap();
+    let probe =
+        format!("cat '{}' 2>/dev/null || echo hidden; ls /var/tmp 2>/dev/null | grep -c sbx-secret", secret.display());
+
+    let denied = runc(&case.export(&case.profile(r#", "host_read": "deny""#), &probe));
+    assert_eq!(stdout(&denied), "hidden\n0\n", "{}", describe(&denied));
+
+    let allowed = runc(&case.export(&case.profile(""), &probe));
+    assert!(stdout(&allowed).starts_with("host secret\n"), "control: {}", describe(&allowed));
+}
+
+#[test]
+fn exported_bundle_keeps_its_own_home_and_tmp() {
+    if !privileged("runc") {
+        return;
+    }
+    let case = Case::new();
+    let bundle = case.export(
+        &case.profile(""),
+        "echo $HOME $TMPDIR; echo data > $HOME/h && echo data > $TMPDIR/t && ls /tmp | wc -l",
+    );
+    let o = runc(&bundle);
+    let want = format!("{0}/home {0}/tmp\n", fs::canonicalize(&bundle).unwrap().display());
+    assert!(stdout(&o).starts_with(&want), "{}", describe(&o));
+    assert_eq!(fs::read_to_string(bundle.join("home/h")).unwrap(), "data\n");
+    assert_eq!(fs::read_to_string(bundle.join("tmp/t")).unwrap(), "data\n");
+}
+
+#[test]
+fn seccomp_from_config_json_is_applied_by_runc() {
+    if !privileged("runc") {
+        return;
+    }
+    let case = Case::new();
+    // unshare -U needs CLONE_NEWUSER, which the policy refuses with EACCES; plain unshare of
+    // nothing is the control that the tool itself runs.
+    let bundle = case.export(
+        &case.profile(""),
+        "grep Seccomp: /proc/self/status; unshare -U true 2>/dev/null && echo userns || echo refused; unshare true && echo control",
+    );
+    let o = runc(&bundle);
+    assert_eq!(stdout(&o), "Seccomp:\t2\nrefused\ncontrol\n", "{}", describe(&o));
+}
+
+#[test]
+fn reading_the_secret_via_proc_of_the_runtime_is_impossible() {
+    if !privileged("runc") {
+        return;
+    }
+    let case = Case::new();
+    let o = runc(&case.export(&case.profile(""), "ls /proc | grep -c '^[0-9]'; cat /proc/1/cmdline | tr '\\0' ' '"));
+    // Only the container's own processes are visible: the shell (pid 1) and its children.
+    let out = stdout(&o);
+    let count: u32 = out.lines().next().unwrap_or("0").trim().parse().unwrap_or(0);
+    assert!((1..=4).contains(&count), "{}", describe(&o));
+    assert!(out.contains("/bin/sh -c"), "{}", describe(&o));
+    let mut buf = String::new();
+    let _ = fs::File::open(case.ws().join("hello.txt")).unwrap().read_to_string(&mut buf);
+    assert_eq!(buf, "hello from the workspace\n");
+}
