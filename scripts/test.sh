@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The test command: sets up a fresh machine, then runs formatting, lints, every test of the
+# workspace and the macOS type-check. Run as root to include the privileged suite (runc/crun,
+# namespaces); as root that suite is REQUIRED (SANDBOX_REQUIRE_PRIVILEGED=1) and fails rather
+# than skips when it cannot run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+bash scripts/setup.sh
+
+if [ "$(id -u)" = 0 ]; then
+  export SANDBOX_REQUIRE_PRIVILEGED=1
+else
+  echo "test: WARNING: not root: the privileged suite (runc, crun) will print SKIPPED and not run"
+fi
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo check for macOS (aarch64-apple-darwin)"
+cargo check --locked --target aarch64-apple-darwin -p sandbox-bundle -p sandbox-seatbelt -p sandbox
+echo "== cargo test --workspace"
+cargo test --workspace --locked 2>&1 | tee target/test-output.txt
+if [ "${SANDBOX_REQUIRE_PRIVILEGED:-}" = 1 ] && grep -q "SKIPPED privileged test" target/test-output.txt; then
+  echo "test: a privileged test was skipped although it is required"; exit 1
+fi
+echo "test: all checks passed"
