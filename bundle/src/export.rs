@@ -54,6 +54,34 @@ pub fn check_seed(src: &Path, rel: &Path) -> Result<(), Error> {
     Ok(())
 }
 
+/// Writes `rootfs/` (0755, holding the plan's top-level symlinks) into the existing `dir`.
+pub fn write_rootfs(bundle: &Bundle, dir: &Path) -> Result<(), Error> {
+    let rootfs = dir.join("rootfs");
+    fs::create_dir(&rootfs).map_err(|e| Error::io(format!("creating {}", rootfs.display()), e))?;
+    set_mode(&rootfs, 0o755)?;
+    for (name, target) in &bundle.plan.rootfs_symlinks {
+        let link = rootfs.join(name);
+        symlink(target, &link).map_err(|e| Error::io(format!("creating symlink {}", link.display()), e))?;
+    }
+    Ok(())
+}
+
+/// Writes `config.json` (already rendered by [`spec_json`]) into the existing `dir`.
+pub fn write_config(config: &str, dir: &Path) -> Result<(), Error> {
+    let path = dir.join("config.json");
+    fs::write(&path, config.as_bytes()).map_err(|e| Error::io(format!("writing {}", path.display()), e))
+}
+
+/// Writes a bundle the embedded runtime runs: `dir` (created, 0700), `rootfs/` and
+/// `config.json`.
+pub fn write_bundle(bundle: &Bundle, dir: &Path) -> Result<(), Error> {
+    let config = spec_json(&bundle.spec)?;
+    fs::create_dir(dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+    set_mode(dir, 0o700)?;
+    write_rootfs(bundle, dir)?;
+    write_config(&config, dir)
+}
+
 /// Exports the bundle for `request` into `out_dir`, which must be missing or an empty directory.
 ///
 /// Writes `config.json`, `rootfs/` (the host's top-level symlinks when host read is allowed,
@@ -164,13 +192,7 @@ pub fn export_bundle(
         if !existed {
             fs::create_dir(&out).map_err(io_err("creating", &out))?;
         }
-        let rootfs = out.join("rootfs");
-        fs::create_dir(&rootfs).map_err(io_err("creating", &rootfs))?;
-        set_mode(&rootfs, 0o755)?;
-        for (name, target) in &bundle.plan.rootfs_symlinks {
-            let link = rootfs.join(name);
-            symlink(target, &link).map_err(io_err("creating symlink", &link))?;
-        }
+        write_rootfs(&bundle, &out)?;
         if isolated {
             fs::create_dir(&home).map_err(io_err("creating", &home))?;
             set_mode(&home, 0o700)?;
@@ -189,9 +211,7 @@ pub fn export_bundle(
         }
         fs::create_dir(&tmp).map_err(io_err("creating", &tmp))?;
         set_mode(&tmp, 0o700)?;
-        let config_path = out.join("config.json");
-        fs::write(&config_path, config.as_bytes()).map_err(io_err("writing", &config_path))?;
-        Ok(())
+        write_config(&config, &out)
     };
     if let Err(e) = write() {
         if existed {

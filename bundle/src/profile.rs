@@ -89,13 +89,19 @@ impl Profile {
     /// [`Error::InvalidProfile`] naming the field.
     pub fn new(config: ProfileConfig) -> Result<Profile, Error> {
         let workspace = canonical_dir("workspace_root", &config.workspace_root)?;
-        let mut roots: Vec<RootAccess> = Vec::with_capacity(config.additional_roots.len());
+        // Rule 2 for every root before rule 3 for any (the order of checks is fixed, §4, §21).
+        let mut paths: Vec<PathBuf> = Vec::with_capacity(config.additional_roots.len());
         for (i, root) in config.additional_roots.iter().enumerate() {
             let field = format!("additional_roots[{i}].path");
             let path = canonical_dir(&field, &root.path)?;
             if path == workspace {
                 return Err(Error::profile(format!("{field}: {} is the workspace root", root.path.display())));
             }
+            paths.push(path);
+        }
+        let mut roots: Vec<RootAccess> = Vec::with_capacity(config.additional_roots.len());
+        for (i, (root, path)) in config.additional_roots.iter().zip(paths).enumerate() {
+            let field = format!("additional_roots[{i}].path");
             match roots.iter().find(|r| r.path == path) {
                 Some(r) if (r.read, r.write) != (root.read, root.write) => {
                     return Err(Error::profile(format!(
