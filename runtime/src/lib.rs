@@ -22,10 +22,20 @@
 #![deny(unsafe_code)]
 
 mod deadline;
+mod direct;
+mod fsutil;
+#[cfg(target_os = "linux")]
+mod linux;
+mod options;
+mod output;
+pub mod proof;
+mod set;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use deadline::{CancelToken, Deadline};
+pub use options::ExecutorSetOptions;
+pub use output::{ExitStatus, Output};
 /// The pure core: compiler, export, host view and policy types.
 pub use sandbox_bundle as bundle;
 pub use sandbox_bundle::oci_spec;
@@ -33,14 +43,18 @@ pub use sandbox_bundle::{
     ACCESS_VERSION, Access, CompileReport, Error, ErrorKind, Guarantees, Home, Isolation, Level, Profile,
     ProfileConfig, ReportEntry, RootAccess, Settings, Status, check_invariants, restrict,
 };
+pub use set::{Executor, ExecutorSet};
 
 static INIT_CALLED: AtomicBool = AtomicBool::new(false);
 
 /// Must be the first statement of every `main` that uses sandbox.
 ///
-/// It records the call; once the Linux backend lands it will also dispatch the helper role of
-/// a re-executed binary (and then never return). Idempotent; outside Linux it only records.
+/// When sandbox started this process as its Linux helper (a private argv marker that never
+/// reaches a workload), `init` runs the helper and never returns. Otherwise it records the call
+/// and returns. Idempotent; outside Linux it only records.
 pub fn init() {
+    #[cfg(target_os = "linux")]
+    sandbox_linux::dispatch_if_helper();
     INIT_CALLED.store(true, Ordering::SeqCst);
 }
 

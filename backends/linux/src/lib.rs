@@ -1,22 +1,112 @@
-//! # sandbox-linux — the Linux container backend (not implemented yet)
+//! # sandbox-linux — one micro-container per spawn, run by an embedded OCI runtime
 //!
-//! This crate will run compiled bundles with an embedded OCI runtime (libcontainer) from a
-//! single-threaded helper, apply Landlock and seccomp inside, and measure what was enforced.
-//! Until then it refuses honestly: [`probe`] fails with `SandboxUnavailable`, so a sandboxed
-//! profile never runs, confined or not.
+//! Each spawn's bundle (compiled by `sandbox-bundle`) is run by libcontainer inside a
+//! single-threaded helper: the embedding binary re-executed through `/proc/self/exe` and
+//! dispatched by `sandbox::init()` ([`dispatch_if_helper`]). Inside the container, our own
+//! executor applies Landlock and seccomp (the bundle's rules), forks the workload and stays as a
+//! minimal init. The helper raises `lo`, reads back cgroup limits, reaps the init, deletes the
+//! container and reports outcome and measurements back as data.
+//!
+//! **Guarantees.** libcontainer is never called from the embedder's process. A layer the caller
+//! requires (`require_landlock`, `require_seccomp`, `require_loopback`) that cannot be applied
+//! is a setup failure of the spawn, never a silent downgrade. The container init dies with the
+//! helper (parent-death signal); the helper kills the container when the embedder closes its
+//! control socket (on exit or death), so nothing outlives the embedder.
+//!
+//! **Decision.** The helper watches its control socket instead of relying on
+//! `PR_SET_PDEATHSIG`: that signal fires when the *thread* that spawned the helper exits, which
+//! in a thread-pool embedder (tokio's blocking pool) would kill healthy runs. The socket closes
+//! exactly when the embedding process is gone.
+//!
+//! **Not here.** Profiles, policy and the bundle format live in `sandbox-bundle`; executors,
+//! deadlines and output handling live in the `sandbox` facade.
 //!
 //! MSRV: 1.85 (edition 2024).
 
 #![deny(unsafe_code)]
 
-use sandbox_bundle::{Error, Profile};
+#[cfg(target_os = "linux")]
+mod executor;
+#[cfg(target_os = "linux")]
+mod filter;
+#[cfg(target_os = "linux")]
+mod helper;
+#[cfg(target_os = "linux")]
+mod launch;
+#[cfg(target_os = "linux")]
+pub mod protocol;
+#[cfg(target_os = "linux")]
+mod ruleset;
+#[cfg(target_os = "linux")]
+mod sys;
+
+#[cfg(target_os = "linux")]
+pub use helper::{HELPER_MARKER, dispatch_if_helper};
+#[cfg(target_os = "linux")]
+pub use launch::{Finished, Running, WaitError, spawn_helper};
 
 /// The name reported for this backend.
 pub const BACKEND_NAME: &str = "linux-container";
 
-/// Checks whether this host can confine `profile`; in this version it never can.
-pub fn probe(_profile: &Profile) -> Result<(), Error> {
-    Err(Error::SandboxUnavailable {
-        detail: String::from("the linux container backend is not implemented in this version of sandbox"),
-    })
+/// The Landlock ABI of the running kernel (0 without Landlock).
+#[cfg(target_os = "linux")]
+pub fn landlock_abi() -> u32 {
+    sys::landlock_abi()
+}
+
+/// How the host's cgroups are laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CgroupLayout {
+    /// Only cgroup v2 (`/sys/fs/cgroup/cgroup.controllers`).
+    V2,
+    /// v1 controllers, possibly with a v2 hierarchy beside them (libcontainer uses v1).
+    V1OrHybrid,
+    /// No cgroup filesystem found.
+    None,
+}
+
+impl CgroupLayout {
+    /// Reads `/sys/fs/cgroup`.
+    pub fn detect() -> CgroupLayout {
+        let root = std::path::Path::new("/sys/fs/cgroup");
+        if root.join("cgroup.controllers").exists() {
+            CgroupLayout::V2
+        } else if root.join("pids").is_dir() || root.join("memory").is_dir() {
+            CgroupLayout::V1OrHybrid
+        } else {
+            CgroupLayout::None
+        }
+    }
+
+    /// The files holding the pids and memory limits of the cgroup at `path` (relative to the
+    /// cgroup root, absolute form `/parent/id`).
+    pub fn limit_files(self, path: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+        let rel = path.trim_start_matches('/');
+        let root = std::path::Path::new("/sys/fs/cgroup");
+        match self {
+            CgroupLayout::V2 => (root.join(rel).join("pids.max"), root.join(rel).join("memory.max")),
+            _ => (
+                root.join("pids").join(rel).join("pids.max"),
+                root.join("memory").join(rel).join("memory.limit_in_bytes"),
+            ),
+        }
+    }
+
+    /// Every directory a container cgroup at `path` occupies (for sweeping leftovers).
+    pub fn dirs(self, path: &str) -> Vec<std::path::PathBuf> {
+        let rel = path.trim_start_matches('/');
+        let root = std::path::Path::new("/sys/fs/cgroup");
+        match self {
+            CgroupLayout::V2 => vec![root.join(rel)],
+            CgroupLayout::V1OrHybrid => std::fs::read_dir(root)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.file_name().is_some_and(|n| n != "unified") && !p.is_symlink())
+                .map(|p| p.join(rel))
+                .collect(),
+            CgroupLayout::None => Vec::new(),
+        }
+    }
 }

@@ -1,0 +1,201 @@
+//! The workload executor libcontainer runs as the container's pid 1 (CONTRACT.md §15.1).
+//!
+//! After pivot_root, with every capability dropped and `no_new_privs` set, it installs Landlock
+//! and seccomp (so they bind the init and everything below it), reports what it measured on the
+//! status pipe, then forks: the child execs the workload, the parent stays as a minimal init
+//! that forwards signals to the whole pid namespace, reaps everything, and writes the
+//! workload's outcome to the status pipe. It never returns into libcontainer.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+
+use libcontainer::oci_spec::runtime::Spec;
+use libcontainer::workload::{Executor, ExecutorError, ExecutorSetEnvsError, ExecutorValidationError};
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{ForkResult, Pid, setsid};
+
+use crate::{filter, ruleset, sys};
+
+/// The descriptor number of the status pipe inside the container (kept by
+/// `with_preserved_fds(1)`).
+pub const STATUS_FD: i32 = 3;
+
+/// What the helper asks of the init for one spawn.
+#[derive(Clone, Debug)]
+pub struct SandboxExecutor {
+    /// Fail the spawn unless Landlock is fully enforced.
+    pub require_landlock: bool,
+    /// Fail the spawn unless the seccomp filter is installed.
+    pub require_seccomp: bool,
+    /// The kernel's Landlock ABI, measured by the helper.
+    pub kernel_abi: u32,
+}
+
+impl Executor for SandboxExecutor {
+    fn exec(&self, spec: &Spec) -> Result<(), ExecutorError> {
+        run_init(self, spec)
+    }
+
+    fn validate(&self, _spec: &Spec) -> Result<(), ExecutorValidationError> {
+        // The environment goes straight to exec: no PATH requirement (CONTRACT.md §15.8).
+        Ok(())
+    }
+
+    fn setup_envs(&self, _envs: std::collections::HashMap<String, String>) -> Result<(), ExecutorSetEnvsError> {
+        // Never touch std's environment (its lock may be held by a thread of the cloned
+        // parent); the environment is passed to execve as is.
+        Ok(())
+    }
+}
+
+struct Status(File);
+
+impl Status {
+    /// Writes one line; a closed pipe means the helper is gone, and then so is this spawn.
+    fn line(&mut self, text: &str) {
+        if self.0.write_all(format!("{text}\n").as_bytes()).is_err() {
+            sys::exit_now(1);
+        }
+    }
+
+    fn fail(&mut self, step: &str, reason: &str) -> ! {
+        let reason = reason.replace('\n', " ");
+        self.line(&format!("error helper: {step}: {reason}"));
+        sys::exit_now(0)
+    }
+}
+
+fn seccomp_mode() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find_map(|l| l.strip_prefix("Seccomp:")).and_then(|v| v.trim().parse().ok())
+}
+
+fn cstring(s: &str, what: &str, status: &mut Status) -> CString {
+    CString::new(s).unwrap_or_else(|_| status.fail("exec", &format!("{what} contains NUL")))
+}
+
+fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
+    let mut status = Status(File::from(sys::own_fd(STATUS_FD)));
+    if sys::die_with_parent().is_err() {
+        status.fail("parent-death signal", "prctl failed");
+    }
+    // Every catchable signal is blocked from here on: the init takes them with sigwait and
+    // forwards them; the workload child restores the original mask before exec. SIGPIPE
+    // blocked turns a vanished helper into EPIPE on the status pipe.
+    let mut old_mask = SigSet::empty();
+    if let Err(e) = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::all()), Some(&mut old_mask)) {
+        status.fail("signals", &e.to_string());
+    }
+
+    // Landlock, from the bundle's annotation.
+    let annotations = spec.annotations().clone().unwrap_or_default();
+    let rules: ruleset::Rules = match annotations.get("sandbox.landlock") {
+        Some(text) => serde_json::from_str(text).unwrap_or_else(|e| status.fail("landlock", &e.to_string())),
+        None => status.fail("landlock", "the bundle carries no sandbox.landlock annotation"),
+    };
+    let landlock = ruleset::apply(&rules, cfg.kernel_abi).unwrap_or_else(|e| status.fail("landlock", &e));
+    if cfg.require_landlock && landlock != ruleset::Enforced::Full {
+        status.fail("landlock", &format!("ruleset {}, full enforcement required", landlock.as_str()));
+    }
+
+    // Seccomp, from the bundle's linux.seccomp (the same rule list standard runtimes apply).
+    let section = spec.linux().as_ref().and_then(|l| l.seccomp().clone());
+    let mut seccomp = 0;
+    if let Some(section) = section {
+        let programs = filter::compile(&section).unwrap_or_else(|e| status.fail("seccomp", &e));
+        for p in &programs {
+            if let Err(e) = seccompiler::apply_filter(p) {
+                status.fail("seccomp", &e.to_string());
+            }
+        }
+        seccomp = seccomp_mode().unwrap_or(0);
+    }
+    if cfg.require_seccomp && seccomp != 2 {
+        status.fail("seccomp", &format!("filter mode {seccomp} after install"));
+    }
+
+    // Everything the child needs, prepared before the fork.
+    let process = spec.process().clone().unwrap_or_else(|| status.fail("exec", "the bundle has no process"));
+    let args: Vec<String> = process.args().clone().unwrap_or_default();
+    if args.is_empty() {
+        status.fail("exec", "empty argv");
+    }
+    let env: Vec<String> = process.env().clone().unwrap_or_default();
+    let argv: Vec<CString> = args.iter().map(|a| cstring(a, "argv", &mut status)).collect();
+    let envp: Vec<CString> = env.iter().map(|e| cstring(e, "environment", &mut status)).collect();
+    let path_var = env.iter().find_map(|e| e.strip_prefix("PATH=")).unwrap_or("/usr/local/bin:/usr/bin:/bin");
+    let candidates: Vec<CString> = if args[0].contains('/') {
+        vec![argv[0].clone()]
+    } else {
+        path_var
+            .split(':')
+            .map(|d| if d.is_empty() { "." } else { d })
+            .filter_map(|d| CString::new(format!("{d}/{}", args[0])).ok())
+            .collect()
+    };
+
+    status.line(&format!("setup landlock={} abi={} seccomp={seccomp}", landlock.as_str(), cfg.kernel_abi));
+
+    match sys::fork_single_threaded() {
+        Err(e) => status.fail("fork", &e.to_string()),
+        Ok(ForkResult::Child) => exec_workload(&status, &old_mask, &candidates, &argv, &envp, &args[0]),
+        Ok(ForkResult::Parent { child }) => supervise(status, child),
+    }
+}
+
+fn exec_workload(
+    status: &Status,
+    old_mask: &SigSet,
+    candidates: &[CString],
+    argv: &[CString],
+    envp: &[CString],
+    name: &str,
+) -> ! {
+    let _ = nix::unistd::close(status.0.as_raw_fd());
+    let _ = setsid();
+    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(old_mask), None);
+    let mut last = nix::Error::ENOENT;
+    let mut found = false;
+    for path in candidates {
+        let e = sys::execve(path, argv, envp);
+        match e {
+            nix::Error::ENOENT | nix::Error::ENOTDIR => {}
+            other => {
+                found = true;
+                last = other;
+            }
+        }
+    }
+    let code = if found { 126 } else { 127 };
+    let _ = std::io::stderr().write_all(format!("sandbox: exec: {name}: {}\n", last.desc()).as_bytes());
+    sys::exit_now(code)
+}
+
+fn supervise(mut status: Status, child: Pid) -> ! {
+    let all = SigSet::all();
+    loop {
+        let Ok(sig) = all.wait() else { continue };
+        if sig == Signal::SIGCHLD {
+            loop {
+                match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                    Ok(WaitStatus::Exited(pid, code)) if pid == child => {
+                        status.line(&format!("exited {code}"));
+                        sys::exit_now(0);
+                    }
+                    Ok(WaitStatus::Signaled(pid, sig, _)) if pid == child => {
+                        status.line(&format!("signalled {}", sig as i32));
+                        sys::exit_now(0);
+                    }
+                    Ok(WaitStatus::StillAlive) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        } else {
+            // Forward to every process of the namespace (all but this init).
+            let _ = kill(Pid::from_raw(-1), sig);
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! Compiles the bundle's `linux.seccomp` section (the one policy, CONTRACT.md §15.6) with
+//! seccompiler: one stacked filter per errno, behind a hand-written check that kills x32
+//! syscalls (seccompiler's own architecture check kills every foreign architecture).
+
+use std::collections::BTreeMap;
+
+use sandbox_bundle::oci_spec::runtime::{LinuxSeccomp, LinuxSeccompAction, LinuxSeccompOperator};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    TargetArch, sock_filter,
+};
+
+/// The syscall number of a policy name on this architecture.
+pub fn syscall_number(name: &str) -> Option<i64> {
+    let n = match name {
+        "ptrace" => libc::SYS_ptrace,
+        "process_vm_readv" => libc::SYS_process_vm_readv,
+        "process_vm_writev" => libc::SYS_process_vm_writev,
+        "io_uring_setup" => libc::SYS_io_uring_setup,
+        "io_uring_enter" => libc::SYS_io_uring_enter,
+        "io_uring_register" => libc::SYS_io_uring_register,
+        "init_module" => libc::SYS_init_module,
+        "finit_module" => libc::SYS_finit_module,
+        "delete_module" => libc::SYS_delete_module,
+        "add_key" => libc::SYS_add_key,
+        "request_key" => libc::SYS_request_key,
+        "keyctl" => libc::SYS_keyctl,
+        "bpf" => libc::SYS_bpf,
+        "mount" => libc::SYS_mount,
+        "umount2" => libc::SYS_umount2,
+        "pivot_root" => libc::SYS_pivot_root,
+        "move_mount" => libc::SYS_move_mount,
+        "open_tree" => libc::SYS_open_tree,
+        "fsopen" => libc::SYS_fsopen,
+        "fsconfig" => libc::SYS_fsconfig,
+        "fsmount" => libc::SYS_fsmount,
+        "fspick" => libc::SYS_fspick,
+        "mount_setattr" => libc::SYS_mount_setattr,
+        "unshare" => libc::SYS_unshare,
+        "clone" => libc::SYS_clone,
+        "clone3" => libc::SYS_clone3,
+        "setns" => libc::SYS_setns,
+        "socket" => libc::SYS_socket,
+        _ => return None,
+    };
+    Some(n)
+}
+
+fn target_arch() -> Result<TargetArch, String> {
+    TargetArch::try_from(std::env::consts::ARCH).map_err(|e| format!("unsupported architecture: {e}"))
+}
+
+/// The programs to install, in order. Fails (closed) on anything the policy compiler does not
+/// understand: an unknown syscall name, action or operator.
+pub fn compile(section: &LinuxSeccomp) -> Result<Vec<BpfProgram>, String> {
+    if section.default_action() != LinuxSeccompAction::ScmpActAllow {
+        return Err(format!("unsupported default action {:?}", section.default_action()));
+    }
+    let arch = target_arch()?;
+    // errno -> syscall -> (unconditional, rules): an unconditional entry wins over conditions.
+    let mut by_errno: BTreeMap<u32, BTreeMap<i64, (bool, Vec<SeccompRule>)>> = BTreeMap::new();
+    for syscall in section.syscalls().as_deref().unwrap_or_default() {
+        if syscall.action() != LinuxSeccompAction::ScmpActErrno {
+            return Err(format!("unsupported action {:?}", syscall.action()));
+        }
+        let errno = syscall.errno_ret().unwrap_or(libc::EPERM as u32);
+        for name in syscall.names() {
+            let nr = syscall_number(name).ok_or_else(|| format!("unknown syscall {name}"))?;
+            // socket(2) takes ints; clone and unshare take unsigned longs.
+            let dword = name == "socket";
+            let mut conditions = Vec::new();
+            for arg in syscall.args().as_deref().unwrap_or_default() {
+                let index = u8::try_from(arg.index()).map_err(|_| format!("argument index {}", arg.index()))?;
+                let (op, value) = match arg.op() {
+                    LinuxSeccompOperator::ScmpCmpEq => (SeccompCmpOp::Eq, arg.value()),
+                    LinuxSeccompOperator::ScmpCmpMaskedEq => {
+                        (SeccompCmpOp::MaskedEq(arg.value()), arg.value_two().unwrap_or(0))
+                    }
+                    other => return Err(format!("unsupported operator {other:?}")),
+                };
+                conditions.push(
+                    SeccompCondition::new(
+                        index,
+                        if dword { SeccompCmpArgLen::Dword } else { SeccompCmpArgLen::Qword },
+                        op,
+                        value,
+                    )
+                    .map_err(|e| format!("condition: {e}"))?,
+                );
+            }
+            let entry = by_errno.entry(errno).or_default().entry(nr).or_default();
+            if conditions.is_empty() {
+                entry.0 = true;
+            } else {
+                entry.1.push(SeccompRule::new(conditions).map_err(|e| format!("rule: {e}"))?);
+            }
+        }
+    }
+    let mut programs = Vec::new();
+    if std::env::consts::ARCH == "x86_64" {
+        programs.push(x32_killer());
+    }
+    for (errno, rules) in by_errno {
+        // An empty rule vector matches the syscall whatever its arguments.
+        let rules = rules
+            .into_iter()
+            .map(|(nr, (unconditional, rules))| (nr, if unconditional { Vec::new() } else { rules }))
+            .collect();
+        let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno), arch)
+            .map_err(|e| format!("filter: {e}"))?;
+        programs.push(BpfProgram::try_from(filter).map_err(|e| format!("filter: {e}"))?);
+    }
+    Ok(programs)
+}
+
+/// x32 syscalls carry the x86_64 audit architecture with bit 30 set in the number: kill them.
+fn x32_killer() -> BpfProgram {
+    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+    vec![
+        sock_filter { code: LD_W_ABS, jt: 0, jf: 0, k: 0 }, // seccomp_data.nr
+        sock_filter { code: JGE_K, jt: 0, jf: 1, k: 0x4000_0000 },
+        sock_filter { code: RET_K, jt: 0, jf: 0, k: libc::SECCOMP_RET_KILL_PROCESS },
+        sock_filter { code: RET_K, jt: 0, jf: 0, k: libc::SECCOMP_RET_ALLOW },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_policy_syscall_resolves_here() {
+        for rule in sandbox_bundle::seccomp::policy().rules {
+            for name in rule.syscalls {
+                assert!(syscall_number(&name).is_some(), "{name}");
+            }
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! The helper process: a re-execution of the embedding binary, dispatched by `sandbox::init()`
+//! before any application code or thread runs, so libcontainer is only ever called from a
+//! single-threaded process (CONTRACT.md §15.8, FIGURES.md P1).
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use libcontainer::container::Container;
+use libcontainer::container::builder::ContainerBuilder;
+use libcontainer::syscall::syscall::SyscallType;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sched::{CloneFlags, setns};
+use nix::sys::signal::{Signal, kill};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{ForkResult, Pid};
+
+use crate::executor::{STATUS_FD, SandboxExecutor};
+use crate::protocol::{Command, Event, Measured, Outcome, Request};
+use crate::sys;
+
+/// The argv[1] that makes a re-executed binary the helper. It never reaches a workload.
+pub const HELPER_MARKER: &str = "--sandbox-linux-helper-v1";
+
+/// The helper's control socket descriptor number.
+pub const CONTROL_FD: RawFd = 3;
+
+/// If this process was started as the helper, runs it and exits; otherwise returns at once.
+pub fn dispatch_if_helper() {
+    let mut args = std::env::args_os();
+    let _ = args.next();
+    if args.next().as_deref() == Some(OsStr::new(HELPER_MARKER)) {
+        let code = match run() {
+            Ok(()) => 0,
+            Err(_) => 1,
+        };
+        #[expect(clippy::exit, reason = "the helper role ends the re-executed process; main never runs")]
+        std::process::exit(code)
+    }
+}
+
+struct Control {
+    reader: BufReader<File>,
+    writer: File,
+}
+
+impl Control {
+    fn send(&mut self, event: &Event) -> std::io::Result<()> {
+        let mut line = serde_json::to_string(event).map_err(std::io::Error::other)?;
+        line.push('\n');
+        self.writer.write_all(line.as_bytes())
+    }
+}
+
+fn run() -> std::io::Result<()> {
+    // The control socket arrives at fd 3; move it out of the way (close-on-exec) so that fd 3
+    // can carry the status pipe into the container.
+    // The status pipe takes fd 3 at once (dup2 replaces it atomically), so no descriptor
+    // opened later can land on 3 and be clobbered.
+    let control_fd = nix::fcntl::fcntl(CONTROL_FD, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?;
+    let (status_r, status_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    nix::unistd::dup2(status_w.as_raw_fd(), STATUS_FD)?;
+    drop(status_w);
+    let control_file = File::from(sys::own_fd(control_fd));
+    let mut control = Control { reader: BufReader::new(control_file.try_clone()?), writer: control_file };
+    let mut line = String::new();
+    control.reader.read_line(&mut line)?;
+    let request: Request = serde_json::from_str(&line).map_err(std::io::Error::other)?;
+
+    // The workload's stdio is ours; hand it to the runtime and keep /dev/null for ourselves,
+    // so readers see EOF exactly when the container is gone.
+    let stdin = std::io::stdin().as_fd().try_clone_to_owned()?;
+    let stdout = std::io::stdout().as_fd().try_clone_to_owned()?;
+    let stderr = std::io::stderr().as_fd().try_clone_to_owned()?;
+    let null = File::options().read(true).write(true).open("/dev/null")?;
+    for fd in 0..3 {
+        nix::unistd::dup2(null.as_raw_fd(), fd)?;
+    }
+
+    let kernel_abi = sys::landlock_abi();
+    let executor = SandboxExecutor {
+        require_landlock: request.require_landlock,
+        require_seccomp: request.require_seccomp,
+        kernel_abi,
+    };
+    let built = ContainerBuilder::new(request.id.clone(), SyscallType::default())
+        .with_root_path(&request.state_root)
+        .and_then(|b| {
+            b.with_stdin(stdin)
+                .with_stdout(stdout)
+                .with_stderr(stderr)
+                .with_preserved_fds(1)
+                .with_executor(executor)
+                .validate_id()
+        })
+        .and_then(|b| b.as_init(&request.bundle).with_systemd(false).with_detach(false).build());
+    let _ = nix::unistd::close(STATUS_FD);
+    let mut measured = Measured { landlock_abi: kernel_abi, ..Measured::default() };
+    let mut container = match built {
+        Ok(c) => c,
+        Err(e) => {
+            // The runtime may have left a state dir behind: remove it now if it loads.
+            if let Ok(mut c) = Container::load(request.state_root.join(&request.id)) {
+                let _ = c.delete(true);
+            }
+            let outcome = Outcome::Failed { detail: format!("container not created: {e:?}") };
+            return control.send(&Event::Finished { outcome, measured, teardown: true });
+        }
+    };
+    let Some(pid) = container.pid() else {
+        let _ = container.delete(true);
+        let outcome = Outcome::Failed { detail: String::from("container has no init pid") };
+        return control.send(&Event::Finished { outcome, measured, teardown: true });
+    };
+
+    let mut setup_failure = None;
+    if request.loopback {
+        let up = raise_loopback(pid, request.rootless);
+        measured.loopback = Some(up.is_ok());
+        if let Err(e) = up {
+            if request.require_loopback {
+                setup_failure = Some(format!("helper: loopback: {e}"));
+            }
+        }
+    }
+    measured.readback =
+        request.readback.iter().map(|p| std::fs::read_to_string(p).ok().map(|s| s.trim().to_owned())).collect();
+    if setup_failure.is_none() {
+        if let Err(e) = container.start() {
+            setup_failure = Some(format!("container start: {e:?}"));
+        }
+    }
+    if let Some(detail) = setup_failure {
+        let _ = kill(pid, Signal::SIGKILL);
+        let teardown = reap(pid) && container.delete(true).is_ok();
+        return control.send(&Event::Finished { outcome: Outcome::Failed { detail }, measured, teardown });
+    }
+    let parent_alive = control.send(&Event::Started { pid: pid.as_raw() }).is_ok();
+
+    let (lines, killed) = supervise(&mut control, File::from(status_r), pid, parent_alive);
+    let reaped = reap(pid);
+    let deleted = container.delete(true).is_ok();
+    let mut outcome = None;
+    for line in &lines {
+        if let Some(rest) = line.strip_prefix("setup ") {
+            for field in rest.split(' ') {
+                match field.split_once('=') {
+                    Some(("landlock", v)) => measured.landlock = Some(v.to_owned()),
+                    Some(("seccomp", v)) => measured.seccomp = v.parse().unwrap_or(0),
+                    _ => {}
+                }
+            }
+        } else if let Some(code) = line.strip_prefix("exited ") {
+            outcome = code.parse().ok().map(|code| Outcome::Exited { code });
+        } else if let Some(sig) = line.strip_prefix("signalled ") {
+            outcome = sig.parse().ok().map(|signal| Outcome::Signalled { signal });
+        } else if let Some(detail) = line.strip_prefix("error ") {
+            outcome = Some(Outcome::Failed { detail: detail.to_owned() });
+        }
+    }
+    let outcome = outcome.unwrap_or(if killed {
+        Outcome::Signalled { signal: Signal::SIGKILL as i32 }
+    } else {
+        Outcome::Failed { detail: String::from("the container init ended without reporting an outcome") }
+    });
+    control.send(&Event::Finished { outcome, measured, teardown: reaped && deleted })
+}
+
+/// Reads the status pipe until the init is gone, serving control commands meanwhile. Returns
+/// the status lines and whether the init was killed on request (or because the parent went).
+fn supervise(control: &mut Control, status: File, pid: Pid, mut parent_alive: bool) -> (Vec<String>, bool) {
+    let mut status = status;
+    let mut buf = Vec::new();
+    let mut killed = false;
+    let mut control_buf = String::new();
+    loop {
+        let mut fds = vec![PollFd::new(status.as_fd(), PollFlags::POLLIN)];
+        if parent_alive {
+            fds.push(PollFd::new(control.reader.get_ref().as_fd(), PollFlags::POLLIN));
+        }
+        if poll(&mut fds, PollTimeout::NONE).is_err() {
+            continue;
+        }
+        let status_ready = fds[0].revents().is_some_and(|r| !r.is_empty());
+        let control_ready = fds.get(1).and_then(|f| f.revents()).is_some_and(|r| !r.is_empty());
+        if status_ready {
+            let mut chunk = [0u8; 4096];
+            match status.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        if control_ready {
+            control_buf.clear();
+            match control.reader.read_line(&mut control_buf) {
+                Ok(0) | Err(_) => {
+                    // The embedder is gone: nothing may outlive it.
+                    parent_alive = false;
+                    killed = true;
+                    let _ = kill(pid, Signal::SIGKILL);
+                }
+                Ok(_) => {
+                    if let Ok(Command::Signal { signal }) = serde_json::from_str(&control_buf) {
+                        if let Ok(sig) = Signal::try_from(signal) {
+                            killed |= sig == Signal::SIGKILL;
+                            let _ = kill(pid, sig);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let lines = String::from_utf8_lossy(&buf).lines().map(str::to_owned).collect();
+    (lines, killed)
+}
+
+/// Reaps the init (it has closed the status pipe, so it is exiting); SIGKILLs it if it lingers.
+fn reap(pid: Pid) -> bool {
+    let start = Instant::now();
+    loop {
+        match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => {
+                if start.elapsed() > Duration::from_secs(2) {
+                    let _ = kill(pid, Signal::SIGKILL);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(_) => return true,
+            Err(nix::Error::ECHILD) => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Raises `lo` from a short-lived child that joins the container's user (rootless) and
+/// network namespaces (CONTRACT.md §15.8).
+fn raise_loopback(pid: Pid, rootless: bool) -> Result<(), String> {
+    let ns = |kind: &str| -> Result<OwnedFd, String> {
+        let path = Path::new("/proc").join(pid.as_raw().to_string()).join("ns").join(kind);
+        File::open(&path).map(OwnedFd::from).map_err(|e| format!("open {}: {e}", path.display()))
+    };
+    let user = if rootless { Some(ns("user")?) } else { None };
+    let net = ns("net")?;
+    match sys::fork_single_threaded().map_err(|e| format!("fork: {e}"))? {
+        ForkResult::Child => {
+            let ok = user.as_ref().is_none_or(|u| setns(u, CloneFlags::CLONE_NEWUSER).is_ok())
+                && setns(&net, CloneFlags::CLONE_NEWNET).is_ok()
+                && sys::loopback_up().is_ok();
+            sys::exit_now(if ok { 0 } else { 1 })
+        }
+        ForkResult::Parent { child } => match waitpid(child, None) {
+            Ok(WaitStatus::Exited(_, 0)) => Ok(()),
+            other => Err(format!("raising lo failed ({other:?})")),
+        },
+    }
+}

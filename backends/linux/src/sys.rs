@@ -1,0 +1,112 @@
+//! Every raw kernel call of the Linux backend that has no safe wrapper lives here.
+
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+
+use nix::unistd::ForkResult;
+
+/// The Landlock ABI version of the running kernel: 0 when Landlock is missing or disabled.
+pub fn landlock_abi() -> u32 {
+    // SAFETY: landlock_create_ruleset with a NULL attribute, size 0 and the VERSION flag only
+    // returns the ABI version (or -1 with errno); it reads no memory and creates no descriptor.
+    let v = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
+    u32::try_from(v).unwrap_or(0)
+}
+
+/// `fork()` for a process that is single-threaded at the time of the call (the helper and the
+/// container's init are), so the child may run arbitrary code.
+pub fn fork_single_threaded() -> nix::Result<ForkResult> {
+    // SAFETY: callers are single-threaded processes (the helper before it starts any thread,
+    // the container init, which never starts one), so no lock can be held by another thread
+    // in the child.
+    unsafe { nix::unistd::fork() }
+}
+
+/// Ends the current process at once, without running destructors or atexit handlers (after a
+/// fork, or in the container init).
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns and touches no Rust state; it is async-signal-safe.
+    unsafe { libc::_exit(code) }
+}
+
+/// Sets `IFF_UP` on `lo` in the network namespace the calling thread is in.
+pub fn loopback_up() -> io::Result<()> {
+    let sock = nix::sys::socket::socket(
+        nix::sys::socket::AddressFamily::Inet,
+        nix::sys::socket::SockType::Datagram,
+        nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    // SAFETY: ifreq is plain old data; all-zero is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
+        *dst = *src as libc::c_char;
+    }
+    // SAFETY: SIOCGIFFLAGS reads the flags of the interface named in `req` into `req`, which
+    // is a valid, writable ifreq for the duration of the call.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the union member `ifru_flags` is the one SIOCGIFFLAGS filled in.
+    unsafe { req.ifr_ifru.ifru_flags |= libc::c_short::try_from(libc::IFF_UP).unwrap_or(1) };
+    // SAFETY: SIOCSIFFLAGS reads the name and flags from `req`, a valid ifreq.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Makes `fd` the descriptor number `target` in a child between fork and exec, without
+/// `FD_CLOEXEC`. Only async-signal-safe calls.
+pub fn dup_to(fd: RawFd, target: RawFd) -> io::Result<()> {
+    if fd == target {
+        // SAFETY: fcntl on a descriptor we own; clearing FD_CLOEXEC touches no memory.
+        let r = unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+        return if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) };
+    }
+    // SAFETY: dup2 onto `target` only replaces that descriptor; it is async-signal-safe.
+    if unsafe { libc::dup2(fd, target) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Runs `f` in the child between fork and exec of `command` (see `CommandExt::pre_exec`).
+pub fn pre_exec<F>(command: &mut std::process::Command, f: F)
+where
+    F: FnMut() -> io::Result<()> + Send + Sync + 'static,
+{
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closures passed here only call async-signal-safe functions (dup2, fcntl,
+    // prctl) and allocate nothing, as pre_exec requires in a multithreaded parent.
+    unsafe {
+        command.pre_exec(f);
+    }
+}
+
+/// `prctl(PR_SET_PDEATHSIG, SIGKILL)`, async-signal-safe for use in `pre_exec`.
+pub fn die_with_parent() -> io::Result<()> {
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number and touches no memory.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Executes `path` with `argv` and `envp`; returns only on failure.
+pub fn execve(path: &CString, argv: &[CString], envp: &[CString]) -> nix::Error {
+    match nix::unistd::execve(path, argv, envp) {
+        Err(e) => e,
+        Ok(never) => match never {},
+    }
+}
+
+/// Takes ownership of a raw descriptor inherited at a fixed number (the helper's control fd).
+pub fn own_fd(fd: RawFd) -> std::os::fd::OwnedFd {
+    // SAFETY: the helper is started with exactly this descriptor open for it and nothing else
+    // in the process owns it.
+    unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }
+}

@@ -1,0 +1,390 @@
+//! The facade's side of the Linux container backend: the probe, level/guarantees/report, and
+//! synchronous spawns through the helper.
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use sandbox_bundle::{
+    Access, Bundle, CompileReport, Error, GrantDeltas, Guarantees, HostView, Launch, Level, Profile, ReportEntry,
+    SpawnContext, Status, compile, write_bundle,
+};
+use sandbox_linux::protocol::{Event, Measured, Outcome, Request};
+use sandbox_linux::{CgroupLayout, WaitError};
+
+use crate::output::{ExitStatus, Output, Stop, drain, pump};
+use crate::{Deadline, ExecutorSetOptions, fsutil};
+
+/// What the probe container measured on this host, once per set.
+#[derive(Clone, Debug)]
+pub(crate) struct Probe {
+    pub landlock: String,
+    pub landlock_abi: u32,
+    pub seccomp: bool,
+    pub loopback: Option<bool>,
+    pub limits: Result<String, String>,
+}
+
+/// The Linux backend of one executor set.
+#[derive(Debug)]
+pub(crate) struct LinuxBackend {
+    state_root: PathBuf,
+    bundles: PathBuf,
+    scratch_root: PathBuf,
+    uid: u32,
+    gid: u32,
+    layout: CgroupLayout,
+    cgroup_parent: Option<String>,
+    pids_max: u32,
+    memory_max: Option<u64>,
+    tag: String,
+    counter: AtomicU64,
+    pub probe: Probe,
+}
+
+/// One spawn's inputs beyond the profile.
+pub(crate) struct SpawnInput<'a> {
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub home_dir: Option<&'a Path>,
+    pub temp_dir: &'a Path,
+}
+
+impl LinuxBackend {
+    /// Selects and probes the backend for a set whose directory is `set_dir`.
+    pub fn new(dl: &Deadline, profile: &Profile, options: &ExecutorSetOptions, set_dir: &Path) -> Result<Self, Error> {
+        let uid = nix::unistd::getuid().as_raw();
+        let gid = nix::unistd::getgid().as_raw();
+        let layout = CgroupLayout::detect();
+        let cgroup_parent = match (&options.cgroup_parent, uid) {
+            (Some(p), _) => Some(p.to_string_lossy().into_owned()),
+            (None, 0) => Some(String::from("/sandbox")),
+            (None, _) => None,
+        };
+        if cgroup_parent.is_none() {
+            return Err(Error::SandboxUnavailable {
+                detail: String::from(
+                    "running as a non-root user needs a writable (delegated) cgroup subtree: create one as root, \
+                     chown it to this user, and pass it as cgroup_parent",
+                ),
+            });
+        }
+        let state_root = set_dir.join("state");
+        let bundles = set_dir.join("bundles");
+        for d in [&state_root, &bundles] {
+            std::fs::create_dir(d).map_err(|e| Error::io(format!("creating {}", d.display()), e))?;
+        }
+        let mut backend = LinuxBackend {
+            state_root,
+            bundles,
+            scratch_root: options.scratch_root.clone(),
+            uid,
+            gid,
+            layout,
+            cgroup_parent,
+            pids_max: options.pids_max,
+            memory_max: options.memory_max,
+            tag: fsutil::random_hex(4)?,
+            counter: AtomicU64::new(0),
+            probe: Probe {
+                landlock: String::from("none"),
+                landlock_abi: 0,
+                seccomp: false,
+                loopback: None,
+                limits: Err(String::from("not probed")),
+            },
+        };
+        // The probe: run the profile's own bundle with nothing required and see what holds.
+        let probe_tmp = fsutil::private_dir(set_dir, "probe-tmp-")?;
+        let input = SpawnInput {
+            argv: vec![String::from("/bin/sh"), String::from("-c"), String::from("exit 0")],
+            cwd: profile.workspace_root().to_path_buf(),
+            env: vec![(String::from("PATH"), String::from("/usr/bin:/bin"))],
+            home_dir: None,
+            temp_dir: &probe_tmp,
+        };
+        let never = AtomicBool::new(false);
+        let result = backend.spawn(dl, profile, &input, None, &never, false);
+        let _ = fsutil::remove_tree(&probe_tmp);
+        let (output, measured) = match result {
+            Ok(r) => r,
+            Err(e @ (Error::DeadlineExceeded { .. } | Error::Cancelled { .. })) => return Err(e),
+            Err(e) => {
+                return Err(Error::SandboxUnavailable { detail: format!("the probe container could not run: {e}") });
+            }
+        };
+        if output.status != ExitStatus::Code(0) {
+            return Err(Error::SandboxUnavailable {
+                detail: format!(
+                    "the probe container ran but its shell failed ({:?}): {}",
+                    output.status,
+                    String::from_utf8_lossy(&output.bytes).trim()
+                ),
+            });
+        }
+        backend.probe = Probe {
+            landlock: measured.landlock.clone().unwrap_or_else(|| String::from("none")),
+            landlock_abi: measured.landlock_abi,
+            seccomp: measured.seccomp == 2,
+            loopback: measured.loopback,
+            limits: backend.check_readback(&measured),
+        };
+        Ok(backend)
+    }
+
+    fn cgroup_path(&self, id: &str) -> Option<String> {
+        self.cgroup_parent.as_ref().map(|p| format!("{}/{id}", p.trim_end_matches('/')))
+    }
+
+    fn readback_files(&self, id: &str) -> Vec<PathBuf> {
+        match self.cgroup_path(id) {
+            Some(path) => {
+                let (pids, memory) = self.layout.limit_files(&path);
+                if self.memory_max.is_some() { vec![pids, memory] } else { vec![pids] }
+            }
+            None => Vec::new(),
+        }
+    }
+
+    fn check_readback(&self, measured: &Measured) -> Result<String, String> {
+        let pids = measured.readback.first().cloned().flatten();
+        if pids.as_deref() != Some(&self.pids_max.to_string()) {
+            return Err(format!("pids.max read back as {pids:?}, expected {}", self.pids_max));
+        }
+        let mut detail = format!("pids.max {}", self.pids_max);
+        if let Some(want) = self.memory_max {
+            let got = measured.readback.get(1).cloned().flatten().and_then(|v| v.parse::<u64>().ok());
+            // v1 rounds the limit down to whole pages.
+            if got.is_none_or(|g| g > want || want - g >= 4096 * 16) {
+                return Err(format!("the memory limit read back as {got:?}, expected {want}"));
+            }
+            detail.push_str(&format!(", memory {want} bytes"));
+        }
+        Ok(format!("{detail} (cgroup under {})", self.cgroup_parent.as_deref().unwrap_or("?")))
+    }
+
+    /// The measured level, guarantees and report for `profile` (policy entries from a
+    /// reference compile of the executor's own spawn shape).
+    pub fn assess(
+        &self,
+        profile: &Profile,
+        policy: &[ReportEntry],
+        env_detail: String,
+    ) -> (Level, Guarantees, CompileReport) {
+        let p = &self.probe;
+        let network = profile.config().network;
+        let landlock_full = p.landlock == "full";
+        let guarantees = Guarantees {
+            process_boundary: true,
+            write_boundary: true,
+            read_boundary: true,
+            env_scrub: true,
+            network_boundary: network != Access::Allow,
+            address_network: false,
+            resource_limits: p.limits.is_ok(),
+            target_network: false,
+        };
+        let level = if landlock_full && p.seccomp { Level::Full } else { Level::Degraded };
+        let mut r = CompileReport::default();
+        r.set(ReportEntry::new(
+            "process-boundary",
+            Status::Enforced,
+            "user, mount, pid, ipc, uts and cgroup namespaces; network namespace unless network is allowed",
+        ));
+        for e in policy.iter().filter(|e| e.feature != "runtime-closure") {
+            r.set(e.clone());
+        }
+        r.set(ReportEntry::new("env-scrub", Status::Enforced, env_detail));
+        r.set(if network == Access::Allow {
+            ReportEntry::new("network-boundary", Status::Vacuous, "network is allowed")
+        } else {
+            ReportEntry::new("network-boundary", Status::Enforced, "private network namespace with only lo")
+        });
+        r.set(match p.loopback {
+            _ if network == Access::Allow => ReportEntry::new("loopback", Status::Vacuous, "host network namespace"),
+            Some(true) => ReportEntry::new("loopback", Status::Enforced, "lo is up in the private namespace"),
+            _ => ReportEntry::new(
+                "loopback",
+                Status::Unenforced,
+                "lo could not be raised: localhost does not work inside",
+            ),
+        });
+        r.set(if network != Access::Allow {
+            ReportEntry::new("abstract-unix", Status::Vacuous, "private network namespace")
+        } else if p.landlock_abi >= 6 && landlock_full {
+            ReportEntry::new("abstract-unix", Status::Enforced, "landlock scopes abstract unix sockets to the sandbox")
+        } else {
+            ReportEntry::new(
+                "abstract-unix",
+                Status::Unenforced,
+                format!("host abstract unix sockets stay reachable: landlock abi {} < 6", p.landlock_abi),
+            )
+        });
+        r.set(if landlock_full {
+            ReportEntry::new(
+                "landlock",
+                Status::Enforced,
+                format!("abi {}, every filesystem right of this abi handled", p.landlock_abi),
+            )
+        } else {
+            ReportEntry::new(
+                "landlock",
+                Status::Unenforced,
+                format!(
+                    "ruleset {} (kernel abi {}): the mount view alone holds the boundaries",
+                    p.landlock, p.landlock_abi
+                ),
+            )
+        });
+        r.set(if p.seccomp {
+            ReportEntry::new("seccomp", Status::Enforced, "filter installed by the sandbox init (Seccomp: 2)")
+        } else {
+            ReportEntry::new("seccomp", Status::Unenforced, "the filter could not be installed")
+        });
+        r.set(match &p.limits {
+            Ok(detail) => ReportEntry::new("resource-limits", Status::Enforced, detail.clone()),
+            Err(why) => ReportEntry::new(
+                "resource-limits",
+                Status::Unenforced,
+                format!("{why}; delegate a writable cgroup subtree and pass it as cgroup_parent"),
+            ),
+        });
+        if let Some(c) = policy.iter().find(|e| e.feature == "runtime-closure") {
+            r.set(c.clone());
+        }
+        (level, guarantees, r)
+    }
+
+    /// Compiles the spawn (for the report or to run it).
+    pub fn compile(&self, profile: &Profile, input: &SpawnInput<'_>, id: &str) -> Result<Bundle, Error> {
+        let ctx = SpawnContext {
+            argv: input.argv.clone(),
+            cwd: input.cwd.clone(),
+            env: input.env.clone(),
+            tty: false,
+            home_dir: input.home_dir.map(Path::to_path_buf),
+            temp_dir: input.temp_dir.to_path_buf(),
+            scratch_root: self.scratch_root.clone(),
+            uid: self.uid,
+            gid: self.gid,
+            landlock: self.probe.landlock == "full",
+            egress_route: false,
+            launch: Launch::Embedded {
+                cgroups_path: self.cgroup_path(id),
+                pids_max: Some(self.pids_max),
+                memory_max: self.memory_max,
+            },
+            grants: GrantDeltas::default(),
+        };
+        compile(profile, &ctx, &HostView::scan()).map_err(|e| match e {
+            Error::InvalidArgument { detail } => Error::Runtime { detail: format!("bundle: {detail}") },
+            other => other,
+        })
+    }
+
+    /// Runs one spawn to its end: output combined, stdin `/dev/null`. With `require` the
+    /// probe's measurements become requirements (a spawn getting less fails).
+    pub fn spawn(
+        &self,
+        dl: &Deadline,
+        profile: &Profile,
+        input: &SpawnInput<'_>,
+        limit: Option<u64>,
+        closing: &AtomicBool,
+        require: bool,
+    ) -> Result<(Output, Measured), Error> {
+        dl.check(&[])?;
+        let id = format!("sbx-{}-{}", self.tag, self.counter.fetch_add(1, Ordering::SeqCst));
+        let bundle = self.compile(profile, input, &id)?;
+        let dir = self.bundles.join(&id);
+        write_bundle(&bundle, &dir)?;
+        let result = self.run_bundle(dl, &bundle, &dir, &id, limit, closing, require);
+        let _ = fsutil::remove_tree(&dir);
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run_bundle(
+        &self,
+        dl: &Deadline,
+        bundle: &Bundle,
+        dir: &Path,
+        id: &str,
+        limit: Option<u64>,
+        closing: &AtomicBool,
+        require: bool,
+    ) -> Result<(Output, Measured), Error> {
+        let private_net = !bundle.host_network;
+        let request = Request {
+            bundle: dir.to_path_buf(),
+            id: id.to_owned(),
+            state_root: self.state_root.clone(),
+            rootless: self.uid != 0,
+            loopback: private_net,
+            require_loopback: require && private_net && self.probe.loopback == Some(true),
+            require_landlock: require && self.probe.landlock == "full",
+            require_seccomp: require && self.probe.seccomp,
+            readback: self.readback_files(id),
+        };
+        let (out_r, out_w) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::io("pipe", e.into()))?;
+        let err_w = out_w.try_clone().map_err(|e| Error::io("pipe", e))?;
+        let stdin: OwnedFd = std::fs::File::open("/dev/null").map_err(|e| Error::io("opening /dev/null", e))?.into();
+        let mut running = sandbox_linux::spawn_helper(&request, stdin, out_w, err_w)
+            .map_err(|e| Error::Runtime { detail: format!("starting the helper: {e}") })?;
+
+        let mut bytes = Vec::new();
+        let stop = pump(&out_r, dl, limit, closing, &mut bytes);
+        if stop.is_some() {
+            let _ = running.signal(libc_sigkill());
+            drain(&out_r, Duration::from_secs(5));
+        }
+        let finished = loop {
+            match running.next_event(Some(Instant::now() + Duration::from_secs(30))) {
+                Ok(Event::Started { .. }) => continue,
+                Ok(Event::Finished { outcome, measured, teardown }) => break Ok((outcome, measured, teardown)),
+                Err(WaitError::Timeout) => break Err(String::from("the helper did not finish within 30 s")),
+                Err(WaitError::Helper(e)) => break Err(e),
+            }
+        };
+        let (outcome, measured, teardown) = match finished {
+            Ok(f) => {
+                running.reap();
+                f
+            }
+            Err(e) => {
+                running.kill_helper();
+                return Err(Error::Runtime { detail: format!("teardown unproven: {e}") });
+            }
+        };
+        match stop {
+            Some(Stop::Deadline(e)) => return Err(with_partial(e, bytes)),
+            Some(Stop::Limit) => return Err(Error::OutputLimit { partial: bytes }),
+            Some(Stop::Closed) => return Err(Error::ExecutorClosed { partial: bytes }),
+            None => {}
+        }
+        if !teardown {
+            return Err(Error::Runtime { detail: String::from("teardown unproven: the container was not deleted") });
+        }
+        let status = match outcome {
+            Outcome::Exited { code } => ExitStatus::Code(code),
+            Outcome::Signalled { signal } => ExitStatus::Signal(signal),
+            Outcome::Failed { detail } => return Err(Error::Runtime { detail }),
+        };
+        Ok((Output { bytes, status }, measured))
+    }
+}
+
+fn libc_sigkill() -> i32 {
+    nix::sys::signal::Signal::SIGKILL as i32
+}
+
+fn with_partial(e: Error, partial: Vec<u8>) -> Error {
+    match e {
+        Error::Cancelled { .. } => Error::Cancelled { partial },
+        Error::DeadlineExceeded { .. } => Error::DeadlineExceeded { partial },
+        other => other,
+    }
+}

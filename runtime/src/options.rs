@@ -1,0 +1,128 @@
+//! `ExecutorSetOptions` (CONTRACT.md §9, §10): builders that never fail; `ExecutorSet::new`
+//! checks every value.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sandbox_bundle::{EnvOptions, Error, Home, Profile, check_seed};
+
+/// Options of an [`crate::ExecutorSet`].
+#[derive(Clone, Debug)]
+pub struct ExecutorSetOptions {
+    pub(crate) scratch_root: PathBuf,
+    pub(crate) max_executors: usize,
+    pub(crate) grant_ttl: Duration,
+    pub(crate) pids_max: u32,
+    pub(crate) memory_max: Option<u64>,
+    pub(crate) cgroup_parent: Option<PathBuf>,
+    pub(crate) env: EnvOptions,
+    pub(crate) seed_home: Vec<(PathBuf, PathBuf)>,
+}
+
+impl ExecutorSetOptions {
+    /// Options with the required scratch root (an existing directory the caller owns).
+    pub fn new(scratch_root: impl Into<PathBuf>) -> Self {
+        ExecutorSetOptions {
+            scratch_root: scratch_root.into(),
+            max_executors: 0,
+            grant_ttl: Duration::from_secs(15 * 60),
+            pids_max: 4096,
+            memory_max: None,
+            cgroup_parent: None,
+            env: EnvOptions::default(),
+            seed_home: Vec::new(),
+        }
+    }
+
+    /// The most executor keys the set holds (required, at least 1).
+    pub fn max_executors(self, n: usize) -> Self {
+        ExecutorSetOptions { max_executors: n, ..self }
+    }
+
+    /// The longest grant lifetime (default 15 minutes).
+    pub fn grant_ttl(self, ttl: Duration) -> Self {
+        ExecutorSetOptions { grant_ttl: ttl, ..self }
+    }
+
+    /// `pids.max` of every spawn's cgroup (default 4096).
+    pub fn pids_max(self, n: u32) -> Self {
+        ExecutorSetOptions { pids_max: n, ..self }
+    }
+
+    /// `memory.max` of every spawn's cgroup in bytes (default: none).
+    pub fn memory_max(self, bytes: u64) -> Self {
+        ExecutorSetOptions { memory_max: Some(bytes), ..self }
+    }
+
+    /// The cgroup under which each spawn gets its own (Linux; absolute and clean, relative to
+    /// the cgroup root).
+    pub fn cgroup_parent(self, path: impl Into<PathBuf>) -> Self {
+        ExecutorSetOptions { cgroup_parent: Some(path.into()), ..self }
+    }
+
+    /// Adds names that pass the environment scrub.
+    pub fn pass_env(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.env.pass_env.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets a variable in every child (last one wins).
+    pub fn set_env(mut self, name: impl Into<String>, value: impl Into<OsString>) -> Self {
+        let name = name.into();
+        self.env.set_env.retain(|(n, _)| *n != name);
+        self.env.set_env.push((name, value.into()));
+        self
+    }
+
+    /// Copies `src_file` into every isolated HOME at `rel_dest`.
+    pub fn seed_home(mut self, src_file: impl Into<PathBuf>, rel_dest: impl Into<PathBuf>) -> Self {
+        self.seed_home.push((src_file.into(), rel_dest.into()));
+        self
+    }
+
+    /// Checks every value (CONTRACT.md §9 step 2), failing with [`Error::InvalidOptions`].
+    pub(crate) fn validate(&self, profile: &Profile) -> Result<(), Error> {
+        let bad = |detail: &str| Err(Error::InvalidOptions { detail: detail.to_owned() });
+        if self.scratch_root.as_os_str().is_empty() {
+            return bad("scratch_root: empty");
+        }
+        if self.max_executors == 0 {
+            return bad("max_executors: must be set and at least 1");
+        }
+        if self.grant_ttl.is_zero() {
+            return bad("grant_ttl: must not be zero");
+        }
+        if self.pids_max == 0 {
+            return bad("pids_max: must not be zero");
+        }
+        if self.memory_max == Some(0) {
+            return bad("memory_max: must not be zero");
+        }
+        if let Some(parent) = &self.cgroup_parent {
+            if !is_clean_absolute(parent) {
+                return Err(Error::InvalidOptions {
+                    detail: format!("cgroup_parent: {} is not an absolute, clean path", parent.display()),
+                });
+            }
+        }
+        self.env.validate()?;
+        for (i, (src, rel)) in self.seed_home.iter().enumerate() {
+            if profile.config().home != Home::IsolatedHome {
+                return bad("seed_home: needs an isolated home");
+            }
+            check_seed(src, rel)?;
+            if self.seed_home[..i].iter().any(|(_, r)| r == rel) {
+                return Err(Error::InvalidOptions { detail: format!("seed_home: {} is repeated", rel.display()) });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn is_clean_absolute(p: &Path) -> bool {
+    let Some(text) = p.to_str() else { return false };
+    text.starts_with('/')
+        && (text == "/"
+            || (!text.ends_with('/') && text[1..].split('/').all(|c| !c.is_empty() && c != "." && c != "..")))
+}

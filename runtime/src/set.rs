@@ -1,0 +1,518 @@
+//! `ExecutorSet` and `Executor` (CONTRACT.md §9–§11): per-key executors with their own HOME,
+//! TMPDIR and environment snapshot, synchronous runs, and close.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use sandbox_bundle::{
+    Access, CompileReport, Error, Guarantees, Home, Isolation, Level, Profile, ScrubFlags, check_invariants, scrub,
+};
+
+use crate::output::Output;
+use crate::{Deadline, ExecutorSetOptions, direct, fsutil};
+
+#[cfg(target_os = "linux")]
+use crate::linux::{LinuxBackend, SpawnInput};
+
+/// The backend a set selected, once, for every key.
+#[derive(Debug)]
+enum Backend {
+    /// An acknowledged-unconfined profile: direct spawns on the host.
+    Direct,
+    /// Linux micro-containers.
+    #[cfg(target_os = "linux")]
+    Linux(Box<LinuxBackend>),
+}
+
+#[derive(Debug, Default)]
+struct State {
+    closed: bool,
+    close_done: Option<Result<(), Error>>,
+    executors: HashMap<String, Arc<Executor>>,
+    building: Vec<String>,
+    active: usize,
+}
+
+#[derive(Debug)]
+struct SetInner {
+    profile: Profile,
+    options: ExecutorSetOptions,
+    dir: PathBuf,
+    backend: Backend,
+    state: Mutex<State>,
+    changed: Condvar,
+    closing: AtomicBool,
+}
+
+impl SetInner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Per-key executors sharing one profile, one backend and one owner-only directory.
+#[derive(Debug)]
+pub struct ExecutorSet {
+    inner: Arc<SetInner>,
+}
+
+/// Runs commands under the set's profile with its own HOME, TMPDIR and environment snapshot.
+#[derive(Debug)]
+pub struct Executor {
+    set: Arc<SetInner>,
+    key: String,
+    home: PathBuf,
+    home_dir: Option<PathBuf>,
+    temp_dir: PathBuf,
+    env: Vec<(String, String)>,
+    level: Level,
+    guarantees: Guarantees,
+    report: CompileReport,
+}
+
+/// Admission of one run: counted until dropped, so that close can wait for it.
+struct Admitted<'a> {
+    set: &'a SetInner,
+}
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        let mut state = self.set.lock();
+        state.active -= 1;
+        self.set.changed.notify_all();
+    }
+}
+
+impl ExecutorSet {
+    /// Validates the options, selects and probes the backend, and creates the set directory
+    /// `<scratch>/sandbox-executors-<random>` (0700). A sandboxed profile never falls back to a
+    /// direct spawn: without a backend this fails with [`Error::SandboxUnavailable`].
+    pub fn new(dl: &Deadline, profile: &Profile, options: ExecutorSetOptions) -> Result<ExecutorSet, Error> {
+        dl.check(&[])?;
+        options.validate(profile)?;
+        let scratch = std::fs::canonicalize(&options.scratch_root).ok().filter(|p| p.is_dir()).ok_or_else(|| {
+            Error::InvalidOptions {
+                detail: format!("scratch_root: {} is not an existing directory", options.scratch_root.display()),
+            }
+        })?;
+        let options = ExecutorSetOptions { scratch_root: scratch.clone(), ..options };
+        if profile.config().isolation == Isolation::Sandboxed {
+            select_sandboxed_backend()?;
+        }
+        let dir = fsutil::private_dir(&scratch, "sandbox-executors-")?;
+        let backend = match profile.config().isolation {
+            Isolation::Unconfined => Ok(Backend::Direct),
+            Isolation::Sandboxed => sandboxed_backend(dl, profile, &options, &dir),
+        };
+        let backend = match backend {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = fsutil::remove_tree(&dir);
+                return Err(e);
+            }
+        };
+        tracing::debug!(dir = %dir.display(), ?backend, "executor set created");
+        Ok(ExecutorSet {
+            inner: Arc::new(SetInner {
+                profile: profile.clone(),
+                options,
+                dir,
+                backend,
+                state: Mutex::new(State::default()),
+                changed: Condvar::new(),
+                closing: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// The set's directory (HOMEs, TMPDIRs, bundles and runtime state live beneath it).
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The executor for `key`, built on first use and memoised (also under concurrent calls).
+    pub fn executor(&self, key: &str) -> Result<Arc<Executor>, Error> {
+        if key.is_empty() || key.trim() != key || key.contains('\0') {
+            return Err(Error::InvalidArgument {
+                detail: String::from("key: empty, padded with whitespace or containing NUL"),
+            });
+        }
+        let inner = &self.inner;
+        {
+            let mut state = inner.lock();
+            loop {
+                if state.closed {
+                    return Err(Error::ExecutorSetClosed);
+                }
+                if let Some(e) = state.executors.get(key) {
+                    return Ok(Arc::clone(e));
+                }
+                if !state.building.iter().any(|k| k == key) {
+                    break;
+                }
+                state = inner.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+            if state.executors.len() + state.building.len() >= inner.options.max_executors {
+                return Err(Error::ExecutorLimit);
+            }
+            state.building.push(key.to_owned());
+        }
+        let built = Executor::build(inner, key);
+        let mut state = inner.lock();
+        state.building.retain(|k| k != key);
+        inner.changed.notify_all();
+        let executor = Arc::new(built?);
+        if state.closed {
+            let _ = executor.remove_dirs();
+            return Err(Error::ExecutorSetClosed);
+        }
+        state.executors.insert(key.to_owned(), Arc::clone(&executor));
+        Ok(executor)
+    }
+
+    /// Closes the set (CONTRACT.md §9): no new work, running trees killed, every admitted run
+    /// drained, the set directory removed (the scratch root stays). Idempotent.
+    pub fn close(&self) -> Result<(), Error> {
+        let inner = &self.inner;
+        let mut state = inner.lock();
+        if state.closed {
+            while state.close_done.is_none() {
+                state = inner.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+            return Ok(());
+        }
+        state.closed = true;
+        inner.closing.store(true, Ordering::SeqCst);
+        let end = Instant::now() + Duration::from_secs(60);
+        while state.active > 0 && Instant::now() < end {
+            let (s, _) = inner
+                .changed
+                .wait_timeout(state, Duration::from_millis(100))
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            state = s;
+        }
+        let drained = state.active == 0;
+        state.executors.clear();
+        drop(state);
+        let removed = fsutil::remove_tree(&inner.dir);
+        let result = if drained {
+            removed
+        } else {
+            Err(Error::Runtime { detail: String::from("close: runs did not drain within 60 s") })
+        };
+        let mut state = inner.lock();
+        state.close_done = Some(result.clone());
+        inner.changed.notify_all();
+        result
+    }
+}
+
+impl Drop for ExecutorSet {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn select_sandboxed_backend() -> Result<(), Error> {
+    if !crate::init_called() { Err(Error::InitNotCalled) } else { Ok(()) }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn select_sandboxed_backend() -> Result<(), Error> {
+    Err(Error::SandboxUnavailable {
+        detail: format!("no sandbox backend for {} in this version of sandbox", std::env::consts::OS),
+    })
+}
+
+#[cfg(target_os = "linux")]
+fn sandboxed_backend(
+    dl: &Deadline,
+    profile: &Profile,
+    options: &ExecutorSetOptions,
+    dir: &Path,
+) -> Result<Backend, Error> {
+    Ok(Backend::Linux(Box::new(LinuxBackend::new(dl, profile, options, dir)?)))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn sandboxed_backend(_: &Deadline, _: &Profile, _: &ExecutorSetOptions, _: &Path) -> Result<Backend, Error> {
+    select_sandboxed_backend().map(|()| Backend::Direct)
+}
+
+fn real_home() -> PathBuf {
+    if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        return PathBuf::from(h);
+    }
+    #[cfg(unix)]
+    if let Ok(Some(user)) = nix::unistd::User::from_uid(nix::unistd::getuid()) {
+        return user.dir;
+    }
+    PathBuf::from("/")
+}
+
+impl Executor {
+    fn build(set: &Arc<SetInner>, key: &str) -> Result<Executor, Error> {
+        let profile = &set.profile;
+        let isolated = profile.config().home == Home::IsolatedHome;
+        let mut created = Vec::new();
+        let result = (|| {
+            let home_dir = if isolated {
+                let dir = fsutil::private_dir(&set.dir, "home-")?;
+                created.push(dir.clone());
+                for (src, rel) in &set.options.seed_home {
+                    seed(&dir, src, rel)?;
+                }
+                Some(dir)
+            } else {
+                None
+            };
+            let temp_dir = fsutil::private_dir(&set.dir, "tmp-")?;
+            created.push(temp_dir.clone());
+            let home = home_dir.clone().unwrap_or_else(real_home);
+            let snapshot: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+            let container = !matches!(set.backend, Backend::Direct);
+            let env = scrub(
+                &snapshot,
+                &set.options.env,
+                &home,
+                &temp_dir,
+                ScrubFlags { linux_container: container && cfg!(target_os = "linux"), broad_dns: false },
+            );
+            let env_detail = env_detail(&set.options);
+            let (level, guarantees, report) = match &set.backend {
+                Backend::Direct => {
+                    (Level::None, Guarantees { env_scrub: true, ..Guarantees::default() }, CompileReport::default())
+                }
+                #[cfg(target_os = "linux")]
+                Backend::Linux(linux) => {
+                    let input = SpawnInput {
+                        argv: vec![String::from("/bin/true")],
+                        cwd: profile.workspace_root().to_path_buf(),
+                        env: env.clone(),
+                        home_dir: home_dir.as_deref(),
+                        temp_dir: &temp_dir,
+                    };
+                    let bundle = linux.compile(profile, &input, "reference")?;
+                    linux.assess(profile, &bundle.policy_entries, env_detail)
+                }
+            };
+            if let Err(broken) = check_invariants(level, guarantees, Some(profile.config().isolation), Some(&report)) {
+                return Err(Error::Runtime { detail: format!("inconsistent report: {}", broken.join(", ")) });
+            }
+            let required = profile.required_guarantees();
+            if !guarantees.contains(required) {
+                let missing = Guarantees::from_bits(required.bits() & !guarantees.bits());
+                return Err(Error::SandboxUnavailable {
+                    detail: format!("required guarantees missing: {}", missing.names().join(", ")),
+                });
+            }
+            Ok(Executor {
+                set: Arc::clone(set),
+                key: key.to_owned(),
+                home,
+                home_dir,
+                temp_dir,
+                env,
+                level,
+                guarantees,
+                report,
+            })
+        })();
+        if result.is_err() {
+            for dir in created {
+                let _ = fsutil::remove_tree(&dir);
+            }
+        }
+        result
+    }
+
+    fn remove_dirs(&self) -> Result<(), Error> {
+        if let Some(h) = &self.home_dir {
+            fsutil::remove_tree(h)?;
+        }
+        fsutil::remove_tree(&self.temp_dir)
+    }
+
+    /// The key this executor was made for.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The measured level.
+    pub fn level(&self) -> Level {
+        self.level
+    }
+
+    /// The measured guarantees.
+    pub fn guarantees(&self) -> Guarantees {
+        self.guarantees
+    }
+
+    /// [`Guarantees::bits`] of [`Executor::guarantees`].
+    pub fn guarantee_bits(&self) -> u64 {
+        self.guarantees.bits()
+    }
+
+    /// What was achieved, feature by feature.
+    pub fn report(&self) -> &CompileReport {
+        &self.report
+    }
+
+    /// The process's HOME (the isolated one, or the caller's with `RealHome`).
+    pub fn home_dir(&self) -> &Path {
+        &self.home
+    }
+
+    /// The process's TMPDIR.
+    pub fn temp_dir(&self) -> &Path {
+        &self.temp_dir
+    }
+
+    /// Always 1.
+    pub fn grant_version(&self) -> u16 {
+        1
+    }
+
+    /// Runs `/bin/sh -c command` in `cwd`.
+    pub fn run_command(&self, dl: &Deadline, cwd: &Path, command: &str) -> Result<Output, Error> {
+        if command.is_empty() {
+            dl.check(&[])?;
+            self.check_open()?;
+            return Err(Error::InvalidArgument { detail: String::from("command: empty") });
+        }
+        self.run(dl, cwd, &[OsStr::new("/bin/sh"), OsStr::new("-c"), OsStr::new(command)], None)
+    }
+
+    /// Runs `argv` without a shell; a bare `argv[0]` is looked up on the sandbox's `PATH`.
+    pub fn run_argv<S: AsRef<OsStr>>(&self, dl: &Deadline, cwd: &Path, argv: &[S]) -> Result<Output, Error> {
+        self.run(dl, cwd, argv, None)
+    }
+
+    /// Like [`Executor::run_argv`], keeping at most `max_output` bytes: the first byte beyond
+    /// kills the tree and fails with [`Error::OutputLimit`].
+    pub fn run_argv_limited<S: AsRef<OsStr>>(
+        &self,
+        dl: &Deadline,
+        cwd: &Path,
+        argv: &[S],
+        max_output: u64,
+    ) -> Result<Output, Error> {
+        self.run(dl, cwd, argv, Some(max_output))
+    }
+
+    fn check_open(&self) -> Result<(), Error> {
+        if self.set.lock().closed { Err(Error::ExecutorClosed { partial: Vec::new() }) } else { Ok(()) }
+    }
+
+    fn run<S: AsRef<OsStr>>(&self, dl: &Deadline, cwd: &Path, argv: &[S], limit: Option<u64>) -> Result<Output, Error> {
+        dl.check(&[])?;
+        self.check_open()?;
+        let bad = |detail: &str| Err(Error::InvalidArgument { detail: detail.to_owned() });
+        if argv.is_empty() || argv[0].as_ref().is_empty() {
+            return bad("argv: empty");
+        }
+        if argv.iter().any(|a| a.as_ref().as_encoded_bytes().contains(&0)) {
+            return bad("argv: contains NUL");
+        }
+        if cwd.as_os_str().as_encoded_bytes().contains(&0) {
+            return bad("cwd: contains NUL");
+        }
+        let cwd = absolute_lexical(cwd);
+        if !cwd.is_dir() {
+            return Err(Error::InvalidArgument {
+                detail: format!("cwd: {} is not an existing directory", cwd.display()),
+            });
+        }
+        if limit == Some(0) {
+            return Err(Error::OutputLimit { partial: Vec::new() });
+        }
+        match self.set.profile.config().command {
+            Access::Deny => return Err(Error::GrantDenied { detail: String::from("command.execute is deny") }),
+            Access::Gated => return Err(Error::GrantRequired),
+            Access::Allow => {}
+        }
+        let _admitted = {
+            let mut state = self.set.lock();
+            if state.closed {
+                return Err(Error::ExecutorClosed { partial: Vec::new() });
+            }
+            state.active += 1;
+            Admitted { set: &self.set }
+        };
+        match &self.set.backend {
+            Backend::Direct => direct::run(dl, &cwd, argv, &self.env, limit, &self.set.closing),
+            #[cfg(target_os = "linux")]
+            Backend::Linux(linux) => {
+                let argv = argv
+                    .iter()
+                    .map(|a| {
+                        a.as_ref().to_str().map(str::to_owned).ok_or_else(|| Error::InvalidArgument {
+                            detail: String::from("argv: not valid UTF-8 (container arguments are text)"),
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let input = SpawnInput {
+                    argv,
+                    cwd,
+                    env: self.env.clone(),
+                    home_dir: self.home_dir.as_deref(),
+                    temp_dir: &self.temp_dir,
+                };
+                linux.spawn(dl, &self.set.profile, &input, limit, &self.set.closing, true).map(|(output, _)| output)
+            }
+        }
+    }
+}
+
+fn absolute_lexical(p: &Path) -> PathBuf {
+    let joined = if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir().unwrap_or_default().join(p) };
+    let mut out = PathBuf::from("/");
+    for c in joined.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::Normal(n) => out.push(n),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn seed(home: &Path, src: &Path, rel: &Path) -> Result<(), Error> {
+    let dest = home.join(rel);
+    let mut dir = home.to_path_buf();
+    for c in rel.parent().into_iter().flat_map(Path::components) {
+        dir.push(c);
+        if !dir.is_dir() {
+            let mut b = std::fs::DirBuilder::new();
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+            b.create(&dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        }
+    }
+    std::fs::copy(src, &dest).map_err(|e| Error::io(format!("seeding {}", dest.display()), e))?;
+    Ok(())
+}
+
+fn env_detail(options: &ExecutorSetOptions) -> String {
+    let mut parts =
+        vec![String::from("allowlist PATH HOME TERM LANG USER LOGNAME SHELL TZ LC_*; HOME and TMPDIR forced")];
+    if !options.env.pass_env.is_empty() {
+        parts.push(format!("passed: {}", options.env.pass_env.join(" ")));
+    }
+    if !options.env.set_env.is_empty() {
+        let names: Vec<&str> = options.env.set_env.iter().map(|(n, _)| n.as_str()).collect();
+        parts.push(format!("set: {}", names.join(" ")));
+    }
+    if !options.seed_home.is_empty() {
+        let files: Vec<String> = options.seed_home.iter().map(|(_, r)| r.display().to_string()).collect();
+        parts.push(format!("seeded: {}", files.join(" ")));
+    }
+    parts.join("; ")
+}
