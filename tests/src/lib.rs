@@ -1,1 +1,82 @@
-//! Shared helpers of the conformance suite.
+//! Shared helpers of the conformance suite: privileged-suite gating, a tiny test runner for
+//! `harness = false` test binaries (they must call `sandbox::init()` first), and the in-sandbox
+//! probe's verdicts.
+
+use std::collections::BTreeMap;
+
+/// Whether the privileged suite can run here (root). Without root it prints a loud SKIPPED
+/// line and returns false, unless `SANDBOX_REQUIRE_PRIVILEGED=1`, in which case it panics.
+pub fn privileged(what: &str) -> bool {
+    let required = std::env::var_os("SANDBOX_REQUIRE_PRIVILEGED").is_some_and(|v| v == "1");
+    #[cfg(unix)]
+    let is_root = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(u32::MAX) == 0
+    };
+    #[cfg(not(unix))]
+    let is_root = false;
+    if is_root {
+        return true;
+    }
+    assert!(!required, "privileged suite {what} required (SANDBOX_REQUIRE_PRIVILEGED=1) but not running as root");
+    eprintln!("!!!!!!!! SKIPPED privileged test {what} (not root); run scripts/test.sh as root !!!!!!!!");
+    false
+}
+
+/// Runs named test functions in order (in this single thread), catching panics, and prints
+/// one `test NAME ... ok|FAILED` line each and a closing `N passed, M failed` line. Returns the
+/// process exit code.
+pub fn run_tests(tests: &[(&str, fn())]) -> std::process::ExitCode {
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let (mut passed, mut failed) = (0, 0);
+    for (name, f) in tests {
+        if !filter.is_empty() && !filter.iter().any(|x| name.contains(x.as_str())) {
+            continue;
+        }
+        let start = std::time::Instant::now();
+        match std::panic::catch_unwind(f) {
+            Ok(()) => {
+                passed += 1;
+                println!("test {name} ... ok ({} ms)", start.elapsed().as_millis());
+            }
+            Err(_) => {
+                failed += 1;
+                println!("test {name} ... FAILED");
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed == 0 { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE }
+}
+
+/// One verdict of the in-sandbox probe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// The operation succeeded.
+    pub ok: bool,
+    /// The errno when it failed.
+    pub errno: Option<i32>,
+    /// Details (content read, entries, …).
+    pub detail: String,
+}
+
+/// Parses the probe's output: one JSON object per line, keyed by `check=arg`.
+pub fn verdicts(output: &[u8]) -> BTreeMap<String, Verdict> {
+    String::from_utf8_lossy(output)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| {
+            let check = v.get("check")?.as_str()?;
+            let arg = v.get("arg")?.as_str()?;
+            let key = if arg.is_empty() { check.to_owned() } else { format!("{check}={arg}") };
+            Some((
+                key,
+                Verdict {
+                    ok: v.get("ok")?.as_bool()?,
+                    errno: v.get("errno").and_then(serde_json::Value::as_i64).and_then(|e| i32::try_from(e).ok()),
+                    detail: v.get("detail").and_then(serde_json::Value::as_str).unwrap_or_default().to_owned(),
+                },
+            ))
+        })
+        .collect()
+}

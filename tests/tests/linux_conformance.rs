@@ -1,0 +1,462 @@
+//! Conformance of the Linux container backend, checked from inside by the in-sandbox probe:
+//! every claimed guarantee next to a positive control. Needs root (CI is root).
+//!
+//! `harness = false`: `main` calls `sandbox::init()` first, as every embedder must.
+#![allow(clippy::unwrap_used, clippy::panic, clippy::print_stdout, clippy::tests_outside_test_module)]
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::collections::BTreeMap;
+    use std::fs;
+    use std::net::{TcpListener, UdpSocket};
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use sandbox::{
+        Access, Deadline, Error, Executor, ExecutorSet, ExecutorSetOptions, ExitStatus, Level, Profile, ProfileConfig,
+        Status,
+    };
+    use sandbox_tests::{Verdict, verdicts};
+
+    const EACCES: i32 = 13;
+
+    pub struct Fixture {
+        _dir: tempfile::TempDir,
+        pub root: PathBuf,
+        pub ws: PathBuf,
+        pub secret: PathBuf,
+        pub scratch: PathBuf,
+    }
+
+    impl Fixture {
+        pub fn new() -> Fixture {
+            let dir = tempfile::Builder::new().prefix("sbx-conf").tempdir_in("/var/tmp").unwrap();
+            let root = fs::canonicalize(dir.path()).unwrap();
+            let ws = root.join("ws");
+            let scratch = root.join("scratch");
+            fs::create_dir_all(root.join("host")).unwrap();
+            fs::create_dir(&ws).unwrap();
+            fs::create_dir(&scratch).unwrap();
+            fs::write(ws.join("hello.txt"), "hello\n").unwrap();
+            fs::copy(env!("CARGO_BIN_EXE_sandbox-probe"), ws.join("sandbox-probe")).unwrap();
+            let secret = root.join("host/secret.txt");
+            fs::write(&secret, "host secret\n").unwrap();
+            Fixture { _dir: dir, root, ws, secret, scratch }
+        }
+
+        pub fn config(&self) -> ProfileConfig {
+            ProfileConfig {
+                workspace_root: self.ws.clone(),
+                workspace_read: Access::Allow,
+                workspace_write: Access::Allow,
+                host_read: Access::Allow,
+                host_write: Access::Deny,
+                network: Access::Deny,
+                command: Access::Allow,
+                ..ProfileConfig::default()
+            }
+        }
+
+        pub fn set(&self, config: ProfileConfig, options: impl FnOnce(ExecutorSetOptions) -> ExecutorSetOptions) -> ExecutorSet {
+            let profile = Profile::new(config).unwrap();
+            let opts = options(ExecutorSetOptions::new(&self.scratch).max_executors(4));
+            ExecutorSet::new(&dl(), &profile, opts).unwrap()
+        }
+
+        /// Runs the probe with `checks` in the workspace and returns its verdicts.
+        pub fn probe(&self, exec: &Executor, checks: &[String]) -> BTreeMap<String, Verdict> {
+            let mut argv = vec![self.ws.join("sandbox-probe").display().to_string()];
+            argv.extend(checks.iter().cloned());
+            let out = exec.run_argv(&dl(), &self.ws, &argv).unwrap();
+            assert_eq!(out.status, ExitStatus::Code(0), "probe failed: {}", String::from_utf8_lossy(&out.bytes));
+            let v = verdicts(&out.bytes);
+            assert_eq!(v.len(), checks.len(), "probe output: {}", String::from_utf8_lossy(&out.bytes));
+            v
+        }
+    }
+
+    pub fn dl() -> Deadline {
+        Deadline::after(Duration::from_secs(60))
+    }
+
+    fn s(x: &str) -> String {
+        x.to_owned()
+    }
+
+    fn denied(v: &BTreeMap<String, Verdict>, key: &str) -> Verdict {
+        let got = v.get(key).unwrap_or_else(|| panic!("no verdict for {key}")).clone();
+        assert!(!got.ok, "{key} was allowed: {got:?}");
+        got
+    }
+
+    fn allowed(v: &BTreeMap<String, Verdict>, key: &str) -> Verdict {
+        let got = v.get(key).unwrap_or_else(|| panic!("no verdict for {key}")).clone();
+        assert!(got.ok, "{key} was denied: {got:?}");
+        got
+    }
+
+    pub fn echo_confined_at_level_full() {
+        let f = Fixture::new();
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        let out = exec.run_command(&dl(), &f.ws, "echo confined").unwrap();
+        assert_eq!(out.bytes, b"confined\n");
+        assert_eq!(out.status, ExitStatus::Code(0));
+        assert_eq!(exec.level(), Level::Full, "{:?}", exec.report());
+        let g = exec.guarantees();
+        assert!(g.process_boundary && g.read_boundary && g.write_boundary && g.env_scrub && g.network_boundary);
+        assert!(g.resource_limits && !g.address_network && !g.target_network);
+        for feature in ["landlock", "seccomp", "loopback", "resource-limits", "network-boundary"] {
+            assert_eq!(exec.report().get(feature).unwrap().status, Status::Enforced, "{feature}");
+        }
+        sandbox::check_invariants(exec.level(), g, Some(sandbox::Isolation::Sandboxed), Some(exec.report())).unwrap();
+        set.close().unwrap();
+    }
+
+    pub fn exit_codes_signals_and_exec_failures() {
+        let f = Fixture::new();
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        assert_eq!(exec.run_command(&dl(), &f.ws, "exit 42").unwrap().status, ExitStatus::Code(42));
+        assert_eq!(exec.run_command(&dl(), &f.ws, "kill -TERM $$").unwrap().status, ExitStatus::Signal(15));
+        assert_eq!(exec.run_command(&dl(), &f.ws, "kill -KILL $$").unwrap().status, ExitStatus::Signal(9));
+        let missing = exec.run_argv(&dl(), &f.ws, &["no-such-program-anywhere"]).unwrap();
+        assert_eq!(missing.status, ExitStatus::Code(127));
+        assert!(String::from_utf8_lossy(&missing.bytes).starts_with("sandbox: exec: "), "{missing:?}");
+        fs::write(f.ws.join("not-executable"), "#!/bin/sh\necho x\n").unwrap();
+        let noexec = exec.run_argv(&dl(), &f.ws, &[f.ws.join("not-executable")]).unwrap();
+        assert_eq!(noexec.status, ExitStatus::Code(126), "{noexec:?}");
+        // A bare name is resolved on the sandbox's PATH; no shell is involved.
+        let echo = exec.run_argv(&dl(), &f.ws, &["echo", "a  b", "$HOME"]).unwrap();
+        assert_eq!(echo.bytes, b"a  b $HOME\n");
+        // stdout and stderr share one stream in arrival order.
+        let both = exec.run_command(&dl(), &f.ws, "echo out; echo err >&2; echo out2").unwrap();
+        assert_eq!(both.bytes, b"out\nerr\nout2\n");
+        set.close().unwrap();
+    }
+
+    pub fn write_boundary() {
+        let f = Fixture::new();
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        let outside = f.root.join("host/written-from-inside");
+        let v = f.probe(
+            &exec,
+            &[
+                format!("write={}", f.ws.join("ok.txt").display()),
+                format!("write={}", outside.display()),
+                s("write=/etc/sandbox-probe"),
+                s("write=/usr/sandbox-probe"),
+                format!("write={}/h", exec.home_dir().display()),
+                format!("write={}/t", exec.temp_dir().display()),
+                s("write=/tmp/private"),
+                s("write=/proc/sys/kernel/hostname"),
+            ],
+        );
+        allowed(&v, &format!("write={}", f.ws.join("ok.txt").display()));
+        assert_eq!(fs::read_to_string(f.ws.join("ok.txt")).unwrap(), "probe\n");
+        denied(&v, &format!("write={}", outside.display()));
+        assert!(!outside.exists(), "a denied write reached the host");
+        denied(&v, "write=/etc/sandbox-probe");
+        denied(&v, "write=/usr/sandbox-probe");
+        assert!(!Path::new("/etc/sandbox-probe").exists());
+        allowed(&v, &format!("write={}/h", exec.home_dir().display()));
+        allowed(&v, &format!("write={}/t", exec.temp_dir().display()));
+        allowed(&v, "write=/tmp/private");
+        assert!(!Path::new("/tmp/private").exists(), "the container's /tmp is the host's");
+        denied(&v, "write=/proc/sys/kernel/hostname");
+        set.close().unwrap();
+    }
+
+    pub fn read_boundary_with_host_read_denied() {
+        let f = Fixture::new();
+        let config = ProfileConfig { host_read: Access::Deny, ..f.config() };
+        let set = f.set(config, |o| o);
+        let exec = set.executor("k").unwrap();
+        assert!(exec.guarantees().read_boundary);
+        let v = f.probe(
+            &exec,
+            &[
+                format!("read={}", f.secret.display()),
+                format!("exists={}", f.root.join("host").display()),
+                format!("read={}", f.ws.join("hello.txt").display()),
+                s("read=/etc/shadow"),
+                s("read=/etc/passwd"),
+                s("exists=/root"),
+                s("exists=/home"),
+                format!("exists={}", f.scratch.display()),
+            ],
+        );
+        denied(&v, &format!("read={}", f.secret.display()));
+        assert!(!v[&format!("exists={}", f.root.join("host").display())].ok);
+        assert_eq!(allowed(&v, &format!("read={}", f.ws.join("hello.txt").display())).detail, "hello");
+        denied(&v, "read=/etc/shadow");
+        allowed(&v, "read=/etc/passwd"); // the runtime closure (reported as widened)
+        assert!(!v["exists=/root"].ok && !v["exists=/home"].ok);
+        assert_eq!(exec.report().get("runtime-closure").unwrap().status, Status::Widened);
+        set.close().unwrap();
+    }
+
+    pub fn network_boundary_only_lo_up_and_no_egress() {
+        let f = Fixture::new();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+        udp.set_nonblocking(true).unwrap();
+        let udp_port = udp.local_addr().unwrap().port();
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        let v = f.probe(
+            &exec,
+            &[
+                s("interfaces"),
+                s("loopback-tcp"),
+                s("loopback-udp"),
+                format!("connect=127.0.0.1:{port}"),
+                format!("udp-send=127.0.0.1:{udp_port}"),
+                s("raw-socket"),
+            ],
+        );
+        assert_eq!(allowed(&v, "interfaces").detail, "lo");
+        assert_eq!(allowed(&v, "loopback-tcp").detail, "ping", "lo must be up: tools bind localhost");
+        allowed(&v, "loopback-udp");
+        denied(&v, &format!("connect=127.0.0.1:{port}"));
+        assert!(listener.accept().is_err(), "the host listener saw a connection");
+        let mut buf = [0u8; 16];
+        assert!(udp.recv_from(&mut buf).is_err(), "the host UDP socket received a datagram");
+        denied(&v, "raw-socket");
+        set.close().unwrap();
+
+        // Positive control: with network allowed the same connect reaches the host listener.
+        let set = f.set(ProfileConfig { network: Access::Allow, ..f.config() }, |o| o);
+        let exec = set.executor("k").unwrap();
+        assert!(!exec.guarantees().network_boundary);
+        let v = f.probe(&exec, &[format!("connect=127.0.0.1:{port}")]);
+        allowed(&v, &format!("connect=127.0.0.1:{port}"));
+        set.close().unwrap();
+    }
+
+    pub fn seccomp_capabilities_and_no_new_privs() {
+        let f = Fixture::new();
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        let v = f.probe(
+            &exec,
+            &[
+                s("status"),
+                s("ptrace"),
+                s("io-uring"),
+                s("keyctl"),
+                s("bpf"),
+                s("perf-event"),
+                format!("mount={}", f.ws.display()),
+                s("unshare-user"),
+                s("unshare-mount"),
+                s("chroot=/usr"),
+                s("netlink-route"),
+                s("uid"),
+            ],
+        );
+        assert_eq!(
+            allowed(&v, "status").detail,
+            "CapEff=0000000000000000 CapPrm=0000000000000000 CapBnd=0000000000000000 \
+             CapAmb=0000000000000000 NoNewPrivs=1 Seccomp=2"
+        );
+        for key in ["ptrace", "io-uring", "keyctl", "bpf", "unshare-user"] {
+            assert_eq!(denied(&v, key).errno, Some(EACCES), "{key}: the seccomp policy answers EACCES");
+        }
+        assert_eq!(denied(&v, &format!("mount={}", f.ws.display())).errno, Some(EACCES));
+        denied(&v, "perf-event");
+        denied(&v, "unshare-mount");
+        denied(&v, "chroot=/usr");
+        assert_eq!(allowed(&v, "uid").detail, "uid=0 gid=0");
+        set.close().unwrap();
+    }
+
+    pub fn pid_namespace_and_landlock_from_inside() {
+        let f = Fixture::new();
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        let v = f.probe(&exec, &[s("pids"), s("list=/"), format!("list={}", f.ws.display()), s("hostname"), s("kill=1")]);
+        let pids = allowed(&v, "pids").detail;
+        // The probe's own pid namespace: the sandbox init (1) and the probe (2).
+        assert!(pids.starts_with("2 self=2 ppid=1"), "{pids}");
+        // Listing / needs read_dir there, which Landlock does not grant (the mount view would).
+        assert_eq!(denied(&v, "list=/").errno, Some(EACCES), "landlock is not in force");
+        allowed(&v, &format!("list={}", f.ws.display()));
+        assert_eq!(allowed(&v, "hostname").detail, "sandbox");
+        set.close().unwrap();
+    }
+
+    pub fn env_is_scrubbed() {
+        // SAFETY-free: set before any executor snapshot; single-threaded test runner.
+        // SAFETY: this test binary is single-threaded here (its runner runs tests in order).
+        unsafe { std::env::set_var("SANDBOX_TEST_API_TOKEN", "secret-value") };
+        let f = Fixture::new();
+        let set = f.set(f.config(), |o| o.pass_env(["PASS_ME"]).set_env("SET_ME", "1"));
+        let exec = set.executor("k").unwrap();
+        let out = exec.run_command(&dl(), &f.ws, "env | sort | cut -d= -f1 | tr '\\n' ' '").unwrap();
+        let names = String::from_utf8_lossy(&out.bytes).into_owned();
+        assert!(!names.contains("SANDBOX_TEST_API_TOKEN"), "{names}");
+        for n in ["HOME", "TMPDIR", "PATH", "SET_ME", "TAR_OPTIONS"] {
+            assert!(names.split(' ').any(|x| x == n), "{n} missing from {names}");
+        }
+        let home = exec.run_command(&dl(), &f.ws, "echo $HOME $TMPDIR").unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&home.bytes),
+            format!("{} {}\n", exec.home_dir().display(), exec.temp_dir().display())
+        );
+        set.close().unwrap();
+    }
+
+    pub fn deadline_and_output_limit() {
+        let f = Fixture::new();
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        let start = Instant::now();
+        let err = exec
+            .run_command(&Deadline::after(Duration::from_millis(700)), &f.ws, "echo before; sleep 30")
+            .unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(5), "deadline took {:?}", start.elapsed());
+        match err {
+            Error::DeadlineExceeded { partial } => assert_eq!(partial, b"before\n"),
+            other => panic!("{other:?}"),
+        }
+        let token = sandbox::CancelToken::new();
+        let t2 = token.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            t2.cancel();
+        });
+        let err = exec.run_command(&dl().with_token(token), &f.ws, "sleep 30").unwrap_err();
+        assert!(matches!(err, Error::Cancelled { .. }), "{err:?}");
+        let err = exec.run_argv_limited(&dl(), &f.ws, &["yes"], 1000).unwrap_err();
+        match err {
+            Error::OutputLimit { partial } => assert_eq!(partial.len(), 1000),
+            other => panic!("{other:?}"),
+        }
+        let exact = exec.run_argv_limited(&dl(), &f.ws, &["printf", "12345"], 5).unwrap();
+        assert_eq!(exact.bytes, b"12345");
+        assert!(matches!(exec.run_argv_limited(&dl(), &f.ws, &["true"], 0), Err(Error::OutputLimit { .. })));
+        set.close().unwrap();
+    }
+
+    fn host_processes_matching(needle: &str) -> Vec<String> {
+        fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(needle))
+            .collect()
+    }
+
+    pub fn background_children_do_not_outlive_the_run() {
+        let f = Fixture::new();
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        let start = Instant::now();
+        let out = exec
+            .run_command(&dl(), &f.ws, "sleep 317 & setsid sh -c 'sleep 318 & sleep 319' & sleep 0.2; echo started")
+            .unwrap();
+        assert_eq!(out.bytes, b"started\n");
+        assert!(start.elapsed() < Duration::from_secs(10));
+        for n in ["sleep 317", "sleep 318", "sleep 319"] {
+            assert!(host_processes_matching(n).is_empty(), "{n} outlived the run");
+        }
+        set.close().unwrap();
+    }
+
+    pub fn pids_and_memory_limits_hold() {
+        let f = Fixture::new();
+        let set = f.set(f.config(), |o| o.pids_max(32).memory_max(64 * 1024 * 1024));
+        let exec = set.executor("k").unwrap();
+        assert!(exec.guarantees().resource_limits);
+        let detail = &exec.report().get("resource-limits").unwrap().detail;
+        assert!(detail.contains("pids.max 32") && detail.contains("memory 67108864"), "{detail}");
+        let start = Instant::now();
+        let out = exec
+            .run_command(&dl(), &f.ws, "i=0; while [ $i -lt 100 ]; do sleep 3 & i=$((i+1)); done 2>&1 | head -c 300; echo; echo forked")
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.bytes);
+        assert!(text.contains("fork") || text.contains("Resource temporarily unavailable"), "{text}");
+        assert!(start.elapsed() < Duration::from_secs(20));
+        let out = exec
+            .run_command(&dl(), &f.ws, "head -c 400000000 /dev/zero 2>/dev/null | tail -n 1 >/dev/null 2>&1; echo status $?")
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.bytes);
+        assert!(text.ends_with("status 137\n"), "the memory hog was not killed: {text}");
+        // Control: a small allocation works under the same limit.
+        let out = exec.run_command(&dl(), &f.ws, "head -c 1000000 /dev/zero | tail -n 1 | wc -c").unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.bytes).trim(), "1000000");
+        set.close().unwrap();
+    }
+
+    pub fn executor_keys_are_memoised_and_isolated() {
+        let f = Fixture::new();
+        let set = Arc::new(f.set(f.config(), |o| o.max_executors(2)));
+        let a = set.executor("a").unwrap();
+        assert!(Arc::ptr_eq(&a, &set.executor("a").unwrap()));
+        let b = set.executor("b").unwrap();
+        assert_ne!(a.home_dir(), b.home_dir());
+        assert!(matches!(set.executor("c"), Err(Error::ExecutorLimit)));
+        for bad in ["", " a", "a ", "a\0"] {
+            assert!(matches!(set.executor(bad), Err(Error::InvalidArgument { .. })), "{bad:?}");
+        }
+        // One executor cannot see another's HOME.
+        let v = f.probe(&a, &[format!("exists={}", b.home_dir().display())]);
+        assert!(!v[&format!("exists={}", b.home_dir().display())].ok);
+        let dir = set.dir().to_path_buf();
+        set.close().unwrap();
+        assert!(!dir.exists(), "close removes the set directory");
+        assert!(f.scratch.exists(), "close leaves the scratch root");
+        assert!(matches!(set.executor("a"), Err(Error::ExecutorSetClosed)));
+        assert!(matches!(a.run_command(&dl(), &f.ws, "true"), Err(Error::ExecutorClosed { .. })));
+        set.close().unwrap();
+    }
+
+    pub fn command_access_gates_before_spawning() {
+        let f = Fixture::new();
+        let marker = f.ws.join("ran");
+        let cmd = format!("touch {}", marker.display());
+        let set = f.set(ProfileConfig { command: Access::Gated, ..f.config() }, |o| o);
+        let exec = set.executor("k").unwrap();
+        assert!(matches!(exec.run_command(&dl(), &f.ws, &cmd), Err(Error::GrantRequired)));
+        set.close().unwrap();
+        let set = f.set(ProfileConfig { command: Access::Deny, ..f.config() }, |o| o);
+        let exec = set.executor("k").unwrap();
+        assert!(matches!(exec.run_command(&dl(), &f.ws, &cmd), Err(Error::GrantDenied { .. })));
+        assert!(!marker.exists(), "nothing may be spawned");
+        set.close().unwrap();
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    sandbox::init();
+    #[cfg(target_os = "linux")]
+    {
+        if !sandbox_tests::privileged("linux_conformance") {
+            return std::process::ExitCode::SUCCESS;
+        }
+        use linux::*;
+        sandbox_tests::run_tests(&[
+            ("echo_confined_at_level_full", echo_confined_at_level_full),
+            ("exit_codes_signals_and_exec_failures", exit_codes_signals_and_exec_failures),
+            ("write_boundary", write_boundary),
+            ("read_boundary_with_host_read_denied", read_boundary_with_host_read_denied),
+            ("network_boundary_only_lo_up_and_no_egress", network_boundary_only_lo_up_and_no_egress),
+            ("seccomp_capabilities_and_no_new_privs", seccomp_capabilities_and_no_new_privs),
+            ("pid_namespace_and_landlock_from_inside", pid_namespace_and_landlock_from_inside),
+            ("env_is_scrubbed", env_is_scrubbed),
+            ("deadline_and_output_limit", deadline_and_output_limit),
+            ("background_children_do_not_outlive_the_run", background_children_do_not_outlive_the_run),
+            ("pids_and_memory_limits_hold", pids_and_memory_limits_hold),
+            ("executor_keys_are_memoised_and_isolated", executor_keys_are_memoised_and_isolated),
+            ("command_access_gates_before_spawning", command_access_gates_before_spawning),
+        ])
+    }
+    #[cfg(not(target_os = "linux"))]
+    std::process::ExitCode::SUCCESS
+}
