@@ -71,6 +71,10 @@ impl LinuxBackend {
                 ),
             });
         }
+        if let Some(parent) = &cgroup_parent {
+            std::fs::write(set_dir.join("cgroup-parent"), parent)
+                .map_err(|e| Error::io(format!("writing {}", set_dir.join("cgroup-parent").display()), e))?;
+        }
         let state_root = set_dir.join("state");
         let bundles = set_dir.join("bundles");
         for d in [&state_root, &bundles] {
@@ -355,8 +359,16 @@ impl LinuxBackend {
                 f
             }
             Err(e) => {
+                // The helper is gone or stuck: kill it (its container dies with it) and sweep
+                // what it left, so nothing outlives this call.
                 running.kill_helper();
-                return Err(Error::Runtime { detail: format!("teardown unproven: {e}") });
+                let swept = sandbox_linux::sweep_container(
+                    self.layout,
+                    self.cgroup_path(id).as_deref(),
+                    &self.state_root.join(id),
+                );
+                let swept = swept.map_or_else(|e| format!("; sweep: {e}"), |()| String::from("; leftovers swept"));
+                return Err(Error::Runtime { detail: format!("helper failed: {e}{swept}") });
             }
         };
         match stop {
@@ -386,5 +398,20 @@ fn with_partial(e: Error, partial: Vec<u8>) -> Error {
         Error::Cancelled { .. } => Error::Cancelled { partial },
         Error::DeadlineExceeded { .. } => Error::DeadlineExceeded { partial },
         other => other,
+    }
+}
+
+/// Sweeps what a dead set left on Linux: the containers of its state directory (their cgroups
+/// under the parent the set recorded) before the directory itself is removed.
+pub(crate) fn sweep_set_containers(set_dir: &Path) {
+    let parent = std::fs::read_to_string(set_dir.join("cgroup-parent")).ok();
+    let layout = CgroupLayout::detect();
+    let state = set_dir.join("state");
+    for entry in std::fs::read_dir(&state).into_iter().flatten().flatten() {
+        let id = entry.file_name().to_string_lossy().into_owned();
+        let cgroup = parent.as_ref().map(|p| format!("{}/{id}", p.trim_end_matches('/')));
+        if let Err(e) = sandbox_linux::sweep_container(layout, cgroup.as_deref(), &entry.path()) {
+            tracing::warn!(set = %set_dir.display(), %id, "sweep: {e}");
+        }
     }
 }

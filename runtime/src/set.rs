@@ -46,6 +46,8 @@ struct SetInner {
     state: Mutex<State>,
     changed: Condvar,
     closing: AtomicBool,
+    /// Held for the set's life: a sweep by a later set skips a locked directory.
+    _lock: Option<nix::fcntl::Flock<std::fs::File>>,
 }
 
 impl SetInner {
@@ -103,7 +105,15 @@ impl ExecutorSet {
         if profile.config().isolation == Isolation::Sandboxed {
             select_sandboxed_backend()?;
         }
-        let dir = fsutil::private_dir(&scratch, "sandbox-executors-")?;
+        sweep_dead_sets(&scratch);
+        let dir = fsutil::private_dir(&scratch, SET_PREFIX)?;
+        let lock = match lock_set(&dir) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = fsutil::remove_tree(&dir);
+                return Err(e);
+            }
+        };
         let backend = match profile.config().isolation {
             Isolation::Unconfined => Ok(Backend::Direct),
             Isolation::Sandboxed => sandboxed_backend(dl, profile, &options, &dir),
@@ -125,6 +135,7 @@ impl ExecutorSet {
                 state: Mutex::new(State::default()),
                 changed: Condvar::new(),
                 closing: AtomicBool::new(false),
+                _lock: Some(lock),
             }),
         })
     }
@@ -214,6 +225,45 @@ impl ExecutorSet {
 impl Drop for ExecutorSet {
     fn drop(&mut self) {
         let _ = self.close();
+    }
+}
+
+const SET_PREFIX: &str = "sandbox-executors-";
+
+/// Creates and locks `<set>/lock` for the set's life.
+fn lock_set(dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, Error> {
+    let path = dir.join("lock");
+    let file = std::fs::File::create(&path).map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| Error::io(format!("locking {}", path.display()), e.into()))
+}
+
+/// Removes sibling set directories whose owner is gone (their lock is free), with their
+/// containers, cgroups and files (CONTRACT.md §15.8). A directory without a lock file is only
+/// swept once it is a minute old (its creator may be between mkdir and lock).
+fn sweep_dead_sets(scratch: &Path) {
+    for entry in std::fs::read_dir(scratch).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let path = entry.path();
+        let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+        if !is_dir || !name.to_string_lossy().starts_with(SET_PREFIX) {
+            continue;
+        }
+        let dead = match std::fs::File::open(path.join("lock")) {
+            Ok(file) => nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok(),
+            Err(_) => std::fs::symlink_metadata(&path)
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > Duration::from_secs(60))),
+        };
+        if !dead {
+            continue;
+        }
+        tracing::debug!(set = %path.display(), "sweeping a dead executor set");
+        #[cfg(target_os = "linux")]
+        crate::linux::sweep_set_containers(&path);
+        if let Err(e) = fsutil::remove_tree(&path) {
+            tracing::warn!(set = %path.display(), "sweep: {e}");
+        }
     }
 }
 

@@ -1,1 +1,279 @@
-fn main() {}
+//! Lifecycle and fault tests of the Linux backend: nothing leaks over many spawns, a
+//! multithreaded embedder never deadlocks, a killed helper or embedder leaves no process, and
+//! leftovers are swept. Needs root (CI is root). `harness = false`: `main` calls
+//! `sandbox::init()` first.
+#![allow(clippy::unwrap_used, clippy::panic, clippy::print_stdout, clippy::tests_outside_test_module)]
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::fs;
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    use sandbox::{Access, Deadline, Error, ExecutorSet, ExecutorSetOptions, ExitStatus, Profile, ProfileConfig};
+
+    pub struct Fixture {
+        _dir: tempfile::TempDir,
+        pub ws: PathBuf,
+        pub scratch: PathBuf,
+    }
+
+    impl Fixture {
+        pub fn new() -> Fixture {
+            let dir = tempfile::Builder::new().prefix("sbx-life").tempdir_in("/var/tmp").unwrap();
+            let root = fs::canonicalize(dir.path()).unwrap();
+            let (ws, scratch) = (root.join("ws"), root.join("scratch"));
+            fs::create_dir(&ws).unwrap();
+            fs::create_dir(&scratch).unwrap();
+            Fixture { _dir: dir, ws, scratch }
+        }
+
+        pub fn profile(&self) -> Profile {
+            Profile::new(ProfileConfig {
+                workspace_root: self.ws.clone(),
+                workspace_read: Access::Allow,
+                workspace_write: Access::Allow,
+                host_read: Access::Allow,
+                command: Access::Allow,
+                ..ProfileConfig::default()
+            })
+            .unwrap()
+        }
+
+        pub fn set(&self) -> ExecutorSet {
+            ExecutorSet::new(&dl(), &self.profile(), ExecutorSetOptions::new(&self.scratch).max_executors(8)).unwrap()
+        }
+    }
+
+    pub fn dl() -> Deadline {
+        Deadline::after(Duration::from_secs(60))
+    }
+
+    fn count_dir(p: &Path) -> usize {
+        fs::read_dir(p).map(|d| d.count()).unwrap_or(0)
+    }
+
+    fn processes_matching(needle: &str) -> Vec<u32> {
+        fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| {
+                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+                let cmd = fs::read(e.path().join("cmdline")).ok()?;
+                String::from_utf8_lossy(&cmd).replace('\0', " ").contains(needle).then_some(pid)
+            })
+            .collect()
+    }
+
+    fn wait_until(what: &str, within: Duration, mut f: impl FnMut() -> bool) {
+        let end = Instant::now() + within;
+        while !f() {
+            assert!(Instant::now() < end, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Zombie children of this process.
+    fn zombies() -> usize {
+        let me = std::process::id().to_string();
+        fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| fs::read_to_string(e.path().join("stat")).ok())
+            .filter(|stat| {
+                let after = stat.rsplit_once(')').map(|(_, a)| a).unwrap_or("");
+                let fields: Vec<&str> = after.split_whitespace().collect();
+                fields.first() == Some(&"Z") && fields.get(1) == Some(&me.as_str())
+            })
+            .count()
+    }
+
+    #[derive(Debug, PartialEq, Eq)]
+    struct Counts {
+        state: usize,
+        bundles: usize,
+        cgroups: usize,
+        mounts: usize,
+        fds: usize,
+        threads: usize,
+        zombies: usize,
+    }
+
+    fn counts(set: &ExecutorSet) -> Counts {
+        Counts {
+            state: count_dir(&set.dir().join("state")),
+            bundles: count_dir(&set.dir().join("bundles")),
+            cgroups: count_dir(Path::new("/sys/fs/cgroup/pids/sandbox")) + count_dir(Path::new("/sys/fs/cgroup/sandbox")),
+            mounts: fs::read_to_string("/proc/self/mountinfo").unwrap().lines().count(),
+            fds: count_dir(Path::new("/proc/self/fd")),
+            threads: count_dir(Path::new("/proc/self/task")),
+            zombies: zombies(),
+        }
+    }
+
+    pub fn two_hundred_sequential_spawns_leave_nothing_behind() {
+        let f = Fixture::new();
+        let set = f.set();
+        let exec = set.executor("k").unwrap();
+        exec.run_command(&dl(), &f.ws, "true").unwrap();
+        let before = counts(&set);
+        for i in 0..200 {
+            let out = exec.run_command(&dl(), &f.ws, &format!("echo {i}")).unwrap();
+            assert_eq!(out.bytes, format!("{i}\n").into_bytes());
+        }
+        let after = counts(&set);
+        println!("counts before {before:?} after {after:?}");
+        assert_eq!(before, after);
+        assert_eq!(after.state, 0);
+        assert_eq!(after.bundles, 0);
+        set.close().unwrap();
+    }
+
+    pub fn multithreaded_embedder_never_deadlocks() {
+        let f = Fixture::new();
+        let set = Arc::new(f.set());
+        let stop = Arc::new(AtomicBool::new(false));
+        // Eight threads that allocate and read the environment the whole time.
+        let busy: Vec<_> = (0..8)
+            .map(|i| {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let mut n = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let v: Vec<u8> = vec![i; 4096 + (n as usize % 8192)];
+                        n = n.wrapping_add(v.len() as u64);
+                        let _ = std::env::var("PATH");
+                        let _ = std::env::vars().count();
+                    }
+                    n
+                })
+            })
+            .collect();
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
+        let ws = f.ws.clone();
+        let start = Instant::now();
+        let done = runtime.block_on(async move {
+            let mut tasks = Vec::new();
+            for t in 0..4 {
+                let set = Arc::clone(&set);
+                let ws = ws.clone();
+                tasks.push(tokio::task::spawn_blocking(move || {
+                    let exec = set.executor(&format!("k{t}")).unwrap();
+                    for i in 0..50 {
+                        let out = exec.run_command(&dl(), &ws, &format!("echo {t}-{i}")).unwrap();
+                        assert_eq!(out.bytes, format!("{t}-{i}\n").into_bytes());
+                    }
+                    50
+                }));
+            }
+            let mut total = 0;
+            for task in tasks {
+                total += tokio::time::timeout(Duration::from_secs(240), task).await.expect("deadlock: timed out").unwrap();
+            }
+            total
+        });
+        stop.store(true, Ordering::Relaxed);
+        for b in busy {
+            b.join().unwrap();
+        }
+        println!("{done} spawns from a multithreaded embedder in {:?}", start.elapsed());
+        assert_eq!(done, 200);
+    }
+
+    pub fn killing_the_helper_mid_run_leaves_no_process_and_sweeps_leftovers() {
+        let f = Fixture::new();
+        let set = Arc::new(f.set());
+        let exec = set.executor("k").unwrap();
+        let before = counts(&set);
+        let runner = {
+            let exec = Arc::clone(&exec);
+            let ws = f.ws.clone();
+            std::thread::spawn(move || exec.run_command(&dl(), &ws, "sleep 401"))
+        };
+        wait_until("the workload", Duration::from_secs(10), || !processes_matching("sleep 401").is_empty());
+        let helpers = processes_matching(sandbox::HELPER_MARKER);
+        let me = std::process::id();
+        let helper = helpers
+            .into_iter()
+            .find(|pid| {
+                fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .ok()
+                    .and_then(|s| s.rsplit_once(')').map(|(_, a)| a.split_whitespace().nth(1).map(str::to_owned)))
+                    .flatten()
+                    == Some(me.to_string())
+            })
+            .expect("the helper is a child of this process");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(i32::try_from(helper).unwrap()), nix::sys::signal::Signal::SIGKILL)
+            .unwrap();
+        let result = runner.join().unwrap();
+        assert!(matches!(result, Err(Error::Runtime { .. })), "{result:?}");
+        wait_until("no workload left", Duration::from_secs(5), || processes_matching("sleep 401").is_empty());
+        assert_eq!(counts(&set), before, "leftovers were not swept");
+        // The executor still works afterwards.
+        assert_eq!(exec.run_command(&dl(), &f.ws, "echo again").unwrap().bytes, b"again\n");
+        set.close().unwrap();
+    }
+
+    pub fn killing_the_embedder_mid_run_leaves_no_process_and_the_next_set_sweeps() {
+        let f = Fixture::new();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .env("SANDBOX_TEST_ROLE", "embedder")
+            .env("SANDBOX_TEST_WS", &f.ws)
+            .env("SANDBOX_TEST_SCRATCH", &f.scratch)
+            .spawn()
+            .unwrap();
+        wait_until("the embedder's workload", Duration::from_secs(20), || !processes_matching("sleep 402").is_empty());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        wait_until("no workload left", Duration::from_secs(5), || processes_matching("sleep 402").is_empty());
+        wait_until("no helper left", Duration::from_secs(5), || processes_matching("sandbox-linux-helper").is_empty());
+        assert_eq!(count_dir(&f.scratch), 1, "the dead embedder's set directory is still there");
+        let set = f.set();
+        assert_eq!(count_dir(&f.scratch), 1, "the new set swept the dead one");
+        let out = set.executor("k").unwrap().run_command(&dl(), &f.ws, "echo swept").unwrap();
+        assert_eq!(out.status, ExitStatus::Code(0));
+        set.close().unwrap();
+        assert_eq!(count_dir(&f.scratch), 0);
+    }
+
+    /// The `embedder` role: a process that runs a long command and gets SIGKILLed.
+    pub fn embedder_role() {
+        let ws = PathBuf::from(std::env::var_os("SANDBOX_TEST_WS").unwrap());
+        let scratch = PathBuf::from(std::env::var_os("SANDBOX_TEST_SCRATCH").unwrap());
+        let f = Fixture { _dir: tempfile::tempdir().unwrap(), ws, scratch };
+        let set = f.set();
+        let _ = set.executor("k").unwrap().run_command(&dl(), &f.ws, "sleep 402");
+        std::process::exit(3);
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    sandbox::init();
+    #[cfg(target_os = "linux")]
+    {
+        if std::env::var_os("SANDBOX_TEST_ROLE").is_some_and(|r| r == "embedder") {
+            linux::embedder_role();
+        }
+        if !sandbox_tests::privileged("linux_lifecycle") {
+            return std::process::ExitCode::SUCCESS;
+        }
+        use linux::*;
+        sandbox_tests::run_tests(&[
+            ("two_hundred_sequential_spawns_leave_nothing_behind", two_hundred_sequential_spawns_leave_nothing_behind),
+            ("multithreaded_embedder_never_deadlocks", multithreaded_embedder_never_deadlocks),
+            (
+                "killing_the_helper_mid_run_leaves_no_process_and_sweeps_leftovers",
+                killing_the_helper_mid_run_leaves_no_process_and_sweeps_leftovers,
+            ),
+            (
+                "killing_the_embedder_mid_run_leaves_no_process_and_the_next_set_sweeps",
+                killing_the_embedder_mid_run_leaves_no_process_and_the_next_set_sweeps,
+            ),
+        ])
+    }
+    #[cfg(not(target_os = "linux"))]
+    std::process::ExitCode::SUCCESS
+}

@@ -110,3 +110,52 @@ impl CgroupLayout {
         }
     }
 }
+
+/// Kills whatever is left in a container's own cgroup (`cgroup_path`, never a shared one),
+/// removes its cgroup directories and its runtime state directory. Used after a helper died
+/// without tearing its container down, and by the sweep of a dead executor set.
+#[cfg(target_os = "linux")]
+pub fn sweep_container(layout: CgroupLayout, cgroup_path: Option<&str>, state_dir: &std::path::Path) -> Result<(), String> {
+    use std::time::{Duration, Instant};
+    let mut problems = Vec::new();
+    if let Some(path) = cgroup_path {
+        for dir in layout.dirs(path) {
+            if !dir.is_dir() {
+                continue;
+            }
+            let end = Instant::now() + Duration::from_secs(5);
+            loop {
+                let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+                let pids: Vec<i32> = procs.lines().filter_map(|l| l.trim().parse().ok()).collect();
+                if pids.is_empty() {
+                    break;
+                }
+                for pid in pids {
+                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+                }
+                if Instant::now() > end {
+                    problems.push(format!("{} still has processes", dir.display()));
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let end = Instant::now() + Duration::from_secs(2);
+            while let Err(e) = std::fs::remove_dir(&dir) {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    break;
+                }
+                if Instant::now() > end {
+                    problems.push(format!("removing {}: {e}", dir.display()));
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+    if let Err(e) = std::fs::remove_dir_all(state_dir) {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            problems.push(format!("removing {}: {e}", state_dir.display()));
+        }
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+}
