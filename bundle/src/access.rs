@@ -137,9 +137,8 @@ impl ProfileConfig {
     /// ABI numbers or lowercase names, missing keys taking the safe defaults, unknown keys
     /// rejected. Every failure is [`Error::InvalidProfile`] naming the key.
     pub fn from_json(text: &str) -> Result<ProfileConfig, Error> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| Error::profile(format!("profile is not valid json: {e}")))?;
-        Self::from_value(&value)
+        let value: Strict = serde_json::from_str(text).map_err(|e| Error::profile(format!("profile json: {e}")))?;
+        Self::from_value(&value.0)
     }
 
     /// Decodes an already parsed JSON value; see [`ProfileConfig::from_json`].
@@ -178,8 +177,79 @@ impl ProfileConfig {
 
 impl<'de> serde::Deserialize<'de> for ProfileConfig {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(deserializer)?;
-        ProfileConfig::from_value(&value).map_err(serde::de::Error::custom)
+        let value = Strict::deserialize(deserializer)?;
+        ProfileConfig::from_value(&value.0).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A JSON value whose objects may not repeat a key: a profile that says `"network"` twice is
+/// ambiguous, and the last one silently winning could open what the first one closed.
+struct Strict(Value);
+
+impl<'de> serde::Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(StrictVisitor)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = Strict;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a json value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Strict, E> {
+        Ok(Strict(Value::Bool(v)))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Strict, E> {
+        Ok(Strict(Value::from(v)))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Strict, E> {
+        Ok(Strict(Value::from(v)))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Strict, E> {
+        Ok(Strict(Value::from(v)))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Strict, E> {
+        Ok(Strict(Value::String(v.to_owned())))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Strict, E> {
+        Ok(Strict(Value::String(v)))
+    }
+
+    fn visit_unit<E>(self) -> Result<Strict, E> {
+        Ok(Strict(Value::Null))
+    }
+
+    fn visit_none<E>(self) -> Result<Strict, E> {
+        Ok(Strict(Value::Null))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Strict, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Strict(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Strict(Value::Array(items)))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let Strict(value) = map.next_value()?;
+            if out.insert(key.clone(), value).is_some() {
+                return Err(serde::de::Error::custom(format!("{key}: duplicate key")));
+            }
+        }
+        Ok(Strict(Value::Object(out)))
     }
 }
 

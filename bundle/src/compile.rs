@@ -252,6 +252,15 @@ const MASKED_PATHS: &[&str] = &[
 /// The OCI default read-only `/proc` paths.
 const READONLY_PATHS: &[&str] = &["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"];
 
+/// A clean absolute path: starts with `/`, no empty, `.` or `..` component, no trailing `/`.
+fn is_clean_absolute(p: &Path) -> bool {
+    let b = p.as_os_str().as_encoded_bytes();
+    b == b"/"
+        || (b.first() == Some(&b'/')
+            && b.last() != Some(&b'/')
+            && b[1..].split(|c| *c == b'/').all(|c| !c.is_empty() && c != b"." && c != b".."))
+}
+
 fn depth(p: &Path) -> usize {
     p.components().count()
 }
@@ -327,9 +336,11 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
     if spawn.argv.iter().any(|a| a.contains('\0')) {
         return Err(Error::argument("argv: contains NUL"));
     }
-    for (name, path) in [("cwd", &spawn.cwd), ("temp_dir", &spawn.temp_dir), ("scratch_root", &spawn.scratch_root)] {
-        if !path.is_absolute() {
-            return Err(Error::argument(format!("{name}: {} is not absolute", path.display())));
+    let paths =
+        [("cwd", Some(&spawn.cwd)), ("temp_dir", Some(&spawn.temp_dir)), ("scratch_root", Some(&spawn.scratch_root))];
+    for (name, path) in paths.into_iter().chain([("home_dir", spawn.home_dir.as_ref())]) {
+        if let Some(path) = path.filter(|p| !is_clean_absolute(p)) {
+            return Err(Error::argument(format!("{name}: {} is not a clean absolute path", path.display())));
         }
     }
     let g = &spawn.grants;
@@ -363,23 +374,29 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
     let mut rootfs_symlinks = Vec::new();
     let mut write_narrowed: Vec<String> = Vec::new();
 
-    // 1. Host entries.
-    if host_read {
-        for entry in &host.entries {
-            if HOST_EXCLUDED.contains(&entry.name.as_str()) {
-                continue;
-            }
-            let path = PathBuf::from("/").join(&entry.name);
-            let kind = if host_write { MountKind::ReadWrite } else { MountKind::ReadOnly };
-            match &entry.kind {
-                EntryKind::Dir => planner.push(path.clone(), Some(path), kind, false, Origin::HostEntry, 0),
-                EntryKind::File => planner.push(path.clone(), Some(path), kind, true, Origin::HostEntry, 0),
-                EntryKind::Symlink(target) => rootfs_symlinks.push((entry.name.clone(), target.clone())),
-                EntryKind::Other => {}
-            }
+    // 1. Host entries, each by the effective access at its own path (an area at `/` or a
+    // root on a top-level entry decides there, not the host fields).
+    let mut host_entries_bound = false;
+    for entry in &host.entries {
+        if HOST_EXCLUDED.contains(&entry.name.as_str()) {
+            continue;
         }
-    } else if host_write {
-        write_narrowed.push(String::from("host write is withheld because host read is not allowed"));
+        let path = PathBuf::from("/").join(&entry.name);
+        let (read, write) = (effective(Axis::Read, &path), effective(Axis::Write, &path));
+        if !read {
+            if write && !write_narrowed.iter().any(|w| w.starts_with("host write")) {
+                write_narrowed.push(String::from("host write is withheld where host read is not allowed"));
+            }
+            continue;
+        }
+        host_entries_bound = true;
+        let kind = if write { MountKind::ReadWrite } else { MountKind::ReadOnly };
+        match &entry.kind {
+            EntryKind::Dir => planner.push(path.clone(), Some(path), kind, false, Origin::HostEntry, 0),
+            EntryKind::File => planner.push(path.clone(), Some(path), kind, true, Origin::HostEntry, 0),
+            EntryKind::Symlink(target) => rootfs_symlinks.push((entry.name.clone(), target.clone())),
+            EntryKind::Other => {}
+        }
     }
 
     // 2. Workspace, roots and grant targets, by effective (read, write).
@@ -387,6 +404,9 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
     areas.extend(g.read_trees.iter().chain(&g.write_trees).map(|p| (p.clone(), false)));
     areas.extend(g.read_paths.iter().chain(&g.write_paths).map(|p| (p.clone(), true)));
     for (path, file) in areas {
+        if path == Path::new("/") {
+            continue; // no mount at `/`: the host entries above carry an area at `/`
+        }
         let (read, write) = (effective(Axis::Read, &path), effective(Axis::Write, &path));
         let kind = match (read, write) {
             (true, true) => Some(MountKind::ReadWrite),
@@ -424,11 +444,21 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
 
     // 7. The runtime closure, skipping what is already covered read-only: plain entries first,
     // so that a symlink's resolved target can be found covered by them.
+    let mut closure_over_writable = Vec::new();
     for entry in &host.closure {
         if matches!(entry.kind, EntryKind::Dir | EntryKind::File) && !planner.covered_read_only(&entry.path) {
             let file = entry.kind == EntryKind::File;
+            if effective(Axis::Write, &entry.path) {
+                closure_over_writable.push(entry.path.display().to_string());
+            }
             planner.push(entry.path.clone(), Some(entry.path.clone()), MountKind::ReadOnly, file, Origin::Closure, 1);
         }
+    }
+    if !closure_over_writable.is_empty() {
+        write_narrowed.push(format!(
+            "the runtime closure stays read-only where writes are allowed: {}",
+            closure_over_writable.join(" ")
+        ));
     }
     let mut resolved_binds = Vec::new();
     for entry in &host.closure {
@@ -438,9 +468,13 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         if !planner.covered_read_only(resolved) {
             resolved_binds.push((resolved.clone(), resolved.clone(), !is_dir));
         }
-        let top_level = entry.path.parent() == Some(Path::new("/"));
-        let inside_host_entry = planner.innermost(&entry.path, true).is_some_and(|op| op.origin == Origin::HostEntry);
-        if !(host_read && (top_level || inside_host_entry)) {
+        // The symlink itself is visible when it was recreated in the container root, or lies
+        // inside a readable bind of its own path: it then resolves to the bind above.
+        let recreated = rootfs_symlinks.iter().any(|(name, _)| Path::new("/").join(name) == entry.path);
+        let inside_bind = planner.innermost(&entry.path, true).is_some_and(|op| {
+            matches!(op.kind, MountKind::ReadOnly | MountKind::ReadWrite) && op.source.as_ref() == Some(&op.destination)
+        });
+        if !(recreated || inside_bind) {
             resolved_binds.push((entry.path.clone(), resolved.clone(), !is_dir));
         }
     }
@@ -456,6 +490,33 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         1,
     );
     planner.dedupe();
+
+    // A Landlock rule grants its rights beneath its path, so a write-only area under any
+    // readable mount would be readable after all: mask it instead (narrowed, never wider).
+    let readable_ancestor = |planner: &Planner, p: &Path| {
+        planner.ops.iter().any(|op| {
+            op.destination != p
+                && within(p, &op.destination)
+                && !matches!(op.kind, MountKind::WriteOnly | MountKind::Mask)
+        })
+    };
+    let write_only: Vec<(PathBuf, bool)> = planner
+        .ops
+        .iter()
+        .filter(|op| op.kind == MountKind::WriteOnly && readable_ancestor(&planner, &op.destination))
+        .map(|op| (op.destination.clone(), op.file))
+        .collect();
+    for (dest, file) in write_only {
+        write_narrowed.push(format!(
+            "{} is write-only, but lies under a readable mount that landlock rules would extend to it: {}",
+            dest.display(),
+            if file { "not bound" } else { "masked instead" }
+        ));
+        planner.ops.retain(|op| op.destination != dest);
+        if !file {
+            planner.push(dest, None, MountKind::Mask, false, Origin::AreaMask, 9);
+        }
+    }
 
     // 8. Masks over the scratch root and a real /var/run wherever a bind exposes them.
     let exposed = |planner: &Planner, p: &Path| {
@@ -483,7 +544,7 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
 
     // Policy report entries shared by every backend.
     let mut policy_entries = Vec::new();
-    policy_entries.push(if host_read {
+    policy_entries.push(if host_entries_bound {
         ReportEntry::new(
             "read-boundary",
             Status::Narrowed,
@@ -497,14 +558,22 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
     } else {
         ReportEntry::new("write-boundary", Status::Narrowed, write_narrowed.join("; "))
     });
-    policy_entries.push(if host_read {
-        ReportEntry::new("runtime-closure", Status::Vacuous, "host read is allowed")
+    // The closure widens read wherever the policy would not let its entries be read.
+    let widened: Vec<String> = host
+        .closure
+        .iter()
+        .filter(|c| {
+            !effective(Axis::Read, &c.path) || c.resolved.as_ref().is_some_and(|(r, _)| !effective(Axis::Read, r))
+        })
+        .map(|c| c.path.display().to_string())
+        .collect();
+    policy_entries.push(if widened.is_empty() {
+        ReportEntry::new("runtime-closure", Status::Vacuous, "every runtime-closure entry is readable under the policy")
     } else {
-        let bound: Vec<String> = host.closure.iter().map(|c| c.path.display().to_string()).collect();
         ReportEntry::new(
             "runtime-closure",
             Status::Widened,
-            format!("read and execute of the runtime closure: {}", bound.join(" ")),
+            format!("read and execute of the runtime closure: {}", widened.join(" ")),
         )
     });
 

@@ -9,166 +9,130 @@ use std::sync::Arc;
 /// Messages are lowercase, without a trailing period, and may change: branch on the variant or on
 /// [`Error::kind`], never on the text. Variants with a `detail` name the offending field or step.
 #[non_exhaustive]
-#[derive(Clone, Debug, thiserror::Error)]
+#[derive(Clone, Debug)]
 pub enum Error {
     /// A profile, profile file, `access_for` query, `restrict` pair or ABI number is invalid.
-    #[error("invalid profile: {detail}")]
     InvalidProfile {
         /// What is wrong, naming the field or key.
         detail: String,
     },
     /// An `ExecutorSetOptions` value or a route is invalid.
-    #[error("invalid options: {detail}")]
     InvalidOptions {
         /// What is wrong, naming the option.
         detail: String,
     },
     /// Caller input that no grant rule covers is invalid.
-    #[error("invalid argument: {detail}")]
     InvalidArgument {
         /// What is wrong, naming the argument.
         detail: String,
     },
     /// No backend can confine a sandboxed profile on this host.
-    #[error("sandbox unavailable: {detail}")]
     SandboxUnavailable {
         /// The missing prerequisite and, where one exists, the fix.
         detail: String,
     },
     /// The Linux backend needs its helper and `sandbox::init()` never ran.
-    #[error("sandbox::init() was not called first in main")]
     InitNotCalled,
     /// The backend cannot deliver its declared lifetime containment for this spawn.
-    #[error("lifetime containment unavailable: {detail}")]
     LifetimeContainmentUnavailable {
         /// Why.
         detail: String,
     },
     /// A new executor key while `max_executors` keys exist.
-    #[error("executor limit reached")]
     ExecutorLimit,
     /// `executor(key)` on a closed set.
-    #[error("executor set closed")]
     ExecutorSetClosed,
     /// Work on an executor whose set is closing or closed.
-    #[error("executor closed")]
     ExecutorClosed {
         /// Output captured before the run was killed.
         partial: Vec<u8>,
     },
     /// The command is Gated and no valid `command.start.v1` grant came with the call.
-    #[error("grant required")]
     GrantRequired,
     /// The capability is Deny.
-    #[error("grant denied: {detail}")]
     GrantDenied {
         /// Which capability.
         detail: String,
     },
     /// The class, target or capability cannot be granted here.
-    #[error("grant unsupported: {detail}")]
     GrantUnsupported {
         /// Why.
         detail: String,
     },
     /// A structurally bad grant request or token.
-    #[error("grant malformed: {detail}")]
     GrantMalformed {
         /// What is wrong.
         detail: String,
     },
     /// The token's MAC does not verify on this executor.
-    #[error("grant mac does not verify")]
     GrantBadMac,
     /// The grant's expiry is out of range at issue, or has passed at use.
-    #[error("grant expired")]
     GrantExpired,
     /// The token was consumed already, or appears twice in one call.
-    #[error("grant replayed")]
     GrantReplay,
     /// The execution id differs from the token's.
-    #[error("grant bound to another execution")]
     GrantWrongExecution,
     /// The command text differs from the token's.
-    #[error("grant bound to another command")]
     GrantWrongCommand,
     /// The canonical working directory differs from the token's.
-    #[error("grant bound to another working directory")]
     GrantWrongWorkingDirectory,
     /// The profile fingerprint differs from the token's.
-    #[error("grant bound to another profile")]
     GrantProfileMismatch,
     /// The route fingerprint differs from the token's.
-    #[error("grant bound to another egress route")]
     GrantRouteMismatch,
     /// Guarantee bits differ from the token's or from what the class needs.
-    #[error("grant guarantee mismatch: {detail}")]
     GrantGuaranteeMismatch {
         /// Which bits.
         detail: String,
     },
     /// The grant's target changed identity between issue and spawn.
-    #[error("grant target changed: {detail}")]
     GrantTargetChanged {
         /// Which path.
         detail: String,
     },
     /// Output exceeded the limit (or the limit was 0).
-    #[error("output limit")]
     OutputLimit {
         /// The first `max_output` bytes.
         partial: Vec<u8>,
     },
     /// The deadline's cancel token was cancelled.
-    #[error("cancelled")]
     Cancelled {
         /// Output captured so far.
         partial: Vec<u8>,
     },
     /// The deadline's instant passed.
-    #[error("deadline exceeded")]
     DeadlineExceeded {
         /// Output captured so far.
         partial: Vec<u8>,
     },
     /// `start` after the prepared process was closed.
-    #[error("process closed")]
     ProcessClosed,
     /// A second `start`.
-    #[error("process already started")]
     ProcessAlreadyStarted,
     /// A TTY was requested where the platform has no PTY.
-    #[error("process tty unsupported")]
     ProcessTtyUnsupported,
     /// A write after `stdin.close()`.
-    #[error("process stdin closed")]
     ProcessStdinClosed,
     /// `resize` on a pipe-mode process.
-    #[error("process resize unsupported in pipe mode")]
     ProcessResizeUnsupported,
     /// The proxy denied a network target (later versions).
-    #[error("network target denied")]
     NetworkTargetDenied {
         /// Output of the finished run.
         output: Vec<u8>,
     },
     /// A route resolver had no valid selection (later versions).
-    #[error("egress route denied: {detail}")]
     EgressRouteDenied {
         /// Why.
         detail: String,
     },
     /// A host I/O failure.
-    #[error("{context}: {source}")]
     Io {
         /// What was being done, naming the path.
         context: String,
         /// The underlying error.
-        #[source]
         source: Arc<io::Error>,
     },
     /// The container runtime or helper failed outside the workload.
-    #[error("runtime: {detail}")]
     Runtime {
         /// The failing step (`helper: <step>: <reason>`) or the runtime's message.
         detail: String,
@@ -266,6 +230,58 @@ impl fmt::Display for ErrorKind {
     }
 }
 
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidProfile { detail } => write!(f, "invalid profile: {detail}"),
+            Error::InvalidOptions { detail } => write!(f, "invalid options: {detail}"),
+            Error::InvalidArgument { detail } => write!(f, "invalid argument: {detail}"),
+            Error::SandboxUnavailable { detail } => write!(f, "sandbox unavailable: {detail}"),
+            Error::InitNotCalled => write!(f, "sandbox::init() was not called first in main"),
+            Error::LifetimeContainmentUnavailable { detail } => write!(f, "lifetime containment unavailable: {detail}"),
+            Error::ExecutorLimit => write!(f, "executor limit reached"),
+            Error::ExecutorSetClosed => write!(f, "executor set closed"),
+            Error::ExecutorClosed { .. } => write!(f, "executor closed"),
+            Error::GrantRequired => write!(f, "grant required"),
+            Error::GrantDenied { detail } => write!(f, "grant denied: {detail}"),
+            Error::GrantUnsupported { detail } => write!(f, "grant unsupported: {detail}"),
+            Error::GrantMalformed { detail } => write!(f, "grant malformed: {detail}"),
+            Error::GrantBadMac => write!(f, "grant mac does not verify"),
+            Error::GrantExpired => write!(f, "grant expired"),
+            Error::GrantReplay => write!(f, "grant replayed"),
+            Error::GrantWrongExecution => write!(f, "grant bound to another execution"),
+            Error::GrantWrongCommand => write!(f, "grant bound to another command"),
+            Error::GrantWrongWorkingDirectory => write!(f, "grant bound to another working directory"),
+            Error::GrantProfileMismatch => write!(f, "grant bound to another profile"),
+            Error::GrantRouteMismatch => write!(f, "grant bound to another egress route"),
+            Error::GrantGuaranteeMismatch { detail } => write!(f, "grant guarantee mismatch: {detail}"),
+            Error::GrantTargetChanged { detail } => write!(f, "grant target changed: {detail}"),
+            Error::OutputLimit { .. } => write!(f, "output limit"),
+            Error::Cancelled { .. } => write!(f, "cancelled"),
+            Error::DeadlineExceeded { .. } => write!(f, "deadline exceeded"),
+            Error::ProcessClosed => write!(f, "process closed"),
+            Error::ProcessAlreadyStarted => write!(f, "process already started"),
+            Error::ProcessTtyUnsupported => write!(f, "process tty unsupported"),
+            Error::ProcessStdinClosed => write!(f, "process stdin closed"),
+            Error::ProcessResizeUnsupported => write!(f, "process resize unsupported in pipe mode"),
+            Error::NetworkTargetDenied { .. } => write!(f, "network target denied"),
+            Error::EgressRouteDenied { detail } => write!(f, "egress route denied: {detail}"),
+            Error::Io { context, source, .. } => write!(f, "{context}: {source}"),
+            Error::Runtime { detail, .. } => write!(f, "runtime: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    /// The underlying `io::Error` of [`Error::Io`]; none for the other classes.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source.as_ref()),
+            _ => None,
+        }
+    }
+}
+
 impl Error {
     /// The failure class.
     pub fn kind(&self) -> ErrorKind {
@@ -330,5 +346,89 @@ impl Error {
     /// An [`Error::Io`] with its context.
     pub fn io(context: impl Into<String>, source: io::Error) -> Self {
         Error::Io { context: context.into(), source: Arc::new(source) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_variant() -> Vec<Error> {
+        let d = || String::from("detail");
+        let p = || b"partial".to_vec();
+        vec![
+            Error::InvalidProfile { detail: d() },
+            Error::InvalidOptions { detail: d() },
+            Error::InvalidArgument { detail: d() },
+            Error::SandboxUnavailable { detail: d() },
+            Error::InitNotCalled,
+            Error::LifetimeContainmentUnavailable { detail: d() },
+            Error::ExecutorLimit,
+            Error::ExecutorSetClosed,
+            Error::ExecutorClosed { partial: p() },
+            Error::GrantRequired,
+            Error::GrantDenied { detail: d() },
+            Error::GrantUnsupported { detail: d() },
+            Error::GrantMalformed { detail: d() },
+            Error::GrantBadMac,
+            Error::GrantExpired,
+            Error::GrantReplay,
+            Error::GrantWrongExecution,
+            Error::GrantWrongCommand,
+            Error::GrantWrongWorkingDirectory,
+            Error::GrantProfileMismatch,
+            Error::GrantRouteMismatch,
+            Error::GrantGuaranteeMismatch { detail: d() },
+            Error::GrantTargetChanged { detail: d() },
+            Error::OutputLimit { partial: p() },
+            Error::Cancelled { partial: p() },
+            Error::DeadlineExceeded { partial: p() },
+            Error::ProcessClosed,
+            Error::ProcessAlreadyStarted,
+            Error::ProcessTtyUnsupported,
+            Error::ProcessStdinClosed,
+            Error::ProcessResizeUnsupported,
+            Error::NetworkTargetDenied { output: p() },
+            Error::EgressRouteDenied { detail: d() },
+            Error::io("reading x", io::Error::new(io::ErrorKind::NotFound, "gone")),
+            Error::Runtime { detail: d() },
+        ]
+    }
+
+    #[test]
+    fn messages_are_lowercase_without_a_period_and_kinds_are_distinct() {
+        let mut kinds = std::collections::HashSet::new();
+        for e in every_variant() {
+            let msg = e.to_string();
+            assert!(!msg.is_empty() && !msg.ends_with('.'), "{msg}");
+            assert_eq!(msg.chars().next(), msg.chars().next().map(|c| c.to_ascii_lowercase()), "{msg}");
+            assert!(kinds.insert(e.kind()), "{:?} twice", e.kind());
+            assert_eq!(e.clone().kind(), e.kind());
+            let name = e.kind().as_str();
+            assert!(name.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{name}");
+        }
+        assert_eq!(kinds.len(), 35);
+    }
+
+    #[test]
+    fn partial_output_only_for_the_partial_variants() {
+        for e in every_variant() {
+            let has = matches!(
+                e.kind(),
+                ErrorKind::ExecutorClosed | ErrorKind::OutputLimit | ErrorKind::Cancelled | ErrorKind::DeadlineExceeded
+            );
+            assert_eq!(e.partial_output(), if has { &b"partial"[..] } else { &[][..] }, "{:?}", e.kind());
+        }
+    }
+
+    #[test]
+    fn io_keeps_its_source() {
+        use std::error::Error as _;
+        let e = Error::io("reading x", io::Error::new(io::ErrorKind::NotFound, "gone"));
+        let source = e.source().expect("io error has a source");
+        assert_eq!(source.downcast_ref::<io::Error>().map(io::Error::kind), Some(io::ErrorKind::NotFound));
+        assert!(Error::GrantReplay.source().is_none());
+        let cloned = e.clone();
+        assert_eq!(cloned.to_string(), "reading x: gone");
     }
 }

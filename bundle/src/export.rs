@@ -155,6 +155,12 @@ pub fn export_bundle(
         parent.join(name)
     };
 
+    if out == profile.workspace_root() || out == cwd {
+        return Err(Error::argument(format!(
+            "out_dir: {} is the workspace or the working directory, which the bundle would hide",
+            out.display()
+        )));
+    }
     let home =
         if isolated { out.join("home") } else { request.real_home.clone().unwrap_or_else(|| PathBuf::from("/")) };
     let tmp = out.join("tmp");
@@ -183,46 +189,48 @@ pub fn export_bundle(
     let bundle = compile(profile, &spawn, host)?;
     let config = spec_json(&bundle.spec)?;
 
-    let write = || -> Result<(), Error> {
-        let io_err = |what: &str, p: &Path| {
-            let p = p.display().to_string();
-            let what = what.to_owned();
-            move |e| Error::io(format!("{what} {p}"), e)
+    // Everything this call creates is recorded, and on failure exactly that is removed again
+    // (in reverse order): a directory someone else created meanwhile is never touched.
+    let mut created: Vec<PathBuf> = Vec::new();
+    let mut write = || -> Result<(), Error> {
+        let mkdir = |dir: &Path, mode: u32, created: &mut Vec<PathBuf>| -> Result<(), Error> {
+            fs::create_dir(dir).map_err(|e| match e.kind() {
+                io::ErrorKind::AlreadyExists => {
+                    Error::argument(format!("out_dir: {} appeared meanwhile", dir.display()))
+                }
+                _ => Error::io(format!("creating {}", dir.display()), e),
+            })?;
+            created.push(dir.to_path_buf());
+            set_mode(dir, mode)
         };
         if !existed {
-            fs::create_dir(&out).map_err(io_err("creating", &out))?;
+            mkdir(&out, 0o755, &mut created)?;
         }
         write_rootfs(&bundle, &out)?;
+        created.push(out.join("rootfs"));
         if isolated {
-            fs::create_dir(&home).map_err(io_err("creating", &home))?;
-            set_mode(&home, 0o700)?;
+            mkdir(&home, 0o700, &mut created)?;
             for (src, rel) in &request.seed_home {
-                let dest = home.join(rel);
                 let mut dir = home.clone();
                 for c in rel.parent().into_iter().flat_map(Path::components) {
                     dir.push(c);
                     if !dir.is_dir() {
-                        fs::create_dir(&dir).map_err(io_err("creating", &dir))?;
-                        set_mode(&dir, 0o700)?;
+                        mkdir(&dir, 0o700, &mut created)?;
                     }
                 }
-                fs::copy(src, &dest).map_err(io_err("copying to", &dest))?;
+                let dest = home.join(rel);
+                fs::copy(src, &dest).map_err(|e| Error::io(format!("copying to {}", dest.display()), e))?;
+                created.push(dest);
             }
         }
-        fs::create_dir(&tmp).map_err(io_err("creating", &tmp))?;
-        set_mode(&tmp, 0o700)?;
-        write_config(&config, &out)
+        mkdir(&tmp, 0o700, &mut created)?;
+        write_config(&config, &out)?;
+        created.push(out.join("config.json"));
+        Ok(())
     };
     if let Err(e) = write() {
-        if existed {
-            if let Ok(entries) = fs::read_dir(&out) {
-                for entry in entries.flatten() {
-                    let p = entry.path();
-                    let _ = if p.is_dir() && !p.is_symlink() { fs::remove_dir_all(&p) } else { fs::remove_file(&p) };
-                }
-            }
-        } else {
-            let _ = fs::remove_dir_all(&out);
+        for path in created.iter().rev() {
+            let _ = if path.is_dir() && !path.is_symlink() { fs::remove_dir_all(path) } else { fs::remove_file(path) };
         }
         return Err(e);
     }

@@ -19,7 +19,7 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Fixture {
-        let dir = tempfile::Builder::new().prefix("golden").tempdir_in("/tmp").unwrap();
+        let dir = tempfile::Builder::new().prefix("golden").tempdir_in("/var/tmp").unwrap();
         let root = fs::canonicalize(dir.path()).unwrap();
         for d in
             ["ws/sub", "ws/secret", "data", "scratch/sandbox-executors-x/home-a", "scratch/sandbox-executors-x/tmp-a"]
@@ -117,12 +117,17 @@ fn host() -> HostView {
 }
 
 fn check(name: &str, f: &Fixture, config: ProfileConfig, spawn: SpawnContext) {
+    check_with_host(name, f, config, spawn, &host());
+}
+
+fn check_with_host(name: &str, f: &Fixture, config: ProfileConfig, spawn: SpawnContext, host: &HostView) {
     let profile = Profile::new(config).unwrap();
-    let bundle = compile(&profile, &spawn, &host()).unwrap();
+    let bundle = compile(&profile, &spawn, host).unwrap();
     let json = spec_json(&bundle.spec)
         .unwrap()
         .replace(&f.root.display().to_string(), "$T")
         .replace(profile.fingerprint(), "<fingerprint>")
+        .replace(sandbox_bundle::seccomp::native_arch(), "<native-arch>")
         + "\n";
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(format!("{name}.json"));
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
@@ -241,4 +246,29 @@ fn broad_network_grant_and_tree_write_grant() {
     spawn.env.push(("RES_OPTIONS".into(), "use-vc".into()));
     let config = ProfileConfig { workspace_write: Access::Gated, network: Access::Gated, ..f.config() };
     check("broad-grant", &f, config, spawn);
+}
+
+#[test]
+fn workspace_at_the_root_is_carried_by_host_entries() {
+    let f = Fixture::new();
+    let config = ProfileConfig { workspace_root: "/".into(), host_read: Access::Deny, ..f.config() };
+    check("workspace-slash", &f, config, f.spawn());
+}
+
+#[test]
+fn a_deny_root_at_the_root_hides_every_host_entry() {
+    let f = Fixture::new();
+    let config = ProfileConfig {
+        additional_roots: vec![RootAccess { path: "/".into(), read: Access::Deny, write: Access::Deny }],
+        ..f.config()
+    };
+    check("root-slash-deny", &f, config, f.spawn());
+}
+
+#[test]
+fn a_real_var_run_directory_is_masked() {
+    let f = Fixture::new();
+    let mut host = host();
+    host.var_run_is_dir = true;
+    check_with_host("var-run-dir", &f, f.config(), f.spawn(), &host);
 }

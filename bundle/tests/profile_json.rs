@@ -420,3 +420,16 @@ fn serde_deserialize_is_the_same_decoder() {
     assert!(e.to_string().contains("additional_roots[0].read"), "{e}");
     assert!(e.to_string().contains("invalid profile"), "{e}");
 }
+
+#[test]
+fn duplicate_keys_are_rejected_naming_the_key() {
+    for (json, key) in [
+        (r#"{"network": "deny", "network": "allow"}"#, "network"),
+        (r#"{"additional_roots": [{"path": "/", "read": "deny", "read": "allow"}]}"#, "read"),
+    ] {
+        let err = ProfileConfig::from_json(json).unwrap_err();
+        assert!(matches!(err, Error::InvalidProfile { .. }), "{json}");
+        assert!(err.to_string().contains(&format!("{key}: duplicate key")), "{json}: {err}");
+        assert!(serde_json::from_str::<ProfileConfig>(json).is_err(), "{json}: serde path");
+    }
+}

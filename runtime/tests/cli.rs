@@ -137,3 +137,25 @@ fn export_writes_the_documented_layout() {
     let env = config["process"]["env"].to_string();
     assert!(env.contains("HOME=") && env.contains("TMPDIR=") && !env.contains("CARGO_"), "{env}");
 }
+
+#[test]
+fn out_dir_equal_to_the_workspace_or_cwd_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(SANDBOX)
+        .current_dir(dir.path())
+        .args(["bundle", "export", "--out", ".", "--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("out_dir"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written");
+}
+
+#[test]
+fn duplicate_keys_in_the_profile_are_refused() {
+    let (o, dir) =
+        export(&["--", "/bin/true"], Some(r#"{"workspace_root": "/", "network": "deny", "network": "allow"}"#));
+    assert_eq!(o.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("network: duplicate key"));
+    assert!(!dir.path().join("out").exists());
+}

@@ -57,14 +57,19 @@ impl Case {
         fs::canonicalize(self.dir.path().join("ws")).unwrap()
     }
 
+    /// A profile file: the base below with `extra` (`, "key": value, …`) overriding keys.
     fn profile(&self, extra: &str) -> PathBuf {
         let path = self.dir.path().join(format!("profile-{}.json", COUNTER.fetch_add(1, Ordering::SeqCst)));
-        let text = format!(
-            r#"{{"workspace_root": "{}", "workspace_read": "allow", "workspace_write": "allow",
-                "host_read": "allow", "host_write": "deny", "network": "deny", "command": "allow" {extra}}}"#,
-            self.ws().display()
-        );
-        fs::write(&path, text).unwrap();
+        let mut base = serde_json::json!({
+            "workspace_root": self.ws(), "workspace_read": "allow", "workspace_write": "allow",
+            "host_read": "allow", "host_write": "deny", "network": "deny", "command": "allow"
+        });
+        let overrides: serde_json::Value =
+            serde_json::from_str(&format!("{{{}}}", extra.trim_start().trim_start_matches(','))).unwrap();
+        for (k, v) in overrides.as_object().unwrap() {
+            base[k] = v.clone();
+        }
+        fs::write(&path, base.to_string()).unwrap();
         path
     }
 

@@ -58,7 +58,11 @@ mod linux {
             }
         }
 
-        pub fn set(&self, config: ProfileConfig, options: impl FnOnce(ExecutorSetOptions) -> ExecutorSetOptions) -> ExecutorSet {
+        pub fn set(
+            &self,
+            config: ProfileConfig,
+            options: impl FnOnce(ExecutorSetOptions) -> ExecutorSetOptions,
+        ) -> ExecutorSet {
             let profile = Profile::new(config).unwrap();
             let opts = options(ExecutorSetOptions::new(&self.scratch).max_executors(4));
             ExecutorSet::new(&dl(), &profile, opts).unwrap()
@@ -279,7 +283,8 @@ mod linux {
         let f = Fixture::new();
         let set = f.set(f.config(), |o| o);
         let exec = set.executor("k").unwrap();
-        let v = f.probe(&exec, &[s("pids"), s("list=/"), format!("list={}", f.ws.display()), s("hostname"), s("kill=1")]);
+        let v =
+            f.probe(&exec, &[s("pids"), s("list=/"), format!("list={}", f.ws.display()), s("hostname"), s("kill=1")]);
         let pids = allowed(&v, "pids").detail;
         // The probe's own pid namespace: the sandbox init (1) and the probe (2).
         assert!(pids.starts_with("2 self=2 ppid=1"), "{pids}");
@@ -316,9 +321,8 @@ mod linux {
         let set = f.set(f.config(), |o| o);
         let exec = set.executor("k").unwrap();
         let start = Instant::now();
-        let err = exec
-            .run_command(&Deadline::after(Duration::from_millis(700)), &f.ws, "echo before; sleep 30")
-            .unwrap_err();
+        let err =
+            exec.run_command(&Deadline::after(Duration::from_millis(700)), &f.ws, "echo before; sleep 30").unwrap_err();
         assert!(start.elapsed() < Duration::from_secs(5), "deadline took {:?}", start.elapsed());
         match err {
             Error::DeadlineExceeded { partial } => assert_eq!(partial, b"before\n"),
@@ -378,13 +382,21 @@ mod linux {
         assert!(detail.contains("pids.max 32") && detail.contains("memory 67108864"), "{detail}");
         let start = Instant::now();
         let out = exec
-            .run_command(&dl(), &f.ws, "i=0; while [ $i -lt 100 ]; do sleep 3 & i=$((i+1)); done 2>&1 | head -c 300; echo; echo forked")
+            .run_command(
+                &dl(),
+                &f.ws,
+                "i=0; while [ $i -lt 100 ]; do sleep 3 & i=$((i+1)); done 2>&1 | head -c 300; echo; echo forked",
+            )
             .unwrap();
         let text = String::from_utf8_lossy(&out.bytes);
         assert!(text.contains("fork") || text.contains("Resource temporarily unavailable"), "{text}");
         assert!(start.elapsed() < Duration::from_secs(20));
         let out = exec
-            .run_command(&dl(), &f.ws, "head -c 400000000 /dev/zero 2>/dev/null | tail -n 1 >/dev/null 2>&1; echo status $?")
+            .run_command(
+                &dl(),
+                &f.ws,
+                "head -c 400000000 /dev/zero 2>/dev/null | tail -n 1 >/dev/null 2>&1; echo status $?",
+            )
             .unwrap();
         let text = String::from_utf8_lossy(&out.bytes);
         assert!(text.ends_with("status 137\n"), "the memory hog was not killed: {text}");

@@ -106,7 +106,8 @@ mod linux {
         Counts {
             state: count_dir(&set.dir().join("state")),
             bundles: count_dir(&set.dir().join("bundles")),
-            cgroups: count_dir(Path::new("/sys/fs/cgroup/pids/sandbox")) + count_dir(Path::new("/sys/fs/cgroup/sandbox")),
+            cgroups: count_dir(Path::new("/sys/fs/cgroup/pids/sandbox"))
+                + count_dir(Path::new("/sys/fs/cgroup/sandbox")),
             mounts: fs::read_to_string("/proc/self/mountinfo").unwrap().lines().count(),
             fds: count_dir(Path::new("/proc/self/fd")),
             threads: count_dir(Path::new("/proc/self/task")),
@@ -143,7 +144,7 @@ mod linux {
                 std::thread::spawn(move || {
                     let mut n = 0u64;
                     while !stop.load(Ordering::Relaxed) {
-                        let v: Vec<u8> = vec![i; 4096 + (n as usize % 8192)];
+                        let v: Vec<u8> = vec![i; 4096 + usize::try_from(n % 8192).unwrap_or(0)];
                         n = n.wrapping_add(v.len() as u64);
                         let _ = std::env::var("PATH");
                         let _ = std::env::vars().count();
@@ -171,7 +172,8 @@ mod linux {
             }
             let mut total = 0;
             for task in tasks {
-                total += tokio::time::timeout(Duration::from_secs(240), task).await.expect("deadlock: timed out").unwrap();
+                total +=
+                    tokio::time::timeout(Duration::from_secs(240), task).await.expect("deadlock: timed out").unwrap();
             }
             total
         });
@@ -194,7 +196,7 @@ mod linux {
             std::thread::spawn(move || exec.run_command(&dl(), &ws, "sleep 401"))
         };
         wait_until("the workload", Duration::from_secs(10), || !processes_matching("sleep 401").is_empty());
-        let helpers = processes_matching(sandbox::HELPER_MARKER);
+        let helpers = processes_matching("--sandbox-linux-helper");
         let me = std::process::id();
         let helper = helpers
             .into_iter()
@@ -206,8 +208,11 @@ mod linux {
                     == Some(me.to_string())
             })
             .expect("the helper is a child of this process");
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(i32::try_from(helper).unwrap()), nix::sys::signal::Signal::SIGKILL)
-            .unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(helper).unwrap()),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
         let result = runner.join().unwrap();
         assert!(matches!(result, Err(Error::Runtime { .. })), "{result:?}");
         wait_until("no workload left", Duration::from_secs(5), || processes_matching("sleep 401").is_empty());
@@ -246,6 +251,7 @@ mod linux {
         let f = Fixture { _dir: tempfile::tempdir().unwrap(), ws, scratch };
         let set = f.set();
         let _ = set.executor("k").unwrap().run_command(&dl(), &f.ws, "sleep 402");
+        #[expect(clippy::exit, reason = "the embedder role must never return into the test runner")]
         std::process::exit(3);
     }
 }

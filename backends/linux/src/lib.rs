@@ -115,7 +115,11 @@ impl CgroupLayout {
 /// removes its cgroup directories and its runtime state directory. Used after a helper died
 /// without tearing its container down, and by the sweep of a dead executor set.
 #[cfg(target_os = "linux")]
-pub fn sweep_container(layout: CgroupLayout, cgroup_path: Option<&str>, state_dir: &std::path::Path) -> Result<(), String> {
+pub fn sweep_container(
+    layout: CgroupLayout,
+    cgroup_path: Option<&str>,
+    state_dir: &std::path::Path,
+) -> Result<(), String> {
     use std::time::{Duration, Instant};
     let mut problems = Vec::new();
     if let Some(path) = cgroup_path {

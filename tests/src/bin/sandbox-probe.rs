@@ -89,8 +89,8 @@ mod checks {
             "interfaces" => from_io(std::fs::read_to_string("/proc/net/dev"), |s| {
                 s.lines().skip(2).filter_map(|l| l.split(':').next()).map(str::trim).collect::<Vec<_>>().join(",")
             }),
-            // SAFETY: socket(2) with constant arguments; the descriptor is closed at once.
             "raw-socket" => {
+                // SAFETY: socket(2) with constant arguments; the descriptor is closed at once.
                 let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP) };
                 let v = from_ret(libc::c_long::from(fd));
                 if fd >= 0 {
@@ -130,7 +130,8 @@ mod checks {
                 from_ret(unsafe { libc::syscall(libc::SYS_perf_event_open, attr.as_mut_ptr(), 0, -1, -1, 0) })
             }
             "mount" => {
-                let v = nix::mount::mount(Some("tmpfs"), arg, Some("tmpfs"), nix::mount::MsFlags::empty(), None::<&str>);
+                let v =
+                    nix::mount::mount(Some("tmpfs"), arg, Some("tmpfs"), nix::mount::MsFlags::empty(), None::<&str>);
                 match v {
                     Ok(()) => Verdict { ok: true, errno: None, detail: String::from("mounted") },
                     Err(e) => Verdict { ok: false, errno: Some(e as i32), detail: e.desc().to_owned() },
