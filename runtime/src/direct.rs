@@ -15,20 +15,10 @@ use nix::unistd::Pid;
 use crate::output::{ExitStatus, Output, Stop, drain, pump};
 use crate::{Deadline, Error};
 
-/// Runs `argv` directly; the process group is SIGKILLed once the root process exits (or on a
-/// deadline, the limit or close) and polled until empty.
-pub(crate) fn run<S: AsRef<OsStr>>(
-    dl: &Deadline,
-    cwd: &Path,
-    argv: &[S],
-    env: &[(String, String)],
-    limit: Option<u64>,
-    closing: &AtomicBool,
-) -> Result<Output, Error> {
-    let (out_r, out_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::io("pipe", e.into()))?;
-    let err_w: OwnedFd = out_w.try_clone().map_err(|e| Error::io("pipe", e))?;
-    // Without a PATH in the child's environment, a bare name is looked up in the default
-    // directories (the child's PATH is never invented).
+/// The command for `argv` with the scrubbed environment, in its own process group. Without a
+/// PATH in the child's environment a bare name is looked up in the default directories (the
+/// child's PATH is never invented).
+fn command_for<S: AsRef<OsStr>>(argv: &[S], cwd: &Path, env: &[(String, String)]) -> std::process::Command {
     let name = argv[0].as_ref();
     let bare = !name.as_encoded_bytes().contains(&b'/');
     let program = if bare && !env.iter().any(|(k, _)| k == "PATH") {
@@ -47,25 +37,63 @@ pub(crate) fn run<S: AsRef<OsStr>>(
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(out_w))
-        .stderr(Stdio::from(err_w))
         .process_group(0);
+    command
+}
+
+/// An exec failure as the shell reports it: 127 (not found) or 126 (any other exec failure),
+/// with the `sandbox: exec:` line. Other spawn failures are `None` (an `Io` error).
+fn exec_failure(name: &OsStr, e: &std::io::Error) -> Option<(i32, String)> {
+    let code = match e.kind() {
+        std::io::ErrorKind::NotFound => 127,
+        std::io::ErrorKind::PermissionDenied => 126,
+        _ if e.raw_os_error() == Some(nix::libc::ENOEXEC) => 126,
+        _ => return None,
+    };
+    Some((code, format!("sandbox: exec: {}: {e}\n", name.to_string_lossy())))
+}
+
+fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => ExitStatus::Code(code),
+        (None, Some(sig)) => ExitStatus::Signal(sig),
+        (None, None) => ExitStatus::Code(-1),
+    }
+}
+
+/// SIGKILLs the group and polls until it is empty (a setsid descendant can escape it).
+fn empty_group(pgid: Pid) {
+    for _ in 0..500 {
+        if killpg(pgid, None).is_err() {
+            return;
+        }
+        let _ = killpg(pgid, Signal::SIGKILL);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Runs `argv` directly; the process group is SIGKILLed once the root process exits (or on a
+/// deadline, the limit or close) and polled until empty.
+pub(crate) fn run<S: AsRef<OsStr>>(
+    dl: &Deadline,
+    cwd: &Path,
+    argv: &[S],
+    env: &[(String, String)],
+    limit: Option<u64>,
+    closing: &AtomicBool,
+) -> Result<Output, Error> {
+    let (out_r, out_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::io("pipe", e.into()))?;
+    let err_w: OwnedFd = out_w.try_clone().map_err(|e| Error::io("pipe", e))?;
+    let mut command = command_for(argv, cwd, env);
+    command.stdin(Stdio::null()).stdout(Stdio::from(out_w)).stderr(Stdio::from(err_w));
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
             drop(command);
-            let name = argv[0].as_ref().to_string_lossy();
-            let code = match e.kind() {
-                std::io::ErrorKind::NotFound => 127,
-                std::io::ErrorKind::PermissionDenied => 126,
-                _ if e.raw_os_error() == Some(nix::libc::ENOEXEC) => 126,
-                _ => return Err(Error::io(format!("spawning {name}"), e)),
+            return match exec_failure(argv[0].as_ref(), &e) {
+                Some((code, line)) => Ok(Output { bytes: line.into_bytes(), status: ExitStatus::Code(code) }),
+                None => Err(Error::io(format!("spawning {}", argv[0].as_ref().to_string_lossy()), e)),
             };
-            return Ok(Output {
-                bytes: format!("sandbox: exec: {name}: {e}\n").into_bytes(),
-                status: ExitStatus::Code(code),
-            });
         }
     };
     drop(command);
@@ -82,14 +110,7 @@ pub(crate) fn run<S: AsRef<OsStr>>(
         drain(&out_r, Duration::from_secs(5));
     }
     let status = waiter.join().map_err(|_| Error::Runtime { detail: String::from("the waiter thread panicked") })?;
-    // Poll until the group is empty (the waiter already sent SIGKILL).
-    for _ in 0..500 {
-        if killpg(pgid, None).is_err() {
-            break;
-        }
-        let _ = killpg(pgid, Signal::SIGKILL);
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    empty_group(pgid);
     match stop {
         Some(Stop::Deadline(e)) => {
             return Err(match e {
@@ -101,11 +122,116 @@ pub(crate) fn run<S: AsRef<OsStr>>(
         Some(Stop::Closed) => return Err(Error::ExecutorClosed { partial: bytes }),
         None => {}
     }
-    let status = status.map_err(|e| Error::io("waiting for the process", e))?;
-    let status = match (status.code(), status.signal()) {
-        (Some(code), _) => ExitStatus::Code(code),
-        (None, Some(sig)) => ExitStatus::Signal(sig),
-        (None, None) => ExitStatus::Code(-1),
-    };
+    let status = exit_status(status.map_err(|e| Error::io("waiting for the process", e))?);
     Ok(Output { bytes, status })
+}
+
+/// Starts `argv` directly for an asynchronous [`crate::Process`]: separate pipes, its own
+/// process group; a supervisor thread reaps it, SIGKILLs the group once the root process exits
+/// (or the set closes) and polls until the group is empty.
+pub(crate) fn start(
+    argv: &[std::ffi::OsString],
+    cwd: &Path,
+    env: &[(String, String)],
+    admitted: crate::set::Admitted,
+    closing: impl Fn() -> bool + Send + 'static,
+) -> Result<crate::Process, Error> {
+    use std::sync::{Arc, Mutex};
+    use std::time::SystemTime;
+
+    use crate::process::{LifetimeContainment, Outcome, ProcessReader, ProcessResult, ProcessStdin, Signaller};
+
+    let mut command = command_for(argv, cwd, env);
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let started_at = SystemTime::now();
+    let mut child = match command.spawn() {
+        Ok(c) => c,
+        Err(e) => match exec_failure(&argv[0], &e) {
+            Some((code, line)) => return Ok(failed_process(code, line, started_at)),
+            None => return Err(Error::io(format!("spawning {}", argv[0].to_string_lossy()), e)),
+        },
+    };
+    let pgid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(0));
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let outcome = Arc::new(Outcome::default());
+    let out = Arc::clone(&outcome);
+    std::thread::Builder::new()
+        .name(String::from("sandbox-supervisor"))
+        .spawn(move || {
+            let mut closed = false;
+            let status = loop {
+                match child.try_wait() {
+                    Ok(Some(status)) => break Ok(status),
+                    Ok(None) => {}
+                    Err(e) => break Err(e),
+                }
+                if !closed && closing() {
+                    closed = true;
+                    let _ = killpg(pgid, Signal::SIGKILL);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            empty_group(pgid);
+            let result = match status {
+                _ if closed => Err(Error::ExecutorClosed { partial: Vec::new() }),
+                Ok(s) => Ok(ProcessResult { status: exit_status(s), started_at, finished_at: SystemTime::now() }),
+                Err(e) => Err(Error::io("waiting for the process", e)),
+            };
+            out.set(result);
+            drop(admitted);
+        })
+        .map_err(|e| Error::io("starting the supervisor thread", e))?;
+
+    #[derive(Debug)]
+    struct Group(Pid);
+    impl Signaller for Group {
+        fn send(&self, sig: Signal) {
+            let _ = killpg(self.0, sig);
+        }
+    }
+    Ok(crate::Process {
+        stdout: Mutex::new(stdout.map(|s| ProcessReader::new(std::fs::File::from(OwnedFd::from(s))))),
+        stderr: Mutex::new(stderr.map(|s| ProcessReader::new(std::fs::File::from(OwnedFd::from(s))))),
+        stdin: ProcessStdin::new(stdin.map(|s| std::fs::File::from(OwnedFd::from(s)))),
+        containment: LifetimeContainment::Unspecified,
+        activities: Mutex::new(Some(std::sync::mpsc::channel().1)),
+        outcome,
+        signaller: Arc::new(Group(pgid)),
+        killed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    })
+}
+
+/// A process that never ran because exec failed: its stderr carries the `sandbox: exec:` line.
+fn failed_process(code: i32, line: String, started_at: std::time::SystemTime) -> crate::Process {
+    use std::sync::{Arc, Mutex};
+
+    use crate::process::{LifetimeContainment, Outcome, ProcessReader, ProcessResult, ProcessStdin, Signaller};
+
+    #[derive(Debug)]
+    struct Nothing;
+    impl Signaller for Nothing {
+        fn send(&self, _: Signal) {}
+    }
+    let reader = |bytes: &[u8]| -> Option<ProcessReader> {
+        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).ok()?;
+        let mut w = std::fs::File::from(w);
+        std::io::Write::write_all(&mut w, bytes).ok()?;
+        Some(ProcessReader::new(std::fs::File::from(r)))
+    };
+    let outcome = Arc::new(Outcome::default());
+    outcome.set(Ok(ProcessResult {
+        status: ExitStatus::Code(code),
+        started_at,
+        finished_at: std::time::SystemTime::now(),
+    }));
+    crate::Process {
+        stdout: Mutex::new(reader(b"")),
+        stderr: Mutex::new(reader(line.as_bytes())),
+        stdin: ProcessStdin::new(None),
+        containment: LifetimeContainment::Unspecified,
+        activities: Mutex::new(Some(std::sync::mpsc::channel().1)),
+        outcome,
+        signaller: Arc::new(Nothing),
+        killed: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+    }
 }

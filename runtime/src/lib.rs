@@ -28,6 +28,8 @@ mod fsutil;
 mod linux;
 mod options;
 mod output;
+mod probe;
+mod process;
 pub mod proof;
 mod set;
 
@@ -36,6 +38,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub use deadline::{CancelToken, Deadline};
 pub use options::ExecutorSetOptions;
 pub use output::{ExitStatus, Output};
+pub use probe::{CgroupProbe, HostProbe, probe};
+pub use process::{
+    LifetimeContainment, Process, ProcessAccess, ProcessAccessKind, ProcessActivity, ProcessActivityKind,
+    ProcessOptions, ProcessReader, ProcessResult, ProcessStdin, Signal, StreamMode,
+};
 /// The pure core: compiler, export, host view and policy types.
 pub use sandbox_bundle as bundle;
 pub use sandbox_bundle::oci_spec;
@@ -43,7 +50,7 @@ pub use sandbox_bundle::{
     ACCESS_VERSION, Access, CompileReport, Error, ErrorKind, Guarantees, Home, Isolation, Level, Profile,
     ProfileConfig, ReportEntry, RootAccess, Settings, Status, check_invariants, restrict,
 };
-pub use set::{Executor, ExecutorSet};
+pub use set::{Executor, ExecutorSet, PreparedProcess};
 
 static INIT_CALLED: AtomicBool = AtomicBool::new(false);
 

@@ -288,6 +288,125 @@ impl LinuxBackend {
         })
     }
 
+    /// Compiles and writes the spawn's bundle and starts its helper with the given stdio. The
+    /// container may not exist yet: [`LinuxBackend::wait_started`] waits for it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch(
+        &self,
+        dl: &Deadline,
+        profile: &Profile,
+        input: &SpawnInput<'_>,
+        stdin: OwnedFd,
+        stdout: OwnedFd,
+        stderr: OwnedFd,
+        require: bool,
+    ) -> Result<Launched, Error> {
+        dl.check(&[])?;
+        let id = format!("sbx-{}-{}", self.tag, self.counter.fetch_add(1, Ordering::SeqCst));
+        let bundle = self.compile(profile, input, &id)?;
+        let dir = self.bundles.join(&id);
+        write_bundle(&bundle, &dir)?;
+        let private_net = !bundle.host_network;
+        let request = Request {
+            bundle: dir.clone(),
+            id: id.clone(),
+            state_root: self.state_root.clone(),
+            rootless: self.uid != 0,
+            loopback: private_net,
+            require_loopback: require && private_net && self.probe.loopback == Some(true),
+            require_landlock: require && self.probe.landlock == "full",
+            require_seccomp: require && self.probe.seccomp,
+            readback: self.readback_files(&id),
+        };
+        match sandbox_linux::spawn_helper(&request, stdin, stdout, stderr) {
+            Ok(running) => Ok(Launched { running, id, dir, early: None }),
+            Err(e) => {
+                let _ = fsutil::remove_tree(&dir);
+                Err(Error::Runtime { detail: format!("starting the helper: {e}") })
+            }
+        }
+    }
+
+    /// Waits until the container exists and runs; a container that could not be created (or a
+    /// setup step that failed before start) is `Runtime`, with everything torn down.
+    pub fn wait_started(&self, launched: &mut Launched, dl: &Deadline) -> Result<(), Error> {
+        let limit = Instant::now() + Duration::from_secs(60);
+        let until = dl.instant().map_or(limit, |d| d.min(limit));
+        match launched.running.next_event(Some(until)) {
+            Ok(Event::Started { .. }) => Ok(()),
+            Ok(Event::Finished { outcome, measured, teardown }) => {
+                launched.early = Some((outcome, measured, teardown));
+                Ok(())
+            }
+            Err(WaitError::Timeout) => {
+                if let Err(e) = dl.check(&[]) {
+                    self.abandon(launched, "deadline before the container started");
+                    return Err(e);
+                }
+                Err(Error::Runtime { detail: self.abandon(launched, "the container did not start within 60 s") })
+            }
+            Err(WaitError::Helper(e)) => Err(Error::Runtime { detail: self.abandon(launched, &e) }),
+        }
+    }
+
+    /// Kills a helper that failed or hangs (its container dies with it: parent-death signal)
+    /// and sweeps what it left. Returns the detail for the error.
+    fn abandon(&self, launched: &mut Launched, why: &str) -> String {
+        launched.running.kill_helper();
+        let swept = sandbox_linux::sweep_container(
+            self.layout,
+            self.cgroup_path(&launched.id).as_deref(),
+            &self.state_root.join(&launched.id),
+        );
+        let _ = fsutil::remove_tree(&launched.dir);
+        let swept = swept.map_or_else(|e| format!("; sweep: {e}"), |()| String::from("; leftovers swept"));
+        format!("helper failed: {why}{swept}")
+    }
+
+    /// Waits for the end of the spawn and its proven teardown. While `closing` is unset it
+    /// waits as long as the workload runs; once a kill was sent (by the caller or because the
+    /// set closes) it waits at most 30 s more, then abandons the helper.
+    pub fn finish(&self, mut launched: Launched, closing: &AtomicBool, mut killed: bool) -> Result<Finish, Error> {
+        let mut kill_deadline = killed.then(|| Instant::now() + Duration::from_secs(30));
+        let mut closed = false;
+        let result = loop {
+            if let Some(early) = launched.early.take() {
+                break Ok(early);
+            }
+            if !killed && closing.load(Ordering::SeqCst) {
+                let _ = launched.running.signal(libc_sigkill());
+                killed = true;
+                closed = true;
+                kill_deadline = Some(Instant::now() + Duration::from_secs(30));
+            }
+            match launched.running.next_event(Some(Instant::now() + Duration::from_millis(100))) {
+                Ok(Event::Started { .. }) => {}
+                Ok(Event::Finished { outcome, measured, teardown }) => break Ok((outcome, measured, teardown)),
+                Err(WaitError::Timeout) if kill_deadline.is_none_or(|d| Instant::now() < d) => {}
+                Err(WaitError::Timeout) => break Err(String::from("the helper did not finish within 30 s of a kill")),
+                Err(WaitError::Helper(e)) => break Err(e),
+            }
+        };
+        let (outcome, measured, teardown) = match result {
+            Ok(f) => f,
+            Err(e) => {
+                let detail = self.abandon(&mut launched, &e);
+                return Err(Error::Runtime { detail });
+            }
+        };
+        launched.running.reap();
+        let _ = fsutil::remove_tree(&launched.dir);
+        if !teardown {
+            return Err(Error::Runtime { detail: String::from("teardown unproven: the container was not deleted") });
+        }
+        let status = match outcome {
+            Outcome::Exited { code } => Ok(ExitStatus::Code(code)),
+            Outcome::Signalled { signal } => Ok(ExitStatus::Signal(signal)),
+            Outcome::Failed { detail } => Err(detail),
+        };
+        Ok(Finish { status, measured, closed })
+    }
+
     /// Runs one spawn to its end: output combined, stdin `/dev/null`. With `require` the
     /// probe's measurements become requirements (a spawn getting less fails).
     pub fn spawn(
@@ -299,94 +418,56 @@ impl LinuxBackend {
         closing: &AtomicBool,
         require: bool,
     ) -> Result<(Output, Measured), Error> {
-        dl.check(&[])?;
-        let id = format!("sbx-{}-{}", self.tag, self.counter.fetch_add(1, Ordering::SeqCst));
-        let bundle = self.compile(profile, input, &id)?;
-        let dir = self.bundles.join(&id);
-        write_bundle(&bundle, &dir)?;
-        let result = self.run_bundle(dl, &bundle, &dir, &id, limit, closing, require);
-        let _ = fsutil::remove_tree(&dir);
-        result
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn run_bundle(
-        &self,
-        dl: &Deadline,
-        bundle: &Bundle,
-        dir: &Path,
-        id: &str,
-        limit: Option<u64>,
-        closing: &AtomicBool,
-        require: bool,
-    ) -> Result<(Output, Measured), Error> {
-        let private_net = !bundle.host_network;
-        let request = Request {
-            bundle: dir.to_path_buf(),
-            id: id.to_owned(),
-            state_root: self.state_root.clone(),
-            rootless: self.uid != 0,
-            loopback: private_net,
-            require_loopback: require && private_net && self.probe.loopback == Some(true),
-            require_landlock: require && self.probe.landlock == "full",
-            require_seccomp: require && self.probe.seccomp,
-            readback: self.readback_files(id),
-        };
         let (out_r, out_w) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::io("pipe", e.into()))?;
         let err_w = out_w.try_clone().map_err(|e| Error::io("pipe", e))?;
         let stdin: OwnedFd = std::fs::File::open("/dev/null").map_err(|e| Error::io("opening /dev/null", e))?.into();
-        let mut running = sandbox_linux::spawn_helper(&request, stdin, out_w, err_w)
-            .map_err(|e| Error::Runtime { detail: format!("starting the helper: {e}") })?;
-
+        let mut launched = self.launch(dl, profile, input, stdin, out_w, err_w, require)?;
         let mut bytes = Vec::new();
         let stop = pump(&out_r, dl, limit, closing, &mut bytes);
         if stop.is_some() {
-            let _ = running.signal(libc_sigkill());
+            let _ = launched.running.signal(libc_sigkill());
             drain(&out_r, Duration::from_secs(5));
         }
-        let finished = loop {
-            match running.next_event(Some(Instant::now() + Duration::from_secs(30))) {
-                Ok(Event::Started { .. }) => continue,
-                Ok(Event::Finished { outcome, measured, teardown }) => break Ok((outcome, measured, teardown)),
-                Err(WaitError::Timeout) => break Err(String::from("the helper did not finish within 30 s")),
-                Err(WaitError::Helper(e)) => break Err(e),
-            }
-        };
-        let (outcome, measured, teardown) = match finished {
-            Ok(f) => {
-                running.reap();
-                f
-            }
-            Err(e) => {
-                // The helper is gone or stuck: kill it (its container dies with it) and sweep
-                // what it left, so nothing outlives this call.
-                running.kill_helper();
-                let swept = sandbox_linux::sweep_container(
-                    self.layout,
-                    self.cgroup_path(id).as_deref(),
-                    &self.state_root.join(id),
-                );
-                let swept = swept.map_or_else(|e| format!("; sweep: {e}"), |()| String::from("; leftovers swept"));
-                return Err(Error::Runtime { detail: format!("helper failed: {e}{swept}") });
-            }
-        };
+        let finish = self.finish(launched, closing, stop.is_some())?;
         match stop {
             Some(Stop::Deadline(e)) => return Err(with_partial(e, bytes)),
             Some(Stop::Limit) => return Err(Error::OutputLimit { partial: bytes }),
             Some(Stop::Closed) => return Err(Error::ExecutorClosed { partial: bytes }),
+            None if finish.closed => return Err(Error::ExecutorClosed { partial: bytes }),
             None => {}
         }
-        if !teardown {
-            return Err(Error::Runtime { detail: String::from("teardown unproven: the container was not deleted") });
-        }
-        let status = match outcome {
-            Outcome::Exited { code } => ExitStatus::Code(code),
-            Outcome::Signalled { signal } => ExitStatus::Signal(signal),
-            Outcome::Failed { detail } => return Err(Error::Runtime { detail }),
-        };
-        Ok((Output { bytes, status }, measured))
+        let status = finish.status.map_err(|detail| Error::Runtime { detail })?;
+        Ok((Output { bytes, status }, finish.measured))
     }
+}
+
+/// A spawn whose helper runs.
+#[derive(Debug)]
+pub(crate) struct Launched {
+    pub running: sandbox_linux::Running,
+    id: String,
+    dir: PathBuf,
+    /// A `Finished` that arrived before `Started` (the container never ran).
+    early: Option<(Outcome, Measured, bool)>,
+}
+
+impl Launched {
+    /// The helper reported the end before the container started (it was never created).
+    pub fn ended_early(&self) -> bool {
+        self.early.is_some()
+    }
+}
+
+/// The end of a spawn.
+#[derive(Debug)]
+pub(crate) struct Finish {
+    /// The status, or the setup failure's detail.
+    pub status: Result<ExitStatus, String>,
+    /// What the helper measured.
+    pub measured: Measured,
+    /// The set's close killed it.
+    pub closed: bool,
 }
 
 fn libc_sigkill() -> i32 {

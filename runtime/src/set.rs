@@ -3,16 +3,21 @@
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use sandbox_bundle::{
     Access, CompileReport, Error, Guarantees, Home, Isolation, Level, Profile, ScrubFlags, check_invariants, scrub,
 };
 
 use crate::output::Output;
+use crate::process::{
+    LifetimeContainment, Process, ProcessAccess, ProcessAccessKind, ProcessOptions, ProcessReader, ProcessResult,
+    ProcessStdin,
+};
 use crate::{Deadline, ExecutorSetOptions, direct, fsutil};
 
 #[cfg(target_os = "linux")]
@@ -76,12 +81,24 @@ pub struct Executor {
     report: CompileReport,
 }
 
-/// Admission of one run: counted until dropped, so that close can wait for it.
-struct Admitted<'a> {
-    set: &'a SetInner,
+/// Admission of one run or process: counted until dropped, so that close can wait for it.
+pub(crate) struct Admitted {
+    set: Arc<SetInner>,
 }
 
-impl Drop for Admitted<'_> {
+impl Admitted {
+    /// Admits new work, unless the set is closed.
+    fn new(set: &Arc<SetInner>) -> Option<Admitted> {
+        let mut state = set.lock();
+        if state.closed {
+            return None;
+        }
+        state.active += 1;
+        Some(Admitted { set: Arc::clone(set) })
+    }
+}
+
+impl Drop for Admitted {
     fn drop(&mut self) {
         let mut state = self.set.lock();
         state.active -= 1;
@@ -455,6 +472,74 @@ impl Executor {
         self.run(dl, cwd, argv, Some(max_output))
     }
 
+    /// Checks and consumes authority for one process and compiles it; spawns nothing
+    /// (CONTRACT.md §12). `start` on the result spawns it.
+    pub fn prepare_process(&self, dl: &Deadline, o: ProcessOptions) -> Result<PreparedProcess, Error> {
+        dl.check(&[])?;
+        self.check_open()?;
+        if o.tty {
+            return Err(Error::ProcessTtyUnsupported);
+        }
+        let bad = |detail: &str| Err(Error::InvalidArgument { detail: detail.to_owned() });
+        match (o.command.is_empty(), o.argv.is_empty()) {
+            (false, false) => return bad("command and argv: give exactly one"),
+            (true, true) => return bad("command and argv: give exactly one"),
+            _ => {}
+        }
+        if !o.argv.is_empty() && o.argv[0].is_empty() {
+            return bad("argv: empty program");
+        }
+        if o.argv.iter().any(|a| a.as_encoded_bytes().contains(&0)) {
+            return bad("argv: contains NUL");
+        }
+        let malformed = |detail: &str| Err(Error::GrantMalformed { detail: detail.to_owned() });
+        if !is_safe_text(&o.execution_id) {
+            return malformed("execution_id: empty, padded with whitespace or containing NUL");
+        }
+        if !o.command.is_empty() && !is_safe_text(&o.command) {
+            return malformed("command: padded with whitespace or containing NUL");
+        }
+        if !o.grants.is_empty() && o.argv.iter().any(|a| a.to_str().is_none()) {
+            return malformed("argv: not UTF-8 while grants are given");
+        }
+        let cwd = std::fs::canonicalize(&o.cwd).ok().filter(|p| p.is_dir()).ok_or_else(|| Error::GrantMalformed {
+            detail: format!("cwd: {} does not resolve to a directory", o.cwd.display()),
+        })?;
+        match self.set.profile.config().command {
+            Access::Deny => return Err(Error::GrantDenied { detail: String::from("command.execute is deny") }),
+            Access::Gated if o.grants.is_empty() => return Err(Error::GrantRequired),
+            _ => {}
+        }
+        if !o.grants.is_empty() {
+            return Err(Error::GrantUnsupported { detail: String::from("grants are not implemented in this version") });
+        }
+        let argv: Vec<OsString> = if o.command.is_empty() {
+            o.argv
+        } else {
+            vec![OsString::from("/bin/sh"), OsString::from("-c"), OsString::from(o.command)]
+        };
+        #[cfg(target_os = "linux")]
+        if let Backend::Linux(linux) = &self.set.backend {
+            // Compiled now so that a spawn that cannot be expressed fails before start.
+            let input = self.spawn_input(&argv, cwd.clone())?;
+            linux.compile(&self.set.profile, &input, "prepare")?;
+        }
+        Ok(PreparedProcess {
+            set: Arc::clone(&self.set),
+            argv,
+            cwd,
+            env: self.env.clone(),
+            home_dir: self.home_dir.clone(),
+            temp_dir: self.temp_dir.clone(),
+            state: Mutex::new(Prepared::Ready),
+        })
+    }
+
+    #[cfg(target_os = "linux")]
+    fn spawn_input<'a>(&'a self, argv: &[OsString], cwd: PathBuf) -> Result<SpawnInput<'a>, Error> {
+        spawn_input(argv, cwd, &self.env, self.home_dir.as_deref(), &self.temp_dir)
+    }
+
     fn check_open(&self) -> Result<(), Error> {
         if self.set.lock().closed { Err(Error::ExecutorClosed { partial: Vec::new() }) } else { Ok(()) }
     }
@@ -486,33 +571,15 @@ impl Executor {
             Access::Gated => return Err(Error::GrantRequired),
             Access::Allow => {}
         }
-        let _admitted = {
-            let mut state = self.set.lock();
-            if state.closed {
-                return Err(Error::ExecutorClosed { partial: Vec::new() });
-            }
-            state.active += 1;
-            Admitted { set: &self.set }
+        let Some(_admitted) = Admitted::new(&self.set) else {
+            return Err(Error::ExecutorClosed { partial: Vec::new() });
         };
         match &self.set.backend {
             Backend::Direct => direct::run(dl, &cwd, argv, &self.env, limit, &self.set.closing),
             #[cfg(target_os = "linux")]
             Backend::Linux(linux) => {
-                let argv = argv
-                    .iter()
-                    .map(|a| {
-                        a.as_ref().to_str().map(str::to_owned).ok_or_else(|| Error::InvalidArgument {
-                            detail: String::from("argv: not valid UTF-8 (container arguments are text)"),
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                let input = SpawnInput {
-                    argv,
-                    cwd,
-                    env: self.env.clone(),
-                    home_dir: self.home_dir.as_deref(),
-                    temp_dir: &self.temp_dir,
-                };
+                let argv: Vec<OsString> = argv.iter().map(|a| a.as_ref().to_os_string()).collect();
+                let input = self.spawn_input(&argv, cwd)?;
                 linux.spawn(dl, &self.set.profile, &input, limit, &self.set.closing, true).map(|(output, _)| output)
             }
         }
@@ -565,4 +632,165 @@ fn env_detail(options: &ExecutorSetOptions) -> String {
         parts.push(format!("seeded: {}", files.join(" ")));
     }
     parts.join("; ")
+}
+
+fn is_safe_text(s: &str) -> bool {
+    !s.is_empty() && s.trim() == s && !s.contains('\0')
+}
+
+#[cfg(target_os = "linux")]
+fn spawn_input<'a>(
+    argv: &[OsString],
+    cwd: PathBuf,
+    env: &[(String, String)],
+    home_dir: Option<&'a Path>,
+    temp_dir: &'a Path,
+) -> Result<SpawnInput<'a>, Error> {
+    let argv = argv
+        .iter()
+        .map(|a| {
+            a.to_str().map(str::to_owned).ok_or_else(|| Error::InvalidArgument {
+                detail: String::from("argv: not valid UTF-8 (container arguments are text)"),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(SpawnInput { argv, cwd, env: env.to_vec(), home_dir, temp_dir })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Prepared {
+    Ready,
+    Started,
+    Closed,
+}
+
+/// A process that passed every check and may be started once.
+#[derive(Debug)]
+pub struct PreparedProcess {
+    set: Arc<SetInner>,
+    argv: Vec<OsString>,
+    cwd: PathBuf,
+    env: Vec<(String, String)>,
+    home_dir: Option<PathBuf>,
+    temp_dir: PathBuf,
+    state: Mutex<Prepared>,
+}
+
+impl PreparedProcess {
+    /// Starts the process, at most once; returns once the container (or the direct child)
+    /// exists. The deadline covers setup only.
+    pub fn start(&self, dl: &Deadline) -> Result<Process, Error> {
+        dl.check(&[])?;
+        {
+            let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match *state {
+                Prepared::Closed => return Err(Error::ProcessClosed),
+                Prepared::Started => return Err(Error::ProcessAlreadyStarted),
+                Prepared::Ready => *state = Prepared::Started,
+            }
+        }
+        let Some(admitted) = Admitted::new(&self.set) else {
+            return Err(Error::ProcessClosed);
+        };
+        match &self.set.backend {
+            Backend::Direct => {
+                let set = Arc::clone(&self.set);
+                let closing = move || set.closing.load(Ordering::SeqCst);
+                crate::direct::start(&self.argv, &self.cwd, &self.env, admitted, closing)
+            }
+            #[cfg(target_os = "linux")]
+            Backend::Linux(_) => self.start_linux(dl, admitted),
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn start_linux(&self, dl: &Deadline, admitted: Admitted) -> Result<Process, Error> {
+        let Backend::Linux(linux) = &self.set.backend else { unreachable!("checked by the caller") };
+        let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::io("pipe", e.into()));
+        let (in_r, in_w) = pipe()?;
+        let (out_r, out_w) = pipe()?;
+        let (err_r, err_w) = pipe()?;
+        let input = spawn_input(&self.argv, self.cwd.clone(), &self.env, self.home_dir.as_deref(), &self.temp_dir)?;
+        let started_at = SystemTime::now();
+        let mut launched = linux.launch(dl, &self.set.profile, &input, in_r, out_w, err_w, true)?;
+        linux.wait_started(&mut launched, dl)?;
+        if launched.ended_early() {
+            // The container was never created: that is a failed start, not a process.
+            let finish = linux.finish(launched, &self.set.closing, false)?;
+            let detail = finish.status.err().unwrap_or_else(|| String::from("the container ended before it started"));
+            return Err(Error::Runtime { detail });
+        }
+        let outcome = Arc::new(crate::process::Outcome::default());
+        let signaller: Arc<dyn crate::process::Signaller> = Arc::new(LinuxSignaller(launched.running.signal_handle()));
+        let set = Arc::clone(&self.set);
+        let out = Arc::clone(&outcome);
+        std::thread::Builder::new()
+            .name(String::from("sandbox-supervisor"))
+            .spawn(move || {
+                let Backend::Linux(linux) = &set.backend else { return };
+                let result = match linux.finish(launched, &set.closing, false) {
+                    Ok(f) if f.closed => Err(Error::ExecutorClosed { partial: Vec::new() }),
+                    Ok(f) => match f.status {
+                        Ok(status) => Ok(ProcessResult { status, started_at, finished_at: SystemTime::now() }),
+                        Err(detail) => Err(Error::Runtime { detail }),
+                    },
+                    Err(e) => Err(e),
+                };
+                out.set(result);
+                drop(admitted);
+            })
+            .map_err(|e| Error::io("starting the supervisor thread", e))?;
+        Ok(Process {
+            stdout: Mutex::new(Some(ProcessReader::new(File::from(out_r)))),
+            stderr: Mutex::new(Some(ProcessReader::new(File::from(err_r)))),
+            stdin: ProcessStdin::new(Some(File::from(in_w))),
+            containment: LifetimeContainment::Enforced,
+            activities: Mutex::new(Some(std::sync::mpsc::channel().1)),
+            outcome,
+            signaller,
+            killed: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// Closes it without starting: `start` then fails with `ProcessClosed`. Idempotent; a no-op
+    /// after `start`.
+    pub fn close(&self) -> Result<(), Error> {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if *state == Prepared::Ready {
+            *state = Prepared::Closed;
+        }
+        Ok(())
+    }
+
+    /// Where the spawn may write, for change tracking (HOME and TMPDIR not listed).
+    pub fn effective_access(&self) -> ProcessAccess {
+        let c = self.set.profile.config();
+        let write_trees: Vec<PathBuf> =
+            c.additional_roots.iter().filter(|r| r.write == Access::Allow).map(|r| r.path.clone()).collect();
+        let kind = if c.host_write == Access::Allow || c.workspace_write == Access::Allow {
+            ProcessAccessKind::BroadWrite
+        } else if c.workspace_write == Access::Gated || !write_trees.is_empty() {
+            ProcessAccessKind::ScopedWrite
+        } else {
+            ProcessAccessKind::ReadOnly
+        };
+        ProcessAccess { kind, write_paths: Vec::new(), write_trees }
+    }
+}
+
+impl Drop for PreparedProcess {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+struct LinuxSignaller(sandbox_linux::SignalHandle);
+
+#[cfg(target_os = "linux")]
+impl crate::process::Signaller for LinuxSignaller {
+    fn send(&self, sig: nix::sys::signal::Signal) {
+        let _ = self.0.send(sig as i32);
+    }
 }

@@ -288,3 +288,78 @@ fn reading_the_secret_via_proc_of_the_runtime_is_impossible() {
     let _ = fs::File::open(case.ws().join("hello.txt")).unwrap().read_to_string(&mut buf);
     assert_eq!(buf, "hello from the workspace\n");
 }
+
+fn sandbox_run(dir: &Path, args: &[&str]) -> Output {
+    Command::new(SANDBOX).current_dir(dir).arg("run").args(args).stdin(Stdio::null()).output().unwrap()
+}
+
+#[test]
+fn sandbox_run_passes_streams_and_exit_status_through() {
+    if !privileged("runc") {
+        return;
+    }
+    let case = Case::new();
+    let o = sandbox_run(&case.ws(), &["--", "/bin/sh", "-c", "echo out; echo err >&2; exit 3"]);
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    assert_eq!(stdout(&o), "out\n");
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "err\n");
+    let o = sandbox_run(&case.ws(), &["--", "/bin/sh", "-c", "kill -TERM $$"]);
+    assert_eq!(o.status.code(), Some(128 + 15), "{}", describe(&o));
+    let o = sandbox_run(&case.ws(), &["--", "no-such-program"]);
+    assert_eq!(o.status.code(), Some(127), "{}", describe(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("sandbox: exec: "));
+    let o = sandbox_run(&case.ws(), &["--timeout", "0.5", "--", "sleep", "30"]);
+    assert_eq!(o.status.code(), Some(125), "{}", describe(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "sandbox: deadline exceeded\n");
+    let o = sandbox_run(&case.ws(), &["--output-limit", "5", "--", "echo", "1234567890"]);
+    assert_eq!(o.status.code(), Some(125), "{}", describe(&o));
+    assert_eq!(stdout(&o), "12345");
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "sandbox: output limit\n");
+}
+
+#[test]
+fn sandbox_run_json_prints_exactly_one_object() {
+    if !privileged("runc") {
+        return;
+    }
+    let case = Case::new();
+    let o = sandbox_run(&case.ws(), &["--json", "--", "/bin/sh", "-c", "echo out; echo err >&2; kill -KILL $$"]);
+    assert_eq!(o.status.code(), Some(128 + 9), "{}", describe(&o));
+    assert!(o.stderr.is_empty());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["exit_code"], serde_json::Value::Null);
+    assert_eq!(v["signal"], 9);
+    assert_eq!(v["stdout"], "out\n");
+    assert_eq!(v["stderr"], "err\n");
+    assert_eq!(v["error"], serde_json::Value::Null);
+    assert_eq!(v["level"], "full");
+    assert!(v["guarantees"].as_array().unwrap().iter().any(|g| g == "network-boundary"));
+    assert!(v["report"].as_array().unwrap().iter().any(|e| e["feature"] == "landlock"));
+    let o = sandbox_run(&case.ws(), &["--json", "--timeout", "0.3", "--", "sleep", "30"]);
+    assert_eq!(o.status.code(), Some(125));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["error"], "deadline_exceeded");
+}
+
+#[test]
+fn sandbox_proof_and_probe() {
+    if !privileged("runc") {
+        return;
+    }
+    let o = Command::new(SANDBOX).arg("proof").output().unwrap();
+    assert!(o.status.success(), "{}", describe(&o));
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "confined");
+    assert_eq!(lines[1], "level: full");
+    assert!(lines[2].starts_with("guarantees: process-boundary,"));
+    assert!(lines.iter().any(|l| l.starts_with("report: landlock: enforced: ")));
+    assert_eq!(*lines.last().unwrap(), "exit status: 0");
+    let o = Command::new(SANDBOX).args(["probe", "--json"]).output().unwrap();
+    assert!(o.status.success(), "{}", describe(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["available"], true);
+    assert_eq!(v["backend"], "linux-container");
+    assert_eq!(v["level"], "full");
+    assert!(v["landlock_abi"].as_u64().is_some_and(|abi| abi >= 1), "{v}");
+}

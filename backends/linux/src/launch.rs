@@ -5,6 +5,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -18,9 +19,24 @@ use crate::sys;
 pub struct Running {
     child: Child,
     reader: BufReader<File>,
-    writer: File,
+    writer: SignalHandle,
     /// The container init's pid, once started.
     pub pid: Option<i32>,
+}
+
+/// Sends signals to a spawn's container through its helper, from any thread.
+#[derive(Clone, Debug)]
+pub struct SignalHandle(Arc<Mutex<File>>);
+
+impl SignalHandle {
+    /// Asks the helper to send `signal` to the container's init (which forwards it to the
+    /// whole pid namespace). Fails once the helper is gone.
+    pub fn send(&self, signal: i32) -> std::io::Result<()> {
+        let mut line = serde_json::to_string(&Command::Signal { signal }).map_err(std::io::Error::other)?;
+        line.push('\n');
+        let file = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        (&*file).write_all(line.as_bytes())
+    }
 }
 
 /// The end of one spawn.
@@ -59,11 +75,11 @@ pub fn spawn_helper(request: &Request, stdin: OwnedFd, stdout: OwnedFd, stderr: 
     let child = command.spawn()?;
     drop(theirs);
     let file = File::from(OwnedFd::from(ours));
-    let mut running = Running { child, reader: BufReader::new(file.try_clone()?), writer: file, pid: None };
     let mut line = serde_json::to_string(request).map_err(std::io::Error::other)?;
     line.push('\n');
-    running.writer.write_all(line.as_bytes())?;
-    Ok(running)
+    (&file).write_all(line.as_bytes())?;
+    let reader = BufReader::new(file.try_clone()?);
+    Ok(Running { child, reader, writer: SignalHandle(Arc::new(Mutex::new(file))), pid: None })
 }
 
 impl Running {
@@ -108,9 +124,12 @@ impl Running {
 
     /// Asks the helper to send `signal` to the container's init.
     pub fn signal(&mut self, signal: i32) -> std::io::Result<()> {
-        let mut line = serde_json::to_string(&Command::Signal { signal }).map_err(std::io::Error::other)?;
-        line.push('\n');
-        self.writer.write_all(line.as_bytes())
+        self.writer.send(signal)
+    }
+
+    /// A handle that can signal the container from another thread.
+    pub fn signal_handle(&self) -> SignalHandle {
+        self.writer.clone()
     }
 
     /// Kills the helper outright (its container dies with it: the init's parent-death signal).

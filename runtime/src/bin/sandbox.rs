@@ -1,15 +1,22 @@
 //! The `sandbox` command line: thin verbs over the public facade (CONTRACT.md §18).
 //!
-//! Exit status: 0 on success; 125 for a sandbox error (`sandbox: <error>` on stderr); 2 for a
-//! usage error (clap's own exit code).
+//! Exit status: the workload's code; 128 + n for signal n; 125 for a sandbox error
+//! (`sandbox: <error>` on stderr); 2 for a usage error (clap's own exit code).
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use sandbox::bundle::{ExportRequest, HostView, export_bundle};
-use sandbox::{Access, Error, Home, Isolation, Profile, ProfileConfig};
+use sandbox::{
+    Access, Deadline, Error, ExecutorSet, ExecutorSetOptions, ExitStatus, Home, Isolation, Process, ProcessOptions,
+    Profile, ProfileConfig, Signal,
+};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -24,11 +31,51 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run ARGV in a fresh sandbox; stdout and stderr pass through; exit with its status.
+    Run(RunArgs),
     /// OCI bundle operations.
     Bundle {
         #[command(subcommand)]
         command: BundleCommand,
     },
+    /// Run the stage-11 proof: `echo confined` in a denied-network, isolated-home sandbox.
+    Proof,
+    /// Print, as JSON, what this host can enforce and what the default profile gets here.
+    Probe {
+        /// Accepted for symmetry; the output is always JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct RunArgs {
+    /// A JSON profile file (ProfileConfig keys); default: the current directory as a
+    /// read-write workspace, host read allow, host write deny, network deny.
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
+    /// The working directory of the command (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// The scratch root (default: a new temporary directory, removed afterwards).
+    #[arg(long, value_name = "DIR")]
+    scratch: Option<PathBuf>,
+    /// Kill the process tree this many seconds after start (exit 125).
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<f64>,
+    /// Pass on at most N bytes of each stream; the first byte beyond kills the tree (exit 125).
+    #[arg(long, value_name = "N")]
+    output_limit: Option<u64>,
+    /// Print exactly one JSON object on stdout (exit_code, signal, stdout, stderr, error, level,
+    /// guarantees, guarantee_bits, report) and nothing else.
+    #[arg(long)]
+    json: bool,
+    /// Print level, guarantees and report as JSON on stderr.
+    #[arg(long)]
+    report: bool,
+    /// The command and its arguments (no shell).
+    #[arg(last = true, required = true, value_name = "ARGV")]
+    argv: Vec<OsString>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -38,8 +85,7 @@ enum BundleCommand {
         /// Output directory: missing (its parent must exist) or empty.
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
-        /// A JSON profile file (ProfileConfig keys); default: the current directory as a
-        /// read-write workspace, host read allow, host write deny, network deny.
+        /// A JSON profile file (ProfileConfig keys); default as for `run`.
         #[arg(long, value_name = "FILE")]
         profile: Option<PathBuf>,
         /// The working directory of the command (default: the current directory).
@@ -54,8 +100,16 @@ enum BundleCommand {
 fn main() -> ExitCode {
     sandbox::init();
     let cli = Cli::parse();
-    match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+    let result = match cli.command {
+        Command::Run(args) => run(args),
+        Command::Bundle { command: BundleCommand::Export { out, profile, cwd, argv } } => {
+            export(&out, profile.as_deref(), cwd, argv).map(|()| 0)
+        }
+        Command::Proof => sandbox::proof::stage11(&mut std::io::stdout()).map(|()| 0),
+        Command::Probe { json: _ } => probe(),
+    };
+    match result {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
             eprintln!("sandbox: {e}");
             ExitCode::from(125)
@@ -63,35 +117,208 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<(), Error> {
-    match cli.command {
-        Command::Bundle { command: BundleCommand::Export { out, profile, cwd, argv } } => {
-            let current = std::env::current_dir().map_err(|e| Error::io("current directory", e))?;
-            let profile = load_profile(profile.as_deref(), &current)?;
-            let cwd = match cwd {
-                Some(c) if c.is_relative() => current.join(c),
-                Some(c) => c,
-                None => current,
-            };
-            let (uid, gid) = ids();
-            let request = ExportRequest {
-                argv,
-                cwd,
-                env_snapshot: std::env::vars_os().collect(),
-                real_home: std::env::var_os("HOME").map(PathBuf::from),
-                uid,
-                gid,
-                ..ExportRequest::default()
-            };
-            export_bundle(&profile, &HostView::scan(), &request, &out)?;
-            println!("{}", out.display());
-            Ok(())
+fn current_dir() -> Result<PathBuf, Error> {
+    std::env::current_dir().map_err(|e| Error::io("current directory", e))
+}
+
+fn resolve(current: &Path, p: Option<PathBuf>) -> PathBuf {
+    match p {
+        Some(c) if c.is_relative() => current.join(c),
+        Some(c) => c,
+        None => current.to_path_buf(),
+    }
+}
+
+fn export(out: &Path, profile: Option<&Path>, cwd: Option<PathBuf>, argv: Vec<OsString>) -> Result<(), Error> {
+    let current = current_dir()?;
+    let profile = load_profile(profile, &current)?;
+    let (uid, gid) = ids();
+    let request = ExportRequest {
+        argv,
+        cwd: resolve(&current, cwd),
+        env_snapshot: std::env::vars_os().collect(),
+        real_home: std::env::var_os("HOME").map(PathBuf::from),
+        uid,
+        gid,
+        ..ExportRequest::default()
+    };
+    export_bundle(&profile, &HostView::scan(), &request, out)?;
+    println!("{}", out.display());
+    Ok(())
+}
+
+fn probe() -> Result<i32, Error> {
+    let probe = sandbox::probe(&Deadline::after(Duration::from_secs(60)))?;
+    let text = serde_json::to_string_pretty(&probe).map_err(|e| Error::io("encoding json", e.into()))?;
+    println!("{text}");
+    Ok(0)
+}
+
+/// A stream copied as it arrives: to our own stream, or captured for `--json`.
+struct Copy {
+    captured: Vec<u8>,
+    exceeded: bool,
+}
+
+fn pump(
+    mut reader: impl Read,
+    mut sink: Option<Box<dyn Write + Send>>,
+    limit: Option<u64>,
+    process: &Arc<Process>,
+    exceeded: &AtomicBool,
+) -> Copy {
+    let mut copy = Copy { captured: Vec::new(), exceeded: false };
+    let mut passed: u64 = 0;
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let allowed = limit.map_or(n, |l| usize::try_from(l.saturating_sub(passed)).unwrap_or(usize::MAX).min(n));
+        let chunk = &buf[..allowed];
+        passed += allowed as u64;
+        match sink.as_mut() {
+            Some(s) => {
+                let _ = s.write_all(chunk).and_then(|()| s.flush());
+            }
+            None => copy.captured.extend_from_slice(chunk),
         }
+        if allowed < n && !copy.exceeded {
+            copy.exceeded = true;
+            exceeded.store(true, Ordering::SeqCst);
+            let _ = process.signal(&Deadline::none(), Signal::Kill);
+        }
+    }
+    copy
+}
+
+fn run(args: RunArgs) -> Result<i32, Error> {
+    let current = current_dir()?;
+    let profile = load_profile(args.profile.as_deref(), &current)?;
+    let temp;
+    let scratch = match &args.scratch {
+        Some(s) => resolve(&current, Some(s.clone())),
+        None => {
+            temp = TempScratch::new()?;
+            temp.0.clone()
+        }
+    };
+    let setup = Deadline::after(Duration::from_secs(60));
+    let set = ExecutorSet::new(&setup, &profile, ExecutorSetOptions::new(&scratch).max_executors(1))?;
+    let executor = set.executor("sandbox-cli")?;
+    let prepared = executor.prepare_process(
+        &setup,
+        ProcessOptions {
+            cwd: resolve(&current, args.cwd.clone()),
+            argv: args.argv.clone(),
+            execution_id: String::from("sandbox-cli"),
+            ..ProcessOptions::default()
+        },
+    )?;
+    let process = Arc::new(prepared.start(&setup)?);
+    process.stdin().close();
+    let exceeded = Arc::new(AtomicBool::new(false));
+    let streams: Vec<_> = [(process.take_stdout(), true), (process.take_stderr(), false)]
+        .into_iter()
+        .filter_map(|(reader, is_stdout)| {
+            let reader = reader?;
+            let sink: Option<Box<dyn Write + Send>> = match (args.json, is_stdout) {
+                (true, _) => None,
+                (false, true) => Some(Box::new(std::io::stdout())),
+                (false, false) => Some(Box::new(std::io::stderr())),
+            };
+            let (process, exceeded, limit) = (Arc::clone(&process), Arc::clone(&exceeded), args.output_limit);
+            Some(std::thread::spawn(move || pump(reader, sink, limit, &process, &exceeded)))
+        })
+        .collect();
+    let deadline = match args.timeout {
+        Some(s) if s.is_finite() && s >= 0.0 => Deadline::after(Duration::from_secs_f64(s)),
+        Some(_) => return Err(Error::InvalidArgument { detail: String::from("--timeout: not a number of seconds") }),
+        None => Deadline::none(),
+    };
+    let mut error: Option<Error> = None;
+    let result = match process.wait(&deadline) {
+        Ok(r) => Some(r),
+        Err(Error::DeadlineExceeded { .. }) => {
+            let _ = process.signal(&Deadline::none(), Signal::Kill);
+            error = Some(Error::DeadlineExceeded { partial: Vec::new() });
+            process.wait(&Deadline::none()).ok()
+        }
+        Err(e) => {
+            error = Some(e);
+            None
+        }
+    };
+    let copies: Vec<Copy> = streams.into_iter().filter_map(|t| t.join().ok()).collect();
+    if error.is_none() && exceeded.load(Ordering::SeqCst) {
+        error = Some(Error::OutputLimit { partial: Vec::new() });
+    }
+    let status = result.map(|r| r.status);
+    if args.report && !args.json {
+        let text = serde_json::json!({
+            "level": executor.level().to_string(),
+            "guarantees": executor.guarantees().names(),
+            "guarantee_bits": executor.guarantee_bits(),
+            "report": executor.report().entries,
+        });
+        eprintln!("{text}");
+    }
+    if args.json {
+        let text =
+            |i: usize| copies.get(i).map(|c| String::from_utf8_lossy(&c.captured).into_owned()).unwrap_or_default();
+        let value = serde_json::json!({
+            "exit_code": status.and_then(|s| s.code()),
+            "signal": status.and_then(|s| s.signal()),
+            "stdout": text(0),
+            "stderr": text(1),
+            "error": error.as_ref().map(|e| e.kind().as_str()),
+            "level": executor.level().to_string(),
+            "guarantees": executor.guarantees().names(),
+            "guarantee_bits": executor.guarantee_bits(),
+            "report": executor.report().entries,
+        });
+        println!("{value}");
+    }
+    drop(executor);
+    set.close()?;
+    if let Some(e) = error {
+        if !args.json {
+            return Err(e);
+        }
+        return Ok(125);
+    }
+    Ok(match status {
+        Some(ExitStatus::Code(c)) => c & 0xff,
+        Some(ExitStatus::Signal(s)) => 128 + s,
+        None => 125,
+    })
+}
+
+/// A temporary scratch root for one `sandbox run`, removed afterwards.
+struct TempScratch(PathBuf);
+
+impl TempScratch {
+    fn new() -> Result<TempScratch, Error> {
+        let base = std::fs::canonicalize(std::env::temp_dir()).map_err(|e| Error::io("resolving the temp dir", e))?;
+        for n in 0..100u32 {
+            let path = base.join(format!("sandbox-cli-{}-{n}", std::process::id()));
+            if std::fs::create_dir(&path).is_ok() {
+                return Ok(TempScratch(path));
+            }
+        }
+        Err(Error::io("creating a scratch directory", std::io::Error::other("no free name")))
+    }
+}
+
+impl Drop for TempScratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
 /// The profile from `--profile`, or the CLI default for `current` (CONTRACT.md §18).
-fn load_profile(file: Option<&std::path::Path>, current: &std::path::Path) -> Result<Profile, Error> {
+fn load_profile(file: Option<&Path>, current: &Path) -> Result<Profile, Error> {
     let config = match file {
         Some(path) => {
             let text = std::fs::read_to_string(path)

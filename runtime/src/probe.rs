@@ -1,0 +1,182 @@
+//! `sandbox::probe` (CONTRACT.md §18): what this host can enforce, and what the default profile
+//! gets here. Computed once per process (a probe container per call would cost a spawn).
+
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+use crate::{
+    Access, Deadline, Error, ExecutorSet, ExecutorSetOptions, Home, Isolation, Profile, ProfileConfig, ReportEntry,
+};
+
+/// The cgroup facts of [`HostProbe`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CgroupProbe {
+    /// `"v1"` (v1 or hybrid: the runtime uses v1), `"v2"`, or `"none"`.
+    pub version: &'static str,
+    /// Whether the caller can create cgroups (root, or a delegated parent).
+    pub delegated: bool,
+    /// The default `cgroup_parent`, if any.
+    pub parent: Option<String>,
+}
+
+/// What this host can enforce (the JSON of `sandbox probe`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HostProbe {
+    /// `std::env::consts::OS`.
+    pub os: &'static str,
+    /// `std::env::consts::ARCH`.
+    pub arch: &'static str,
+    /// `linux-container`, `seatbelt`, or none.
+    pub backend: Option<&'static str>,
+    /// Whether a sandboxed profile can run here.
+    pub available: bool,
+    /// Why not (and what to change), or what was measured.
+    pub reason: String,
+    /// User namespaces can be created.
+    pub user_namespaces: bool,
+    /// Recursive read-only binds (`mount_setattr`) worked in the probe container.
+    pub recursive_read_only: bool,
+    /// The kernel's Landlock ABI, if it has Landlock.
+    pub landlock_abi: Option<u32>,
+    /// The seccomp filter was installed in the probe container.
+    pub seccomp: bool,
+    /// cgroup layout and delegation.
+    pub cgroup: CgroupProbe,
+    /// `lo` came up in the probe container's private network namespace.
+    pub loopback: bool,
+    /// PTYs are available (`/dev/ptmx`).
+    pub pty: bool,
+    /// `sandbox::init()` ran in this process.
+    pub init_called: bool,
+    /// The level the default profile gets.
+    pub level: &'static str,
+    /// Its guarantee names.
+    pub guarantees: Vec<&'static str>,
+    /// Its guarantee bits.
+    pub guarantee_bits: u64,
+    /// Lifetime containment of its processes.
+    pub lifetime_containment: &'static str,
+    /// Grant classes a backend here can enforce (none before grants land).
+    pub grant_classes: Vec<&'static str>,
+    /// Its report.
+    pub report: Vec<ReportEntry>,
+}
+
+static PROBE: OnceLock<HostProbe> = OnceLock::new();
+
+/// Probes this host once per process; later calls return the cached result.
+pub fn probe(dl: &Deadline) -> Result<HostProbe, Error> {
+    dl.check(&[])?;
+    if let Some(p) = PROBE.get() {
+        return Ok(p.clone());
+    }
+    let p = measure(dl)?;
+    Ok(PROBE.get_or_init(|| p).clone())
+}
+
+fn read_trim(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_owned())
+}
+
+fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
+    let is_root = is_root();
+    let user_namespaces = read_trim("/proc/sys/user/max_user_namespaces").is_some_and(|v| v != "0");
+    #[cfg(target_os = "linux")]
+    let (backend, landlock_abi, cgroup) = {
+        let layout = sandbox_linux::CgroupLayout::detect();
+        let version = match layout {
+            sandbox_linux::CgroupLayout::V2 => "v2",
+            sandbox_linux::CgroupLayout::V1OrHybrid => "v1",
+            sandbox_linux::CgroupLayout::None => "none",
+        };
+        let abi = sandbox_linux::landlock_abi();
+        let parent = is_root.then(|| String::from("/sandbox"));
+        (
+            Some(sandbox_linux::BACKEND_NAME),
+            (abi > 0).then_some(abi),
+            CgroupProbe { version, delegated: is_root, parent },
+        )
+    };
+    #[cfg(not(target_os = "linux"))]
+    let (backend, landlock_abi, cgroup) = (None, None, CgroupProbe { version: "none", delegated: false, parent: None });
+
+    let mut probe = HostProbe {
+        os: std::env::consts::OS,
+        arch: std::env::consts::ARCH,
+        backend,
+        available: false,
+        reason: String::new(),
+        user_namespaces,
+        recursive_read_only: false,
+        landlock_abi,
+        seccomp: false,
+        cgroup,
+        loopback: false,
+        pty: std::path::Path::new("/dev/ptmx").exists(),
+        init_called: crate::init_called(),
+        level: "none",
+        guarantees: Vec::new(),
+        guarantee_bits: 0,
+        lifetime_containment: "unspecified",
+        grant_classes: Vec::new(),
+        report: Vec::new(),
+    };
+
+    let workspace = crate::fsutil::TempDir::new("sandbox-probe-workspace-")?;
+    let scratch = crate::fsutil::TempDir::new("sandbox-probe-scratch-")?;
+    let profile = Profile::new(ProfileConfig {
+        workspace_root: workspace.path().to_path_buf(),
+        workspace_read: Access::Allow,
+        workspace_write: Access::Allow,
+        host_read: Access::Allow,
+        host_write: Access::Deny,
+        network: Access::Deny,
+        command: Access::Allow,
+        home: Home::IsolatedHome,
+        isolation: Isolation::Sandboxed,
+        additional_roots: Vec::new(),
+        ack_unconfined: false,
+    })?;
+    let outcome =
+        ExecutorSet::new(dl, &profile, ExecutorSetOptions::new(scratch.path()).max_executors(1)).and_then(|set| {
+            let executor = set.executor("probe")?;
+            let result = (executor.level(), executor.guarantees(), executor.report().clone());
+            drop(executor);
+            set.close()?;
+            Ok(result)
+        });
+    match outcome {
+        Ok((level, guarantees, report)) => {
+            let status = |f: &str| report.get(f).map(|e| e.status);
+            probe.available = true;
+            probe.reason = String::from("a probe container ran with the default profile");
+            probe.recursive_read_only = true; // the probe container's read-only binds are `rro`
+            probe.seccomp = status("seccomp") == Some(crate::Status::Enforced);
+            probe.loopback = status("loopback") == Some(crate::Status::Enforced);
+            probe.level = match level {
+                crate::Level::None => "none",
+                crate::Level::Degraded => "degraded",
+                crate::Level::Full => "full",
+            };
+            probe.guarantees = guarantees.names();
+            probe.guarantee_bits = guarantees.bits();
+            probe.lifetime_containment = "enforced";
+            probe.report = report.entries;
+        }
+        Err(e @ (Error::DeadlineExceeded { .. } | Error::Cancelled { .. })) => return Err(e),
+        Err(e) => probe.reason = e.to_string(),
+    }
+    Ok(probe)
+}
+
+fn is_root() -> bool {
+    #[cfg(unix)]
+    {
+        nix::unistd::getuid().is_root()
+    }
+    #[cfg(not(unix))]
+    {
+        false
+    }
+}
