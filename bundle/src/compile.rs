@@ -762,6 +762,8 @@ fn build_spec(
     });
     if let Launch::Embedded { cgroups_path: Some(path), pids_max, memory_max } = &spawn.launch {
         linux["cgroupsPath"] = json!(path);
+        // No `resources` at all without limits: its mere presence makes a v1 runtime write
+        // device rules, which only root may (rootless limits are then written by the helper).
         let mut resources = json!({});
         if let Some(pids) = pids_max {
             resources["pids"] = json!({"limit": pids});
@@ -769,7 +771,9 @@ fn build_spec(
         if let Some(mem) = memory_max {
             resources["memory"] = json!({"limit": mem});
         }
-        linux["resources"] = resources;
+        if pids_max.is_some() || memory_max.is_some() {
+            linux["resources"] = resources;
+        }
     }
     let empty: [&str; 0] = [];
     let env: Vec<String> = spawn.env.iter().map(|(k, v)| format!("{k}={v}")).collect();

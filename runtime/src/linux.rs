@@ -10,7 +10,7 @@ use sandbox_bundle::{
     Access, Bundle, CompileReport, Error, GrantDeltas, Guarantees, HostView, Launch, Level, Profile, ReportEntry,
     SpawnContext, Status, compile, write_bundle,
 };
-use sandbox_linux::protocol::{Event, Measured, Outcome, Request};
+use sandbox_linux::protocol::{Event, Limit, Measured, Outcome, Request};
 use sandbox_linux::{CgroupLayout, WaitError};
 
 use crate::output::{ExitStatus, Output, Stop, drain, pump};
@@ -23,6 +23,7 @@ pub(crate) struct Probe {
     pub landlock_abi: u32,
     pub seccomp: bool,
     pub loopback: Option<bool>,
+    pub loopback_error: Option<String>,
     pub limits: Result<String, String>,
 }
 
@@ -97,6 +98,7 @@ impl LinuxBackend {
                 landlock_abi: 0,
                 seccomp: false,
                 loopback: None,
+                loopback_error: None,
                 limits: Err(String::from("not probed")),
             },
         };
@@ -133,6 +135,7 @@ impl LinuxBackend {
             landlock_abi: measured.landlock_abi,
             seccomp: measured.seccomp == 2,
             loopback: measured.loopback,
+            loopback_error: measured.loopback_error.clone(),
             limits: backend.check_readback(&measured),
         };
         Ok(backend)
@@ -142,28 +145,33 @@ impl LinuxBackend {
         self.cgroup_parent.as_ref().map(|p| format!("{}/{id}", p.trim_end_matches('/')))
     }
 
-    fn readback_files(&self, id: &str) -> Vec<PathBuf> {
-        match self.cgroup_path(id) {
-            Some(path) => {
-                let (pids, memory) = self.layout.limit_files(&path);
-                if self.memory_max.is_some() { vec![pids, memory] } else { vec![pids] }
-            }
-            None => Vec::new(),
+    /// The spawn's cgroup limits. As root libcontainer applies them from `linux.resources`;
+    /// rootless the helper writes them itself (libcontainer's v1 manager would also write
+    /// device rules, which only root may).
+    fn limits(&self, id: &str) -> Vec<Limit> {
+        let Some(path) = self.cgroup_path(id) else { return Vec::new() };
+        let (pids, memory) = self.layout.limit_files(&path);
+        let write = self.uid != 0;
+        let mut limits = vec![Limit { file: pids, value: u64::from(self.pids_max), write }];
+        if let Some(value) = self.memory_max {
+            limits.push(Limit { file: memory, value, write });
         }
+        limits
     }
 
     fn check_readback(&self, measured: &Measured) -> Result<String, String> {
-        let pids = measured.readback.first().cloned().flatten();
-        if pids.as_deref() != Some(&self.pids_max.to_string()) {
-            return Err(format!("pids.max read back as {pids:?}, expected {}", self.pids_max));
+        let limits = self.limits("probe");
+        if limits.is_empty() {
+            return Err(String::from("no cgroup parent"));
+        }
+        for (limit, read) in limits.iter().zip(measured.readback.iter().chain(std::iter::repeat(&None))) {
+            if !read.as_deref().is_some_and(|r| limit.holds(r)) {
+                let name = limit.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                return Err(format!("{name} read back as {read:?}, expected {}", limit.value));
+            }
         }
         let mut detail = format!("pids.max {}", self.pids_max);
         if let Some(want) = self.memory_max {
-            let got = measured.readback.get(1).cloned().flatten().and_then(|v| v.parse::<u64>().ok());
-            // v1 rounds the limit down to whole pages.
-            if got.is_none_or(|g| g > want || want - g >= 4096 * 16) {
-                return Err(format!("the memory limit read back as {got:?}, expected {want}"));
-            }
             detail.push_str(&format!(", memory {want} bytes"));
         }
         Ok(format!("{detail} (cgroup under {})", self.cgroup_parent.as_deref().unwrap_or("?")))
@@ -212,7 +220,10 @@ impl LinuxBackend {
             _ => ReportEntry::new(
                 "loopback",
                 Status::Unenforced,
-                "lo could not be raised: localhost does not work inside",
+                format!(
+                    "lo could not be raised ({}): localhost does not work inside",
+                    p.loopback_error.as_deref().unwrap_or("unknown reason")
+                ),
             ),
         });
         r.set(if network != Access::Allow {
@@ -277,8 +288,8 @@ impl LinuxBackend {
             egress_route: false,
             launch: Launch::Embedded {
                 cgroups_path: self.cgroup_path(id),
-                pids_max: Some(self.pids_max),
-                memory_max: self.memory_max,
+                pids_max: (self.uid == 0).then_some(self.pids_max),
+                memory_max: self.memory_max.filter(|_| self.uid == 0),
             },
             grants: GrantDeltas::default(),
         };
@@ -316,7 +327,8 @@ impl LinuxBackend {
             require_loopback: require && private_net && self.probe.loopback == Some(true),
             require_landlock: require && self.probe.landlock == "full",
             require_seccomp: require && self.probe.seccomp,
-            readback: self.readback_files(&id),
+            limits: self.limits(&id),
+            require_limits: require && self.probe.limits.is_ok(),
         };
         match sandbox_linux::spawn_helper(&request, stdin, stdout, stderr) {
             Ok(running) => Ok(Launched { running, id, dir, early: None }),

@@ -20,8 +20,11 @@ use nix::unistd::{ForkResult, Pid, setsid};
 use crate::{filter, ruleset, sys};
 
 /// The descriptor number of the status pipe inside the container (kept by
-/// `with_preserved_fds(1)`).
+/// `with_preserved_fds(2)`).
 pub const STATUS_FD: i32 = 3;
+
+/// The descriptor number of the `go` pipe: the init waits on it after reporting `ready`.
+pub const GO_FD: i32 = 4;
 
 /// What the helper asks of the init for one spawn.
 #[derive(Clone, Debug)]
@@ -79,8 +82,15 @@ fn cstring(s: &str, what: &str, status: &mut Status) -> CString {
 
 fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     let mut status = Status(File::from(sys::own_fd(STATUS_FD)));
+    let mut go = File::from(sys::own_fd(GO_FD));
     if sys::die_with_parent().is_err() {
         status.fail("parent-death signal", "prctl failed");
+    }
+    // The runtime made this process non-dumpable, which keeps a non-root helper out of its
+    // namespaces; the helper needs them to raise `lo`. The workload's exec resets the flag by
+    // its own rules, and seccomp keeps ptrace out of the container either way.
+    if sys::set_dumpable().is_err() {
+        status.fail("dumpable", "prctl failed");
     }
     // Every catchable signal is blocked from here on: the init takes them with sigwait and
     // forwards them; the workload child restores the original mask before exec. SIGPIPE
@@ -89,6 +99,14 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     if let Err(e) = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::all()), Some(&mut old_mask)) {
         status.fail("signals", &e.to_string());
     }
+
+    // Ready; wait for the helper's go (EOF: the helper is gone, and so is this spawn).
+    status.line("ready");
+    let mut byte = [0u8; 1];
+    if !matches!(std::io::Read::read(&mut go, &mut byte), Ok(1)) {
+        sys::exit_now(1);
+    }
+    drop(go);
 
     // Landlock, from the bundle's annotation.
     let annotations = spec.annotations().clone().unwrap_or_default();

@@ -5,8 +5,7 @@
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
-use std::path::Path;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
 use libcontainer::container::Container;
@@ -18,7 +17,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid};
 
-use crate::executor::{STATUS_FD, SandboxExecutor};
+use crate::executor::{GO_FD, STATUS_FD, SandboxExecutor};
 use crate::protocol::{Command, Event, Measured, Outcome, Request};
 use crate::sys;
 
@@ -57,13 +56,21 @@ impl Control {
 
 fn run() -> std::io::Result<()> {
     // The control socket arrives at fd 3; move it out of the way (close-on-exec) so that fd 3
-    // can carry the status pipe into the container.
-    // The status pipe takes fd 3 at once (dup2 replaces it atomically), so no descriptor
-    // opened later can land on 3 and be clobbered.
+    // can carry the status pipe into the container (dup2 below replaces it atomically).
     let control_fd = nix::fcntl::fcntl(CONTROL_FD, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?;
+    // Our ends of both pipes move above 10 first, so that installing the container's ends at
+    // 3 and 4 can never clobber one of them.
     let (status_r, status_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let (go_r, go_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let high = |fd: std::os::fd::OwnedFd| -> std::io::Result<File> {
+        let moved = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?;
+        Ok(File::from(sys::own_fd(moved)))
+    };
+    let (status_r, go_w) = (high(status_r)?, high(go_w)?);
+    let (status_w, go_r) = (high(status_w)?, high(go_r)?);
     nix::unistd::dup2(status_w.as_raw_fd(), STATUS_FD)?;
-    drop(status_w);
+    nix::unistd::dup2(go_r.as_raw_fd(), GO_FD)?;
+    drop((status_w, go_r));
     let control_file = File::from(sys::own_fd(control_fd));
     let mut control = Control { reader: BufReader::new(control_file.try_clone()?), writer: control_file };
     let mut line = String::new();
@@ -92,12 +99,13 @@ fn run() -> std::io::Result<()> {
             b.with_stdin(stdin)
                 .with_stdout(stdout)
                 .with_stderr(stderr)
-                .with_preserved_fds(1)
+                .with_preserved_fds(2)
                 .with_executor(executor)
                 .validate_id()
         })
         .and_then(|b| b.as_init(&request.bundle).with_systemd(false).with_detach(false).build());
     let _ = nix::unistd::close(STATUS_FD);
+    let _ = nix::unistd::close(GO_FD);
     let mut measured = Measured { landlock_abi: kernel_abi, ..Measured::default() };
     let mut container = match built {
         Ok(c) => c,
@@ -117,20 +125,53 @@ fn run() -> std::io::Result<()> {
     };
 
     let mut setup_failure = None;
-    if request.loopback {
-        let up = raise_loopback(pid, request.rootless);
-        measured.loopback = Some(up.is_ok());
-        if let Err(e) = up {
-            if request.require_loopback {
-                setup_failure = Some(format!("helper: loopback: {e}"));
+    for limit in request.limits.iter().filter(|l| l.write) {
+        if let Err(e) = std::fs::write(&limit.file, limit.value.to_string()) {
+            if request.require_limits {
+                setup_failure = Some(format!("helper: cgroup limits: writing {}: {e}", limit.file.display()));
             }
         }
     }
     measured.readback =
-        request.readback.iter().map(|p| std::fs::read_to_string(p).ok().map(|s| s.trim().to_owned())).collect();
+        request.limits.iter().map(|l| std::fs::read_to_string(&l.file).ok().map(|s| s.trim().to_owned())).collect();
+    if request.require_limits && setup_failure.is_none() {
+        for (limit, read) in request.limits.iter().zip(&measured.readback) {
+            if !read.as_deref().is_some_and(|r| limit.holds(r)) {
+                setup_failure = Some(format!(
+                    "helper: cgroup limits: {} reads {read:?}, expected {}",
+                    limit.file.display(),
+                    limit.value
+                ));
+            }
+        }
+    }
     if setup_failure.is_none() {
         if let Err(e) = container.start() {
             setup_failure = Some(format!("container start: {e:?}"));
+        }
+    }
+    // The init reports `ready` (it made itself dumpable, so that a non-root helper may join its
+    // namespaces) and waits for `go`: `lo` is raised in between, before any workload exists.
+    let mut status = status_r;
+    let mut pending = Vec::new();
+    if setup_failure.is_none() {
+        match read_status_line(&mut status, &mut pending, Duration::from_secs(30)) {
+            Some(line) if line == "ready" => {}
+            Some(line) => {
+                // An early setup failure of the init: keep it for the outcome below.
+                pending.splice(0..0, format!("{line}\n").into_bytes());
+            }
+            None => setup_failure = Some(String::from("helper: start: the init did not report ready")),
+        }
+    }
+    if request.loopback && setup_failure.is_none() {
+        let up = raise_loopback(pid, request.rootless);
+        measured.loopback = Some(up.is_ok());
+        measured.loopback_error = up.as_ref().err().cloned();
+        if let Err(e) = up {
+            if request.require_loopback {
+                setup_failure = Some(format!("helper: loopback: {e}"));
+            }
         }
     }
     if let Some(detail) = setup_failure {
@@ -138,9 +179,11 @@ fn run() -> std::io::Result<()> {
         let teardown = reap(pid) && container.delete(true).is_ok();
         return control.send(&Event::Finished { outcome: Outcome::Failed { detail }, measured, teardown });
     }
+    let _ = (&go_w).write_all(b"g");
+    drop(go_w);
     let parent_alive = control.send(&Event::Started { pid: pid.as_raw() }).is_ok();
 
-    let (lines, killed) = supervise(&mut control, File::from(status_r), pid, parent_alive);
+    let (lines, killed) = supervise(&mut control, status, pending, pid, parent_alive);
     let reaped = reap(pid);
     let deleted = container.delete(true).is_ok();
     let mut outcome = None;
@@ -171,9 +214,13 @@ fn run() -> std::io::Result<()> {
 
 /// Reads the status pipe until the init is gone, serving control commands meanwhile. Returns
 /// the status lines and whether the init was killed on request (or because the parent went).
-fn supervise(control: &mut Control, status: File, pid: Pid, mut parent_alive: bool) -> (Vec<String>, bool) {
-    let mut status = status;
-    let mut buf = Vec::new();
+fn supervise(
+    control: &mut Control,
+    mut status: File,
+    mut buf: Vec<u8>,
+    pid: Pid,
+    mut parent_alive: bool,
+) -> (Vec<String>, bool) {
     let mut killed = false;
     let mut control_buf = String::new();
     loop {
@@ -236,24 +283,53 @@ fn reap(pid: Pid) -> bool {
 }
 
 /// Raises `lo` from a short-lived child that joins the container's user (rootless) and
-/// network namespaces (CONTRACT.md §15.8).
+/// network namespaces (CONTRACT.md §15.8), through a pidfd: `/proc/<pid>/ns/*` would need
+/// ptrace access to the (non-dumpable) init, which a non-root helper lacks.
 fn raise_loopback(pid: Pid, rootless: bool) -> Result<(), String> {
-    let ns = |kind: &str| -> Result<OwnedFd, String> {
-        let path = Path::new("/proc").join(pid.as_raw().to_string()).join("ns").join(kind);
-        File::open(&path).map(OwnedFd::from).map_err(|e| format!("open {}: {e}", path.display()))
-    };
-    let user = if rootless { Some(ns("user")?) } else { None };
-    let net = ns("net")?;
+    let pidfd = sys::pidfd_open(pid).map_err(|e| format!("pidfd_open: {e}"))?;
+    let flags = if rootless { CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET } else { CloneFlags::CLONE_NEWNET };
     match sys::fork_single_threaded().map_err(|e| format!("fork: {e}"))? {
         ForkResult::Child => {
-            let ok = user.as_ref().is_none_or(|u| setns(u, CloneFlags::CLONE_NEWUSER).is_ok())
-                && setns(&net, CloneFlags::CLONE_NEWNET).is_ok()
-                && sys::loopback_up().is_ok();
-            sys::exit_now(if ok { 0 } else { 1 })
+            let code = match setns(&pidfd, flags) {
+                Err(_) => 2,
+                Ok(()) if sys::loopback_up().is_err() => 3,
+                Ok(()) => 0,
+            };
+            sys::exit_now(code)
         }
         ForkResult::Parent { child } => match waitpid(child, None) {
             Ok(WaitStatus::Exited(_, 0)) => Ok(()),
+            Ok(WaitStatus::Exited(_, 2)) => Err(String::from("setns into the container's namespaces failed")),
+            Ok(WaitStatus::Exited(_, 3)) => Err(String::from("SIOCSIFFLAGS on lo failed")),
             other => Err(format!("raising lo failed ({other:?})")),
         },
+    }
+}
+
+/// Reads one line from the status pipe (buffering anything after it in `pending`), waiting at
+/// most `within`. None on EOF or timeout.
+fn read_status_line(status: &mut File, pending: &mut Vec<u8>, within: Duration) -> Option<String> {
+    let end = Instant::now() + within;
+    loop {
+        if let Some(pos) = pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=pos).collect();
+            return Some(String::from_utf8_lossy(&line[..pos]).into_owned());
+        }
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        let ms = u16::try_from(left.as_millis().min(1000)).unwrap_or(1000);
+        let mut fds = [PollFd::new(status.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::from(ms)) {
+            Ok(0) | Err(nix::Error::EINTR) => continue,
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+        let mut chunk = [0u8; 1024];
+        match status.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => pending.extend_from_slice(&chunk[..n]),
+        }
     }
 }

@@ -24,8 +24,30 @@ pub struct Request {
     pub require_landlock: bool,
     /// Fail the spawn unless seccomp is installed.
     pub require_seccomp: bool,
-    /// cgroup files to read back after start (`pids.max`, `memory.limit_in_bytes`, …).
-    pub readback: Vec<PathBuf>,
+    /// cgroup limits: written by the helper where `write` is set (rootless: the runtime would
+    /// also write device rules it may not), then read back.
+    pub limits: Vec<Limit>,
+    /// Fail the spawn unless every limit reads back as set.
+    pub require_limits: bool,
+}
+
+/// One cgroup limit file and its value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limit {
+    /// The file (`pids.max`, `memory.limit_in_bytes`, `memory.max`).
+    pub file: PathBuf,
+    /// The value to set.
+    pub value: u64,
+    /// The helper writes it (otherwise the runtime did, from `linux.resources`).
+    pub write: bool,
+}
+
+impl Limit {
+    /// Whether `read` (the file's content) shows the limit in force: equal, or for memory
+    /// rounded down to whole pages by the kernel.
+    pub fn holds(&self, read: &str) -> bool {
+        read.trim().parse::<u64>().is_ok_and(|got| got <= self.value && self.value - got < 4096 * 16)
+    }
 }
 
 /// Parent → helper, after the request.
@@ -71,6 +93,9 @@ pub struct Measured {
     pub seccomp: u32,
     /// Whether `lo` was raised (None when not asked).
     pub loopback: Option<bool>,
+    /// Why `lo` could not be raised.
+    #[serde(default)]
+    pub loopback_error: Option<String>,
     /// The read-back values of `Request::readback`, in order (None when unreadable).
     pub readback: Vec<Option<String>>,
 }

@@ -96,12 +96,33 @@ pub fn die_with_parent() -> io::Result<()> {
     Ok(())
 }
 
+/// `prctl(PR_SET_DUMPABLE, 1)`.
+pub fn set_dumpable() -> io::Result<()> {
+    // SAFETY: PR_SET_DUMPABLE takes an integer flag and touches no memory.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1 as libc::c_ulong, 0, 0, 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Executes `path` with `argv` and `envp`; returns only on failure.
 pub fn execve(path: &CString, argv: &[CString], envp: &[CString]) -> nix::Error {
     match nix::unistd::execve(path, argv, envp) {
         Err(e) => e,
         Ok(never) => match never {},
     }
+}
+
+/// `pidfd_open(2)`: a descriptor for `pid` that `setns` accepts (Linux 5.8+) without the
+/// ptrace-style check that `/proc/<pid>/ns/*` makes (the container init is not dumpable).
+pub fn pidfd_open(pid: nix::unistd::Pid) -> io::Result<std::os::fd::OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = RawFd::try_from(fd).map_err(|_| io::Error::other("pidfd out of range"))?;
+    Ok(own_fd(fd))
 }
 
 /// Takes ownership of a raw descriptor inherited at a fixed number (the helper's control fd).

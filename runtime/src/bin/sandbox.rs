@@ -60,6 +60,10 @@ struct RunArgs {
     /// The scratch root (default: a new temporary directory, removed afterwards).
     #[arg(long, value_name = "DIR")]
     scratch: Option<PathBuf>,
+    /// The cgroup under which the spawn gets its own (needed as a non-root user on a cgroup v1
+    /// or hybrid host: a subtree root delegated to you).
+    #[arg(long, value_name = "PATH")]
+    cgroup_parent: Option<PathBuf>,
     /// Kill the process tree this many seconds after start (exit 125).
     #[arg(long, value_name = "SECONDS")]
     timeout: Option<f64>,
@@ -205,7 +209,11 @@ fn run(args: RunArgs) -> Result<i32, Error> {
         }
     };
     let setup = Deadline::after(Duration::from_secs(60));
-    let set = ExecutorSet::new(&setup, &profile, ExecutorSetOptions::new(&scratch).max_executors(1))?;
+    let mut options = ExecutorSetOptions::new(&scratch).max_executors(1);
+    if let Some(parent) = &args.cgroup_parent {
+        options = options.cgroup_parent(parent);
+    }
+    let set = ExecutorSet::new(&setup, &profile, options)?;
     let executor = set.executor("sandbox-cli")?;
     let prepared = executor.prepare_process(
         &setup,
