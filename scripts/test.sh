@@ -25,4 +25,13 @@ cargo test --workspace --locked 2>&1 | tee target/test-output.txt
 if [ "${SANDBOX_REQUIRE_PRIVILEGED:-}" = 1 ] && grep -q "SKIPPED privileged test" target/test-output.txt; then
   echo "test: a privileged test was skipped although it is required"; exit 1
 fi
+for suite in linux_conformance linux_lifecycle linux_no_landlock; do
+  if [ "${SANDBOX_REQUIRE_PRIVILEGED:-}" = 1 ] && ! grep -q "Running tests/$suite.rs" target/test-output.txt; then
+    echo "test: the privileged suite $suite did not run"; exit 1
+  fi
+done
+if [ "$(id -u)" = 0 ]; then
+  echo "== the Linux suites again as an unprivileged user (rootless)"
+  bash scripts/rootless.sh
+fi
 echo "test: all checks passed"

@@ -4,9 +4,39 @@
 
 use std::collections::BTreeMap;
 
-/// Whether the privileged suite can run here (root). Without root it prints a loud SKIPPED
-/// line and returns false, unless `SANDBOX_REQUIRE_PRIVILEGED=1`, in which case it panics.
+/// The suite runs as an unprivileged user with a root-made delegated cgroup subtree
+/// (`SANDBOX_TEST_ROOTLESS=1`, set by `scripts/rootless.sh`).
+pub fn rootless_mode() -> bool {
+    std::env::var_os("SANDBOX_TEST_ROOTLESS").is_some_and(|v| v == "1")
+}
+
+/// The cgroup parent the tests pass to every set (`SANDBOX_TEST_CGROUP_PARENT`), if any.
+pub fn cgroup_parent() -> Option<String> {
+    std::env::var("SANDBOX_TEST_CGROUP_PARENT").ok().filter(|p| !p.is_empty())
+}
+
+/// The options every test set uses: `o`, plus the cgroup parent of the rootless mode.
+pub fn test_options(o: sandbox::ExecutorSetOptions) -> sandbox::ExecutorSetOptions {
+    match cgroup_parent() {
+        Some(p) => o.cgroup_parent(p),
+        None => o,
+    }
+}
+
+/// The in-sandbox probe binary: `SANDBOX_PROBE_BIN`, else `built` (the test's
+/// `CARGO_BIN_EXE_sandbox-probe`).
+pub fn probe_bin(built: &str) -> std::path::PathBuf {
+    std::env::var_os("SANDBOX_PROBE_BIN").map_or_else(|| std::path::PathBuf::from(built), std::path::PathBuf::from)
+}
+
+/// Whether the privileged suite can run here (root, or the rootless mode). Otherwise it prints
+/// a loud SKIPPED line and returns false, unless `SANDBOX_REQUIRE_PRIVILEGED=1`, in which case
+/// it panics.
 pub fn privileged(what: &str) -> bool {
+    if rootless_mode() {
+        println!("running {what} rootless (cgroup parent {:?})", cgroup_parent());
+        return true;
+    }
     let required = std::env::var_os("SANDBOX_REQUIRE_PRIVILEGED").is_some_and(|v| v == "1");
     #[cfg(unix)]
     let is_root = {

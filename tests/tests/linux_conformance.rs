@@ -39,7 +39,7 @@ mod linux {
             fs::create_dir(&ws).unwrap();
             fs::create_dir(&scratch).unwrap();
             fs::write(ws.join("hello.txt"), "hello\n").unwrap();
-            fs::copy(env!("CARGO_BIN_EXE_sandbox-probe"), ws.join("sandbox-probe")).unwrap();
+            fs::copy(sandbox_tests::probe_bin(env!("CARGO_BIN_EXE_sandbox-probe")), ws.join("sandbox-probe")).unwrap();
             let secret = root.join("host/secret.txt");
             fs::write(&secret, "host secret\n").unwrap();
             Fixture { _dir: dir, root, ws, secret, scratch }
@@ -64,7 +64,7 @@ mod linux {
             options: impl FnOnce(ExecutorSetOptions) -> ExecutorSetOptions,
         ) -> ExecutorSet {
             let profile = Profile::new(config).unwrap();
-            let opts = options(ExecutorSetOptions::new(&self.scratch).max_executors(4));
+            let opts = options(sandbox_tests::test_options(ExecutorSetOptions::new(&self.scratch).max_executors(4)));
             ExecutorSet::new(&dl(), &profile, opts).unwrap()
         }
 
@@ -429,6 +429,25 @@ mod linux {
         set.close().unwrap();
     }
 
+    /// Rootless on a cgroup v1/hybrid host without a delegated parent: fail closed, naming the
+    /// fix (CONTRACT.md §15.7). As root there is always a parent, so this runs rootless only.
+    pub fn rootless_without_a_cgroup_parent_fails_closed() {
+        if !sandbox_tests::rootless_mode() {
+            println!("(root: nothing to check)");
+            return;
+        }
+        let f = Fixture::new();
+        let marker = f.ws.join("ran");
+        let profile = Profile::new(f.config()).unwrap();
+        let err = ExecutorSet::new(&dl(), &profile, ExecutorSetOptions::new(&f.scratch).max_executors(1)).unwrap_err();
+        match err {
+            Error::SandboxUnavailable { detail } => assert!(detail.contains("cgroup_parent"), "{detail}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(!marker.exists());
+        assert_eq!(fs::read_dir(&f.scratch).unwrap().count(), 0, "nothing left behind");
+    }
+
     pub fn command_access_gates_before_spawning() {
         let f = Fixture::new();
         let marker = f.ws.join("ran");
@@ -467,6 +486,7 @@ fn main() -> std::process::ExitCode {
             ("pids_and_memory_limits_hold", pids_and_memory_limits_hold),
             ("executor_keys_are_memoised_and_isolated", executor_keys_are_memoised_and_isolated),
             ("command_access_gates_before_spawning", command_access_gates_before_spawning),
+            ("rootless_without_a_cgroup_parent_fails_closed", rootless_without_a_cgroup_parent_fails_closed),
         ])
     }
     #[cfg(not(target_os = "linux"))]

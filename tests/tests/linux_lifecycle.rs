@@ -44,7 +44,8 @@ mod linux {
         }
 
         pub fn set(&self) -> ExecutorSet {
-            ExecutorSet::new(&dl(), &self.profile(), ExecutorSetOptions::new(&self.scratch).max_executors(8)).unwrap()
+            let options = sandbox_tests::test_options(ExecutorSetOptions::new(&self.scratch).max_executors(8));
+            ExecutorSet::new(&dl(), &self.profile(), options).unwrap()
         }
     }
 

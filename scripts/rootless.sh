@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs the Linux suites (conformance, lifecycle, no-landlock) again as an unprivileged user,
+# with a cgroup subtree that root created and delegated to that user (what a rootless embedder
+# on a cgroup v1/hybrid host needs: CONTRACT.md §15.7). Must be run as root; called by
+# scripts/test.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+[ "$(id -u)" = 0 ] || { echo "rootless.sh: run as root (it creates the user and the delegation)"; exit 1; }
+
+user=sandbox-rootless
+parent=/sandbox-rootless
+id -u "$user" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$user"
+
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+  mkdir -p "/sys/fs/cgroup$parent"
+  echo "+pids +memory" > /sys/fs/cgroup/cgroup.subtree_control || true
+  chown -R "$user:$user" "/sys/fs/cgroup$parent"
+  echo "+pids +memory" > "/sys/fs/cgroup$parent/cgroup.subtree_control" || true
+else
+  for c in /sys/fs/cgroup/*/; do
+    c=${c%/}
+    [ "$(basename "$c")" = unified ] && continue
+    [ -L "$c" ] && continue
+    mkdir -p "$c$parent"
+    if [ -f "$c/cpuset.cpus" ]; then
+      cat "$c/cpuset.cpus" > "$c$parent/cpuset.cpus"
+      cat "$c/cpuset.mems" > "$c$parent/cpuset.mems"
+    fi
+    chown -R "$user:$user" "$c$parent"
+  done
+fi
+
+bins=$(cargo test --locked --no-run --message-format=json -p sandbox-tests 2>/dev/null \
+  | grep -o '"executable":"[^"]*/linux_[a-z_]*-[0-9a-f]*"' | cut -d'"' -f4)
+[ -n "$bins" ] || { echo "rootless.sh: no test binaries found"; exit 1; }
+dir=$(mktemp -d /var/tmp/sandbox-rootless.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+cp target/debug/sandbox-probe "$dir/"
+for b in $bins; do cp "$b" "$dir/"; done
+mkdir "$dir/home"
+chown "$user:$user" "$dir/home"
+chmod 755 "$dir" "$dir"/*
+
+status=0
+for b in "$dir"/linux_*; do
+  echo "== rootless ($user, cgroup parent $parent): $(basename "$b")"
+  (cd "$dir/home" && setpriv --reuid="$user" --regid="$user" --clear-groups \
+    env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$dir/home" SANDBOX_TEST_ROOTLESS=1 \
+    SANDBOX_TEST_CGROUP_PARENT="$parent" SANDBOX_PROBE_BIN="$dir/sandbox-probe" RUST_BACKTRACE=1 "$b") || status=1
+done
+exit $status
