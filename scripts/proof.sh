@@ -7,5 +7,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 bash scripts/setup.sh
-cargo build --locked --release -p sandbox-examples --bin stage-11-sandbox-process
-exec ./target/release/stage-11-sandbox-process
+exec cargo run --locked --release --quiet --example stage-11-sandbox-process

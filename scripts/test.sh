@@ -31,6 +31,9 @@ for suite in linux_conformance linux_lifecycle linux_no_landlock; do
   fi
 done
 if [ "$(id -u)" = 0 ]; then
+  echo "== the examples and their declared output"
+  cargo run --locked --release --quiet --example stage-11-sandbox-process
+  node scripts/docs/run-examples.mjs
   echo "== the Linux suites again as an unprivileged user (rootless)"
   bash scripts/rootless.sh
 fi

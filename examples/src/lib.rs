@@ -1,1 +1,7 @@
-//! Examples of sandbox, one per user story (see `src/bin/`).
+//! Examples of sandbox, one per user story (see the `*.rs` files beside this crate's manifest
+//! and `scripts/docs/examples.json`, which `scripts/docs/run-examples.mjs` checks):
+//!
+//! - `stage-11-sandbox-process`: the stage-11 proof.
+//! - `tokio-harness`: an async agent harness running several tool calls concurrently.
+//! - `export-bundle`: export the bundle of one tool call for inspection by `runc`.
+//! - `gated-command`: a Gated command is `GrantRequired` until the application decides.
