@@ -37,4 +37,8 @@ if [ "$(id -u)" = 0 ]; then
   echo "== the Linux suites again as an unprivileged user (rootless)"
   bash scripts/rootless.sh
 fi
+# One closing line for the whole run: the cargo tests, the harness-less suites and the examples.
+total=$(grep -ohE "test result: ok\. [0-9]+ passed|^[0-9]+ passed, 0 failed" target/test-output.txt \
+  | grep -oE "[0-9]+ passed" | awk '{s += $1} END {print s + 0}')
 echo "test: all checks passed"
+echo "summary: $total passed, 0 failed"

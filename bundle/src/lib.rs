@@ -22,7 +22,7 @@
 //! the workspace and roots, which win over the runtime closure, which wins over area masks and
 //! host entries (so a `Deny` root never hides the closure, and an explicit root may widen it).
 //!
-//! MSRV: 1.85 (edition 2024).
+//! MSRV: 1.87 (edition 2024).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

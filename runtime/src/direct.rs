@@ -82,7 +82,7 @@ pub(crate) fn run<S: AsRef<OsStr>>(
     limit: Option<u64>,
     closing: &AtomicBool,
 ) -> Result<Output, Error> {
-    let (out_r, out_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::io("pipe", e.into()))?;
+    let (out_r, out_w) = crate::output::pipe()?;
     let err_w: OwnedFd = out_w.try_clone().map_err(|e| Error::io("pipe", e))?;
     let mut command = command_for(argv, cwd, env);
     command.stdin(Stdio::null()).stdout(Stdio::from(out_w)).stderr(Stdio::from(err_w));
@@ -213,7 +213,7 @@ fn failed_process(code: i32, line: String, started_at: std::time::SystemTime) ->
         fn send(&self, _: Signal) {}
     }
     let reader = |bytes: &[u8]| -> Option<ProcessReader> {
-        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).ok()?;
+        let (r, w) = crate::output::pipe().ok()?;
         let mut w = std::fs::File::from(w);
         std::io::Write::write_all(&mut w, bytes).ok()?;
         Some(ProcessReader::new(std::fs::File::from(r)))

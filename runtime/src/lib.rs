@@ -17,7 +17,7 @@
 //!
 //! Call [`init`] as the first statement of `main` in every binary that uses sandbox.
 //!
-//! MSRV: 1.85 (edition 2024).
+//! MSRV: 1.87 (edition 2024).
 
 #![deny(unsafe_code)]
 

@@ -430,8 +430,7 @@ impl LinuxBackend {
         closing: &AtomicBool,
         require: bool,
     ) -> Result<(Output, Measured), Error> {
-        let (out_r, out_w) =
-            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::io("pipe", e.into()))?;
+        let (out_r, out_w) = crate::output::pipe()?;
         let err_w = out_w.try_clone().map_err(|e| Error::io("pipe", e))?;
         let stdin: OwnedFd = std::fs::File::open("/dev/null").map_err(|e| Error::io("opening /dev/null", e))?.into();
         let mut launched = self.launch(dl, profile, input, stdin, out_w, err_w, require)?;

@@ -140,3 +140,9 @@ fn poll_timeout(d: Duration) -> PollTimeout {
     let ms = i32::try_from(d.as_millis().saturating_add(1)).unwrap_or(i32::MAX);
     PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
 }
+
+/// A pipe (both ends close-on-exec), as owned descriptors.
+pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd), Error> {
+    let (r, w) = std::io::pipe().map_err(|e| Error::io("creating a pipe", e))?;
+    Ok((r.into(), w.into()))
+}

@@ -1,6 +1,9 @@
 //! `ExecutorSet` and `Executor` (CONTRACT.md §9–§11): per-key executors with their own HOME,
 //! TMPDIR and environment snapshot, synchronous runs, and close.
 
+// The Linux backend uses every item here; other targets compile a subset.
+#![cfg_attr(not(target_os = "linux"), allow(unused))]
+
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -706,7 +709,7 @@ impl PreparedProcess {
     #[cfg(target_os = "linux")]
     fn start_linux(&self, dl: &Deadline, admitted: Admitted) -> Result<Process, Error> {
         let Backend::Linux(linux) = &self.set.backend else { unreachable!("checked by the caller") };
-        let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::io("pipe", e.into()));
+        let pipe = crate::output::pipe;
         let (in_r, in_w) = pipe()?;
         let (out_r, out_w) = pipe()?;
         let (err_r, err_w) = pipe()?;

@@ -21,7 +21,7 @@
 //! **Not here.** Profiles, policy and the bundle format live in `sandbox-bundle`; executors,
 //! deadlines and output handling live in the `sandbox` facade.
 //!
-//! MSRV: 1.85 (edition 2024).
+//! MSRV: 1.87 (edition 2024).
 
 #![deny(unsafe_code)]
 

@@ -4,7 +4,7 @@
 //! refuses honestly: [`probe`] fails with `SandboxUnavailable`. Nothing in this project has run
 //! on macOS.
 //!
-//! MSRV: 1.85 (edition 2024).
+//! MSRV: 1.87 (edition 2024).
 
 #![deny(unsafe_code)]
 
