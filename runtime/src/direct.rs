@@ -198,6 +198,7 @@ pub(crate) fn start(
         outcome,
         signaller: Arc::new(Group(pgid)),
         killed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        pty: None,
     })
 }
 
@@ -233,5 +234,6 @@ fn failed_process(code: i32, line: String, started_at: std::time::SystemTime) ->
         outcome,
         signaller: Arc::new(Nothing),
         killed: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+        pty: None,
     }
 }

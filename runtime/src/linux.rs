@@ -46,6 +46,7 @@ pub(crate) struct LinuxBackend {
 
 /// One spawn's inputs beyond the profile.
 pub(crate) struct SpawnInput<'a> {
+    pub tty: bool,
     pub argv: Vec<String>,
     pub cwd: PathBuf,
     pub env: Vec<(String, String)>,
@@ -105,6 +106,7 @@ impl LinuxBackend {
         // The probe: run the profile's own bundle with nothing required and see what holds.
         let probe_tmp = fsutil::private_dir(set_dir, "probe-tmp-")?;
         let input = SpawnInput {
+            tty: false,
             argv: vec![String::from("/bin/sh"), String::from("-c"), String::from("exit 0")],
             cwd: profile.workspace_root().to_path_buf(),
             env: vec![(String::from("PATH"), String::from("/usr/bin:/bin"))],
@@ -278,7 +280,7 @@ impl LinuxBackend {
             argv: input.argv.clone(),
             cwd: input.cwd.clone(),
             env: input.env.clone(),
-            tty: false,
+            tty: input.tty,
             home_dir: input.home_dir.map(Path::to_path_buf),
             temp_dir: input.temp_dir.to_path_buf(),
             scratch_root: self.scratch_root.clone(),
@@ -329,6 +331,7 @@ impl LinuxBackend {
             require_seccomp: require && self.probe.seccomp,
             limits: self.limits(&id),
             require_limits: require && self.probe.limits.is_ok(),
+            tty: input.tty,
         };
         match sandbox_linux::spawn_helper(&request, stdin, stdout, stderr) {
             Ok(running) => Ok(Launched { running, id, dir, early: None }),

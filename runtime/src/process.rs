@@ -196,11 +196,13 @@ impl Drop for ProcessReader {
 #[derive(Clone, Debug)]
 pub struct ProcessStdin {
     inner: Arc<Mutex<Option<File>>>,
+    /// PTY mode: `close` writes this byte (VEOF) once instead of closing the terminal.
+    eof: Option<u8>,
 }
 
 impl ProcessStdin {
     pub(crate) fn new(file: Option<File>) -> Self {
-        ProcessStdin { inner: Arc::new(Mutex::new(file)) }
+        ProcessStdin { inner: Arc::new(Mutex::new(file)), eof: None }
     }
 
     /// Writes all of `buf`; after `close` fails with [`Error::ProcessStdinClosed`] (wrapped in
@@ -213,9 +215,13 @@ impl ProcessStdin {
         }
     }
 
-    /// Closes stdin (EOF for the process); idempotent.
+    /// Closes stdin (EOF for the process; in PTY mode one VEOF, 0x04, without a hang-up);
+    /// idempotent.
     pub fn close(&self) {
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let taken = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let (Some(mut f), Some(eof)) = (taken, self.eof) {
+            let _ = f.write_all(&[eof]);
+        }
     }
 }
 
@@ -264,6 +270,8 @@ pub struct Process {
     pub(crate) outcome: Arc<Outcome>,
     pub(crate) signaller: Arc<dyn Signaller>,
     pub(crate) killed: Arc<AtomicBool>,
+    /// The PTY master in PTY mode.
+    pub(crate) pty: Option<Arc<std::os::fd::OwnedFd>>,
 }
 
 impl Process {
@@ -282,9 +290,9 @@ impl Process {
         self.stdin.clone()
     }
 
-    /// Pipes (PTY mode is not implemented in this version).
+    /// Pipes, or one PTY.
     pub fn stream_mode(&self) -> StreamMode {
-        StreamMode::Pipes
+        if self.pty.is_some() { StreamMode::Pty } else { StreamMode::Pipes }
     }
 
     /// What the backend guarantees about descendants.
@@ -351,19 +359,74 @@ impl Process {
         Ok(())
     }
 
-    /// PTY resize; pipe-mode processes fail with [`Error::ProcessResizeUnsupported`].
-    pub fn resize(&self, dl: &Deadline, _rows: u16, _cols: u16) -> Result<(), Error> {
+    /// Sets the PTY's window size; pipe-mode processes fail with
+    /// [`Error::ProcessResizeUnsupported`].
+    pub fn resize(&self, dl: &Deadline, rows: u16, cols: u16) -> Result<(), Error> {
         dl.check(&[])?;
-        Err(Error::ProcessResizeUnsupported)
+        let Some(master) = &self.pty else { return Err(Error::ProcessResizeUnsupported) };
+        set_winsize(master, rows, cols)
     }
 
     /// Closes the caller's stream ends (readers drained in the background, stdin closed); sends
-    /// no signal.
+    /// no signal, except that in PTY mode closing the terminal hangs it up (SIGHUP).
     pub fn close(&self, dl: &Deadline) -> Result<(), Error> {
         dl.check(&[])?;
         drop(self.take_stdout());
         drop(self.take_stderr());
-        self.stdin.close();
+        if self.pty.is_some() {
+            if !self.outcome.finished() {
+                self.signaller.send(nix::sys::signal::Signal::SIGHUP);
+            }
+            self.stdin.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        } else {
+            self.stdin.close();
+        }
         Ok(())
     }
+}
+
+#[cfg(target_os = "linux")]
+fn set_winsize(master: &std::os::fd::OwnedFd, rows: u16, cols: u16) -> Result<(), Error> {
+    use std::os::fd::AsFd;
+    sandbox_linux::set_winsize(master.as_fd(), rows, cols).map_err(|e| Error::io("setting the window size", e))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_winsize(_: &std::os::fd::OwnedFd, _: u16, _: u16) -> Result<(), Error> {
+    Err(Error::ProcessResizeUnsupported)
+}
+
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+/// The streams of a PTY-mode process: stdout fed by an internal pump from the master (so
+/// nothing written before exit is lost; EIO reads as EOF), stderr at EOF at once, stdin writing
+/// to the master with VEOF on close.
+pub(crate) fn pty_streams(
+    master: &std::os::fd::OwnedFd,
+) -> Result<(ProcessReader, ProcessReader, ProcessStdin), Error> {
+    let dup = |what: &str| master.try_clone().map_err(|e| Error::io(format!("duplicating the pty master ({what})"), e));
+    let mut reader = File::from(dup("reader")?);
+    let (out_r, out_w) = crate::output::pipe()?;
+    let mut out_w = File::from(out_w);
+    std::thread::Builder::new()
+        .name(String::from("sandbox-pty-pump"))
+        .spawn(move || {
+            let mut buf = [0u8; 16 * 1024];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if out_w.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break, // EIO: the terminal's last user is gone
+                }
+            }
+        })
+        .map_err(|e| Error::io("starting the pty pump", e))?;
+    let (err_r, err_w) = crate::output::pipe()?;
+    drop(err_w);
+    let stdin = ProcessStdin { inner: Arc::new(Mutex::new(Some(File::from(dup("stdin")?)))), eof: Some(0x04) };
+    Ok((ProcessReader::new(File::from(out_r)), ProcessReader::new(File::from(err_r)), stdin))
 }

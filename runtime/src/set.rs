@@ -361,6 +361,7 @@ impl Executor {
                 #[cfg(target_os = "linux")]
                 Backend::Linux(linux) => {
                     let input = SpawnInput {
+                        tty: false,
                         argv: vec![String::from("/bin/true")],
                         cwd: profile.workspace_root().to_path_buf(),
                         env: env.clone(),
@@ -480,7 +481,7 @@ impl Executor {
     pub fn prepare_process(&self, dl: &Deadline, o: ProcessOptions) -> Result<PreparedProcess, Error> {
         dl.check(&[])?;
         self.check_open()?;
-        if o.tty {
+        if o.tty && !self.backend_has_pty() {
             return Err(Error::ProcessTtyUnsupported);
         }
         let bad = |detail: &str| Err(Error::InvalidArgument { detail: detail.to_owned() });
@@ -534,8 +535,18 @@ impl Executor {
             env: self.env.clone(),
             home_dir: self.home_dir.clone(),
             temp_dir: self.temp_dir.clone(),
+            tty: o.tty,
             state: Mutex::new(Prepared::Ready),
         })
+    }
+
+    /// PTY mode is implemented for Linux containers (the PTY lives in the container's devpts).
+    fn backend_has_pty(&self) -> bool {
+        match &self.set.backend {
+            Backend::Direct => false,
+            #[cfg(target_os = "linux")]
+            Backend::Linux(_) => true,
+        }
     }
 
     #[cfg(target_os = "linux")]
@@ -657,7 +668,7 @@ fn spawn_input<'a>(
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(SpawnInput { argv, cwd, env: env.to_vec(), home_dir, temp_dir })
+    Ok(SpawnInput { tty: false, argv, cwd, env: env.to_vec(), home_dir, temp_dir })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -676,6 +687,7 @@ pub struct PreparedProcess {
     env: Vec<(String, String)>,
     home_dir: Option<PathBuf>,
     temp_dir: PathBuf,
+    tty: bool,
     state: Mutex<Prepared>,
 }
 
@@ -710,12 +722,38 @@ impl PreparedProcess {
     fn start_linux(&self, dl: &Deadline, admitted: Admitted) -> Result<Process, Error> {
         let Backend::Linux(linux) = &self.set.backend else { unreachable!("checked by the caller") };
         let pipe = crate::output::pipe;
-        let (in_r, in_w) = pipe()?;
-        let (out_r, out_w) = pipe()?;
-        let (err_r, err_w) = pipe()?;
-        let input = spawn_input(&self.argv, self.cwd.clone(), &self.env, self.home_dir.as_deref(), &self.temp_dir)?;
+        let null = || -> Result<std::os::fd::OwnedFd, Error> {
+            Ok(File::open("/dev/null").map_err(|e| Error::io("opening /dev/null", e))?.into())
+        };
+        // Pipe mode: three pipes. PTY mode: the container's terminal carries all three.
+        let (stdio, ours) = if self.tty {
+            ((null()?, null()?, null()?), None)
+        } else {
+            let (in_r, in_w) = pipe()?;
+            let (out_r, out_w) = pipe()?;
+            let (err_r, err_w) = pipe()?;
+            ((in_r, out_w, err_w), Some((in_w, out_r, err_r)))
+        };
+        let mut input = spawn_input(&self.argv, self.cwd.clone(), &self.env, self.home_dir.as_deref(), &self.temp_dir)?;
+        input.tty = self.tty;
         let started_at = SystemTime::now();
-        let mut launched = linux.launch(dl, &self.set.profile, &input, in_r, out_w, err_w, true)?;
+        let mut launched = linux.launch(dl, &self.set.profile, &input, stdio.0, stdio.1, stdio.2, true)?;
+        let master = if self.tty {
+            match launched.running.take_console() {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    let _ = launched.running.signal(nix::sys::signal::Signal::SIGKILL as i32);
+                    let finish = linux.finish(launched, &self.set.closing, true);
+                    let detail = match finish {
+                        Ok(f) => f.status.err().unwrap_or_else(|| format!("pty: {e}")),
+                        Err(e) => e.to_string(),
+                    };
+                    return Err(Error::Runtime { detail });
+                }
+            }
+        } else {
+            None
+        };
         linux.wait_started(&mut launched, dl)?;
         if launched.ended_early() {
             // The container was never created: that is a failed start, not a process.
@@ -743,15 +781,29 @@ impl PreparedProcess {
                 drop(admitted);
             })
             .map_err(|e| Error::io("starting the supervisor thread", e))?;
+        let (stdout, stderr, stdin, pty) = match (ours, master) {
+            (Some((in_w, out_r, err_r)), _) => (
+                ProcessReader::new(File::from(out_r)),
+                ProcessReader::new(File::from(err_r)),
+                ProcessStdin::new(Some(File::from(in_w))),
+                None,
+            ),
+            (None, Some(master)) => {
+                let (stdout, stderr, stdin) = crate::process::pty_streams(&master)?;
+                (stdout, stderr, stdin, Some(Arc::new(master)))
+            }
+            (None, None) => return Err(Error::Runtime { detail: String::from("pty: no master") }),
+        };
         Ok(Process {
-            stdout: Mutex::new(Some(ProcessReader::new(File::from(out_r)))),
-            stderr: Mutex::new(Some(ProcessReader::new(File::from(err_r)))),
-            stdin: ProcessStdin::new(Some(File::from(in_w))),
+            stdout: Mutex::new(Some(stdout)),
+            stderr: Mutex::new(Some(stderr)),
+            stdin,
             containment: LifetimeContainment::Enforced,
             activities: Mutex::new(Some(std::sync::mpsc::channel().1)),
             outcome,
             signaller,
             killed: Arc::new(AtomicBool::new(false)),
+            pty,
         })
     }
 

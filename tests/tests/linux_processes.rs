@@ -361,6 +361,61 @@ mod linux {
         scoped.close().unwrap();
     }
 
+    fn read_until(reader: &mut impl Read, needle: &str, within: Duration) -> String {
+        let end = Instant::now() + within;
+        let mut text = String::new();
+        let mut buf = [0u8; 4096];
+        while !text.contains(needle) {
+            assert!(Instant::now() < end, "no {needle:?} in {text:?}");
+            match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => text.push_str(&String::from_utf8_lossy(&buf[..n])),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        text
+    }
+
+    pub fn pty_mode_gives_a_controlling_terminal_with_line_discipline() {
+        let f = Fixture::new();
+        let set = f.set();
+        let exec = set.executor("k").unwrap();
+        let tty = |command: &str| ProcessOptions { tty: true, ..f.options(command) };
+        let p = exec
+            .prepare_process(&dl(), tty("tty; stty size; read x; echo got-$x; read y; stty size"))
+            .unwrap()
+            .start(&dl())
+            .unwrap();
+        assert_eq!(p.stream_mode(), StreamMode::Pty);
+        let mut out = p.take_stdout().unwrap();
+        let mut err = String::new();
+        p.take_stderr().unwrap().read_to_string(&mut err).unwrap();
+        assert_eq!(err, "", "stderr is at EOF at once in PTY mode");
+        let text = read_until(&mut out, "24 80", Duration::from_secs(10));
+        assert!(text.contains("/dev/pts/"), "{text:?}");
+        p.stdin().write(b"hello\n").unwrap();
+        let text = read_until(&mut out, "got-hello", Duration::from_secs(10));
+        assert!(text.contains("hello"), "the terminal echoes input: {text:?}");
+        p.resize(&dl(), 30, 100).unwrap();
+        p.stdin().write(b"\n").unwrap();
+        read_until(&mut out, "30 100", Duration::from_secs(10));
+        assert_eq!(p.wait(&dl()).unwrap().status, ExitStatus::Code(0));
+
+        // ^C interrupts the foreground group; ^D (stdin close) ends input.
+        let p = exec.prepare_process(&dl(), tty("sleep 30")).unwrap().start(&dl()).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        p.stdin().write(&[0x03]).unwrap();
+        assert_eq!(p.wait(&dl()).unwrap().status, ExitStatus::Signal(2));
+        let p = exec.prepare_process(&dl(), tty("cat >/dev/null; echo eof-seen")).unwrap().start(&dl()).unwrap();
+        let mut out = p.take_stdout().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        p.stdin().close();
+        p.stdin().close();
+        read_until(&mut out, "eof-seen", Duration::from_secs(10));
+        assert_eq!(p.wait(&dl()).unwrap().status, ExitStatus::Code(0));
+        set.close().unwrap();
+    }
+
     pub fn a_dropped_reader_never_blocks_the_process() {
         let f = Fixture::new();
         let set = f.set();
@@ -413,6 +468,10 @@ fn main() -> std::process::ExitCode {
             ),
             ("command_access_and_effective_access", command_access_and_effective_access),
             ("a_dropped_reader_never_blocks_the_process", a_dropped_reader_never_blocks_the_process),
+            (
+                "pty_mode_gives_a_controlling_terminal_with_line_discipline",
+                pty_mode_gives_a_controlling_terminal_with_line_discipline,
+            ),
         ])
     }
     #[cfg(not(target_os = "linux"))]

@@ -137,6 +137,7 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
 
     // Everything the child needs, prepared before the fork.
     let process = spec.process().clone().unwrap_or_else(|| status.fail("exec", "the bundle has no process"));
+    let tty = process.terminal() == Some(true);
     let args: Vec<String> = process.args().clone().unwrap_or_default();
     if args.is_empty() {
         status.fail("exec", "empty argv");
@@ -159,21 +160,30 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
 
     match sys::fork_single_threaded() {
         Err(e) => status.fail("fork", &e.to_string()),
-        Ok(ForkResult::Child) => exec_workload(&status, &old_mask, &candidates, &argv, &envp, &args[0]),
+        Ok(ForkResult::Child) => exec_workload(&status, &old_mask, tty, &candidates, &argv, &envp, &args[0]),
         Ok(ForkResult::Parent { child }) => supervise(status, child),
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn exec_workload(
     status: &Status,
     old_mask: &SigSet,
+    tty: bool,
     candidates: &[CString],
     argv: &[CString],
     envp: &[CString],
     name: &str,
 ) -> ! {
     let _ = nix::unistd::close(status.0.as_raw_fd());
-    let _ = setsid();
+    if tty {
+        // Its own process group, in the foreground of the terminal the init controls (signals
+        // are still blocked here, so tcsetpgrp from a background group is allowed).
+        let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
+        let _ = sys::take_foreground();
+    } else {
+        let _ = setsid();
+    }
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(old_mask), None);
     let mut last = nix::Error::ENOENT;
     let mut found = false;

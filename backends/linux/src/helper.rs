@@ -27,6 +27,9 @@ pub const HELPER_MARKER: &str = "--sandbox-linux-helper-v1";
 /// The helper's control socket descriptor number.
 pub const CONTROL_FD: RawFd = 3;
 
+/// The helper's descriptor socket (PTY masters go to the parent over it).
+pub const FDPASS_FD: RawFd = 4;
+
 /// If this process was started as the helper, runs it and exits; otherwise returns at once.
 pub fn dispatch_if_helper() {
     let mut args = std::env::args_os();
@@ -58,6 +61,8 @@ fn run() -> std::io::Result<()> {
     // The control socket arrives at fd 3; move it out of the way (close-on-exec) so that fd 3
     // can carry the status pipe into the container (dup2 below replaces it atomically).
     let control_fd = nix::fcntl::fcntl(CONTROL_FD, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?;
+    let fdpass = File::from(sys::own_fd(nix::fcntl::fcntl(FDPASS_FD, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?));
+    nix::unistd::close(FDPASS_FD)?;
     // Our ends of both pipes move above 10 first, so that installing the container's ends at
     // 3 and 4 can never clobber one of them.
     let (status_r, status_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
@@ -87,6 +92,10 @@ fn run() -> std::io::Result<()> {
         nix::unistd::dup2(null.as_raw_fd(), fd)?;
     }
 
+    // PTY mode: the runtime connects to this socket and sends the master it created in the
+    // container's devpts. Bound by a relative name from the bundle dir (socket paths are short).
+    let console = if request.tty { Some(ConsoleSocket::bind(&request.bundle)?) } else { None };
+
     let kernel_abi = sys::landlock_abi();
     let executor = SandboxExecutor {
         require_landlock: request.require_landlock,
@@ -103,7 +112,13 @@ fn run() -> std::io::Result<()> {
                 .with_executor(executor)
                 .validate_id()
         })
-        .and_then(|b| b.as_init(&request.bundle).with_systemd(false).with_detach(false).build());
+        .and_then(|b| {
+            b.with_console_socket(console.as_ref().map(|c| c.path.clone()))
+                .as_init(&request.bundle)
+                .with_systemd(false)
+                .with_detach(console.is_some())
+                .build()
+        });
     let _ = nix::unistd::close(STATUS_FD);
     let _ = nix::unistd::close(GO_FD);
     let mut measured = Measured { landlock_abi: kernel_abi, ..Measured::default() };
@@ -125,6 +140,12 @@ fn run() -> std::io::Result<()> {
     };
 
     let mut setup_failure = None;
+    if let Some(console) = &console {
+        if let Err(e) = console.forward_master(fdpass.as_raw_fd()) {
+            setup_failure = Some(format!("helper: pty: {e}"));
+        }
+    }
+    drop(console);
     for limit in request.limits.iter().filter(|l| l.write) {
         if let Err(e) = std::fs::write(&limit.file, limit.value.to_string()) {
             if request.require_limits {
@@ -331,5 +352,42 @@ fn read_status_line(status: &mut File, pending: &mut Vec<u8>, within: Duration) 
             Ok(0) | Err(_) => return None,
             Ok(n) => pending.extend_from_slice(&chunk[..n]),
         }
+    }
+}
+
+/// The listening end of the runtime's console socket (PTY mode).
+struct ConsoleSocket {
+    listener: std::os::unix::net::UnixListener,
+    path: std::path::PathBuf,
+}
+
+impl ConsoleSocket {
+    fn bind(dir: &std::path::Path) -> std::io::Result<ConsoleSocket> {
+        let previous = std::env::current_dir()?;
+        std::env::set_current_dir(dir)?;
+        let listener = std::os::unix::net::UnixListener::bind("console.sock");
+        std::env::set_current_dir(previous)?;
+        Ok(ConsoleSocket { listener: listener?, path: dir.join("console.sock") })
+    }
+
+    /// Accepts the runtime's connection, receives the master, sets the initial 24 x 80 window
+    /// and sends the master to the parent.
+    fn forward_master(&self, fdpass: RawFd) -> Result<(), String> {
+        self.listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let mut fds = [PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
+        if !matches!(poll(&mut fds, PollTimeout::from(10_000u16)), Ok(n) if n > 0) {
+            return Err(String::from("the runtime did not connect to the console socket"));
+        }
+        let (conn, _) = self.listener.accept().map_err(|e| format!("accept: {e}"))?;
+        conn.set_nonblocking(false).map_err(|e| e.to_string())?;
+        let master = sys::recv_fd(conn.as_raw_fd()).map_err(|e| format!("receiving the master: {e}"))?;
+        sys::set_winsize(master.as_raw_fd(), 24, 80).map_err(|e| format!("window size: {e}"))?;
+        sys::send_fd(fdpass, master.as_raw_fd()).map_err(|e| format!("passing the master: {e}"))
+    }
+}
+
+impl Drop for ConsoleSocket {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
     }
 }

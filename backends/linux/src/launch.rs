@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
-use crate::helper::{CONTROL_FD, HELPER_MARKER};
+use crate::helper::{CONTROL_FD, FDPASS_FD, HELPER_MARKER};
 use crate::protocol::{Command, Event, Measured, Outcome, Request};
 use crate::sys;
 
@@ -18,6 +18,8 @@ use crate::sys;
 #[derive(Debug)]
 pub struct Running {
     child: Child,
+    /// Carries the PTY master (SCM_RIGHTS) in PTY mode.
+    fdpass: UnixStream,
     reader: BufReader<File>,
     writer: SignalHandle,
     /// The container init's pid, once started.
@@ -64,6 +66,9 @@ pub enum WaitError {
 pub fn spawn_helper(request: &Request, stdin: OwnedFd, stdout: OwnedFd, stderr: OwnedFd) -> std::io::Result<Running> {
     let (ours, theirs) = UnixStream::pair()?;
     let theirs_fd = theirs.as_raw_fd();
+    let (fdpass, fdpass_theirs) = UnixStream::pair()?;
+    fdpass.set_read_timeout(Some(std::time::Duration::from_secs(60)))?;
+    let fdpass_fd = fdpass_theirs.as_raw_fd();
     let mut command = std::process::Command::new("/proc/self/exe");
     command
         .arg(HELPER_MARKER)
@@ -71,15 +76,20 @@ pub fn spawn_helper(request: &Request, stdin: OwnedFd, stdout: OwnedFd, stderr: 
         .stdin(Stdio::from(stdin))
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::from(stderr));
-    sys::pre_exec(&mut command, move || sys::dup_to(theirs_fd, CONTROL_FD));
+    sys::pre_exec(&mut command, move || {
+        // The descriptor socket first: its target (4) may be the control socket's source.
+        let control = if theirs_fd == FDPASS_FD { sys::dup_high(theirs_fd)? } else { theirs_fd };
+        sys::dup_to(fdpass_fd, FDPASS_FD)?;
+        sys::dup_to(control, CONTROL_FD)
+    });
     let child = command.spawn()?;
-    drop(theirs);
+    drop((theirs, fdpass_theirs));
     let file = File::from(OwnedFd::from(ours));
     let mut line = serde_json::to_string(request).map_err(std::io::Error::other)?;
     line.push('\n');
     (&file).write_all(line.as_bytes())?;
     let reader = BufReader::new(file.try_clone()?);
-    Ok(Running { child, reader, writer: SignalHandle(Arc::new(Mutex::new(file))), pid: None })
+    Ok(Running { child, fdpass, reader, writer: SignalHandle(Arc::new(Mutex::new(file))), pid: None })
 }
 
 impl Running {
@@ -125,6 +135,11 @@ impl Running {
     /// Asks the helper to send `signal` to the container's init.
     pub fn signal(&mut self, signal: i32) -> std::io::Result<()> {
         self.writer.send(signal)
+    }
+
+    /// The PTY master of a PTY-mode spawn, sent by the helper before `Started`.
+    pub fn take_console(&mut self) -> std::io::Result<OwnedFd> {
+        sys::recv_fd(self.fdpass.as_raw_fd())
     }
 
     /// A handle that can signal the container from another thread.

@@ -163,3 +163,10 @@ pub fn sweep_container(
     }
     if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
 }
+
+/// Sets the window size of a PTY master.
+#[cfg(target_os = "linux")]
+pub fn set_winsize(master: std::os::fd::BorrowedFd<'_>, rows: u16, cols: u16) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    sys::set_winsize(master.as_raw_fd(), rows, cols)
+}

@@ -29,6 +29,10 @@ pub struct Request {
     pub limits: Vec<Limit>,
     /// Fail the spawn unless every limit reads back as set.
     pub require_limits: bool,
+    /// The process gets a PTY (`process.terminal`): the helper collects the master from the
+    /// runtime's console socket and passes it to the parent over the descriptor socket.
+    #[serde(default)]
+    pub tty: bool,
 }
 
 /// One cgroup limit file and its value.

@@ -131,3 +131,53 @@ pub fn own_fd(fd: RawFd) -> std::os::fd::OwnedFd {
     // in the process owns it.
     unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }
 }
+
+/// `fcntl(F_DUPFD, 10)` without close-on-exec, async-signal-safe (for `pre_exec`).
+pub fn dup_high(fd: RawFd) -> io::Result<RawFd> {
+    // SAFETY: F_DUPFD duplicates a descriptor we hold; it touches no memory.
+    let r = unsafe { libc::fcntl(fd, libc::F_DUPFD, 10) };
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r) }
+}
+
+/// Sends `fd` over the unix socket `sock` (one byte of payload, SCM_RIGHTS).
+pub fn send_fd(sock: RawFd, fd: RawFd) -> io::Result<()> {
+    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+    let iov = [std::io::IoSlice::new(b"f")];
+    let fds = [fd];
+    sendmsg::<()>(sock, &iov, &[ControlMessage::ScmRights(&fds)], MsgFlags::empty(), None)?;
+    Ok(())
+}
+
+/// Receives one descriptor sent by [`send_fd`] on `sock`.
+pub fn recv_fd(sock: RawFd) -> io::Result<std::os::fd::OwnedFd> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    let mut byte = [0u8; 1];
+    let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+    let mut space = nix::cmsg_space!([RawFd; 1]);
+    let msg = recvmsg::<()>(sock, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC)?;
+    for cmsg in msg.cmsgs()? {
+        if let ControlMessageOwned::ScmRights(fds) = cmsg {
+            if let Some(fd) = fds.first() {
+                return Ok(own_fd(*fd));
+            }
+        }
+    }
+    Err(io::Error::other("no descriptor received"))
+}
+
+/// Sets the window size of the terminal `fd`.
+pub fn set_winsize(fd: RawFd, rows: u16, cols: u16) -> io::Result<()> {
+    let ws = libc::winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCSWINSZ reads a winsize that lives on this stack frame for the call.
+    if unsafe { libc::ioctl(fd, libc::TIOCSWINSZ, &ws) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Makes the calling process's group the foreground group of the terminal on fd 0.
+pub fn take_foreground() -> io::Result<()> {
+    let pgrp = nix::unistd::getpgrp();
+    nix::unistd::tcsetpgrp(std::io::stdin(), pgrp)?;
+    Ok(())
+}
