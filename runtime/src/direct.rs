@@ -15,7 +15,7 @@ use nix::unistd::Pid;
 use crate::output::{ExitStatus, Output, Stop, drain, pump};
 use crate::{Deadline, Error};
 
-/// The command for `argv` with the scrubbed environment, in its own process group. Without a
+/// The command for `argv` with the scrubbed environment. Without a
 /// PATH in the child's environment a bare name is looked up in the default directories (the
 /// child's PATH is never invented).
 fn command_for<S: AsRef<OsStr>>(argv: &[S], cwd: &Path, env: &[(String, String)]) -> std::process::Command {
@@ -36,8 +36,7 @@ fn command_for<S: AsRef<OsStr>>(argv: &[S], cwd: &Path, env: &[(String, String)]
         .args(argv[1..].iter().map(AsRef::as_ref))
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
-        .current_dir(cwd)
-        .process_group(0);
+        .current_dir(cwd);
     command
 }
 
@@ -85,7 +84,7 @@ pub(crate) fn run<S: AsRef<OsStr>>(
     let (out_r, out_w) = crate::output::pipe()?;
     let err_w: OwnedFd = out_w.try_clone().map_err(|e| Error::io("pipe", e))?;
     let mut command = command_for(argv, cwd, env);
-    command.stdin(Stdio::null()).stdout(Stdio::from(out_w)).stderr(Stdio::from(err_w));
+    command.process_group(0).stdin(Stdio::null()).stdout(Stdio::from(out_w)).stderr(Stdio::from(err_w));
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -133,6 +132,7 @@ pub(crate) fn start(
     argv: &[std::ffi::OsString],
     cwd: &Path,
     env: &[(String, String)],
+    tty: bool,
     admitted: crate::set::Admitted,
     closing: impl Fn() -> bool + Send + 'static,
 ) -> Result<crate::Process, Error> {
@@ -142,7 +142,14 @@ pub(crate) fn start(
     use crate::process::{LifetimeContainment, Outcome, ProcessReader, ProcessResult, ProcessStdin, Signaller};
 
     let mut command = command_for(argv, cwd, env);
-    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let master = if tty {
+        // A new session with the PTY as its controlling terminal: setsid makes the child the
+        // leader of its session and of its process group.
+        Some(attach_pty(&mut command)?)
+    } else {
+        command.process_group(0).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        None
+    };
     let started_at = SystemTime::now();
     let mut child = match command.spawn() {
         Ok(c) => c,
@@ -189,16 +196,28 @@ pub(crate) fn start(
             let _ = killpg(self.0, sig);
         }
     }
+    let (stdout, stderr, stdin, pty) = match master {
+        Some(master) => {
+            let (o, e, i) = crate::process::pty_streams(&master)?;
+            (Some(o), Some(e), i, Some(Arc::new(master)))
+        }
+        None => (
+            stdout.map(|s| ProcessReader::new(std::fs::File::from(OwnedFd::from(s)))),
+            stderr.map(|s| ProcessReader::new(std::fs::File::from(OwnedFd::from(s)))),
+            ProcessStdin::new(stdin.map(|s| std::fs::File::from(OwnedFd::from(s)))),
+            None,
+        ),
+    };
     Ok(crate::Process {
-        stdout: Mutex::new(stdout.map(|s| ProcessReader::new(std::fs::File::from(OwnedFd::from(s))))),
-        stderr: Mutex::new(stderr.map(|s| ProcessReader::new(std::fs::File::from(OwnedFd::from(s))))),
-        stdin: ProcessStdin::new(stdin.map(|s| std::fs::File::from(OwnedFd::from(s)))),
+        stdout: Mutex::new(stdout),
+        stderr: Mutex::new(stderr),
+        stdin,
         containment: LifetimeContainment::Unspecified,
         activities: Mutex::new(Some(std::sync::mpsc::channel().1)),
         outcome,
         signaller: Arc::new(Group(pgid)),
         killed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-        pty: None,
+        pty,
     })
 }
 
@@ -236,4 +255,14 @@ fn failed_process(code: i32, line: String, started_at: std::time::SystemTime) ->
         killed: Arc::new(std::sync::atomic::AtomicBool::new(true)),
         pty: None,
     }
+}
+
+#[cfg(target_os = "linux")]
+fn attach_pty(command: &mut std::process::Command) -> Result<OwnedFd, Error> {
+    sandbox_linux::attach_pty(command, 24, 80).map_err(|e| Error::io("opening a pty", e))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn attach_pty(_: &mut std::process::Command) -> Result<OwnedFd, Error> {
+    Err(Error::ProcessTtyUnsupported)
 }

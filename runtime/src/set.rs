@@ -540,10 +540,11 @@ impl Executor {
         })
     }
 
-    /// PTY mode is implemented for Linux containers (the PTY lives in the container's devpts).
+    /// PTY mode: Linux containers (the PTY lives in the container's devpts) and direct spawns
+    /// on Linux.
     fn backend_has_pty(&self) -> bool {
         match &self.set.backend {
-            Backend::Direct => false,
+            Backend::Direct => cfg!(target_os = "linux"),
             #[cfg(target_os = "linux")]
             Backend::Linux(_) => true,
         }
@@ -711,7 +712,7 @@ impl PreparedProcess {
             Backend::Direct => {
                 let set = Arc::clone(&self.set);
                 let closing = move || set.closing.load(Ordering::SeqCst);
-                crate::direct::start(&self.argv, &self.cwd, &self.env, admitted, closing)
+                crate::direct::start(&self.argv, &self.cwd, &self.env, self.tty, admitted, closing)
             }
             #[cfg(target_os = "linux")]
             Backend::Linux(_) => self.start_linux(dl, admitted),

@@ -145,6 +145,28 @@ mod direct {
         set.close().unwrap();
     }
 
+    #[cfg(target_os = "linux")]
+    pub fn pty_mode_works_directly() {
+        let f = fixture();
+        let set = set(&f, config(&f));
+        let exec = set.executor("k").unwrap();
+        let opts = ProcessOptions {
+            cwd: f.ws.clone(),
+            command: String::from("tty >/dev/null && stty size; read x; echo got-$x"),
+            execution_id: String::from("e"),
+            tty: true,
+            ..ProcessOptions::default()
+        };
+        let p = exec.prepare_process(&dl(), opts).unwrap().start(&dl()).unwrap();
+        assert_eq!(p.stream_mode(), sandbox::StreamMode::Pty);
+        p.stdin().write(b"x\n").unwrap();
+        let mut out = String::new();
+        p.take_stdout().unwrap().read_to_string(&mut out).unwrap();
+        assert!(out.contains("24 80") && out.contains("got-x"), "{out:?}");
+        assert_eq!(p.wait(&dl()).unwrap().status, ExitStatus::Code(0));
+        set.close().unwrap();
+    }
+
     pub fn unconfined_needs_its_acknowledgement_and_allow_everywhere() {
         let f = fixture();
         assert!(matches!(
@@ -174,6 +196,8 @@ fn main() -> std::process::ExitCode {
             ("exec_failures_follow_the_shell", exec_failures_follow_the_shell),
             ("background_children_are_killed_with_the_group", background_children_are_killed_with_the_group),
             ("processes_work_directly", processes_work_directly),
+            #[cfg(target_os = "linux")]
+            ("pty_mode_works_directly", pty_mode_works_directly),
             (
                 "unconfined_needs_its_acknowledgement_and_allow_everywhere",
                 unconfined_needs_its_acknowledgement_and_allow_everywhere,

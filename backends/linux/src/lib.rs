@@ -170,3 +170,9 @@ pub fn set_winsize(master: std::os::fd::BorrowedFd<'_>, rows: u16, cols: u16) ->
     use std::os::fd::AsRawFd;
     sys::set_winsize(master.as_raw_fd(), rows, cols)
 }
+
+/// Gives a direct (unconfined) child a new PTY as its controlling terminal; returns the master.
+#[cfg(target_os = "linux")]
+pub fn attach_pty(command: &mut std::process::Command, rows: u16, cols: u16) -> std::io::Result<std::os::fd::OwnedFd> {
+    sys::attach_pty(command, rows, cols)
+}

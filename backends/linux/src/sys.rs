@@ -181,3 +181,23 @@ pub fn take_foreground() -> io::Result<()> {
     nix::unistd::tcsetpgrp(std::io::stdin(), pgrp)?;
     Ok(())
 }
+
+/// Gives `command` a new PTY as its controlling terminal on stdin, stdout and stderr (a new
+/// session; the child becomes the terminal's foreground group). Returns the master, with the
+/// window at `rows` x `cols`.
+pub fn attach_pty(command: &mut std::process::Command, rows: u16, cols: u16) -> io::Result<std::os::fd::OwnedFd> {
+    let ws = libc::winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+    let pty = nix::pty::openpty(Some(&ws), None)?;
+    let slave = std::fs::File::from(pty.slave);
+    command.stdin(slave.try_clone()?).stdout(slave.try_clone()?).stderr(slave);
+    pre_exec(command, || {
+        nix::unistd::setsid()?;
+        // SAFETY: TIOCSCTTY on fd 0 (the PTY slave) takes an integer argument; no memory.
+        if unsafe { libc::ioctl(0, libc::TIOCSCTTY, 0) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    });
+    nix::fcntl::fcntl(pty.master.as_raw_fd(), nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))?;
+    Ok(pty.master)
+}
