@@ -34,6 +34,9 @@ if [ "$(id -u)" = 0 ]; then
   echo "== the examples and their declared output"
   cargo run --locked --release --quiet --example stage-11-sandbox-process
   node scripts/docs/run-examples.mjs
+  echo "== the spawn benchmark, short mode (no thresholds: it only must not rot)"
+  cargo build --locked --release -p sandbox --bin sandbox
+  cargo run --locked --release -p sandbox-tests --bin spawn-bench -- --quick --throughput --json target/spawn-bench.json
   echo "== the Linux suites again as an unprivileged user (rootless)"
   bash scripts/rootless.sh
 fi

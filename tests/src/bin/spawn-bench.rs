@@ -1,0 +1,582 @@
+//! Spawn latency, side by side in one interleaved run: `echo confined` through our library
+//! (executor reused, as an agent uses it), our CLI (`sandbox run`), bwrap with equivalent
+//! isolation, `runc run` and `crun run` on our exported bundle, `unshare` with the same
+//! namespaces, and a plain fork+exec. Prints median, p95, the ratio to our library and peak RSS
+//! per contender; `--json FILE` writes the same. `--throughput` adds N concurrent tool calls from
+//! a tokio program across 4 executors, against bwrap at the same concurrency.
+//!
+//! Usage: `cargo run --release -p sandbox-tests --bin spawn-bench -- [--quick] [--runs N]
+//! [--json FILE] [--throughput]`. Needs root for the container contenders; missing peers are
+//! reported, never silently dropped.
+#![allow(unsafe_code, clippy::print_stdout, clippy::unwrap_used, clippy::cast_precision_loss)]
+
+#[cfg(target_os = "linux")]
+mod bench {
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use sandbox::bundle::{ExportRequest, HostView, export_bundle};
+    use sandbox::{Access, Deadline, Executor, ExecutorSet, ExecutorSetOptions, Profile, ProfileConfig};
+
+    pub struct Args {
+        pub runs: usize,
+        pub json: Option<PathBuf>,
+        pub throughput: bool,
+    }
+
+    pub fn parse() -> Result<Args, String> {
+        let mut args = Args { runs: 60, json: None, throughput: false };
+        let mut it = std::env::args().skip(1);
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "--quick" => args.runs = 5,
+                "--runs" => args.runs = it.next().and_then(|n| n.parse().ok()).ok_or("--runs needs a number")?,
+                "--json" => args.json = Some(it.next().ok_or("--json needs a file")?.into()),
+                "--throughput" => args.throughput = true,
+                other => return Err(format!("unknown argument {other}")),
+            }
+        }
+        Ok(args)
+    }
+
+    /// One timed run: wall time and peak RSS in KiB if known.
+    type RunFn = Box<dyn FnMut() -> Result<(Duration, Option<i64>), String>>;
+
+    /// A contender: a name and one timed run returning (wall time, peak RSS in KiB if known).
+    struct Contender {
+        name: &'static str,
+        run: RunFn,
+        /// For external commands: the argv, run once more under GNU `time -f %M` to read the
+        /// tool's own peak RSS (a child forked from this larger process would report ours).
+        argv: Option<Vec<String>>,
+        samples: Vec<Duration>,
+        rss: i64,
+        error: Option<String>,
+    }
+
+    fn which(cmd: &str) -> bool {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {cmd}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    /// Runs `cmd` to its end with its output captured; wall time and the child's peak RSS.
+    fn timed(cmd: &mut Command) -> Result<(Duration, Option<i64>), String> {
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let start = Instant::now();
+        let child = cmd.spawn().map_err(|e| e.to_string())?;
+        let pid = i32::try_from(child.id()).map_err(|e| e.to_string())?;
+        let out = child.wait_with_output_rusage(pid)?;
+        let took = start.elapsed();
+        if out.0 != 0 || !out.1.starts_with(b"confined") {
+            return Err(format!("exit {} output {:?}", out.0, String::from_utf8_lossy(&out.1)));
+        }
+        Ok((took, Some(out.2)))
+    }
+
+    trait WaitRusage {
+        fn wait_with_output_rusage(self, pid: i32) -> Result<(i32, Vec<u8>, i64), String>;
+    }
+
+    impl WaitRusage for std::process::Child {
+        fn wait_with_output_rusage(mut self, pid: i32) -> Result<(i32, Vec<u8>, i64), String> {
+            use std::io::Read;
+            let mut stdout = Vec::new();
+            if let Some(mut s) = self.stdout.take() {
+                s.read_to_end(&mut stdout).map_err(|e| e.to_string())?;
+            }
+            let mut status = 0;
+            // SAFETY: rusage is plain old data (all-zero is valid); wait4 fills it and `status`
+            // for our own child `pid`, which std has not reaped (we never called wait on it).
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: see above; both pointers are valid for the call.
+            let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+            if r < 0 {
+                return Err(std::io::Error::last_os_error().to_string());
+            }
+            let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
+            Ok((code, stdout, usage.ru_maxrss))
+        }
+    }
+
+    /// The peak RSS (KiB) of `argv` as GNU time reports it: time is small, so its fork copy
+    /// does not hide the tool's own peak.
+    fn tool_rss(argv: &[String], cwd: &Path) -> Option<i64> {
+        let out = Command::new("/usr/bin/time")
+            .args(["-f", "%M"])
+            .args(argv)
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .output()
+            .ok()?;
+        String::from_utf8_lossy(&out.stderr).lines().last()?.trim().parse().ok()
+    }
+
+    fn median_p95(samples: &mut [Duration]) -> (f64, f64) {
+        samples.sort();
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let n = samples.len();
+        if n == 0 {
+            return (f64::NAN, f64::NAN);
+        }
+        let median = if n % 2 == 1 { ms(samples[n / 2]) } else { (ms(samples[n / 2 - 1]) + ms(samples[n / 2])) / 2.0 };
+        // The nearest-rank 95th percentile: the ceil(0.95 n)-th smallest sample.
+        let rank = (n * 95).div_ceil(100);
+        let p95 = ms(samples[rank.saturating_sub(1).min(n - 1)]);
+        (median, p95)
+    }
+
+    fn children_maxrss() -> i64 {
+        // SAFETY: rusage is plain old data; getrusage fills it.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer to our rusage for the call.
+        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+        usage.ru_maxrss
+    }
+
+    /// crun 1.8 refuses this hybrid cgroup host unless the unified hierarchy is unmounted in a
+    /// private mount namespace (FIGURES.md P13). The whole benchmark moves into one, so every
+    /// contender runs under the same conditions.
+    fn private_mount_namespace_for_crun() {
+        if !nix::unistd::getuid().is_root() || !Path::new("/sys/fs/cgroup/unified").is_dir() {
+            return;
+        }
+        let private = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS).and_then(|()| {
+            nix::mount::mount(
+                None::<&str>,
+                "/",
+                None::<&str>,
+                nix::mount::MsFlags::MS_REC | nix::mount::MsFlags::MS_PRIVATE,
+                None::<&str>,
+            )
+        });
+        match private.and_then(|()| nix::mount::umount2("/sys/fs/cgroup/unified", nix::mount::MntFlags::MNT_DETACH)) {
+            Ok(()) => println!("(private mount namespace without /sys/fs/cgroup/unified, for crun)"),
+            Err(e) => println!("(could not hide the unified cgroup hierarchy from crun: {e})"),
+        }
+    }
+
+    pub fn run(args: &Args) -> Result<(), String> {
+        private_mount_namespace_for_crun();
+        let root = tempfile::Builder::new().prefix("spawn-bench").tempdir_in("/var/tmp").map_err(|e| e.to_string())?;
+        let base = std::fs::canonicalize(root.path()).map_err(|e| e.to_string())?;
+        let ws = base.join("ws");
+        let scratch = base.join("scratch");
+        std::fs::create_dir_all(&ws).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
+        let profile = Profile::new(ProfileConfig {
+            workspace_root: ws.clone(),
+            workspace_read: Access::Allow,
+            workspace_write: Access::Allow,
+            host_read: Access::Allow,
+            host_write: Access::Deny,
+            network: Access::Deny,
+            command: Access::Allow,
+            ..ProfileConfig::default()
+        })
+        .map_err(|e| e.to_string())?;
+        let set = Arc::new(
+            ExecutorSet::new(
+                &Deadline::after(Duration::from_secs(60)),
+                &profile,
+                ExecutorSetOptions::new(&scratch).max_executors(8),
+            )
+            .map_err(|e| e.to_string())?,
+        );
+        let exec = set.executor("bench").map_err(|e| e.to_string())?;
+        println!("library: level {}, guarantees {}", exec.level(), exec.guarantees().names().join(","));
+
+        // Peak RSS of our spawn's processes (helper and container init): measured first, alone.
+        for _ in 0..3 {
+            exec.run_argv(&Deadline::after(Duration::from_secs(30)), &ws, &["/bin/echo", "confined"])
+                .map_err(|e| e.to_string())?;
+        }
+        let library_rss = children_maxrss();
+
+        let bundle = base.join("bundle");
+        export_bundle(
+            &profile,
+            &HostView::scan(),
+            &ExportRequest {
+                argv: vec!["/bin/echo".into(), "confined".into()],
+                cwd: ws.clone(),
+                env_snapshot: vec![("PATH".into(), "/usr/bin:/bin".into())],
+                uid: nix::unistd::getuid().as_raw(),
+                gid: nix::unistd::getgid().as_raw(),
+                ..ExportRequest::default()
+            },
+            &bundle,
+        )
+        .map_err(|e| e.to_string())?;
+
+        let mut contenders: Vec<Contender> = Vec::new();
+        let mut missing: Vec<String> = Vec::new();
+        let add = |contenders: &mut Vec<Contender>, name, run| {
+            contenders.push(Contender { name, run, argv: None, samples: Vec::new(), rss: 0, error: None })
+        };
+        {
+            let (exec, ws) = (Arc::clone(&exec), ws.clone());
+            add(
+                &mut contenders,
+                "sandbox library",
+                Box::new(move || {
+                    let start = Instant::now();
+                    let out = exec
+                        .run_argv(&Deadline::after(Duration::from_secs(30)), &ws, &["/bin/echo", "confined"])
+                        .map_err(|e| e.to_string())?;
+                    if out.bytes != b"confined\n" {
+                        return Err(format!("output {:?}", out.bytes));
+                    }
+                    Ok((start.elapsed(), None))
+                }),
+            );
+        }
+        let cli = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("sandbox")));
+        match cli.filter(|p| p.exists()) {
+            Some(cli) => {
+                let ws = ws.clone();
+                add(
+                    &mut contenders,
+                    "sandbox run (CLI)",
+                    Box::new(move || {
+                        timed(Command::new(&cli).current_dir(&ws).args(["run", "--", "/bin/echo", "confined"]))
+                    }),
+                );
+            }
+            None => missing.push(String::from("sandbox CLI (build it: cargo build --release -p sandbox)")),
+        }
+        if which("bwrap") {
+            let ws_s = ws.display().to_string();
+            add(&mut contenders, "bwrap", Box::new(move || timed(&mut bwrap(&ws_s))));
+        } else {
+            missing.push(String::from("bwrap (apt-get install bubblewrap)"));
+        }
+        let mut n = 0u64;
+        if which("runc") {
+            let b = bundle.clone();
+            add(
+                &mut contenders,
+                "runc run",
+                Box::new(move || {
+                    n += 1;
+                    timed(
+                        Command::new("runc")
+                            .arg("run")
+                            .arg("--bundle")
+                            .arg(&b)
+                            .arg(format!("bench-runc-{}-{n}", std::process::id())),
+                    )
+                }),
+            );
+        } else {
+            missing.push(String::from("runc (apt-get install runc)"));
+        }
+        let mut m = 0u64;
+        if which("crun") {
+            let b = bundle.clone();
+            add(
+                &mut contenders,
+                "crun run",
+                Box::new(move || {
+                    m += 1;
+                    timed(
+                        Command::new("crun")
+                            .arg("run")
+                            .arg("--bundle")
+                            .arg(&b)
+                            .arg(format!("bench-crun-{}-{m}", std::process::id())),
+                    )
+                }),
+            );
+        } else {
+            missing.push(String::from("crun (apt-get install crun)"));
+        }
+        if which("unshare") {
+            add(
+                &mut contenders,
+                "unshare -Upfnimu",
+                Box::new(|| {
+                    timed(Command::new("unshare").args([
+                        "--user",
+                        "--map-root-user",
+                        "--pid",
+                        "--fork",
+                        "--net",
+                        "--ipc",
+                        "--uts",
+                        "--mount",
+                        "--mount-proc",
+                        "/bin/echo",
+                        "confined",
+                    ]))
+                }),
+            );
+        } else {
+            missing.push(String::from("unshare (util-linux)"));
+        }
+        add(&mut contenders, "plain fork+exec", Box::new(|| timed(Command::new("/bin/echo").arg("confined"))));
+        let bundle_s = bundle.display().to_string();
+        let pid = std::process::id();
+        for c in &mut contenders {
+            c.argv = match c.name {
+                "sandbox run (CLI)" => {
+                    std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("sandbox"))).map(|cli| {
+                        vec![
+                            cli.display().to_string(),
+                            "run".into(),
+                            "--".into(),
+                            "/bin/echo".into(),
+                            "confined".into(),
+                        ]
+                    })
+                }
+                "bwrap" => {
+                    Some(bwrap(&ws.display().to_string()).get_args().map(|a| a.to_string_lossy().into_owned()).fold(
+                        vec![String::from("bwrap")],
+                        |mut v, a| {
+                            v.push(a);
+                            v
+                        },
+                    ))
+                }
+                "runc run" => Some(vec![
+                    "runc".into(),
+                    "run".into(),
+                    "--bundle".into(),
+                    bundle_s.clone(),
+                    format!("bench-rss-runc-{pid}"),
+                ]),
+                "crun run" => Some(vec![
+                    "crun".into(),
+                    "run".into(),
+                    "--bundle".into(),
+                    bundle_s.clone(),
+                    format!("bench-rss-crun-{pid}"),
+                ]),
+                "unshare -Upfnimu" => Some(
+                    [
+                        "unshare",
+                        "--user",
+                        "--map-root-user",
+                        "--pid",
+                        "--fork",
+                        "--net",
+                        "--ipc",
+                        "--uts",
+                        "--mount",
+                        "--mount-proc",
+                        "/bin/echo",
+                        "confined",
+                    ]
+                    .iter()
+                    .map(|s| (*s).to_owned())
+                    .collect(),
+                ),
+                "plain fork+exec" => Some(vec!["/bin/echo".into(), "confined".into()]),
+                _ => None,
+            };
+        }
+
+        // Warm-up, then interleaved rounds.
+        for c in contenders.iter_mut() {
+            for _ in 0..2 {
+                if let Err(e) = (c.run)() {
+                    c.error = Some(e);
+                    break;
+                }
+            }
+        }
+        for _ in 0..args.runs {
+            for c in contenders.iter_mut().filter(|c| c.error.is_none()) {
+                match (c.run)() {
+                    Ok((d, rss)) => {
+                        c.samples.push(d);
+                        c.rss = c.rss.max(rss.unwrap_or(0));
+                    }
+                    Err(e) => c.error = Some(e),
+                }
+            }
+        }
+        contenders[0].rss = library_rss;
+        if !Path::new("/usr/bin/time").exists() {
+            missing.push(String::from("GNU time, for the peak RSS of the peers (apt-get install time)"));
+        }
+        for c in contenders.iter_mut().filter(|c| c.error.is_none()) {
+            if let Some(argv) = &c.argv {
+                c.rss = tool_rss(argv, &ws).unwrap_or(-1);
+            }
+        }
+
+        let ours = median_p95(&mut contenders[0].samples.clone()).0;
+        println!(
+            "\n{:<20} {:>10} {:>10} {:>12} {:>14} {:>6}",
+            "contender", "median ms", "p95 ms", "vs library", "peak RSS KiB", "runs"
+        );
+        let mut rows = Vec::new();
+        for c in &mut contenders {
+            let runs = c.samples.len();
+            let (median, p95) = median_p95(&mut c.samples);
+            match &c.error {
+                Some(e) => println!("{:<20} failed: {e}", c.name),
+                None => println!(
+                    "{:<20} {:>10.2} {:>10.2} {:>11.2}x {:>14} {:>6}",
+                    c.name,
+                    median,
+                    p95,
+                    median / ours,
+                    c.rss,
+                    runs
+                ),
+            }
+            rows.push(serde_json::json!({
+                "name": c.name, "median_ms": median, "p95_ms": p95, "peak_rss_kb": c.rss, "runs": runs,
+                "ratio_to_library": median / ours, "error": c.error,
+            }));
+        }
+        for m in &missing {
+            println!("missing: {m}");
+        }
+        let mut report = serde_json::json!({"contenders": rows, "missing": missing});
+
+        if args.throughput {
+            let calls = args.runs.max(8) * 4;
+            let (ours, bw) = throughput(&set, &ws, calls)?;
+            println!("\nthroughput, {calls} calls, 4 at a time:");
+            println!("  sandbox library: {:.1} calls/s, p95 {:.2} ms", ours.0, ours.1);
+            if let Some(bw) = bw {
+                println!("  bwrap:           {:.1} calls/s, p95 {:.2} ms", bw.0, bw.1);
+            }
+            report["throughput"] = serde_json::json!({
+                "calls": calls, "library_calls_per_s": ours.0, "library_p95_ms": ours.1,
+                "bwrap_calls_per_s": bw.map(|b| b.0), "bwrap_p95_ms": bw.map(|b| b.1),
+            });
+        }
+        if let Some(path) = &args.json {
+            std::fs::write(path, serde_json::to_string_pretty(&report).unwrap()).map_err(|e| e.to_string())?;
+            println!("\nwrote {}", path.display());
+        }
+        drop(exec);
+        if let Ok(set) = Arc::try_unwrap(set) {
+            set.close().map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn bwrap(ws: &str) -> Command {
+        let mut c = Command::new("bwrap");
+        c.args([
+            "--unshare-all",
+            "--die-with-parent",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--symlink",
+            "usr/bin",
+            "/bin",
+            "--symlink",
+            "usr/lib",
+            "/lib",
+            "--symlink",
+            "usr/lib64",
+            "/lib64",
+            "--symlink",
+            "usr/sbin",
+            "/sbin",
+            "--ro-bind",
+            "/etc",
+            "/etc",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--tmpfs",
+            "/tmp",
+            "--tmpfs",
+            "/root",
+            "--bind",
+            ws,
+            ws,
+            "--chdir",
+            ws,
+            "--cap-drop",
+            "ALL",
+            "/bin/echo",
+            "confined",
+        ]);
+        c
+    }
+
+    /// `calls` tool calls, 4 at a time, from a tokio program: calls/s and p95 (ms).
+    /// Calls per second and p95 in ms.
+    type Rate = (f64, f64);
+
+    fn throughput(set: &Arc<ExecutorSet>, ws: &Path, calls: usize) -> Result<(Rate, Option<Rate>), String> {
+        let runtime =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(4).build().map_err(|e| e.to_string())?;
+        let measure = |f: Arc<dyn Fn(usize) -> Result<(), String> + Send + Sync>| -> Result<(f64, f64), String> {
+            let start = Instant::now();
+            let mut times: Vec<Duration> = runtime.block_on(async {
+                let sem = Arc::new(tokio::sync::Semaphore::new(4));
+                let mut tasks = Vec::new();
+                for i in 0..calls {
+                    let (f, sem) = (Arc::clone(&f), Arc::clone(&sem));
+                    tasks.push(tokio::spawn(async move {
+                        let _permit = sem.acquire_owned().await.map_err(|e| e.to_string())?;
+                        tokio::task::spawn_blocking(move || {
+                            let t = Instant::now();
+                            f(i).map(|()| t.elapsed())
+                        })
+                        .await
+                        .map_err(|e| e.to_string())?
+                    }));
+                }
+                let mut times = Vec::new();
+                for t in tasks {
+                    times.push(t.await.map_err(|e| e.to_string())??);
+                }
+                Ok::<_, String>(times)
+            })?;
+            let elapsed = start.elapsed().as_secs_f64();
+            Ok((calls as f64 / elapsed, median_p95(&mut times).1))
+        };
+        let executors: Vec<Arc<Executor>> =
+            (0..4).map(|k| set.executor(&format!("tp-{k}"))).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+        let ws_owned = ws.to_path_buf();
+        let ours = measure(Arc::new(move |i| {
+            executors[i % 4]
+                .run_argv(&Deadline::after(Duration::from_secs(60)), &ws_owned, &["/bin/echo", "confined"])
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }))?;
+        let bw = if which("bwrap") {
+            let ws_s = ws.display().to_string();
+            Some(measure(Arc::new(move |_| timed(&mut bwrap(&ws_s)).map(|_| ())))?)
+        } else {
+            None
+        };
+        Ok((ours, bw))
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    sandbox::init();
+    #[cfg(target_os = "linux")]
+    {
+        let args = match bench::parse() {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("spawn-bench: {e}");
+                return std::process::ExitCode::from(2);
+            }
+        };
+        if let Err(e) = bench::run(&args) {
+            eprintln!("spawn-bench: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    }
+    std::process::ExitCode::SUCCESS
+}
