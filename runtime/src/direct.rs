@@ -103,7 +103,7 @@ pub(crate) fn run<S: AsRef<OsStr>>(
         status
     });
     let mut bytes = Vec::new();
-    let stop = pump(&out_r, dl, limit, closing, &mut bytes);
+    let stop = pump(&out_r, dl, limit, closing, &mut || true, &mut bytes);
     if stop.is_some() {
         let _ = killpg(pgid, Signal::SIGKILL);
         drain(&out_r, Duration::from_secs(5));
@@ -119,7 +119,7 @@ pub(crate) fn run<S: AsRef<OsStr>>(
         }
         Some(Stop::Limit) => return Err(Error::OutputLimit { partial: bytes }),
         Some(Stop::Closed) => return Err(Error::ExecutorClosed { partial: bytes }),
-        None => {}
+        Some(Stop::Lost) | None => {}
     }
     let status = exit_status(status.map_err(|e| Error::io("waiting for the process", e))?);
     Ok(Output { bytes, status })

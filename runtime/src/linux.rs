@@ -344,23 +344,30 @@ impl LinuxBackend {
 
     /// Waits until the container exists and runs; a container that could not be created (or a
     /// setup step that failed before start) is `Runtime`, with everything torn down.
-    pub fn wait_started(&self, launched: &mut Launched, dl: &Deadline) -> Result<(), Error> {
+    pub fn wait_started(&self, launched: &mut Launched, dl: &Deadline, closing: &AtomicBool) -> Result<(), Error> {
         let limit = Instant::now() + Duration::from_secs(60);
-        let until = dl.instant().map_or(limit, |d| d.min(limit));
-        match launched.running.next_event(Some(until)) {
-            Ok(Event::Started { .. }) => Ok(()),
-            Ok(Event::Finished { outcome, measured, teardown }) => {
-                launched.early = Some((outcome, measured, teardown));
-                Ok(())
+        loop {
+            if closing.load(Ordering::SeqCst) {
+                self.abandon(launched, "the set closed before the container started");
+                return Err(Error::ExecutorClosed { partial: Vec::new() });
             }
-            Err(WaitError::Timeout) => {
-                if let Err(e) = dl.check(&[]) {
-                    self.abandon(launched, "deadline before the container started");
-                    return Err(e);
+            if let Err(e) = dl.check(&[]) {
+                self.abandon(launched, "deadline before the container started");
+                return Err(e);
+            }
+            match launched.running.next_event(Some((Instant::now() + Duration::from_millis(100)).min(limit))) {
+                Ok(Event::Started { .. }) => return Ok(()),
+                Ok(Event::Finished { outcome, measured, teardown }) => {
+                    launched.early = Some((outcome, measured, teardown));
+                    return Ok(());
                 }
-                Err(Error::Runtime { detail: self.abandon(launched, "the container did not start within 60 s") })
+                Err(WaitError::Timeout) if Instant::now() < limit => {}
+                Err(WaitError::Timeout) => {
+                    let detail = self.abandon(launched, "the container did not start within 60 s");
+                    return Err(Error::Runtime { detail });
+                }
+                Err(WaitError::Helper(e)) => return Err(Error::Runtime { detail: self.abandon(launched, &e) }),
             }
-            Err(WaitError::Helper(e)) => Err(Error::Runtime { detail: self.abandon(launched, &e) }),
         }
     }
 
@@ -380,9 +387,9 @@ impl LinuxBackend {
 
     /// Waits for the end of the spawn and its proven teardown. While `closing` is unset it
     /// waits as long as the workload runs; once a kill was sent (by the caller or because the
-    /// set closes) it waits at most 30 s more, then abandons the helper.
+    /// set closes) it waits at most 5 s more, then abandons the helper.
     pub fn finish(&self, mut launched: Launched, closing: &AtomicBool, mut killed: bool) -> Result<Finish, Error> {
-        let mut kill_deadline = killed.then(|| Instant::now() + Duration::from_secs(30));
+        let mut kill_deadline = killed.then(|| Instant::now() + Duration::from_secs(5));
         let mut closed = false;
         let result = loop {
             if let Some(early) = launched.early.take() {
@@ -392,13 +399,13 @@ impl LinuxBackend {
                 let _ = launched.running.signal(libc_sigkill());
                 killed = true;
                 closed = true;
-                kill_deadline = Some(Instant::now() + Duration::from_secs(30));
+                kill_deadline = Some(Instant::now() + Duration::from_secs(5));
             }
             match launched.running.next_event(Some(Instant::now() + Duration::from_millis(100))) {
                 Ok(Event::Started { .. }) => {}
                 Ok(Event::Finished { outcome, measured, teardown }) => break Ok((outcome, measured, teardown)),
                 Err(WaitError::Timeout) if kill_deadline.is_none_or(|d| Instant::now() < d) => {}
-                Err(WaitError::Timeout) => break Err(String::from("the helper did not finish within 30 s of a kill")),
+                Err(WaitError::Timeout) => break Err(String::from("the helper did not finish within 5 s of a kill")),
                 Err(WaitError::Helper(e)) => break Err(e),
             }
         };
@@ -412,7 +419,14 @@ impl LinuxBackend {
         launched.running.reap();
         let _ = fsutil::remove_tree(&launched.dir);
         if !teardown {
-            return Err(Error::Runtime { detail: String::from("teardown unproven: the container was not deleted") });
+            // Not proven by the helper: sweep the container's cgroup and state now.
+            let swept = sandbox_linux::sweep_container(
+                self.layout,
+                self.cgroup_path(&launched.id).as_deref(),
+                &self.state_root.join(&launched.id),
+            );
+            let swept = swept.map_or_else(|e| format!("; sweep: {e}"), |()| String::from("; leftovers swept"));
+            return Err(Error::Runtime { detail: format!("teardown unproven: the container was not deleted{swept}") });
         }
         let status = match outcome {
             Outcome::Exited { code } => Ok(ExitStatus::Code(code)),
@@ -437,8 +451,19 @@ impl LinuxBackend {
         let err_w = out_w.try_clone().map_err(|e| Error::io("pipe", e))?;
         let stdin: OwnedFd = std::fs::File::open("/dev/null").map_err(|e| Error::io("opening /dev/null", e))?.into();
         let mut launched = self.launch(dl, profile, input, stdin, out_w, err_w, require)?;
+        // Bounded start-up first (deadline, close, 60 s): nothing starts after either fired.
+        self.wait_started(&mut launched, dl, closing)?;
         let mut bytes = Vec::new();
-        let stop = pump(&out_r, dl, limit, closing, &mut bytes);
+        let stop = if launched.ended_early() {
+            None
+        } else {
+            let mut alive = || launched.running.helper_alive();
+            pump(&out_r, dl, limit, closing, &mut alive, &mut bytes)
+        };
+        if matches!(stop, Some(Stop::Lost)) {
+            let detail = self.abandon(&mut launched, "the helper died during the run");
+            return Err(Error::Runtime { detail });
+        }
         if stop.is_some() {
             let _ = launched.running.signal(libc_sigkill());
             drain(&out_r, Duration::from_secs(5));
@@ -449,7 +474,7 @@ impl LinuxBackend {
             Some(Stop::Limit) => return Err(Error::OutputLimit { partial: bytes }),
             Some(Stop::Closed) => return Err(Error::ExecutorClosed { partial: bytes }),
             None if finish.closed => return Err(Error::ExecutorClosed { partial: bytes }),
-            None => {}
+            Some(Stop::Lost) | None => {}
         }
         let status = finish.status.map_err(|detail| Error::Runtime { detail })?;
         Ok((Output { bytes, status }, finish.measured))

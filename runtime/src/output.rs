@@ -60,6 +60,8 @@ pub(crate) enum Stop {
     Limit,
     /// The set is closing.
     Closed,
+    /// The process feeding the stream (the helper) is gone.
+    Lost,
 }
 
 /// Reads `fd` into `buf` until EOF, or until the deadline, the limit or the set's closing flag
@@ -69,6 +71,7 @@ pub(crate) fn pump(
     dl: &Deadline,
     limit: Option<u64>,
     closing: &AtomicBool,
+    alive: &mut dyn FnMut() -> bool,
     buf: &mut Vec<u8>,
 ) -> Option<Stop> {
     let mut file = std::fs::File::from(fd.try_clone().ok()?);
@@ -86,6 +89,7 @@ pub(crate) fn pump(
         let timeout = poll_timeout(wait);
         let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
         match poll(&mut fds, timeout) {
+            Ok(0) if !alive() => return Some(Stop::Lost),
             Ok(0) | Err(nix::Error::EINTR) => continue,
             Ok(_) => {}
             Err(_) => return None,

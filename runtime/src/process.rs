@@ -208,11 +208,16 @@ impl ProcessStdin {
     /// Writes all of `buf`; after `close` fails with [`Error::ProcessStdinClosed`] (wrapped in
     /// an `io::Error`).
     pub fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        let mut guard = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        match guard.as_mut() {
-            Some(f) => f.write_all(buf).map(|()| buf.len()),
-            None => Err(io::Error::other(Error::ProcessStdinClosed)),
-        }
+        // The write happens outside the lock, on a duplicate: a blocked write never blocks
+        // `close` (which then returns at once; EOF reaches the process when the write ends).
+        let file = {
+            let guard = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match guard.as_ref() {
+                Some(f) => f.try_clone()?,
+                None => return Err(io::Error::other(Error::ProcessStdinClosed)),
+            }
+        };
+        (&file).write_all(buf).map(|()| buf.len())
     }
 
     /// Closes stdin (EOF for the process; in PTY mode one VEOF, 0x04, without a hang-up);

@@ -211,10 +211,14 @@ impl ExecutorSet {
         let inner = &self.inner;
         let mut state = inner.lock();
         if state.closed {
+            // A concurrent caller waits for the first and gets its result; a later one, Ok.
+            if state.close_done.is_some() {
+                return Ok(());
+            }
             while state.close_done.is_none() {
                 state = inner.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
             }
-            return Ok(());
+            return state.close_done.clone().unwrap_or(Ok(()));
         }
         state.closed = true;
         inner.closing.store(true, Ordering::SeqCst);
@@ -229,10 +233,14 @@ impl ExecutorSet {
         let drained = state.active == 0;
         state.executors.clear();
         drop(state);
-        let removed = fsutil::remove_tree(&inner.dir);
         let result = if drained {
-            removed
+            // Containers whose teardown failed leave state and cgroups: sweep them before the
+            // directory that records them goes.
+            #[cfg(target_os = "linux")]
+            crate::linux::sweep_set_containers(&inner.dir);
+            fsutil::remove_tree(&inner.dir)
         } else {
+            // Runs still use the directory: it stays, and a later set sweeps it once we are gone.
             Err(Error::Runtime { detail: String::from("close: runs did not drain within 60 s") })
         };
         let mut state = inner.lock();
@@ -259,8 +267,9 @@ fn lock_set(dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, Error> {
 }
 
 /// Removes sibling set directories whose owner is gone (their lock is free), with their
-/// containers, cgroups and files (CONTRACT.md §15.8). A directory without a lock file is only
-/// swept once it is a minute old (its creator may be between mkdir and lock).
+/// containers, cgroups and files (CONTRACT.md §15.8). Only directories at least 10 s old are
+/// considered (a set between mkdir and lock holds no lock yet); one without a lock file only
+/// once it is a minute old.
 fn sweep_dead_sets(scratch: &Path) {
     for entry in std::fs::read_dir(scratch).into_iter().flatten().flatten() {
         let name = entry.file_name();
@@ -269,11 +278,14 @@ fn sweep_dead_sets(scratch: &Path) {
         if !is_dir || !name.to_string_lossy().starts_with(SET_PREFIX) {
             continue;
         }
+        // A set being created holds no lock for an instant: only older directories can be dead.
+        let age = std::fs::symlink_metadata(&path).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+        if age.is_none_or(|a| a < Duration::from_secs(10)) {
+            continue;
+        }
         let dead = match std::fs::File::open(path.join("lock")) {
             Ok(file) => nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok(),
-            Err(_) => std::fs::symlink_metadata(&path)
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > Duration::from_secs(60))),
+            Err(_) => age.is_some_and(|a| a > Duration::from_secs(60)),
         };
         if !dead {
             continue;
@@ -755,7 +767,7 @@ impl PreparedProcess {
         } else {
             None
         };
-        linux.wait_started(&mut launched, dl)?;
+        linux.wait_started(&mut launched, dl, &self.set.closing)?;
         if launched.ended_early() {
             // The container was never created: that is a failed start, not a process.
             let finish = linux.finish(launched, &self.set.closing, false)?;

@@ -237,6 +237,10 @@ mod linux {
         wait_until("no workload left", Duration::from_secs(5), || processes_matching("sleep 402").is_empty());
         wait_until("no helper left", Duration::from_secs(5), || processes_matching("sandbox-linux-helper").is_empty());
         assert_eq!(count_dir(&f.scratch), 1, "the dead embedder's set directory is still there");
+        // A sweep skips sets younger than 10 s (one being created holds no lock yet): age it.
+        let dead = fs::read_dir(&f.scratch).unwrap().next().unwrap().unwrap().path();
+        let old = std::time::SystemTime::now() - Duration::from_secs(30);
+        fs::File::open(&dead).unwrap().set_modified(old).unwrap();
         let set = f.set();
         assert_eq!(count_dir(&f.scratch), 1, "the new set swept the dead one");
         let out = set.executor("k").unwrap().run_command(&dl(), &f.ws, "echo swept").unwrap();

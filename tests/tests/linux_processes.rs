@@ -124,6 +124,83 @@ mod linux {
         set.close().unwrap();
     }
 
+    pub fn nothing_starts_after_a_deadline_or_close_that_came_first() {
+        let f = Fixture::new();
+        let set = Arc::new(f.set());
+        let exec = set.executor("k").unwrap();
+        // A container takes well over 2 ms to start: the deadline fires before it does.
+        let marker = f.ws.join("after-deadline");
+        let err = exec
+            .run_command(&Deadline::after(Duration::from_millis(2)), &f.ws, &format!("touch {}", marker.display()))
+            .unwrap_err();
+        assert!(matches!(err, Error::DeadlineExceeded { .. }), "{err:?}");
+        let marker2 = f.ws.join("after-close");
+        let runner = {
+            let (exec, ws, m) = (Arc::clone(&exec), f.ws.clone(), marker2.clone());
+            std::thread::spawn(move || exec.run_command(&dl(), &ws, &format!("touch {}", m.display())))
+        };
+        std::thread::sleep(Duration::from_millis(2));
+        set.close().unwrap();
+        let result = runner.join().unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(!marker.exists(), "the command ran after its deadline");
+        if matches!(result, Err(Error::ExecutorClosed { ref partial }) if partial.is_empty()) {
+            assert!(!marker2.exists(), "the command ran after close");
+        }
+    }
+
+    pub fn a_stopped_then_killed_helper_never_hangs_a_run() {
+        let f = Fixture::new();
+        let set = Arc::new(f.set());
+        let exec = set.executor("k").unwrap();
+        let me = std::process::id().to_string();
+        let runner = {
+            let (exec, ws) = (Arc::clone(&exec), f.ws.clone());
+            std::thread::spawn(move || exec.run_command(&Deadline::none(), &ws, "sleep 0.3; sleep 31.25"))
+        };
+        let helper = loop {
+            let found = fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+                let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+                let cmd = String::from_utf8_lossy(&fs::read(e.path().join("cmdline")).ok()?).into_owned();
+                let stat = fs::read_to_string(e.path().join("stat")).ok()?;
+                let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.to_owned();
+                (cmd.contains("sandbox-linux-helper") && ppid == me).then_some(pid)
+            });
+            if let Some(pid) = found {
+                break nix::unistd::Pid::from_raw(pid);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        nix::sys::signal::kill(helper, nix::sys::signal::Signal::SIGSTOP).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        nix::sys::signal::kill(helper, nix::sys::signal::Signal::SIGKILL).unwrap();
+        let start = Instant::now();
+        let result = runner.join().unwrap();
+        assert!(matches!(result, Err(Error::Runtime { .. })), "{result:?}");
+        assert!(start.elapsed() < Duration::from_secs(15), "took {:?}", start.elapsed());
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(no_process_matching("sleep 31.25"), "the workload outlived its helper");
+        drop(exec);
+        if let Ok(set) = Arc::try_unwrap(set) {
+            set.close().unwrap();
+        }
+    }
+
+    pub fn the_workload_inherits_no_ignored_signal() {
+        let f = Fixture::new();
+        let set = f.set();
+        let exec = set.executor("k").unwrap();
+        let out = exec.run_command(&dl(), &f.ws, "grep SigIgn /proc/self/status").unwrap();
+        let text = String::from_utf8_lossy(&out.bytes);
+        let mask = u64::from_str_radix(text.trim().trim_start_matches("SigIgn:").trim(), 16).unwrap();
+        // Signals 1-31 (the ones programs use; 32 and up are libc's real-time internals).
+        assert_eq!(mask & 0x7fff_ffff, 0, "{text}");
+        // SIGPIPE kills a writer to a closed pipe, as on the host.
+        let out = exec.run_command(&dl(), &f.ws, "yes | head -c1 >/dev/null; echo done").unwrap();
+        assert_eq!(out.bytes, b"done\n");
+        set.close().unwrap();
+    }
+
     pub fn sixty_four_mib_with_a_sixteen_byte_cap_is_an_output_limit() {
         let f = Fixture::new();
         let set = f.set();
@@ -452,6 +529,12 @@ fn main() -> std::process::ExitCode {
                 "sixty_four_mib_with_a_sixteen_byte_cap_is_an_output_limit",
                 sixty_four_mib_with_a_sixteen_byte_cap_is_an_output_limit,
             ),
+            (
+                "nothing_starts_after_a_deadline_or_close_that_came_first",
+                nothing_starts_after_a_deadline_or_close_that_came_first,
+            ),
+            ("a_stopped_then_killed_helper_never_hangs_a_run", a_stopped_then_killed_helper_never_hangs_a_run),
+            ("the_workload_inherits_no_ignored_signal", the_workload_inherits_no_ignored_signal),
             (
                 "close_during_a_run_waits_for_it_and_its_later_effects_never_happen",
                 close_during_a_run_waits_for_it_and_its_later_effects_never_happen,

@@ -81,6 +81,10 @@ fn cstring(s: &str, what: &str, status: &mut Status) -> CString {
 }
 
 fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
+    // The runtime only marked the helper's other descriptors close-on-exec, and this init never
+    // execs: close them, so that the helper's death shows here as EOF on `go` and EPIPE on the
+    // status pipe (and no helper descriptor ever reaches the workload).
+    sys::close_from(GO_FD + 1);
     let mut status = Status(File::from(sys::own_fd(STATUS_FD)));
     let mut go = File::from(sys::own_fd(GO_FD));
     if sys::die_with_parent().is_err() {
@@ -176,6 +180,9 @@ fn exec_workload(
     name: &str,
 ) -> ! {
     let _ = nix::unistd::close(status.0.as_raw_fd());
+    // Dispositions the helper inherited from its embedder (Rust ignores SIGPIPE; a background
+    // job ignores SIGINT) must not reach the workload.
+    sys::reset_signal_dispositions();
     if tty {
         // Its own process group, in the foreground of the terminal the init controls (signals
         // are still blocked here, so tcsetpgrp from a background group is allowed).

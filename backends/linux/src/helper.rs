@@ -35,9 +35,16 @@ pub fn dispatch_if_helper() {
     let mut args = std::env::args_os();
     let _ = args.next();
     if args.next().as_deref() == Some(OsStr::new(HELPER_MARKER)) {
-        let code = match run() {
-            Ok(()) => 0,
-            Err(_) => 1,
+        // The runtime clones without fork handlers: it must never run beside another thread.
+        // A thread here means `init()` was not the first statement of `main`.
+        let threads = std::fs::read_dir("/proc/self/task").map(Iterator::count).unwrap_or(0);
+        let code = if threads != 1 {
+            2
+        } else {
+            match run() {
+                Ok(()) => 0,
+                Err(_) => 1,
+            }
         };
         #[expect(clippy::exit, reason = "the helper role ends the re-executed process; main never runs")]
         std::process::exit(code)
@@ -50,6 +57,26 @@ struct Control {
 }
 
 impl Control {
+    /// False when the embedder is gone (EOF) or has asked for a SIGKILL; never blocks.
+    fn still_wanted(&mut self) -> bool {
+        loop {
+            if !self.reader.buffer().is_empty() || {
+                let mut fds = [PollFd::new(self.reader.get_ref().as_fd(), PollFlags::POLLIN)];
+                matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
+            } {
+                let mut line = String::new();
+                match self.reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => return false,
+                    Ok(_) => match serde_json::from_str(&line) {
+                        Ok(Command::Signal { signal }) if signal == Signal::SIGKILL as i32 => return false,
+                        _ => continue,
+                    },
+                }
+            }
+            return true;
+        }
+    }
+
     fn send(&mut self, event: &Event) -> std::io::Result<()> {
         let mut line = serde_json::to_string(event).map_err(std::io::Error::other)?;
         line.push('\n');
@@ -195,6 +222,11 @@ fn run() -> std::io::Result<()> {
             }
         }
     }
+    // Nothing may start for an embedder that is gone or asked to kill meanwhile (a closed set,
+    // a passed deadline): the command is admitted but not yet spawned.
+    if setup_failure.is_none() && !control.still_wanted() {
+        setup_failure = Some(String::from("helper: start: cancelled before the workload started"));
+    }
     if let Some(detail) = setup_failure {
         let _ = kill(pid, Signal::SIGKILL);
         let teardown = reap(pid) && container.delete(true).is_ok();
@@ -203,6 +235,10 @@ fn run() -> std::io::Result<()> {
     let _ = (&go_w).write_all(b"g");
     drop(go_w);
     let parent_alive = control.send(&Event::Started { pid: pid.as_raw() }).is_ok();
+    if !parent_alive {
+        // The embedder died: nothing may outlive it.
+        let _ = kill(pid, Signal::SIGKILL);
+    }
 
     let (lines, killed) = supervise(&mut control, status, pending, pid, parent_alive);
     let reaped = reap(pid);

@@ -1,7 +1,7 @@
 //! The parent side: start a helper for one spawn, follow it, signal it, collect its outcome.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::process::{Child, Stdio};
@@ -37,7 +37,7 @@ impl SignalHandle {
         let mut line = serde_json::to_string(&Command::Signal { signal }).map_err(std::io::Error::other)?;
         line.push('\n');
         let file = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        (&*file).write_all(line.as_bytes())
+        send_all(&file, line.as_bytes())
     }
 }
 
@@ -87,7 +87,12 @@ pub fn spawn_helper(request: &Request, stdin: OwnedFd, stdout: OwnedFd, stderr: 
     let file = File::from(OwnedFd::from(ours));
     let mut line = serde_json::to_string(request).map_err(std::io::Error::other)?;
     line.push('\n');
-    (&file).write_all(line.as_bytes())?;
+    if let Err(e) = send_all(&file, line.as_bytes()) {
+        let mut child = child;
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(e);
+    }
     let reader = BufReader::new(file.try_clone()?);
     Ok(Running { child, fdpass, reader, writer: SignalHandle(Arc::new(Mutex::new(file))), pid: None })
 }
@@ -147,6 +152,11 @@ impl Running {
         self.writer.clone()
     }
 
+    /// Whether the helper process is still running (it may have reported and exited).
+    pub fn helper_alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// Kills the helper outright (its container dies with it: the init's parent-death signal).
     pub fn kill_helper(&mut self) {
         let _ = self.child.kill();
@@ -157,4 +167,18 @@ impl Running {
     pub fn reap(mut self) {
         let _ = self.child.wait();
     }
+}
+
+/// Writes all of `buf` to the control socket with `MSG_NOSIGNAL`: a helper that is gone is an
+/// `EPIPE` error, never a SIGPIPE for the embedder (which need not ignore it).
+fn send_all(file: &File, mut buf: &[u8]) -> std::io::Result<()> {
+    use nix::sys::socket::{MsgFlags, send};
+    while !buf.is_empty() {
+        match send(file.as_raw_fd(), buf, MsgFlags::MSG_NOSIGNAL) {
+            Ok(n) => buf = &buf[n..],
+            Err(nix::Error::EINTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }

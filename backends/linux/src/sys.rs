@@ -125,10 +125,12 @@ pub fn pidfd_open(pid: nix::unistd::Pid) -> io::Result<std::os::fd::OwnedFd> {
     Ok(own_fd(fd))
 }
 
-/// Takes ownership of a raw descriptor inherited at a fixed number (the helper's control fd).
+/// Takes ownership of a raw descriptor that nothing else in the process owns: the helper's
+/// inherited control and descriptor sockets, the init's status and `go` pipes at 3 and 4, and
+/// descriptors just returned by the kernel (pidfd_open, F_DUPFD, SCM_RIGHTS).
 pub fn own_fd(fd: RawFd) -> std::os::fd::OwnedFd {
-    // SAFETY: the helper is started with exactly this descriptor open for it and nothing else
-    // in the process owns it.
+    // SAFETY: every caller passes a descriptor that is open and owned by no other object (see
+    // the list above), so the OwnedFd is its only owner and closes it exactly once.
     unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }
 }
 
@@ -200,4 +202,26 @@ pub fn attach_pty(command: &mut std::process::Command, rows: u16, cols: u16) -> 
     });
     nix::fcntl::fcntl(pty.master.as_raw_fd(), nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))?;
     Ok(pty.master)
+}
+
+/// Closes every descriptor from `first` up (`close_range`), in a process that owns them all.
+pub fn close_from(first: RawFd) {
+    let first = libc::c_uint::try_from(first).unwrap_or(0);
+    // SAFETY: close_range only closes descriptors of this process; the init holds no Rust
+    // object that owns any descriptor at or above `first`.
+    unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0u32) };
+}
+
+/// Sets every catchable signal's disposition back to the default (before exec).
+pub fn reset_signal_dispositions() {
+    for sig in nix::sys::signal::Signal::iterator() {
+        if matches!(sig, nix::sys::signal::Signal::SIGKILL | nix::sys::signal::Signal::SIGSTOP) {
+            continue;
+        }
+        // SAFETY: installing SIG_DFL installs no Rust handler, so no handler can observe
+        // inconsistent state; this runs in a single-threaded child right before exec.
+        unsafe {
+            let _ = nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigDfl);
+        }
+    }
 }

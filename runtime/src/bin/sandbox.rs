@@ -57,7 +57,8 @@ struct RunArgs {
     /// The working directory of the command (default: the current directory).
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
-    /// The scratch root (default: a new temporary directory, removed afterwards).
+    /// The scratch root (default: `<tmp>/sandbox-cli-<uid>`, owner-only; the run's own
+    /// directory inside is removed afterwards, and one left by a killed run is swept).
     #[arg(long, value_name = "DIR")]
     scratch: Option<PathBuf>,
     /// The cgroup under which the spawn gets its own (needed as a non-root user on a cgroup v1
@@ -198,15 +199,27 @@ fn pump(
 }
 
 fn run(args: RunArgs) -> Result<i32, Error> {
+    let json = args.json;
+    match run_inner(args) {
+        Err(e) if json => {
+            // Exactly one JSON object, also when nothing could run.
+            let value = serde_json::json!({
+                "exit_code": null, "signal": null, "stdout": "", "stderr": "",
+                "error": e.kind().as_str(), "level": "none", "guarantees": [], "guarantee_bits": 0, "report": [],
+            });
+            println!("{value}");
+            Ok(125)
+        }
+        other => other,
+    }
+}
+
+fn run_inner(args: RunArgs) -> Result<i32, Error> {
     let current = current_dir()?;
     let profile = load_profile(args.profile.as_deref(), &current)?;
-    let temp;
     let scratch = match &args.scratch {
         Some(s) => resolve(&current, Some(s.clone())),
-        None => {
-            temp = TempScratch::new()?;
-            temp.0.clone()
-        }
+        None => default_scratch()?,
     };
     let setup = Deadline::after(Duration::from_secs(60));
     let mut options = ExecutorSetOptions::new(&scratch).max_executors(1);
@@ -303,26 +316,36 @@ fn run(args: RunArgs) -> Result<i32, Error> {
     })
 }
 
-/// A temporary scratch root for one `sandbox run`, removed afterwards.
-struct TempScratch(PathBuf);
-
-impl TempScratch {
-    fn new() -> Result<TempScratch, Error> {
-        let base = std::fs::canonicalize(std::env::temp_dir()).map_err(|e| Error::io("resolving the temp dir", e))?;
-        for n in 0..100u32 {
-            let path = base.join(format!("sandbox-cli-{}-{n}", std::process::id()));
-            if std::fs::create_dir(&path).is_ok() {
-                return Ok(TempScratch(path));
-            }
+/// The default scratch root: `<tmp>/sandbox-cli-<uid>`, created owner-only, shared by this
+/// user's runs. Each run's set directory inside is removed when the run ends, and one left by
+/// a killed run is swept by the next (a per-run directory would be leaked by a killed run).
+fn default_scratch() -> Result<PathBuf, Error> {
+    let (uid, _) = ids();
+    let base = std::fs::canonicalize(std::env::temp_dir()).map_err(|e| Error::io("resolving the temp dir", e))?;
+    let dir = base.join(format!("sandbox-cli-{uid}"));
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    match builder.create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(Error::io(format!("creating {}", dir.display()), e)),
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta =
+            std::fs::symlink_metadata(&dir).map_err(|e| Error::io(format!("inspecting {}", dir.display()), e))?;
+        if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+            return Err(Error::InvalidArgument {
+                detail: format!(
+                    "--scratch: {} is not an owner-only directory of this user; pass --scratch",
+                    dir.display()
+                ),
+            });
         }
-        Err(Error::io("creating a scratch directory", std::io::Error::other("no free name")))
     }
-}
-
-impl Drop for TempScratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    Ok(dir)
 }
 
 /// The profile from `--profile`, or the CLI default for `current` (CONTRACT.md §18).
