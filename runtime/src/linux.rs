@@ -120,7 +120,12 @@ impl LinuxBackend {
             Ok(r) => r,
             Err(e @ (Error::DeadlineExceeded { .. } | Error::Cancelled { .. })) => return Err(e),
             Err(e) => {
-                return Err(Error::SandboxUnavailable { detail: format!("the probe container could not run: {e}") });
+                return Err(Error::SandboxUnavailable {
+                    detail: format!(
+                        "the probe container could not run (it needs user namespaces, recursive read-only \
+                         mounts from Linux 5.12 on, and a writable cgroup parent): {e}"
+                    ),
+                });
             }
         };
         if output.status != ExitStatus::Code(0) {

@@ -279,6 +279,51 @@ mod linux {
         set.close().unwrap();
     }
 
+    pub fn devices_host_processes_and_setuid_binaries() {
+        let f = Fixture::new();
+        // A setuid copy of the probe (owned by the caller: root as root); no_new_privs and
+        // nosuid binds keep exec from raising anything.
+        let suid = f.ws.join("probe-suid");
+        fs::copy(f.ws.join("sandbox-probe"), &suid).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&suid, fs::Permissions::from_mode(0o4755)).unwrap();
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        let v = f.probe(
+            &exec,
+            &[
+                s("open-rw=/dev/null"),
+                s("exists=/dev/sda"),
+                s("exists=/dev/vda"),
+                s("exists=/dev/kmsg"),
+                s("exists=/dev/mem"),
+                s("read=/proc/1/environ"),
+                s("read=/proc/1/cmdline"),
+                format!("exec-status={}", suid.display()),
+                s("read=/sys/kernel/notes"),
+            ],
+        );
+        allowed(&v, "open-rw=/dev/null");
+        for dev in ["/dev/sda", "/dev/vda", "/dev/kmsg", "/dev/mem"] {
+            assert!(!v[&format!("exists={dev}")].ok, "{dev} is visible");
+        }
+        // pid 1 is the sandbox init (environment cleared), not the host's init.
+        let host_env = fs::read("/proc/1/environ").unwrap_or_default();
+        let inside_env = allowed(&v, "read=/proc/1/environ").detail;
+        assert!(inside_env.is_empty() || inside_env.as_bytes() != host_env.as_slice(), "{inside_env:?}");
+        let inside_cmd = v["read=/proc/1/cmdline"].detail.clone();
+        let host_cmd = String::from_utf8_lossy(&fs::read("/proc/1/cmdline").unwrap_or_default()).trim().to_owned();
+        assert_ne!(inside_cmd, host_cmd, "pid 1 inside is the host's init");
+        let escalated = allowed(&v, &format!("exec-status={}", suid.display())).detail;
+        assert!(
+            escalated.starts_with("CapEff=0000000000000000 CapPrm=0000000000000000")
+                && escalated.contains("NoNewPrivs=1"),
+            "{escalated}"
+        );
+        denied(&v, "read=/sys/kernel/notes");
+        set.close().unwrap();
+    }
+
     pub fn pid_namespace_and_landlock_from_inside() {
         let f = Fixture::new();
         let set = f.set(f.config(), |o| o);
@@ -480,6 +525,7 @@ fn main() -> std::process::ExitCode {
             ("network_boundary_only_lo_up_and_no_egress", network_boundary_only_lo_up_and_no_egress),
             ("seccomp_capabilities_and_no_new_privs", seccomp_capabilities_and_no_new_privs),
             ("pid_namespace_and_landlock_from_inside", pid_namespace_and_landlock_from_inside),
+            ("devices_host_processes_and_setuid_binaries", devices_host_processes_and_setuid_binaries),
             ("env_is_scrubbed", env_is_scrubbed),
             ("deadline_and_output_limit", deadline_and_output_limit),
             ("background_children_do_not_outlive_the_run", background_children_do_not_outlive_the_run),

@@ -168,6 +168,21 @@ mod checks {
                     .collect();
                 format!("{} self={} ppid={}", pids.len(), std::process::id(), nix::unistd::getppid())
             }),
+            "open-rw" => {
+                from_io(std::fs::OpenOptions::new().read(true).write(true).open(arg), |_| String::from("opened"))
+            }
+            "exec-status" => {
+                // Runs `arg` (a copy of this probe, possibly setuid) with the `status` check.
+                let out = std::process::Command::new(arg).arg("status").output();
+                from_io(out, |o| {
+                    String::from_utf8_lossy(&o.stdout)
+                        .lines()
+                        .next()
+                        .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                        .and_then(|v| v.get("detail").and_then(serde_json::Value::as_str).map(str::to_owned))
+                        .unwrap_or_default()
+                })
+            }
             "uid" => Verdict {
                 ok: true,
                 errno: None,
