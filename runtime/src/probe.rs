@@ -8,9 +8,7 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
-use crate::{
-    Access, Deadline, Error, ExecutorSet, ExecutorSetOptions, Home, Isolation, Profile, ProfileConfig, ReportEntry,
-};
+use crate::{Deadline, Error, ExecutorSet, ExecutorSetOptions, Profile, ReportEntry};
 
 /// The cgroup facts of [`HostProbe`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -128,19 +126,7 @@ fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
 
     let workspace = crate::fsutil::TempDir::new("sandbox-probe-workspace-")?;
     let scratch = crate::fsutil::TempDir::new("sandbox-probe-scratch-")?;
-    let profile = Profile::new(ProfileConfig {
-        workspace_root: workspace.path().to_path_buf(),
-        workspace_read: Access::Allow,
-        workspace_write: Access::Allow,
-        host_read: Access::Allow,
-        host_write: Access::Deny,
-        network: Access::Deny,
-        command: Access::Allow,
-        home: Home::IsolatedHome,
-        isolation: Isolation::Sandboxed,
-        additional_roots: Vec::new(),
-        ack_unconfined: false,
-    })?;
+    let profile = Profile::new(crate::proof::profile_config(workspace.path().to_path_buf()))?;
     let outcome =
         ExecutorSet::new(dl, &profile, ExecutorSetOptions::new(scratch.path()).max_executors(1)).and_then(|set| {
             let executor = set.executor("probe")?;

@@ -6,15 +6,12 @@ use std::time::Duration;
 
 use crate::{Access, Deadline, Error, ExecutorSet, ExecutorSetOptions, Home, Isolation, Level, Profile, ProfileConfig};
 
-/// Runs `echo confined` in a denied-network, isolated-home sandbox over a fresh temporary
-/// workspace and prints, in order: the output, `level: …`, `guarantees: …`, one `report: …`
-/// line per entry and `exit status: 0`. Any failed check is an error; nothing ever runs
-/// unconfined (without a backend this fails at `ExecutorSet::new` with `SandboxUnavailable`).
-pub fn stage11(out: &mut dyn Write) -> Result<(), Error> {
-    let workspace = crate::fsutil::TempDir::new("sandbox-stage11-workspace-")?;
-    let scratch = crate::fsutil::TempDir::new("sandbox-stage11-scratch-")?;
-    let profile = Profile::new(ProfileConfig {
-        workspace_root: workspace.path().to_path_buf(),
+/// The profile of the stage-11 proof, which is also the CLI's default and the one `probe`
+/// reports on (CONTRACT.md §18, §20): `workspace_root` read-write, the rest of the host
+/// read-only, network and host writes denied, commands allowed, an isolated HOME, sandboxed.
+pub fn profile_config(workspace_root: impl Into<std::path::PathBuf>) -> ProfileConfig {
+    ProfileConfig {
+        workspace_root: workspace_root.into(),
         workspace_read: Access::Allow,
         workspace_write: Access::Allow,
         host_read: Access::Allow,
@@ -25,7 +22,17 @@ pub fn stage11(out: &mut dyn Write) -> Result<(), Error> {
         isolation: Isolation::Sandboxed,
         additional_roots: Vec::new(),
         ack_unconfined: false,
-    })?;
+    }
+}
+
+/// Runs `echo confined` in a denied-network, isolated-home sandbox over a fresh temporary
+/// workspace and prints, in order: the output, `level: …`, `guarantees: …`, one `report: …`
+/// line per entry and `exit status: 0`. Any failed check is an error; nothing ever runs
+/// unconfined (without a backend this fails at `ExecutorSet::new` with `SandboxUnavailable`).
+pub fn stage11(out: &mut dyn Write) -> Result<(), Error> {
+    let workspace = crate::fsutil::TempDir::new("sandbox-stage11-workspace-")?;
+    let scratch = crate::fsutil::TempDir::new("sandbox-stage11-scratch-")?;
+    let profile = Profile::new(profile_config(workspace.path().to_path_buf()))?;
     let set = ExecutorSet::new(
         &Deadline::after(Duration::from_secs(30)),
         &profile,

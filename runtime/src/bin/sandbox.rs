@@ -14,8 +14,8 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use sandbox::bundle::{ExportRequest, HostView, export_bundle};
 use sandbox::{
-    Access, Deadline, Error, ExecutorSet, ExecutorSetOptions, ExitStatus, Home, Isolation, Process, ProcessOptions,
-    Profile, ProfileConfig, Signal,
+    Deadline, Error, ExecutorSet, ExecutorSetOptions, ExitStatus, Process, ProcessOptions, Profile, ProfileConfig,
+    Signal,
 };
 
 #[derive(Parser, Debug)]
@@ -356,19 +356,7 @@ fn load_profile(file: Option<&Path>, current: &Path) -> Result<Profile, Error> {
                 .map_err(|e| Error::InvalidProfile { detail: format!("--profile {}: {e}", path.display()) })?;
             ProfileConfig::from_json(&text)?
         }
-        None => ProfileConfig {
-            workspace_root: current.to_path_buf(),
-            workspace_read: Access::Allow,
-            workspace_write: Access::Allow,
-            host_read: Access::Allow,
-            host_write: Access::Deny,
-            network: Access::Deny,
-            command: Access::Allow,
-            home: Home::IsolatedHome,
-            isolation: Isolation::Sandboxed,
-            additional_roots: Vec::new(),
-            ack_unconfined: false,
-        },
+        None => sandbox::proof::profile_config(current.to_path_buf()),
     };
     Profile::new(config)
 }

@@ -255,45 +255,22 @@ mod bench {
         } else {
             missing.push(String::from("bwrap (apt-get install bubblewrap)"));
         }
-        let mut n = 0u64;
-        if which("runc") {
+        for (runtime, name) in [("runc", "runc run"), ("crun", "crun run")] {
+            if !which(runtime) {
+                missing.push(format!("{runtime} (apt-get install {runtime})"));
+                continue;
+            }
             let b = bundle.clone();
+            let mut n = 0u64;
             add(
                 &mut contenders,
-                "runc run",
+                name,
                 Box::new(move || {
                     n += 1;
-                    timed(
-                        Command::new("runc")
-                            .arg("run")
-                            .arg("--bundle")
-                            .arg(&b)
-                            .arg(format!("bench-runc-{}-{n}", std::process::id())),
-                    )
+                    let id = format!("bench-{runtime}-{}-{n}", std::process::id());
+                    timed(Command::new(runtime).arg("run").arg("--bundle").arg(&b).arg(id))
                 }),
             );
-        } else {
-            missing.push(String::from("runc (apt-get install runc)"));
-        }
-        let mut m = 0u64;
-        if which("crun") {
-            let b = bundle.clone();
-            add(
-                &mut contenders,
-                "crun run",
-                Box::new(move || {
-                    m += 1;
-                    timed(
-                        Command::new("crun")
-                            .arg("run")
-                            .arg("--bundle")
-                            .arg(&b)
-                            .arg(format!("bench-crun-{}-{m}", std::process::id())),
-                    )
-                }),
-            );
-        } else {
-            missing.push(String::from("crun (apt-get install crun)"));
         }
         if which("unshare") {
             add(
