@@ -540,3 +540,66 @@ pub(crate) fn sweep_set_containers(set_dir: &Path) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn backend(limits: Result<String, String>, landlock: &str, seccomp: bool) -> LinuxBackend {
+        LinuxBackend {
+            state_root: PathBuf::from("/nonexistent/state"),
+            bundles: PathBuf::from("/nonexistent/bundles"),
+            scratch_root: PathBuf::from("/nonexistent"),
+            uid: 1000,
+            gid: 1000,
+            layout: CgroupLayout::V2,
+            cgroup_parent: None,
+            pids_max: 4096,
+            memory_max: None,
+            tag: String::from("t"),
+            counter: AtomicU64::new(0),
+            probe: Probe {
+                landlock: landlock.to_owned(),
+                landlock_abi: if landlock == "full" { 7 } else { 0 },
+                seccomp,
+                loopback: Some(true),
+                loopback_error: None,
+                limits,
+            },
+        }
+    }
+
+    fn profile() -> Profile {
+        Profile::new(sandbox_bundle::ProfileConfig {
+            workspace_root: PathBuf::from("/"),
+            workspace_read: Access::Allow,
+            command: Access::Allow,
+            ..sandbox_bundle::ProfileConfig::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn limits_that_did_not_read_back_are_not_claimed_and_the_report_names_the_fix() {
+        let b = backend(Err(String::from("no cgroup parent")), "full", true);
+        let (level, g, report) = b.assess(&profile(), &[], String::from("env"));
+        assert!(!g.resource_limits);
+        assert_eq!(level, Level::Full, "limits never change the level");
+        let entry = report.get("resource-limits").unwrap_or_else(|| panic!("no entry"));
+        assert_eq!(entry.status, Status::Unenforced);
+        assert!(entry.detail.contains("cgroup_parent"), "{}", entry.detail);
+        let b = backend(Ok(String::from("pids.max 4096")), "full", true);
+        assert!(b.assess(&profile(), &[], String::from("env")).1.resource_limits);
+    }
+
+    #[test]
+    fn a_missing_layer_degrades_the_level_and_says_so() {
+        for (landlock, seccomp, feature) in [("none", true, "landlock"), ("full", false, "seccomp")] {
+            let b = backend(Ok(String::from("x")), landlock, seccomp);
+            let (level, g, report) = b.assess(&profile(), &[], String::from("env"));
+            assert_eq!(level, Level::Degraded);
+            assert!(g.read_boundary && g.write_boundary, "the mount view still holds");
+            assert_eq!(report.get(feature).map(|e| e.status), Some(Status::Unenforced));
+        }
+    }
+}
