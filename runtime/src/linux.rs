@@ -542,6 +542,7 @@ pub(crate) fn sweep_set_containers(set_dir: &Path) {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic)]
 mod tests {
     use super::*;
 
