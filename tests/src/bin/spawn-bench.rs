@@ -130,12 +130,38 @@ mod bench {
         (median, p95)
     }
 
-    fn children_maxrss() -> i64 {
-        // SAFETY: rusage is plain old data; getrusage fills it.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid pointer to our rusage for the call.
-        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
-        usage.ru_maxrss
+    /// The peak RSS (KiB) of our spawn's own process, the helper: sampled from
+    /// `/proc/<helper>/status` (VmHWM) while a run that lasts 300 ms is in flight. (A child's
+    /// `ru_maxrss` would report whatever its parent had at fork time.)
+    fn helper_rss(exec: &Arc<Executor>, ws: &Path) -> i64 {
+        let (exec2, ws2) = (Arc::clone(exec), ws.to_path_buf());
+        let run = std::thread::spawn(move || {
+            exec2.run_argv(&Deadline::after(Duration::from_secs(30)), &ws2, &["/bin/sh", "-c", "sleep 0.3"])
+        });
+        let me = std::process::id().to_string();
+        let mut peak = 0;
+        while !run.is_finished() {
+            for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+                let path = entry.path();
+                let Ok(cmd) = std::fs::read(path.join("cmdline")) else { continue };
+                if !String::from_utf8_lossy(&cmd).contains("--sandbox-linux-helper") {
+                    continue;
+                }
+                let Ok(status) = std::fs::read_to_string(path.join("status")) else { continue };
+                let field = |name: &str| {
+                    status
+                        .lines()
+                        .find_map(|l| l.strip_prefix(name))
+                        .map(|v| v.trim().trim_end_matches(" kB").trim().to_owned())
+                };
+                if field("PPid:").as_deref() == Some(me.as_str()) {
+                    peak = peak.max(field("VmHWM:").and_then(|v| v.parse().ok()).unwrap_or(0));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = run.join();
+        peak
     }
 
     /// crun 1.8 refuses this hybrid cgroup host unless the unified hierarchy is unmounted in a
@@ -190,12 +216,12 @@ mod bench {
         let exec = set.executor("bench").map_err(|e| e.to_string())?;
         println!("library: level {}, guarantees {}", exec.level(), exec.guarantees().names().join(","));
 
-        // Peak RSS of our spawn's processes (helper and container init): measured first, alone.
+        // Warm-up, then the helper's peak RSS, measured alone.
         for _ in 0..3 {
             exec.run_argv(&Deadline::after(Duration::from_secs(30)), &ws, &["/bin/echo", "confined"])
                 .map_err(|e| e.to_string())?;
         }
-        let library_rss = children_maxrss();
+        let library_rss = helper_rss(&exec, &ws);
 
         let bundle = base.join("bundle");
         export_bundle(
