@@ -4,4 +4,4 @@
 //! - `stage-11-sandbox-process`: the stage-11 proof.
 //! - `tokio-harness`: an async agent harness running several tool calls concurrently.
 //! - `export-bundle`: export the bundle of one tool call for inspection by `runc`.
-//! - `gated-command`: a Gated command is `GrantRequired` until the application decides.
+//! - `gated-command`: the gate round trip: `GrantRequired`, the application decides, a grant, a run, a refused replay.

@@ -24,6 +24,7 @@
 mod deadline;
 mod direct;
 mod fsutil;
+mod grants;
 #[cfg(target_os = "linux")]
 mod linux;
 mod options;
@@ -31,11 +32,13 @@ mod output;
 mod probe;
 mod process;
 pub mod proof;
+mod route;
 mod set;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use deadline::{CancelToken, Deadline};
+pub use grants::GrantRequest;
 pub use options::ExecutorSetOptions;
 pub use output::{ExitStatus, Output};
 pub use probe::{CgroupProbe, HostProbe, probe};
@@ -43,6 +46,7 @@ pub use process::{
     LifetimeContainment, Process, ProcessAccess, ProcessAccessKind, ProcessActivity, ProcessActivityKind,
     ProcessOptions, ProcessReader, ProcessResult, ProcessStdin, Signal, StreamMode,
 };
+pub use route::NetworkTarget;
 /// The pure core: compiler, export, host view and policy types.
 pub use sandbox_bundle as bundle;
 pub use sandbox_bundle::oci_spec;

@@ -47,6 +47,7 @@ pub(crate) struct LinuxBackend {
 /// One spawn's inputs beyond the profile.
 pub(crate) struct SpawnInput<'a> {
     pub tty: bool,
+    pub grants: GrantDeltas,
     pub argv: Vec<String>,
     pub cwd: PathBuf,
     pub env: Vec<(String, String)>,
@@ -107,6 +108,7 @@ impl LinuxBackend {
         let probe_tmp = fsutil::private_dir(set_dir, "probe-tmp-")?;
         let input = SpawnInput {
             tty: false,
+            grants: GrantDeltas::default(),
             argv: vec![String::from("/bin/sh"), String::from("-c"), String::from("exit 0")],
             cwd: profile.workspace_root().to_path_buf(),
             env: vec![(String::from("PATH"), String::from("/usr/bin:/bin"))],
@@ -182,6 +184,41 @@ impl LinuxBackend {
             detail.push_str(&format!(", memory {want} bytes"));
         }
         Ok(format!("{detail} (cgroup under {})", self.cgroup_parent.as_deref().unwrap_or("?")))
+    }
+
+    /// A broad network grant needs Landlock's TCP rules (ABI 4) and abstract unix scoping (ABI 6)
+    /// in force.
+    pub fn broad_grants_enforceable(&self) -> bool {
+        self.probe.landlock == "full" && self.probe.landlock_abi >= 6
+    }
+
+    /// Whether a spawn compiled with one filesystem grant binds its target as granted.
+    pub fn grant_enforced(
+        &self,
+        profile: &Profile,
+        input: &SpawnInput<'_>,
+        write: bool,
+        target: &str,
+    ) -> Result<(), String> {
+        let bundle = self.compile(profile, input, "grant-check").map_err(|e| e.to_string())?;
+        let ok = |m: &sandbox_bundle::PlannedMount| {
+            use sandbox_bundle::MountKind as K;
+            if write {
+                matches!(m.kind, K::ReadWrite | K::WriteOnly)
+            } else {
+                matches!(m.kind, K::ReadOnly | K::ReadWrite)
+            }
+        };
+        let granted = if target == "host:*" {
+            bundle.plan.mounts.iter().any(|m| m.origin == sandbox_bundle::Origin::HostEntry && ok(m))
+        } else {
+            bundle.plan.mounts.iter().any(|m| m.destination == Path::new(target) && ok(m))
+        };
+        if granted {
+            Ok(())
+        } else {
+            Err(format!("this backend cannot give {target} what the grant opens here (see the write-boundary report)"))
+        }
     }
 
     /// The measured level, guarantees and report for `profile` (policy entries from a
@@ -284,7 +321,7 @@ impl LinuxBackend {
         let ctx = SpawnContext {
             argv: input.argv.clone(),
             cwd: input.cwd.clone(),
-            env: input.env.clone(),
+            env: with_broad_dns(&input.env, input.grants.broad_port.is_some()),
             tty: input.tty,
             home_dir: input.home_dir.map(Path::to_path_buf),
             temp_dir: input.temp_dir.to_path_buf(),
@@ -298,7 +335,7 @@ impl LinuxBackend {
                 pids_max: (self.uid == 0).then_some(self.pids_max),
                 memory_max: self.memory_max.filter(|_| self.uid == 0),
             },
-            grants: GrantDeltas::default(),
+            grants: input.grants.clone(),
         };
         compile(profile, &ctx, &HostView::scan()).map_err(|e| match e {
             Error::InvalidArgument { detail } => Error::Runtime { detail: format!("bundle: {detail}") },
@@ -539,6 +576,18 @@ pub(crate) fn sweep_set_containers(set_dir: &Path) {
             tracing::warn!(set = %set_dir.display(), %id, "sweep: {e}");
         }
     }
+}
+
+/// The environment of a broad-grant spawn gets `RES_OPTIONS=use-vc` (DNS over TCP, §10).
+fn with_broad_dns(env: &[(String, String)], broad: bool) -> Vec<(String, String)> {
+    let mut env = env.to_vec();
+    if broad {
+        match env.iter_mut().find(|(k, _)| k == "RES_OPTIONS") {
+            Some(slot) => slot.1 = String::from("use-vc"),
+            None => env.push((String::from("RES_OPTIONS"), String::from("use-vc"))),
+        }
+    }
+    env
 }
 
 #[cfg(test)]

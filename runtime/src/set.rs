@@ -13,9 +13,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use sandbox_bundle::{
-    Access, CompileReport, Error, Guarantees, Home, Isolation, Level, Profile, ScrubFlags, check_invariants, scrub,
+    Access, CompileReport, Error, GrantDeltas, Guarantees, Home, Isolation, Level, Profile, ScrubFlags,
+    check_invariants, scrub,
 };
 
+use crate::grants::{self, Class, GrantRequest, GrantState, Payload, is_safe_text};
 use crate::output::Output;
 use crate::process::{
     LifetimeContainment, Process, ProcessAccess, ProcessAccessKind, ProcessOptions, ProcessReader, ProcessResult,
@@ -82,6 +84,18 @@ pub struct Executor {
     level: Level,
     guarantees: Guarantees,
     report: CompileReport,
+    grants: Mutex<GrantState>,
+    /// Held handles on filesystem grant targets, by token nonce, with the token's expiry.
+    #[cfg(target_os = "linux")]
+    handles: Mutex<HashMap<String, (i64, sandbox_linux::TargetHandle)>>,
+}
+
+/// The verified grants of one spawn, not yet consumed.
+#[derive(Debug, Default)]
+struct Verified {
+    command_start: bool,
+    deltas: GrantDeltas,
+    consume: Vec<([u8; 32], i64)>,
 }
 
 /// Admission of one run or process: counted until dropped, so that close can wait for it.
@@ -231,6 +245,10 @@ impl ExecutorSet {
             state = s;
         }
         let drained = state.active == 0;
+        // Keys zeroed, replay memory dropped, target handles released: no token verifies again.
+        for e in state.executors.values() {
+            e.revoke_grants();
+        }
         state.executors.clear();
         drop(state);
         let result = if drained {
@@ -374,6 +392,7 @@ impl Executor {
                 Backend::Linux(linux) => {
                     let input = SpawnInput {
                         tty: false,
+                        grants: GrantDeltas::default(),
                         argv: vec![String::from("/bin/true")],
                         cwd: profile.workspace_root().to_path_buf(),
                         env: env.clone(),
@@ -404,6 +423,9 @@ impl Executor {
                 level,
                 guarantees,
                 report,
+                grants: Mutex::new(GrantState::new()?),
+                #[cfg(target_os = "linux")]
+                handles: Mutex::new(HashMap::new()),
             })
         })();
         if result.is_err() {
@@ -526,9 +548,13 @@ impl Executor {
             Access::Gated if o.grants.is_empty() => return Err(Error::GrantRequired),
             _ => {}
         }
-        if !o.grants.is_empty() {
-            return Err(Error::GrantUnsupported { detail: String::from("grants are not implemented in this version") });
-        }
+        let deltas = if o.grants.is_empty() {
+            GrantDeltas::default()
+        } else {
+            let text = command_text(&o.command, &o.argv)?;
+            let tokens: Vec<&str> = o.grants.iter().map(String::as_str).collect();
+            self.verify_grants(&tokens, &o.execution_id, &text, &cwd)?.deltas
+        };
         let argv: Vec<OsString> = if o.command.is_empty() {
             o.argv
         } else {
@@ -537,7 +563,8 @@ impl Executor {
         #[cfg(target_os = "linux")]
         if let Backend::Linux(linux) = &self.set.backend {
             // Compiled now so that a spawn that cannot be expressed fails before start.
-            let input = self.spawn_input(&argv, cwd.clone())?;
+            let mut input = self.spawn_input(&argv, cwd.clone())?;
+            input.grants = deltas.clone();
             linux.compile(&self.set.profile, &input, "prepare")?;
         }
         Ok(PreparedProcess {
@@ -548,6 +575,7 @@ impl Executor {
             home_dir: self.home_dir.clone(),
             temp_dir: self.temp_dir.clone(),
             tty: o.tty,
+            deltas,
             state: Mutex::new(Prepared::Ready),
         })
     }
@@ -565,6 +593,268 @@ impl Executor {
     #[cfg(target_os = "linux")]
     fn spawn_input<'a>(&'a self, argv: &[OsString], cwd: PathBuf) -> Result<SpawnInput<'a>, Error> {
         spawn_input(argv, cwd, &self.env, self.home_dir.as_deref(), &self.temp_dir)
+    }
+
+    /// Runs `/bin/sh -c command` with grant tokens (CONTRACT.md §11, §13.4): the canonical cwd,
+    /// every token verified and consumed first, Gated capabilities opened for this spawn only.
+    pub fn run_command_with_grants<G: AsRef<str>>(
+        &self,
+        dl: &Deadline,
+        execution_id: &str,
+        cwd: &Path,
+        command: &str,
+        grants: &[G],
+    ) -> Result<Output, Error> {
+        dl.check(&[])?;
+        self.check_open()?;
+        let malformed = |detail: &str| Err(Error::GrantMalformed { detail: detail.to_owned() });
+        if !is_safe_text(execution_id) {
+            return malformed("execution_id: empty, padded with whitespace or containing NUL");
+        }
+        if !is_safe_text(command) {
+            return malformed("command: empty, padded with whitespace or containing NUL");
+        }
+        let cwd = std::fs::canonicalize(cwd).ok().filter(|p| p.is_dir()).ok_or_else(|| Error::GrantMalformed {
+            detail: format!("cwd: {} does not resolve to a directory", cwd.display()),
+        })?;
+        if self.set.profile.config().command == Access::Deny {
+            return Err(Error::GrantDenied { detail: String::from("command.execute is deny") });
+        }
+        let tokens: Vec<&str> = grants.iter().map(AsRef::as_ref).collect();
+        let verified = self.verify_grants(&tokens, execution_id, command, &cwd)?;
+        let argv = [OsStr::new("/bin/sh"), OsStr::new("-c"), OsStr::new(command)];
+        self.spawn_sync(dl, cwd, &argv, None, verified.deltas)
+    }
+
+    /// Issues a single-use grant for one Gated capability of one exact spawn (CONTRACT.md
+    /// §13.2, checks in the contract's order). The token is valid on this executor only.
+    pub fn issue_grant(&self, dl: &Deadline, r: &GrantRequest) -> Result<String, Error> {
+        dl.check(&[])?;
+        let malformed = |detail: &str| Err(Error::GrantMalformed { detail: detail.to_owned() });
+        if !is_safe_text(&r.execution_id) {
+            return malformed("execution_id: empty, padded with whitespace or containing NUL");
+        }
+        if !is_safe_text(&r.command) {
+            return malformed("command: empty, padded with whitespace or containing NUL");
+        }
+        let cwd = std::fs::canonicalize(&r.cwd).ok().filter(|p| p.is_dir()).ok_or_else(|| Error::GrantMalformed {
+            detail: format!("cwd: {} does not resolve to a directory", r.cwd.display()),
+        })?;
+        let Some(cwd_text) = cwd.to_str().map(str::to_owned) else { return malformed("cwd: not valid UTF-8") };
+        let class = Class::parse(&r.class)
+            .ok_or_else(|| Error::GrantUnsupported { detail: format!("class: unknown class {:?}", r.class) })?;
+        let (scope, target) = grants::fit(class, &r.kind, &r.scope, &r.target, &r.command)?;
+        if class == Class::ProxyTarget {
+            return Err(Error::GrantUnsupported {
+                detail: String::from("network.proxy-target.v1 needs an egress route, which this version does not have"),
+            });
+        }
+        self.backend_supports(class, &target, &cwd)?;
+        grants::gated(&self.set.profile, &r.kind, &scope)?;
+        self.check_open()?;
+        let now = grants::now_ms();
+        let ttl = i64::try_from(self.set.options.grant_ttl.as_millis()).unwrap_or(i64::MAX);
+        if r.expiry_unix_ms <= now || r.expiry_unix_ms > now.saturating_add(ttl) {
+            return Err(Error::GrantExpired);
+        }
+        if !self.guarantees.contains(class.bits()) {
+            return Err(Error::GrantGuaranteeMismatch {
+                detail: format!("{} needs {}", r.class, class.bits().names().join(", ")),
+            });
+        }
+        let path_binding =
+            if class.is_path() || class.is_tree() { Some(grants::bind_target(Path::new(&target))?) } else { None };
+        let nonce = grants::nonce()?;
+        #[cfg(target_os = "linux")]
+        if path_binding.is_some() && matches!(self.set.backend, Backend::Linux(_)) {
+            let handle = sandbox_linux::TargetHandle::open(Path::new(&target))
+                .map_err(|e| Error::GrantTargetChanged { detail: format!("{target}: {e}") })?;
+            let mut handles = self.handles.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            handles.retain(|_, (expiry, _)| *expiry >= now);
+            handles.insert(nonce.clone(), (r.expiry_unix_ms, handle));
+        }
+        let payload = Payload {
+            execution_id: r.execution_id.clone(),
+            command: r.command.clone(),
+            working_directory: cwd_text,
+            profile_fingerprint: self.set.profile.fingerprint().to_owned(),
+            route_fingerprint: String::from(crate::route::NO_ROUTE),
+            guarantee_bits: self.guarantee_bits(),
+            class: r.class.clone(),
+            target,
+            path_binding,
+            expiry_unix_ms: r.expiry_unix_ms,
+            nonce,
+        };
+        self.grants.lock().unwrap_or_else(std::sync::PoisonError::into_inner).sign(&payload)
+    }
+
+    /// Zeroes the key, forgets the replay memory and releases held target handles.
+    fn revoke_grants(&self) {
+        self.grants.lock().unwrap_or_else(std::sync::PoisonError::into_inner).revoke();
+        #[cfg(target_os = "linux")]
+        self.handles.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+    }
+
+    /// Whether this executor's backend can enforce `class` on `target` (§13.2 step 7, §13.6).
+    fn backend_supports(&self, class: Class, target: &str, cwd: &Path) -> Result<(), Error> {
+        let unsupported = |detail: String| Err(Error::GrantUnsupported { detail });
+        match &self.set.backend {
+            Backend::Direct => Ok(()),
+            #[cfg(target_os = "linux")]
+            Backend::Linux(linux) => {
+                use std::os::unix::fs::MetadataExt;
+                let meta = std::fs::symlink_metadata(target);
+                if class.is_path() && !meta.as_ref().is_ok_and(|m| m.is_file() && m.nlink() == 1) {
+                    return unsupported(format!("{target}: a path grant needs an existing regular file with one link"));
+                }
+                if class.is_tree() && !meta.as_ref().is_ok_and(std::fs::Metadata::is_dir) {
+                    return unsupported(format!("{target}: a tree grant needs an existing directory"));
+                }
+                if class == Class::NetworkBroad && !linux.broad_grants_enforceable() {
+                    return unsupported(String::from("network.broad.v1 needs landlock abi 6 or newer in force"));
+                }
+                if class.is_path() || class.is_tree() || matches!(class, Class::HostRead | Class::HostWrite) {
+                    // Compile the spawn with this one grant: the target must get what it grants
+                    // (a write-only area under a readable mount, for one, is masked instead).
+                    let mut deltas = GrantDeltas::default();
+                    add_delta(&mut deltas, class, target);
+                    let mut input = self.spawn_input(&[OsString::from("/bin/true")], cwd.to_path_buf())?;
+                    input.grants = deltas;
+                    if let Err(why) = linux.grant_enforced(&self.set.profile, &input, class.is_write(), target) {
+                        return unsupported(why);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Verification of §13.4 steps 1-4 and 6 (consumption) for one spawn.
+    fn verify_grants(&self, tokens: &[&str], execution_id: &str, command: &str, cwd: &Path) -> Result<Verified, Error> {
+        let mut verified = Verified::default();
+        let mut bindings = Vec::new();
+        {
+            let state = self.grants.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let cwd_text = cwd.to_string_lossy();
+            let mut seen: Vec<[u8; 32]> = Vec::new();
+            for token in tokens {
+                let (id, p) = state.open(token, &seen)?;
+                seen.push(id);
+                if grants::now_ms() > p.expiry_unix_ms {
+                    return Err(Error::GrantExpired);
+                }
+                if p.execution_id != execution_id {
+                    return Err(Error::GrantWrongExecution);
+                }
+                if p.command != command {
+                    return Err(Error::GrantWrongCommand);
+                }
+                if p.working_directory != cwd_text {
+                    return Err(Error::GrantWrongWorkingDirectory);
+                }
+                if p.profile_fingerprint != self.set.profile.fingerprint() {
+                    return Err(Error::GrantProfileMismatch);
+                }
+                if p.route_fingerprint != crate::route::NO_ROUTE {
+                    return Err(Error::GrantRouteMismatch);
+                }
+                if p.guarantee_bits != self.guarantee_bits() {
+                    return Err(Error::GrantGuaranteeMismatch {
+                        detail: String::from("the executor's guarantees differ from the token's"),
+                    });
+                }
+                let class = Class::parse(&p.class)
+                    .ok_or_else(|| Error::GrantUnsupported { detail: format!("class: unknown class {:?}", p.class) })?;
+                let scope = match class {
+                    Class::PathRead | Class::PathWrite => p.target.clone(),
+                    Class::TreeRead | Class::TreeWrite => format!("tree:{}", p.target),
+                    Class::HostRead | Class::HostWrite => String::from("host:*"),
+                    _ => String::new(),
+                };
+                grants::fit(class, class_kind(class), &scope, &p.target, &p.command)?;
+                if class == Class::ProxyTarget {
+                    return Err(Error::GrantUnsupported { detail: String::from("no egress route") });
+                }
+                if p.path_binding.is_none() {
+                    self.backend_supports(class, &p.target, cwd)?;
+                }
+                // A bound target's kind was checked at issue; what it is now is the identity
+                // check's business (step 3): a swapped target is GrantTargetChanged, not a
+                // different class of error.
+                if !self.guarantees.contains(class.bits()) {
+                    return Err(Error::GrantGuaranteeMismatch { detail: format!("{} needs more bits", p.class) });
+                }
+                if class == Class::CommandStart {
+                    verified.command_start = true;
+                } else {
+                    add_delta(&mut verified.deltas, class, &p.target);
+                }
+                if let Some(b) = &p.path_binding {
+                    bindings.push((b.clone(), p.nonce.clone()));
+                }
+                verified.consume.push((id, p.expiry_unix_ms));
+            }
+        }
+        if self.set.profile.config().command == Access::Gated && !verified.command_start {
+            return Err(Error::GrantRequired);
+        }
+        for (binding, nonce) in &bindings {
+            let now = grants::bind_target(Path::new(&binding.canonical_path))?;
+            if now != *binding {
+                return Err(Error::GrantTargetChanged {
+                    detail: format!("{} is not the object it was at issue", binding.canonical_path),
+                });
+            }
+            #[cfg(target_os = "linux")]
+            if matches!(self.set.backend, Backend::Linux(_)) {
+                self.same_as_held(nonce, &binding.canonical_path)?;
+            }
+            #[cfg(not(target_os = "linux"))]
+            let _ = nonce;
+        }
+        self.grants.lock().unwrap_or_else(std::sync::PoisonError::into_inner).consume(&verified.consume);
+        Ok(verified)
+    }
+
+    /// The target reopened without following symlinks must be the object held since issue.
+    #[cfg(target_os = "linux")]
+    fn same_as_held(&self, nonce: &str, path: &str) -> Result<(), Error> {
+        let changed = |detail: String| Error::GrantTargetChanged { detail };
+        let handles = self.handles.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some((_, held)) = handles.get(nonce) else {
+            return Err(changed(format!("{path}: no handle is held for this token")));
+        };
+        let again = sandbox_linux::TargetHandle::open(Path::new(path)).map_err(|e| changed(format!("{path}: {e}")))?;
+        let (a, b) = (held.identity(), again.identity());
+        match (a, b) {
+            (Ok(a), Ok(b)) if a == b => Ok(()),
+            _ => Err(changed(format!("{path} was replaced"))),
+        }
+    }
+
+    /// A synchronous spawn of `argv` in `cwd` with the given grants.
+    fn spawn_sync<S: AsRef<OsStr>>(
+        &self,
+        dl: &Deadline,
+        cwd: PathBuf,
+        argv: &[S],
+        limit: Option<u64>,
+        deltas: GrantDeltas,
+    ) -> Result<Output, Error> {
+        let Some(_admitted) = Admitted::new(&self.set) else {
+            return Err(Error::ExecutorClosed { partial: Vec::new() });
+        };
+        match &self.set.backend {
+            Backend::Direct => direct::run(dl, &cwd, argv, &self.env, limit, &self.set.closing),
+            #[cfg(target_os = "linux")]
+            Backend::Linux(linux) => {
+                let argv: Vec<OsString> = argv.iter().map(|a| a.as_ref().to_os_string()).collect();
+                let mut input = self.spawn_input(&argv, cwd)?;
+                input.grants = deltas;
+                linux.spawn(dl, &self.set.profile, &input, limit, &self.set.closing, true).map(|(output, _)| output)
+            }
+        }
     }
 
     fn check_open(&self) -> Result<(), Error> {
@@ -598,18 +888,7 @@ impl Executor {
             Access::Gated => return Err(Error::GrantRequired),
             Access::Allow => {}
         }
-        let Some(_admitted) = Admitted::new(&self.set) else {
-            return Err(Error::ExecutorClosed { partial: Vec::new() });
-        };
-        match &self.set.backend {
-            Backend::Direct => direct::run(dl, &cwd, argv, &self.env, limit, &self.set.closing),
-            #[cfg(target_os = "linux")]
-            Backend::Linux(linux) => {
-                let argv: Vec<OsString> = argv.iter().map(|a| a.as_ref().to_os_string()).collect();
-                let input = self.spawn_input(&argv, cwd)?;
-                linux.spawn(dl, &self.set.profile, &input, limit, &self.set.closing, true).map(|(output, _)| output)
-            }
-        }
+        self.spawn_sync(dl, cwd, argv, limit, GrantDeltas::default())
     }
 }
 
@@ -661,10 +940,6 @@ fn env_detail(options: &ExecutorSetOptions) -> String {
     parts.join("; ")
 }
 
-fn is_safe_text(s: &str) -> bool {
-    !s.is_empty() && s.trim() == s && !s.contains('\0')
-}
-
 #[cfg(target_os = "linux")]
 fn spawn_input<'a>(
     argv: &[OsString],
@@ -681,7 +956,7 @@ fn spawn_input<'a>(
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(SpawnInput { tty: false, argv, cwd, env: env.to_vec(), home_dir, temp_dir })
+    Ok(SpawnInput { tty: false, argv, cwd, env: env.to_vec(), home_dir, temp_dir, grants: GrantDeltas::default() })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -701,6 +976,7 @@ pub struct PreparedProcess {
     home_dir: Option<PathBuf>,
     temp_dir: PathBuf,
     tty: bool,
+    deltas: GrantDeltas,
     state: Mutex<Prepared>,
 }
 
@@ -749,6 +1025,7 @@ impl PreparedProcess {
         };
         let mut input = spawn_input(&self.argv, self.cwd.clone(), &self.env, self.home_dir.as_deref(), &self.temp_dir)?;
         input.tty = self.tty;
+        input.grants = self.deltas.clone();
         let started_at = SystemTime::now();
         let mut launched = linux.launch(dl, &self.set.profile, &input, stdio.0, stdio.1, stdio.2, true)?;
         let master = if self.tty {
@@ -833,16 +1110,17 @@ impl PreparedProcess {
     /// Where the spawn may write, for change tracking (HOME and TMPDIR not listed).
     pub fn effective_access(&self) -> ProcessAccess {
         let c = self.set.profile.config();
-        let write_trees: Vec<PathBuf> =
-            c.additional_roots.iter().filter(|r| r.write == Access::Allow).map(|r| r.path.clone()).collect();
-        let kind = if c.host_write == Access::Allow || c.workspace_write == Access::Allow {
+        let d = &self.deltas;
+        let mut write_trees: Vec<PathBuf> = d.write_trees.clone();
+        write_trees.extend(c.additional_roots.iter().filter(|r| r.write == Access::Allow).map(|r| r.path.clone()));
+        let kind = if c.host_write == Access::Allow || d.host_write || c.workspace_write == Access::Allow {
             ProcessAccessKind::BroadWrite
-        } else if c.workspace_write == Access::Gated || !write_trees.is_empty() {
+        } else if c.workspace_write == Access::Gated || !d.write_paths.is_empty() || !write_trees.is_empty() {
             ProcessAccessKind::ScopedWrite
         } else {
             ProcessAccessKind::ReadOnly
         };
-        ProcessAccess { kind, write_paths: Vec::new(), write_trees }
+        ProcessAccess { kind, write_paths: d.write_paths.clone(), write_trees }
     }
 }
 
@@ -861,4 +1139,39 @@ impl crate::process::Signaller for LinuxSignaller {
     fn send(&self, sig: nix::sys::signal::Signal) {
         let _ = self.0.send(sig as i32);
     }
+}
+
+fn class_kind(class: Class) -> &'static str {
+    match class {
+        Class::CommandStart => "command.execute",
+        Class::PathRead | Class::TreeRead | Class::HostRead => "filesystem.read",
+        Class::PathWrite | Class::TreeWrite | Class::HostWrite => "filesystem.write",
+        Class::NetworkBroad | Class::ProxyTarget => "network",
+    }
+}
+
+fn add_delta(d: &mut GrantDeltas, class: Class, target: &str) {
+    let p = PathBuf::from(target);
+    match class {
+        Class::PathRead => d.read_paths.push(p),
+        Class::PathWrite => d.write_paths.push(p),
+        Class::TreeRead => d.read_trees.push(p),
+        Class::TreeWrite => d.write_trees.push(p),
+        Class::HostRead => d.host_read = true,
+        Class::HostWrite => d.host_write = true,
+        Class::NetworkBroad => d.broad_port = grants::broad_port(target),
+        Class::CommandStart | Class::ProxyTarget => {}
+    }
+}
+
+/// The command text grants bind (§12): the shell command, or the argv as a compact JSON array.
+fn command_text(command: &str, argv: &[OsString]) -> Result<String, Error> {
+    if !command.is_empty() {
+        return Ok(command.to_owned());
+    }
+    let items: Vec<&str> = argv
+        .iter()
+        .map(|a| a.to_str().ok_or_else(|| Error::GrantMalformed { detail: String::from("argv: not UTF-8") }))
+        .collect::<Result<_, _>>()?;
+    serde_json::to_string(&items).map_err(|e| Error::GrantMalformed { detail: format!("argv: {e}") })
 }

@@ -176,3 +176,25 @@ pub fn set_winsize(master: std::os::fd::BorrowedFd<'_>, rows: u16, cols: u16) ->
 pub fn attach_pty(command: &mut std::process::Command, rows: u16, cols: u16) -> std::io::Result<std::os::fd::OwnedFd> {
     sys::attach_pty(command, rows, cols)
 }
+
+/// A held handle on a grant target (CONTRACT.md §13.5): opened `O_PATH | O_NOFOLLOW` with
+/// `RESOLVE_NO_SYMLINKS`; its `(dev, ino)` identifies the object.
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+pub struct TargetHandle {
+    fd: std::os::fd::OwnedFd,
+}
+
+#[cfg(target_os = "linux")]
+impl TargetHandle {
+    /// Opens the handle; fails if any component is a symlink or the path is missing.
+    pub fn open(path: &std::path::Path) -> std::io::Result<TargetHandle> {
+        Ok(TargetHandle { fd: sys::open_path_no_symlinks(path)? })
+    }
+
+    /// `(dev, ino)` of the held object.
+    pub fn identity(&self) -> std::io::Result<(u64, u64)> {
+        let st = nix::sys::stat::fstat(std::os::fd::AsRawFd::as_raw_fd(&self.fd))?;
+        Ok((st.st_dev, st.st_ino))
+    }
+}

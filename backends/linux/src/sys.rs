@@ -225,3 +225,24 @@ pub fn reset_signal_dispositions() {
         }
     }
 }
+
+/// Opens `path` as an `O_PATH | O_NOFOLLOW` handle with `RESOLVE_NO_SYMLINKS` (`openat2`): no
+/// component may be a symlink.
+pub fn open_path_no_symlinks(path: &std::path::Path) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::unix::ffi::OsStrExt;
+    let cpath = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::other("path contains NUL"))?;
+    // SAFETY: open_how is plain old data; all-zero is valid and every field is set below.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_NO_SYMLINKS;
+    // SAFETY: openat2 reads the NUL-terminated path and the open_how of the given size, both
+    // alive for the call, and returns a new descriptor or -1.
+    let fd = unsafe {
+        libc::syscall(libc::SYS_openat2, libc::AT_FDCWD, cpath.as_ptr(), &how, std::mem::size_of::<libc::open_how>())
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = RawFd::try_from(fd).map_err(|_| io::Error::other("descriptor out of range"))?;
+    Ok(own_fd(fd))
+}

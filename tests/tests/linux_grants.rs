@@ -1,0 +1,481 @@
+//! Grants (CONTRACT.md §13) on the Linux backend: every class opens exactly its operation (the
+//! in-sandbox probe shows it working and the neighbouring one still denied), every error of the
+//! grant section has a case, tokens are bound and single-use, targets keep their identity.
+//! Needs root or the rootless mode. `harness = false`: `main` calls `sandbox::init()` first.
+#![allow(clippy::unwrap_used, clippy::panic, clippy::print_stdout, clippy::tests_outside_test_module)]
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::fs;
+    use std::net::TcpListener;
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+    use sandbox::{
+        Access, Deadline, Error, Executor, ExecutorSet, ExecutorSetOptions, ExitStatus, GrantRequest,
+        ProcessAccessKind, ProcessOptions, Profile, ProfileConfig, RootAccess,
+    };
+
+    pub struct Fixture {
+        _dir: tempfile::TempDir,
+        pub root: PathBuf,
+        pub ws: PathBuf,
+        pub scratch: PathBuf,
+    }
+
+    impl Fixture {
+        pub fn new() -> Fixture {
+            let dir = tempfile::Builder::new().prefix("sbx-grants").tempdir_in("/var/tmp").unwrap();
+            let root = fs::canonicalize(dir.path()).unwrap();
+            let (ws, scratch) = (root.join("ws"), root.join("scratch"));
+            fs::create_dir_all(ws.join("sub")).unwrap();
+            fs::create_dir(&scratch).unwrap();
+            fs::write(ws.join("f"), "old\n").unwrap();
+            fs::write(ws.join("g"), "untouched\n").unwrap();
+            fs::write(ws.join("sub/s.txt"), "in sub\n").unwrap();
+            Fixture { _dir: dir, root, ws, scratch }
+        }
+
+        pub fn config(&self) -> ProfileConfig {
+            ProfileConfig {
+                workspace_root: self.ws.clone(),
+                workspace_read: Access::Allow,
+                workspace_write: Access::Gated,
+                host_read: Access::Allow,
+                command: Access::Allow,
+                ..ProfileConfig::default()
+            }
+        }
+
+        pub fn set(&self, config: ProfileConfig) -> ExecutorSet {
+            let options = sandbox_tests::test_options(ExecutorSetOptions::new(&self.scratch).max_executors(4));
+            ExecutorSet::new(&dl(), &Profile::new(config).unwrap(), options).unwrap()
+        }
+
+        pub fn request(&self, command: &str, kind: &str, scope: &str, class: &str, target: &str) -> GrantRequest {
+            GrantRequest {
+                execution_id: String::from("exec-1"),
+                command: command.to_owned(),
+                cwd: self.ws.clone(),
+                kind: kind.to_owned(),
+                scope: scope.to_owned(),
+                class: class.to_owned(),
+                target: target.to_owned(),
+                expiry_unix_ms: in_ms(60_000),
+            }
+        }
+    }
+
+    pub fn dl() -> Deadline {
+        Deadline::after(Duration::from_secs(60))
+    }
+
+    fn in_ms(ms: i64) -> i64 {
+        i64::try_from(SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis()).unwrap() + ms
+    }
+
+    fn run(exec: &Executor, f: &Fixture, command: &str, grants: &[String]) -> Result<String, Error> {
+        exec.run_command_with_grants(&dl(), "exec-1", &f.ws, command, grants)
+            .map(|o| String::from_utf8_lossy(&o.bytes).into_owned())
+    }
+
+    pub fn the_gate_round_trip_and_single_use() {
+        let f = Fixture::new();
+        let set = f.set(ProfileConfig { command: Access::Gated, ..f.config() });
+        let exec = set.executor("k").unwrap();
+        let cmd = "echo approved";
+        assert!(matches!(exec.run_command(&dl(), &f.ws, cmd), Err(Error::GrantRequired)));
+        assert!(matches!(run(&exec, &f, cmd, &[]), Err(Error::GrantRequired)));
+        let token = exec.issue_grant(&dl(), &f.request(cmd, "command.execute", "", "command.start.v1", cmd)).unwrap();
+        assert!(token.starts_with("sbx1.") && token.split('.').count() == 3);
+        assert_eq!(run(&exec, &f, cmd, std::slice::from_ref(&token)).unwrap(), "approved\n");
+        assert!(matches!(run(&exec, &f, cmd, std::slice::from_ref(&token)), Err(Error::GrantReplay)));
+        // Twice in one call.
+        let t2 = exec.issue_grant(&dl(), &f.request(cmd, "command.execute", "", "command.start.v1", cmd)).unwrap();
+        assert!(matches!(run(&exec, &f, cmd, &[t2.clone(), t2]), Err(Error::GrantReplay)));
+        // An argv spawn binds its compact JSON text.
+        let text = r#"["echo","a b"]"#;
+        let t3 = exec.issue_grant(&dl(), &f.request(text, "command.execute", "", "command.start.v1", text)).unwrap();
+        let p = exec
+            .prepare_process(
+                &dl(),
+                ProcessOptions {
+                    cwd: f.ws.clone(),
+                    argv: vec!["echo".into(), "a b".into()],
+                    execution_id: String::from("exec-1"),
+                    grants: vec![t3],
+                    ..ProcessOptions::default()
+                },
+            )
+            .unwrap();
+        let mut out = String::new();
+        let process = p.start(&dl()).unwrap();
+        std::io::Read::read_to_string(&mut process.take_stdout().unwrap(), &mut out).unwrap();
+        assert_eq!(out, "a b\n");
+        set.close().unwrap();
+    }
+
+    pub fn a_path_write_grant_opens_that_file_and_nothing_beside_it() {
+        let f = Fixture::new();
+        let set = f.set(f.config());
+        let exec = set.executor("k").unwrap();
+        let target = f.ws.join("f").display().to_string();
+        let cmd = "(echo new > f) 2>/dev/null && echo wrote-f; mkdir f2 2>/dev/null || echo no-mkdir; (echo y > g) 2>/dev/null || echo no-g";
+        // Without the grant the write fails inside (never an Error).
+        assert_eq!(run(&exec, &f, cmd, &[]).unwrap(), "no-mkdir\nno-g\n");
+        let token = exec
+            .issue_grant(&dl(), &f.request(cmd, "filesystem.write", &target, "filesystem.path.write.v1", &target))
+            .unwrap();
+        assert_eq!(run(&exec, &f, cmd, &[token]).unwrap(), "wrote-f\nno-mkdir\nno-g\n");
+        assert_eq!(fs::read_to_string(f.ws.join("f")).unwrap(), "new\n");
+        assert_eq!(fs::read_to_string(f.ws.join("g")).unwrap(), "untouched\n");
+        assert!(!f.ws.join("f2").exists());
+        set.close().unwrap();
+    }
+
+    pub fn tree_and_host_grants() {
+        let f = Fixture::new();
+        // Tree write on ws/sub: writes there, not in ws.
+        let set = f.set(f.config());
+        let exec = set.executor("k").unwrap();
+        let sub = f.ws.join("sub").display().to_string();
+        let cmd = "echo t > sub/new && echo in-sub; (echo t > top) 2>/dev/null || echo not-top";
+        let token = exec
+            .issue_grant(
+                &dl(),
+                &f.request(cmd, "filesystem.write", &format!("tree:{sub}"), "filesystem.tree.write.v1", &sub),
+            )
+            .unwrap();
+        assert_eq!(run(&exec, &f, cmd, &[token]).unwrap(), "in-sub\nnot-top\n");
+        assert!(f.ws.join("sub/new").exists() && !f.ws.join("top").exists());
+        set.close().unwrap();
+
+        // Tree read on a Gated root; host read on a Gated host.
+        fs::create_dir_all(f.root.join("data/open")).unwrap();
+        fs::create_dir_all(f.root.join("data/closed")).unwrap();
+        fs::write(f.root.join("data/open/a"), "open\n").unwrap();
+        fs::write(f.root.join("data/closed/b"), "closed\n").unwrap();
+        let config = ProfileConfig {
+            host_read: Access::Gated,
+            workspace_write: Access::Allow,
+            additional_roots: vec![RootAccess { path: f.root.join("data"), read: Access::Gated, write: Access::Deny }],
+            ..f.config()
+        };
+        let set = f.set(config);
+        let exec = set.executor("k").unwrap();
+        let open = f.root.join("data/open").display().to_string();
+        let cmd = format!("cat {open}/a; cat {}/data/closed/b 2>/dev/null || echo hidden", f.root.display());
+        let token = exec
+            .issue_grant(
+                &dl(),
+                &f.request(&cmd, "filesystem.read", &format!("tree:{open}"), "filesystem.tree.read.v1", &open),
+            )
+            .unwrap();
+        assert_eq!(run(&exec, &f, &cmd, &[token]).unwrap(), "open\nhidden\n");
+        let cmd = "ls /etc/hostname >/dev/null 2>&1 && echo host-visible || echo host-hidden";
+        assert_eq!(run(&exec, &f, cmd, &[]).unwrap(), "host-hidden\n");
+        let token = exec
+            .issue_grant(&dl(), &f.request(cmd, "filesystem.read", "host:*", "filesystem.host.read.v1", "host:*"))
+            .unwrap();
+        assert_eq!(run(&exec, &f, cmd, &[token]).unwrap(), "host-visible\n");
+        set.close().unwrap();
+    }
+
+    pub fn a_broad_network_grant_opens_one_port_over_tcp_only() {
+        let f = Fixture::new();
+        let open = TcpListener::bind("127.0.0.1:0").unwrap();
+        let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+        let (p_open, p_closed) = (open.local_addr().unwrap().port(), closed.local_addr().unwrap().port());
+        let set = f.set(ProfileConfig { network: Access::Gated, ..f.config() });
+        let exec = set.executor("k").unwrap();
+        let probe = |port: u16| {
+            format!(
+                "if bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' 2>/dev/null; then echo open-{port}; else echo shut-{port}; fi"
+            )
+        };
+        let cmd = format!(
+            "{}; {}; python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)' 2>/dev/null && echo udp || echo no-udp; echo $RES_OPTIONS",
+            probe(p_open),
+            probe(p_closed)
+        );
+        assert!(run(&exec, &f, &cmd, &[]).unwrap().starts_with(&format!("shut-{p_open}\nshut-{p_closed}\n")));
+        let target = format!("tcp:*:{p_open}");
+        let token = exec.issue_grant(&dl(), &f.request(&cmd, "network", "", "network.broad.v1", &target)).unwrap();
+        let out = run(&exec, &f, &cmd, &[token]).unwrap();
+        assert!(out.starts_with(&format!("open-{p_open}\nshut-{p_closed}\n")), "{out}");
+        assert!(out.ends_with("use-vc\n"), "{out}");
+        if Path::new("/usr/bin/python3").exists() || Path::new("/bin/python3").exists() {
+            assert!(out.contains("no-udp"), "{out}");
+        }
+        set.close().unwrap();
+    }
+
+    pub fn a_swapped_target_is_target_changed_and_nothing_runs() {
+        let f = Fixture::new();
+        let set = f.set(f.config());
+        let exec = set.executor("k").unwrap();
+        let target = f.ws.join("f").display().to_string();
+        let marker = f.ws.join("ran").display().to_string();
+        let cmd = format!("touch {marker}");
+        let req = f.request(&cmd, "filesystem.write", &target, "filesystem.path.write.v1", &target);
+        // Replaced by another file.
+        let token = exec.issue_grant(&dl(), &req).unwrap();
+        fs::remove_file(f.ws.join("f")).unwrap();
+        fs::write(f.ws.join("f"), "impostor\n").unwrap();
+        let got = run(&exec, &f, &cmd, &[token]);
+        assert!(matches!(got, Err(Error::GrantTargetChanged { .. })), "{got:?}");
+        assert!(!Path::new(&marker).exists());
+        // Replaced by a symlink.
+        let token = exec.issue_grant(&dl(), &req).unwrap();
+        fs::remove_file(f.ws.join("f")).unwrap();
+        std::os::unix::fs::symlink(f.ws.join("g"), f.ws.join("f")).unwrap();
+        assert!(matches!(run(&exec, &f, &cmd, &[token]), Err(Error::GrantTargetChanged { .. })));
+        assert!(!Path::new(&marker).exists());
+        // A symlink at issue resolves (§13.2 step 4): the grant is for the file it points to.
+        assert!(exec.issue_grant(&dl(), &req).is_ok());
+        set.close().unwrap();
+    }
+
+    pub fn every_issue_error_has_a_case() {
+        let f = Fixture::new();
+        let set = f.set(ProfileConfig { command: Access::Gated, network: Access::Gated, ..f.config() });
+        let exec = set.executor("k").unwrap();
+        let cmd = "true";
+        let ok = f.request(cmd, "command.execute", "", "command.start.v1", cmd);
+        let issue = |r: &GrantRequest| exec.issue_grant(&dl(), r);
+        assert!(matches!(exec.issue_grant(&Deadline::at(Instant::now()), &ok), Err(Error::DeadlineExceeded { .. })));
+        for (r, want) in [
+            (GrantRequest { execution_id: String::new(), ..ok.clone() }, "malformed"),
+            (GrantRequest { execution_id: String::from(" x"), ..ok.clone() }, "malformed"),
+            (GrantRequest { command: String::from("true\0"), ..ok.clone() }, "malformed"),
+            (GrantRequest { cwd: f.ws.join("missing"), ..ok.clone() }, "malformed"),
+            (GrantRequest { class: String::from("command.start.v9"), ..ok.clone() }, "unsupported"),
+            (GrantRequest { kind: String::from("network"), ..ok.clone() }, "malformed"),
+            (GrantRequest { target: String::from("false"), ..ok.clone() }, "wrong-command"),
+            (f.request(cmd, "network", "", "network.broad.v1", "tcp:*:0"), "malformed"),
+            (f.request(cmd, "network", "", "network.broad.v1", "tcp:host:80"), "malformed"),
+            (f.request(cmd, "network", "", "network.proxy-target.v1", "tcp:Example.com:443"), "malformed"),
+            (f.request(cmd, "network", "", "network.proxy-target.v1", "tcp:example.com:443"), "unsupported"),
+            (f.request(cmd, "filesystem.write", "relative", "filesystem.path.write.v1", "relative"), "malformed"),
+            (f.request(cmd, "filesystem.write", "/a/../b", "filesystem.path.write.v1", "/a/../b"), "malformed"),
+            (
+                f.request(
+                    cmd,
+                    "filesystem.write",
+                    &f.ws.join("g").display().to_string(),
+                    "filesystem.path.write.v1",
+                    &f.ws.join("f").display().to_string(),
+                ),
+                "malformed",
+            ),
+            // A directory is not a path target; a file is not a tree target.
+            (
+                f.request(
+                    cmd,
+                    "filesystem.write",
+                    &f.ws.join("sub").display().to_string(),
+                    "filesystem.path.write.v1",
+                    &f.ws.join("sub").display().to_string(),
+                ),
+                "unsupported",
+            ),
+            (
+                f.request(
+                    cmd,
+                    "filesystem.write",
+                    &format!("tree:{}", f.ws.join("f").display()),
+                    "filesystem.tree.write.v1",
+                    &f.ws.join("f").display().to_string(),
+                ),
+                "unsupported",
+            ),
+            // Read is Allow here: nothing to grant. Host write is Deny: never.
+            (
+                f.request(
+                    cmd,
+                    "filesystem.read",
+                    &f.ws.join("f").display().to_string(),
+                    "filesystem.path.read.v1",
+                    &f.ws.join("f").display().to_string(),
+                ),
+                "unsupported",
+            ),
+            (f.request(cmd, "filesystem.write", "host:*", "filesystem.host.write.v1", "host:*"), "denied"),
+            (GrantRequest { expiry_unix_ms: in_ms(-1), ..ok.clone() }, "expired"),
+            (GrantRequest { expiry_unix_ms: in_ms(16 * 60 * 1000), ..ok.clone() }, "expired"),
+        ] {
+            let got = issue(&r);
+            let matches = match want {
+                "malformed" => matches!(got, Err(Error::GrantMalformed { .. })),
+                "unsupported" => matches!(got, Err(Error::GrantUnsupported { .. })),
+                "wrong-command" => matches!(got, Err(Error::GrantWrongCommand)),
+                "denied" => matches!(got, Err(Error::GrantDenied { .. })),
+                "expired" => matches!(got, Err(Error::GrantExpired)),
+                _ => false,
+            };
+            assert!(matches, "{r:?}: expected {want}, got {got:?}");
+        }
+        set.close().unwrap();
+        assert!(matches!(issue(&ok), Err(Error::ExecutorClosed { .. })));
+    }
+
+    pub fn every_verification_error_has_a_case_and_consumes_nothing() {
+        let f = Fixture::new();
+        let set = f.set(ProfileConfig { command: Access::Gated, ..f.config() });
+        let exec = set.executor("k").unwrap();
+        let other = set.executor("other").unwrap();
+        let cmd = "echo fine";
+        let req = f.request(cmd, "command.execute", "", "command.start.v1", cmd);
+        let token = exec.issue_grant(&dl(), &req).unwrap();
+        let t = std::slice::from_ref(&token);
+        // Wrong bindings: each fails and leaves the token unused.
+        assert!(matches!(
+            exec.run_command_with_grants(&dl(), "exec-2", &f.ws, cmd, t),
+            Err(Error::GrantWrongExecution)
+        ));
+        assert!(matches!(
+            exec.run_command_with_grants(&dl(), "exec-1", &f.ws, "echo other", t),
+            Err(Error::GrantWrongCommand)
+        ));
+        let sub = f.ws.join("sub");
+        assert!(matches!(
+            exec.run_command_with_grants(&dl(), "exec-1", &sub, cmd, t),
+            Err(Error::GrantWrongWorkingDirectory)
+        ));
+        assert!(matches!(other.run_command_with_grants(&dl(), "exec-1", &f.ws, cmd, t), Err(Error::GrantBadMac)));
+        for bad in ["", "sbx1", "sbx1.a", "sbx2.a.b", "sbx1.a.b.c", "sbx1.!!.b", "sbx1.e30.!!"] {
+            let got = exec.run_command_with_grants(&dl(), "exec-1", &f.ws, cmd, &[bad]);
+            assert!(matches!(got, Err(Error::GrantMalformed { .. })), "{bad:?}: {got:?}");
+        }
+        // Every single-character change of the token is rejected, without a panic.
+        let bytes = token.as_bytes();
+        for i in 0..bytes.len() {
+            for replacement in [b'A', b'-', b'.', b'_'] {
+                if bytes[i] == replacement {
+                    continue;
+                }
+                let mut t2 = bytes.to_vec();
+                t2[i] = replacement;
+                let t2 = String::from_utf8(t2).unwrap();
+                let got = exec.run_command_with_grants(&dl(), "exec-1", &f.ws, cmd, &[t2.as_str()]);
+                assert!(matches!(got, Err(Error::GrantMalformed { .. } | Error::GrantBadMac)), "position {i}: {got:?}");
+            }
+        }
+        // Truncated and random tokens.
+        for n in [1, token.len() / 2, token.len() - 1] {
+            assert!(exec.run_command_with_grants(&dl(), "exec-1", &f.ws, cmd, &[&token[..n]]).is_err());
+        }
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..200 {
+            let len = usize::try_from(seed % 200).unwrap();
+            let text: String = (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    char::from(u8::try_from(seed % 95).unwrap() + 32)
+                })
+                .collect();
+            assert!(exec.run_command_with_grants(&dl(), "exec-1", &f.ws, cmd, &[text.as_str()]).is_err());
+        }
+        // After all that the token is still unused and works with the right binding, once.
+        assert_eq!(run(&exec, &f, cmd, t).unwrap(), "fine\n");
+        assert!(matches!(run(&exec, &f, cmd, t), Err(Error::GrantReplay)));
+        // An expired token.
+        let short = exec.issue_grant(&dl(), &GrantRequest { expiry_unix_ms: in_ms(200), ..req.clone() }).unwrap();
+        std::thread::sleep(Duration::from_millis(400));
+        assert!(matches!(run(&exec, &f, cmd, &[short]), Err(Error::GrantExpired)));
+        // A grant for something else but no command.start: still GrantRequired.
+        let w = f.ws.join("f").display().to_string();
+        let write =
+            exec.issue_grant(&dl(), &f.request(cmd, "filesystem.write", &w, "filesystem.path.write.v1", &w)).unwrap();
+        assert!(matches!(run(&exec, &f, cmd, &[write]), Err(Error::GrantRequired)));
+        // Close revokes everything.
+        let late = exec.issue_grant(&dl(), &req).unwrap();
+        set.close().unwrap();
+        assert!(matches!(run(&exec, &f, cmd, &[late]), Err(Error::ExecutorClosed { .. })));
+    }
+
+    pub fn command_deny_wins_and_effective_access_shows_write_grants() {
+        let f = Fixture::new();
+        let set = f.set(ProfileConfig { command: Access::Deny, ..f.config() });
+        let exec = set.executor("k").unwrap();
+        assert!(matches!(run(&exec, &f, "true", &[String::from("sbx1.a.b")]), Err(Error::GrantDenied { .. })));
+        set.close().unwrap();
+        let set = Arc::new(f.set(ProfileConfig { workspace_write: Access::Deny, ..f.config() }));
+        let exec = set.executor("k").unwrap();
+        let p = exec
+            .prepare_process(
+                &dl(),
+                ProcessOptions {
+                    cwd: f.ws.clone(),
+                    command: String::from("true"),
+                    execution_id: String::from("exec-1"),
+                    ..ProcessOptions::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(p.effective_access().kind(), ProcessAccessKind::ReadOnly);
+        drop(p);
+        drop(exec);
+        let set = f.set(f.config());
+        let exec = set.executor("k").unwrap();
+        let w = f.ws.join("f").display().to_string();
+        let cmd = "echo x > f";
+        let token =
+            exec.issue_grant(&dl(), &f.request(cmd, "filesystem.write", &w, "filesystem.path.write.v1", &w)).unwrap();
+        let p = exec
+            .prepare_process(
+                &dl(),
+                ProcessOptions {
+                    cwd: f.ws.clone(),
+                    command: cmd.to_owned(),
+                    execution_id: String::from("exec-1"),
+                    grants: vec![token],
+                    ..ProcessOptions::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(p.effective_access().kind(), ProcessAccessKind::ScopedWrite);
+        assert_eq!(p.effective_access().write_paths(), &[f.ws.join("f")]);
+        assert_eq!(p.start(&dl()).unwrap().wait(&dl()).unwrap().status, ExitStatus::Code(0));
+        assert_eq!(fs::read_to_string(f.ws.join("f")).unwrap(), "x\n");
+        set.close().unwrap();
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    sandbox::init();
+    #[cfg(target_os = "linux")]
+    {
+        if !sandbox_tests::privileged("linux_grants") {
+            return std::process::ExitCode::SUCCESS;
+        }
+        use linux::*;
+        sandbox_tests::run_tests(&[
+            ("the_gate_round_trip_and_single_use", the_gate_round_trip_and_single_use),
+            (
+                "a_path_write_grant_opens_that_file_and_nothing_beside_it",
+                a_path_write_grant_opens_that_file_and_nothing_beside_it,
+            ),
+            ("tree_and_host_grants", tree_and_host_grants),
+            ("a_broad_network_grant_opens_one_port_over_tcp_only", a_broad_network_grant_opens_one_port_over_tcp_only),
+            (
+                "a_swapped_target_is_target_changed_and_nothing_runs",
+                a_swapped_target_is_target_changed_and_nothing_runs,
+            ),
+            ("every_issue_error_has_a_case", every_issue_error_has_a_case),
+            (
+                "every_verification_error_has_a_case_and_consumes_nothing",
+                every_verification_error_has_a_case_and_consumes_nothing,
+            ),
+            (
+                "command_deny_wins_and_effective_access_shows_write_grants",
+                command_deny_wins_and_effective_access_shows_write_grants,
+            ),
+        ])
+    }
+    #[cfg(not(target_os = "linux"))]
+    std::process::ExitCode::SUCCESS
+}
