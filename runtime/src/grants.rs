@@ -449,6 +449,34 @@ mod tests {
         assert!(matches!(state.open(&good, &[id]), Err(Error::GrantReplay)));
     }
 
+    proptest::proptest! {
+        /// The token parser takes any string without a panic and opens none it did not sign.
+        #[test]
+        fn any_string_is_rejected_without_a_panic(text in ".{0,300}") {
+            let state = GrantState::new().unwrap();
+            proptest::prop_assert!(state.open(&text, &[]).is_err());
+        }
+
+        /// Tokens of the right shape with arbitrary parts fail as malformed or bad mac.
+        #[test]
+        fn shaped_tokens_fail_cleanly(body in "[A-Za-z0-9_-]{0,200}", tag in "[A-Za-z0-9_-]{0,60}") {
+            let state = GrantState::new().unwrap();
+            let got = state.open(&format!("sbx1.{body}.{tag}"), &[]);
+            let clean = matches!(got, Err(Error::GrantMalformed { .. } | Error::GrantBadMac));
+            proptest::prop_assert!(clean, "unexpected result");
+        }
+
+        /// Network targets parse or fail with InvalidArgument, never panic; normalized ones
+        /// print back unchanged.
+        #[test]
+        fn network_targets_never_panic(text in "tcp:.{0,80}") {
+            if let Ok(t) = NetworkTarget::parse(&text) {
+                let again = NetworkTarget::parse(&t.to_string()).unwrap();
+                proptest::prop_assert_eq!(again.to_string(), t.to_string());
+            }
+        }
+    }
+
     #[test]
     fn broad_targets_and_canonical_targets() {
         assert_eq!(broad_port("tcp:*:443"), Some(443));

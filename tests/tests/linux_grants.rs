@@ -134,6 +134,37 @@ mod linux {
         set.close().unwrap();
     }
 
+    pub fn path_read_and_host_write_grants() {
+        let f = Fixture::new();
+        // Workspace read Gated: masked; a path-read grant shows f, never g.
+        let set = f.set(ProfileConfig { workspace_read: Access::Gated, workspace_write: Access::Deny, ..f.config() });
+        let exec = set.executor("k").unwrap();
+        let target = f.ws.join("f").display().to_string();
+        let cmd = "cat f; cat g 2>/dev/null || echo no-g";
+        assert_eq!(run(&exec, &f, cmd, &[]).unwrap(), "cat: f: No such file or directory\nno-g\n");
+        let token = exec
+            .issue_grant(&dl(), &f.request(cmd, "filesystem.read", &target, "filesystem.path.read.v1", &target))
+            .unwrap();
+        assert_eq!(run(&exec, &f, cmd, &[token]).unwrap(), "old\nno-g\n");
+        set.close().unwrap();
+        // Host write Gated: a host-write grant opens the host entries, never the runtime closure.
+        let set = f.set(ProfileConfig { host_write: Access::Gated, ..f.config() });
+        let exec = set.executor("k").unwrap();
+        let outside = f.root.join("host-written");
+        let cmd = format!(
+            "(echo h > {}) 2>/dev/null && echo host-ok || echo host-no; (echo u > /usr/sandbox-x) 2>/dev/null || echo closure-ro",
+            outside.display()
+        );
+        assert_eq!(run(&exec, &f, &cmd, &[]).unwrap(), "host-no\nclosure-ro\n");
+        let token = exec
+            .issue_grant(&dl(), &f.request(&cmd, "filesystem.write", "host:*", "filesystem.host.write.v1", "host:*"))
+            .unwrap();
+        assert_eq!(run(&exec, &f, &cmd, &[token]).unwrap(), "host-ok\nclosure-ro\n");
+        assert_eq!(fs::read_to_string(&outside).unwrap(), "h\n");
+        assert!(!Path::new("/usr/sandbox-x").exists());
+        set.close().unwrap();
+    }
+
     pub fn tree_and_host_grants() {
         let f = Fixture::new();
         // Tree write on ws/sub: writes there, not in ws.
@@ -460,6 +491,7 @@ fn main() -> std::process::ExitCode {
                 a_path_write_grant_opens_that_file_and_nothing_beside_it,
             ),
             ("tree_and_host_grants", tree_and_host_grants),
+            ("path_read_and_host_write_grants", path_read_and_host_write_grants),
             ("a_broad_network_grant_opens_one_port_over_tcp_only", a_broad_network_grant_opens_one_port_over_tcp_only),
             (
                 "a_swapped_target_is_target_changed_and_nothing_runs",
