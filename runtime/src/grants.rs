@@ -90,6 +90,7 @@ impl Class {
         g
     }
 
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn is_write(self) -> bool {
         matches!(self, Class::PathWrite | Class::TreeWrite | Class::HostWrite)
     }

@@ -698,7 +698,7 @@ impl Executor {
 
     /// Whether this executor's backend can enforce `class` on `target` (§13.2 step 7, §13.6).
     fn backend_supports(&self, class: Class, target: &str, cwd: &Path) -> Result<(), Error> {
-        let unsupported = |detail: String| Err(Error::GrantUnsupported { detail });
+        let unsupported = |detail: String| Err::<(), Error>(Error::GrantUnsupported { detail });
         match &self.set.backend {
             Backend::Direct => Ok(()),
             #[cfg(target_os = "linux")]

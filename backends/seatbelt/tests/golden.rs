@@ -1,0 +1,250 @@
+//! Golden SBPL for many profile shapes, compiled on Linux from the same bundles the Linux
+//! backend runs, plus an injection test over hostile path names. Regenerate with
+//! `UPDATE_GOLDEN=1 cargo test -p sandbox-seatbelt --test golden` and review the diff.
+#![cfg(unix)]
+#![allow(clippy::unwrap_used, clippy::panic, clippy::tests_outside_test_module)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use sandbox_bundle::*;
+use sandbox_seatbelt::{SeatbeltContext, assess, compile_sbpl};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::Builder::new().prefix("sbpl").tempdir_in("/var/tmp").unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        for d in ["ws/sub", "ws/secret", "data", "scratch/set/home-a", "scratch/set/tmp-a"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        fs::write(root.join("ws/f"), "f").unwrap();
+        Fixture { _dir: dir, root }
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn config(&self) -> ProfileConfig {
+        ProfileConfig {
+            workspace_root: self.p("ws"),
+            workspace_read: Access::Allow,
+            workspace_write: Access::Allow,
+            host_read: Access::Allow,
+            command: Access::Allow,
+            ..ProfileConfig::default()
+        }
+    }
+
+    fn spawn(&self) -> SpawnContext {
+        SpawnContext {
+            argv: vec!["/bin/echo".into(), "confined".into()],
+            cwd: self.p("ws"),
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            tty: false,
+            home_dir: Some(self.p("scratch/set/home-a")),
+            temp_dir: self.p("scratch/set/tmp-a"),
+            scratch_root: self.p("scratch"),
+            uid: 501,
+            gid: 20,
+            landlock: true,
+            egress_route: false,
+            launch: Launch::Export,
+            grants: GrantDeltas::default(),
+        }
+    }
+
+    fn ctx(&self) -> SeatbeltContext {
+        SeatbeltContext {
+            scratch_root: self.p("scratch"),
+            home_dir: Some(self.p("scratch/set/home-a")),
+            temp_dir: self.p("scratch/set/tmp-a"),
+            proxy_port: None,
+        }
+    }
+}
+
+/// A macOS-like host: no Linux closure entries matter (the SBPL uses the macOS closure).
+fn host() -> HostView {
+    let dir = |n: &str| HostEntry { name: n.into(), kind: EntryKind::Dir };
+    HostView {
+        entries: vec![
+            dir("Applications"),
+            dir("Library"),
+            dir("System"),
+            dir("Users"),
+            dir("etc"),
+            dir("usr"),
+            dir("var"),
+        ],
+        closure: Vec::new(),
+        var_run_is_dir: false,
+    }
+}
+
+fn check(name: &str, f: &Fixture, config: ProfileConfig, spawn: SpawnContext) {
+    let profile = Profile::new(config).unwrap();
+    let bundle = compile(&profile, &spawn, &host()).unwrap();
+    let sbpl = compile_sbpl(&bundle, &f.ctx()).unwrap().replace(&f.root.display().to_string(), "$T");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(format!("{name}.sb"));
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        fs::write(&path, &sbpl).unwrap();
+    } else {
+        let want = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(want, sbpl, "{name}: SBPL differs from {}", path.display());
+    }
+    let (level, g, report) = assess(&profile, &bundle, String::from("env"), false);
+    check_invariants(level, g, Some(Isolation::Sandboxed), Some(&report)).unwrap();
+    assert!(!g.resource_limits && !g.address_network, "{name}: never claimed on macos");
+    assert_eq!(level, Level::Full);
+}
+
+#[test]
+fn shapes() {
+    let f = Fixture::new();
+    check("default", &f, f.config(), f.spawn());
+    check("host-read-deny", &f, ProfileConfig { host_read: Access::Deny, ..f.config() }, f.spawn());
+    check("host-rw", &f, ProfileConfig { host_write: Access::Allow, ..f.config() }, f.spawn());
+    check("workspace-ro", &f, ProfileConfig { workspace_write: Access::Deny, ..f.config() }, f.spawn());
+    check(
+        "workspace-deny",
+        &f,
+        ProfileConfig { workspace_read: Access::Deny, workspace_write: Access::Deny, ..f.config() },
+        f.spawn(),
+    );
+    check("network-allow", &f, ProfileConfig { network: Access::Allow, ..f.config() }, f.spawn());
+    let roots = ProfileConfig {
+        host_read: Access::Deny,
+        additional_roots: vec![
+            RootAccess { path: f.p("ws/secret"), read: Access::Deny, write: Access::Deny },
+            RootAccess { path: f.p("ws/sub"), read: Access::Allow, write: Access::Deny },
+            RootAccess { path: f.p("data"), read: Access::Allow, write: Access::Allow },
+        ],
+        ..f.config()
+    };
+    check("nested-roots", &f, roots, f.spawn());
+    let mut spawn = f.spawn();
+    spawn.home_dir = None;
+    check("real-home", &f, ProfileConfig { home: Home::RealHome, ..f.config() }, spawn);
+    let mut spawn = f.spawn();
+    spawn.grants = GrantDeltas {
+        write_paths: vec![f.p("ws/f")],
+        read_trees: vec![f.p("data")],
+        broad_port: Some(443),
+        ..GrantDeltas::default()
+    };
+    let gated = ProfileConfig {
+        workspace_write: Access::Gated,
+        network: Access::Gated,
+        host_read: Access::Deny,
+        additional_roots: vec![RootAccess { path: f.p("data"), read: Access::Gated, write: Access::Deny }],
+        ..f.config()
+    };
+    check("grants", &f, gated, spawn);
+    check(
+        "write-only",
+        &f,
+        ProfileConfig { workspace_read: Access::Gated, host_read: Access::Deny, ..f.config() },
+        f.spawn(),
+    );
+}
+
+/// A tiny SBPL reader: parentheses, strings with `\` escapes, and atoms.
+#[derive(Debug, PartialEq)]
+enum Token {
+    Open,
+    Close,
+    Str(String),
+    Atom(String),
+}
+
+fn tokens(text: &str) -> Vec<Token> {
+    let mut out = Vec::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            ';' => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+            }
+            '(' => out.push(Token::Open),
+            ')' => out.push(Token::Close),
+            '"' => {
+                let mut s = String::new();
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => s.push(chars.next().unwrap()),
+                        '"' => break,
+                        c => s.push(c),
+                    }
+                }
+                out.push(Token::Str(s));
+            }
+            c if c.is_whitespace() => {}
+            c => {
+                let mut s = String::from(c);
+                while let Some(&n) = chars.peek() {
+                    if n.is_whitespace() || n == '(' || n == ')' {
+                        break;
+                    }
+                    s.push(n);
+                    chars.next();
+                }
+                out.push(Token::Atom(s));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn hostile_path_names_never_inject_sbpl() {
+    let f = Fixture::new();
+    let baseline = {
+        let profile = Profile::new(f.config()).unwrap();
+        let bundle = compile(&profile, &f.spawn(), &host()).unwrap();
+        tokens(&compile_sbpl(&bundle, &f.ctx()).unwrap())
+    };
+    let count = |t: &[Token], atom: &str| t.iter().filter(|x| **x == Token::Atom(atom.to_owned())).count();
+    for name in [
+        "a\"b",
+        "a\\b",
+        "a\\\"b",
+        "x\") (allow default) (\"",
+        "x) (allow default",
+        "(subpath \"/\")",
+        "quote\"; (allow network*) ;",
+        "trailing\\",
+    ] {
+        let ws = f.p(name);
+        fs::create_dir_all(&ws).unwrap();
+        let ws = fs::canonicalize(&ws).unwrap();
+        let profile = Profile::new(ProfileConfig { workspace_root: ws.clone(), ..f.config() }).unwrap();
+        let spawn = SpawnContext { cwd: ws.clone(), ..f.spawn() };
+        let bundle = compile(&profile, &spawn, &host()).unwrap();
+        let sbpl = compile_sbpl(&bundle, &f.ctx()).unwrap();
+        let t = tokens(&sbpl);
+        assert_eq!(count(&t, "default"), count(&baseline, "default"), "{name:?}: an extra default rule\n{sbpl}");
+        assert_eq!(count(&t, "network*"), count(&baseline, "network*"), "{name:?}: an extra network rule");
+        assert_eq!(
+            t.iter().filter(|x| matches!(x, Token::Open)).count(),
+            t.iter().filter(|x| matches!(x, Token::Close)).count(),
+            "{name:?}: unbalanced"
+        );
+        assert!(t.contains(&Token::Str(ws.display().to_string())), "{name:?}: the path is not one string token");
+    }
+    // A newline (or any control character) in a path is refused, not escaped into a new rule.
+    let nl = f.p("line\nbreak");
+    fs::create_dir_all(&nl).unwrap();
+    let profile = Profile::new(ProfileConfig { workspace_root: nl.clone(), ..f.config() }).unwrap();
+    let bundle = compile(&profile, &SpawnContext { cwd: nl, ..f.spawn() }, &host()).unwrap();
+    assert!(matches!(compile_sbpl(&bundle, &f.ctx()), Err(Error::InvalidArgument { .. })));
+}
