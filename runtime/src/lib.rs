@@ -27,6 +27,8 @@ mod fsutil;
 mod grants;
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "macos")]
+mod macos;
 mod options;
 mod output;
 mod probe;

@@ -36,6 +36,9 @@ enum Backend {
     /// Linux micro-containers.
     #[cfg(target_os = "linux")]
     Linux(Box<LinuxBackend>),
+    /// macOS Seatbelt (`sandbox-exec`).
+    #[cfg(target_os = "macos")]
+    Seatbelt(crate::macos::MacBackend),
 }
 
 #[derive(Debug, Default)]
@@ -322,7 +325,12 @@ fn select_sandboxed_backend() -> Result<(), Error> {
     if !crate::init_called() { Err(Error::InitNotCalled) } else { Ok(()) }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(target_os = "macos")]
+fn select_sandboxed_backend() -> Result<(), Error> {
+    Ok(())
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 fn select_sandboxed_backend() -> Result<(), Error> {
     Err(Error::SandboxUnavailable {
         detail: format!("no sandbox backend for {} in this version of sandbox", std::env::consts::OS),
@@ -339,7 +347,12 @@ fn sandboxed_backend(
     Ok(Backend::Linux(Box::new(LinuxBackend::new(dl, profile, options, dir)?)))
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(target_os = "macos")]
+fn sandboxed_backend(_: &Deadline, _: &Profile, options: &ExecutorSetOptions, _: &Path) -> Result<Backend, Error> {
+    Ok(Backend::Seatbelt(crate::macos::MacBackend::new(&options.scratch_root)?))
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 fn sandboxed_backend(_: &Deadline, _: &Profile, _: &ExecutorSetOptions, _: &Path) -> Result<Backend, Error> {
     select_sandboxed_backend().map(|()| Backend::Direct)
 }
@@ -388,6 +401,8 @@ impl Executor {
                 Backend::Direct => {
                     (Level::None, Guarantees { env_scrub: true, ..Guarantees::default() }, CompileReport::default())
                 }
+                #[cfg(target_os = "macos")]
+                Backend::Seatbelt(mac) => mac.assess(profile, &env, (home_dir.as_deref(), &temp_dir), env_detail)?,
                 #[cfg(target_os = "linux")]
                 Backend::Linux(linux) => {
                     let input = SpawnInput {
@@ -585,6 +600,8 @@ impl Executor {
     fn backend_has_pty(&self) -> bool {
         match &self.set.backend {
             Backend::Direct => cfg!(target_os = "linux"),
+            #[cfg(target_os = "macos")]
+            Backend::Seatbelt(_) => false,
             #[cfg(target_os = "linux")]
             Backend::Linux(_) => true,
         }
@@ -701,6 +718,9 @@ impl Executor {
         let unsupported = |detail: String| Err::<(), Error>(Error::GrantUnsupported { detail });
         match &self.set.backend {
             Backend::Direct => Ok(()),
+            // Seatbelt supports every class; targets may be missing (CONTRACT.md §16).
+            #[cfg(target_os = "macos")]
+            Backend::Seatbelt(_) => Ok(()),
             #[cfg(target_os = "linux")]
             Backend::Linux(linux) => {
                 use std::os::unix::fs::MetadataExt;
@@ -847,6 +867,13 @@ impl Executor {
         };
         match &self.set.backend {
             Backend::Direct => direct::run(dl, &cwd, argv, &self.env, limit, &self.set.closing),
+            #[cfg(target_os = "macos")]
+            Backend::Seatbelt(mac) => {
+                let argv: Vec<OsString> = argv.iter().map(|a| a.as_ref().to_os_string()).collect();
+                let dirs = (self.home_dir.as_deref(), self.temp_dir.as_path());
+                let wrapped = mac.wrap(&self.set.profile, &argv, &cwd, &self.env, dirs, deltas)?;
+                direct::run(dl, &cwd, &wrapped, &self.env, limit, &self.set.closing)
+            }
             #[cfg(target_os = "linux")]
             Backend::Linux(linux) => {
                 let argv: Vec<OsString> = argv.iter().map(|a| a.as_ref().to_os_string()).collect();
@@ -1001,6 +1028,17 @@ impl PreparedProcess {
                 let set = Arc::clone(&self.set);
                 let closing = move || set.closing.load(Ordering::SeqCst);
                 crate::direct::start(&self.argv, &self.cwd, &self.env, self.tty, admitted, closing)
+            }
+            #[cfg(target_os = "macos")]
+            Backend::Seatbelt(mac) => {
+                let dirs = (self.home_dir.as_deref(), self.temp_dir.as_path());
+                let wrapped =
+                    mac.wrap(&self.set.profile, &self.argv, &self.cwd, &self.env, dirs, self.deltas.clone())?;
+                let set = Arc::clone(&self.set);
+                let closing = move || set.closing.load(Ordering::SeqCst);
+                let mut process = crate::direct::start(&wrapped, &self.cwd, &self.env, false, admitted, closing)?;
+                process.containment = LifetimeContainment::BestEffort;
+                Ok(process)
             }
             #[cfg(target_os = "linux")]
             Backend::Linux(_) => self.start_linux(dl, admitted),

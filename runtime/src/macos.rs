@@ -1,0 +1,105 @@
+//! The facade's side of the macOS Seatbelt backend: each spawn's bundle compiled to SBPL and
+//! run by `sandbox-exec` in its own process group (lifetime containment: best effort). Compiled
+//! and type-checked for macOS in CI; never run there (CONTRACT.md §16).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use sandbox_bundle::{
+    Bundle, CompileReport, Error, GrantDeltas, Guarantees, HostView, Launch, Level, Profile, SpawnContext, compile,
+};
+use sandbox_seatbelt::{SeatbeltContext, assess, command_line, compile_sbpl};
+
+/// The Seatbelt backend of one executor set.
+#[derive(Debug)]
+pub(crate) struct MacBackend {
+    scratch_root: PathBuf,
+}
+
+impl MacBackend {
+    /// Probes `sandbox-exec` with a trivial profile.
+    pub fn new(scratch_root: &Path) -> Result<Self, Error> {
+        sandbox_seatbelt::probe()?;
+        Ok(MacBackend { scratch_root: scratch_root.to_path_buf() })
+    }
+
+    fn bundle(
+        &self,
+        profile: &Profile,
+        argv: &[OsString],
+        cwd: &Path,
+        env: &[(String, String)],
+        dirs: (Option<&Path>, &Path),
+        grants: GrantDeltas,
+    ) -> Result<Bundle, Error> {
+        let argv = argv
+            .iter()
+            .map(|a| {
+                a.to_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| Error::InvalidArgument { detail: String::from("argv: not UTF-8") })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let ctx = SpawnContext {
+            argv,
+            cwd: cwd.to_path_buf(),
+            env: env.to_vec(),
+            tty: false,
+            home_dir: dirs.0.map(Path::to_path_buf),
+            temp_dir: dirs.1.to_path_buf(),
+            scratch_root: self.scratch_root.clone(),
+            uid: 0,
+            gid: 0,
+            // Seatbelt expresses write-only access natively.
+            landlock: true,
+            egress_route: false,
+            launch: Launch::Export,
+            grants,
+        };
+        compile(profile, &ctx, &HostView::scan()).map_err(|e| match e {
+            Error::InvalidArgument { detail } => Error::Runtime { detail: format!("bundle: {detail}") },
+            other => other,
+        })
+    }
+
+    /// The measured level, guarantees and report for the executor.
+    pub fn assess(
+        &self,
+        profile: &Profile,
+        env: &[(String, String)],
+        dirs: (Option<&Path>, &Path),
+        env_detail: String,
+    ) -> Result<(Level, Guarantees, CompileReport), Error> {
+        let bundle = self.bundle(
+            profile,
+            &[OsString::from("/usr/bin/true")],
+            profile.workspace_root(),
+            env,
+            dirs,
+            GrantDeltas::default(),
+        )?;
+        Ok(assess(profile, &bundle, env_detail, false))
+    }
+
+    /// `argv` wrapped in `sandbox-exec -p <profile> --`.
+    pub fn wrap(
+        &self,
+        profile: &Profile,
+        argv: &[OsString],
+        cwd: &Path,
+        env: &[(String, String)],
+        dirs: (Option<&Path>, &Path),
+        grants: GrantDeltas,
+    ) -> Result<Vec<OsString>, Error> {
+        let bundle = self.bundle(profile, argv, cwd, env, dirs, grants)?;
+        let ctx = SeatbeltContext {
+            scratch_root: self.scratch_root.clone(),
+            home_dir: dirs.0.map(Path::to_path_buf),
+            temp_dir: dirs.1.to_path_buf(),
+            proxy_port: None,
+        };
+        let sbpl = compile_sbpl(&bundle, &ctx)?;
+        let argv: Vec<String> = bundle.spec.process().as_ref().and_then(|p| p.args().clone()).unwrap_or_default();
+        Ok(command_line(&sbpl, &argv).into_iter().map(OsString::from).collect())
+    }
+}
