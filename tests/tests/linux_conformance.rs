@@ -324,6 +324,78 @@ mod linux {
         set.close().unwrap();
     }
 
+    /// Escapes through links, `..`, `/proc` and sockets (CONTRACT.md §1's adversary), each next
+    /// to the allowed operation.
+    pub fn escapes_through_links_proc_and_sockets() {
+        let f = Fixture::new();
+        std::os::unix::fs::symlink(&f.secret, f.ws.join("planted")).unwrap();
+        let listener = std::os::unix::net::UnixListener::bind_addr(
+            &<std::os::unix::net::SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(
+                format!("sbx-conf-{}", std::process::id()).as_bytes(),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let set = f.set(ProfileConfig { host_read: Access::Deny, ..f.config() }, |o| o);
+        let exec = set.executor("k").unwrap();
+        let secret = f.secret.display().to_string();
+        let ws = f.ws.display().to_string();
+        let v = f.probe(
+            &exec,
+            &[
+                format!("read={ws}/planted"),
+                format!("symlink={ws}/made:{secret}"),
+                format!("read={ws}/made"),
+                format!("read={ws}/../host/secret.txt"),
+                format!("read=/proc/self/root{secret}"),
+                format!("read=/proc/1/root{secret}"),
+                format!("read=/proc/self/cwd/../host/secret.txt"),
+                format!("hardlink={secret}:{ws}/hl"),
+                format!("hardlink={ws}/hello.txt:{ws}/hl2"),
+                format!("abstract-connect=sbx-conf-{}", std::process::id()),
+                format!("kill={}", std::process::id()),
+                s("connect=169.254.169.254:80"),
+            ],
+        );
+        for key in [
+            format!("read={ws}/planted"),
+            format!("read={ws}/made"),
+            format!("read={ws}/../host/secret.txt"),
+            format!("read=/proc/self/root{secret}"),
+            format!("read=/proc/1/root{secret}"),
+            format!("read=/proc/self/cwd/../host/secret.txt"),
+            format!("hardlink={secret}:{ws}/hl"),
+            format!("abstract-connect=sbx-conf-{}", std::process::id()),
+            s("connect=169.254.169.254:80"),
+        ] {
+            denied(&v, &key);
+        }
+        // The symlink itself may be made (the workspace is writable); it leads nowhere.
+        allowed(&v, &format!("symlink={ws}/made:{secret}"));
+        // A hard link inside the workspace works: the control for the one above.
+        allowed(&v, &format!("hardlink={ws}/hello.txt:{ws}/hl2"));
+        // This test's pid means nothing inside the pid namespace (or another process of it).
+        let k = &v[&format!("kill={}", std::process::id())];
+        assert!(!k.ok || std::process::id() < 10, "{k:?}");
+        assert!(listener.accept().is_err(), "the host's abstract socket saw a connection");
+        set.close().unwrap();
+
+        // Sharing the host's network namespace, abstract sockets are scoped by Landlock (ABI 6+),
+        // which the report says; the host listener still sees nothing.
+        let set = f.set(ProfileConfig { network: Access::Allow, ..f.config() }, |o| o);
+        let exec = set.executor("k").unwrap();
+        let scoped = exec.report().get("abstract-unix").unwrap().status == Status::Enforced;
+        let v = f.probe(&exec, &[format!("abstract-connect=sbx-conf-{}", std::process::id())]);
+        if scoped {
+            denied(&v, &format!("abstract-connect=sbx-conf-{}", std::process::id()));
+            assert!(listener.accept().is_err(), "a scoped abstract socket reached the host");
+        } else {
+            println!("(abstract-unix not enforced here: {:?})", exec.report().get("abstract-unix"));
+        }
+        set.close().unwrap();
+    }
+
     pub fn pid_namespace_and_landlock_from_inside() {
         let f = Fixture::new();
         let set = f.set(f.config(), |o| o);
@@ -526,6 +598,7 @@ fn main() -> std::process::ExitCode {
             ("seccomp_capabilities_and_no_new_privs", seccomp_capabilities_and_no_new_privs),
             ("pid_namespace_and_landlock_from_inside", pid_namespace_and_landlock_from_inside),
             ("devices_host_processes_and_setuid_binaries", devices_host_processes_and_setuid_binaries),
+            ("escapes_through_links_proc_and_sockets", escapes_through_links_proc_and_sockets),
             ("env_is_scrubbed", env_is_scrubbed),
             ("deadline_and_output_limit", deadline_and_output_limit),
             ("background_children_do_not_outlive_the_run", background_children_do_not_outlive_the_run),

@@ -168,6 +168,19 @@ mod checks {
                     .collect();
                 format!("{} self={} ppid={}", pids.len(), std::process::id(), nix::unistd::getppid())
             }),
+            "symlink" => {
+                let (link, target) = arg.split_once(':')?;
+                from_io(std::os::unix::fs::symlink(target, link), |_| String::from("created"))
+            }
+            "hardlink" => {
+                let (src, dst) = arg.split_once(':')?;
+                from_io(std::fs::hard_link(src, dst), |_| String::from("linked"))
+            }
+            "abstract-connect" => {
+                use std::os::linux::net::SocketAddrExt;
+                let addr = std::os::unix::net::SocketAddr::from_abstract_name(arg.as_bytes()).ok()?;
+                from_io(std::os::unix::net::UnixStream::connect_addr(&addr), |_| String::from("connected"))
+            }
             "open-rw" => {
                 from_io(std::fs::OpenOptions::new().read(true).write(true).open(arg), |_| String::from("opened"))
             }
