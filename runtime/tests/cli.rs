@@ -159,3 +159,57 @@ fn duplicate_keys_in_the_profile_are_refused() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("network: duplicate key"));
     assert!(!dir.path().join("out").exists());
 }
+
+#[test]
+fn hostile_cli_arguments_get_clear_errors() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&std::ffi::OsStr]| Command::new(SANDBOX).current_dir(dir.path()).args(args).output().unwrap();
+    let os = |s: &str| std::ffi::OsString::from(s);
+    // A non-UTF-8 profile path: a clear error naming it, nothing written.
+    let bad = std::ffi::OsStr::from_bytes(b"p\xff.json");
+    let o = run(&[
+        &os("bundle"),
+        &os("export"),
+        &os("--out"),
+        &os("out"),
+        &os("--profile"),
+        bad,
+        &os("--"),
+        &os("/bin/true"),
+    ]);
+    assert_eq!(o.status.code(), Some(125), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--profile"));
+    // A newline in the output path works (it is just a name) and prints it back.
+    let o = run(&[&os("bundle"), &os("export"), &os("--out"), &os("out\nx"), &os("--"), &os("/bin/true")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(dir.path().join("out\nx/config.json").exists());
+    // A non-UTF-8 argv cannot go into an OCI bundle: a clear error.
+    let o = run(&[
+        &os("bundle"),
+        &os("export"),
+        &os("--out"),
+        &os("out2"),
+        &os("--"),
+        std::ffi::OsStr::from_bytes(b"/bin/\xfe"),
+    ]);
+    assert_eq!(o.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("argv"));
+    assert!(!dir.path().join("out2").exists());
+    // Huge and negative numbers are usage errors or clear errors, never a panic.
+    for args in [
+        ["--timeout", "-1"],
+        ["--timeout", "1e400"],
+        ["--output-limit", "99999999999999999999999"],
+        ["--timeout", "abc"],
+    ] {
+        let mut full = vec![os("run"), os("--json")];
+        full.extend(args.iter().map(|a| os(a)));
+        full.extend([os("--"), os("/bin/true")]);
+        let refs: Vec<&std::ffi::OsStr> = full.iter().map(|s| s.as_os_str()).collect();
+        let o = run(&refs);
+        let code = o.status.code();
+        assert!(code == Some(2) || code == Some(125), "{args:?}: {code:?} {}", String::from_utf8_lossy(&o.stderr));
+        assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"), "{args:?}");
+    }
+}

@@ -215,6 +215,14 @@ fn run(args: RunArgs) -> Result<i32, Error> {
 }
 
 fn run_inner(args: RunArgs) -> Result<i32, Error> {
+    // Checked before anything is created or run.
+    let timeout = match args.timeout {
+        Some(s) if (0.0..1e9).contains(&s) => Some(Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(Error::InvalidArgument { detail: format!("--timeout: {s} is not a number of seconds") });
+        }
+        None => None,
+    };
     let current = current_dir()?;
     let profile = load_profile(args.profile.as_deref(), &current)?;
     let scratch = match &args.scratch {
@@ -239,6 +247,7 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
     )?;
     let process = Arc::new(prepared.start(&setup)?);
     process.stdin().close();
+    let deadline = timeout.map_or_else(Deadline::none, Deadline::after);
     let exceeded = Arc::new(AtomicBool::new(false));
     let streams: Vec<_> = [(process.take_stdout(), true), (process.take_stderr(), false)]
         .into_iter()
@@ -253,11 +262,6 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
             Some(std::thread::spawn(move || pump(reader, sink, limit, &process, &exceeded)))
         })
         .collect();
-    let deadline = match args.timeout {
-        Some(s) if s.is_finite() && s >= 0.0 => Deadline::after(Duration::from_secs_f64(s)),
-        Some(_) => return Err(Error::InvalidArgument { detail: String::from("--timeout: not a number of seconds") }),
-        None => Deadline::none(),
-    };
     let mut error: Option<Error> = None;
     let result = match process.wait(&deadline) {
         Ok(r) => Some(r),
