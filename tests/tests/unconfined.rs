@@ -167,6 +167,70 @@ mod direct {
         set.close().unwrap();
     }
 
+    /// `ExecutorSet::new` checks every option (CONTRACT.md §9 step 2, §10) before creating
+    /// anything; seeds land in an isolated HOME; concurrent first calls share one executor.
+    pub fn options_are_checked_and_seeds_land() {
+        let f = fixture();
+        let profile = Profile::new(config(&f)).unwrap();
+        let real = Profile::new(ProfileConfig { home: sandbox::Home::RealHome, ..config(&f) }).unwrap();
+        let seed = f.ws.join("gitconfig");
+        fs::write(&seed, "[user]\n\tname = agent\n").unwrap();
+        let base = || ExecutorSetOptions::new(&f.scratch).max_executors(2);
+        let bad: Vec<(ExecutorSetOptions, &Profile)> = vec![
+            (ExecutorSetOptions::new("").max_executors(1), &profile),
+            (ExecutorSetOptions::new(&f.scratch), &profile),
+            (base().grant_ttl(Duration::ZERO), &profile),
+            (base().pids_max(0), &profile),
+            (base().memory_max(0), &profile),
+            (base().cgroup_parent("relative/parent"), &profile),
+            (base().cgroup_parent("/a/../b"), &profile),
+            (base().pass_env(["LD_PRELOAD"]), &profile),
+            (base().pass_env(["A=B"]), &profile),
+            (base().pass_env(["https_proxy"]), &profile),
+            (base().set_env("HOME", "/x"), &profile),
+            (base().set_env("SANDBOX_X", "1"), &profile),
+            (base().set_env("X", "a\0b"), &profile),
+            (base().seed_home(&seed, ".gitconfig"), &real),
+            (base().seed_home("relative", ".gitconfig"), &profile),
+            (base().seed_home(f.ws.join("missing"), ".gitconfig"), &profile),
+            (base().seed_home(&seed, "../escape"), &profile),
+            (base().seed_home(&seed, "/abs"), &profile),
+            (base().seed_home(&seed, "a").seed_home(&seed, "a"), &profile),
+            (ExecutorSetOptions::new(f.scratch.join("missing")).max_executors(1), &profile),
+        ];
+        for (i, (options, p)) in bad.into_iter().enumerate() {
+            let got = ExecutorSet::new(&dl(), p, options);
+            assert!(matches!(got, Err(Error::InvalidOptions { .. })), "case {i}: {got:?}");
+        }
+        assert_eq!(fs::read_dir(&f.scratch).unwrap().count(), 0, "a failed set created something");
+        let set = std::sync::Arc::new(
+            ExecutorSet::new(&dl(), &profile, base().seed_home(&seed, ".config/git/config").set_env("GIT_X", "y"))
+                .unwrap(),
+        );
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let set = std::sync::Arc::clone(&set);
+                std::thread::spawn(move || set.executor("same").unwrap())
+            })
+            .collect();
+        let execs: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert!(execs.iter().all(|e| std::sync::Arc::ptr_eq(e, &execs[0])), "one executor per key");
+        let exec = &execs[0];
+        let seeded = exec.home_dir().join(".config/git/config");
+        assert_eq!(fs::read_to_string(&seeded).unwrap(), "[user]\n\tname = agent\n");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(fs::metadata(exec.home_dir()).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(fs::metadata(exec.home_dir().join(".config")).unwrap().permissions().mode() & 0o777, 0o700);
+        let out = exec.run_command(&dl(), &f.ws, "echo $GIT_X").unwrap();
+        assert_eq!(out.bytes, b"y\n");
+        assert!(exec.report().entries.is_empty(), "unconfined: an empty report");
+        drop(execs);
+        if let Ok(set) = std::sync::Arc::try_unwrap(set) {
+            set.close().unwrap();
+            set.close().unwrap();
+        }
+    }
+
     pub fn unconfined_needs_its_acknowledgement_and_allow_everywhere() {
         let f = fixture();
         assert!(matches!(
@@ -202,6 +266,7 @@ fn main() -> std::process::ExitCode {
                 "unconfined_needs_its_acknowledgement_and_allow_everywhere",
                 unconfined_needs_its_acknowledgement_and_allow_everywhere,
             ),
+            ("options_are_checked_and_seeds_land", options_are_checked_and_seeds_land),
         ])
     }
     #[cfg(not(unix))]
