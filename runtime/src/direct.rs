@@ -108,6 +108,17 @@ pub(crate) fn run<S: AsRef<OsStr>>(
         let _ = killpg(pgid, Signal::SIGKILL);
         drain(&out_r, Duration::from_secs(5));
     }
+    // The deadline still holds after the output ended (the workload may have closed it).
+    let mut expired = None;
+    while stop.is_none() && expired.is_none() && !waiter.is_finished() {
+        if let Err(e) = dl.check(&[]) {
+            let _ = killpg(pgid, Signal::SIGKILL);
+            expired = Some(e);
+        } else if closing.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let status = waiter.join().map_err(|_| Error::Runtime { detail: String::from("the waiter thread panicked") })?;
     empty_group(pgid);
     match stop {
@@ -120,6 +131,15 @@ pub(crate) fn run<S: AsRef<OsStr>>(
         Some(Stop::Limit) => return Err(Error::OutputLimit { partial: bytes }),
         Some(Stop::Closed) => return Err(Error::ExecutorClosed { partial: bytes }),
         Some(Stop::Lost) | None => {}
+    }
+    if let Some(e) = expired {
+        return Err(match e {
+            Error::Cancelled { .. } => Error::Cancelled { partial: bytes },
+            _ => Error::DeadlineExceeded { partial: bytes },
+        });
+    }
+    if closing.load(std::sync::atomic::Ordering::SeqCst) && status.as_ref().is_ok_and(|s| s.signal() == Some(9)) {
+        return Err(Error::ExecutorClosed { partial: bytes });
     }
     let status = exit_status(status.map_err(|e| Error::io("waiting for the process", e))?);
     Ok(Output { bytes, status })

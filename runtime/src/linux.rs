@@ -430,17 +430,28 @@ impl LinuxBackend {
     /// Waits for the end of the spawn and its proven teardown. While `closing` is unset it
     /// waits as long as the workload runs; once a kill was sent (by the caller or because the
     /// set closes) it waits at most 5 s more, then abandons the helper.
-    pub fn finish(&self, mut launched: Launched, closing: &AtomicBool, mut killed: bool) -> Result<Finish, Error> {
+    pub fn finish(
+        &self,
+        mut launched: Launched,
+        closing: &AtomicBool,
+        dl: Option<&Deadline>,
+        mut killed: bool,
+    ) -> Result<Finish, Error> {
         let mut kill_deadline = killed.then(|| Instant::now() + Duration::from_secs(5));
         let mut closed = false;
+        let mut expired = None;
         let result = loop {
             if let Some(early) = launched.early.take() {
                 break Ok(early);
             }
-            if !killed && closing.load(Ordering::SeqCst) {
+            // The run's deadline still holds after its output ended (a workload may close its
+            // stdout and keep running).
+            let done = dl.and_then(|d| d.check(&[]).err());
+            if !killed && (closing.load(Ordering::SeqCst) || done.is_some()) {
                 let _ = launched.running.signal(libc_sigkill());
                 killed = true;
-                closed = true;
+                closed = done.is_none();
+                expired = done;
                 kill_deadline = Some(Instant::now() + Duration::from_secs(5));
             }
             match launched.running.next_event(Some(Instant::now() + Duration::from_millis(100))) {
@@ -475,7 +486,7 @@ impl LinuxBackend {
             Outcome::Signalled { signal } => Ok(ExitStatus::Signal(signal)),
             Outcome::Failed { detail } => Err(detail),
         };
-        Ok(Finish { status, measured, closed })
+        Ok(Finish { status, measured, closed, expired })
     }
 
     /// Runs one spawn to its end: output combined, stdin `/dev/null`. With `require` the
@@ -510,12 +521,15 @@ impl LinuxBackend {
             let _ = launched.running.signal(libc_sigkill());
             drain(&out_r, Duration::from_secs(5));
         }
-        let finish = self.finish(launched, closing, stop.is_some())?;
+        let finish = self.finish(launched, closing, Some(dl), stop.is_some())?;
         match stop {
             Some(Stop::Deadline(e)) => return Err(with_partial(e, bytes)),
             Some(Stop::Limit) => return Err(Error::OutputLimit { partial: bytes }),
             Some(Stop::Closed) => return Err(Error::ExecutorClosed { partial: bytes }),
             None if finish.closed => return Err(Error::ExecutorClosed { partial: bytes }),
+            None if finish.expired.is_some() => {
+                return Err(with_partial(finish.expired.unwrap_or(Error::DeadlineExceeded { partial: vec![] }), bytes));
+            }
             Some(Stop::Lost) | None => {}
         }
         let status = finish.status.map_err(|detail| Error::Runtime { detail })?;
@@ -549,6 +563,8 @@ pub(crate) struct Finish {
     pub measured: Measured,
     /// The set's close killed it.
     pub closed: bool,
+    /// The deadline killed it after its output had ended.
+    pub expired: Option<Error>,
 }
 
 fn libc_sigkill() -> i32 {

@@ -1071,7 +1071,7 @@ impl PreparedProcess {
                 Ok(m) => Some(m),
                 Err(e) => {
                     let _ = launched.running.signal(nix::sys::signal::Signal::SIGKILL as i32);
-                    let finish = linux.finish(launched, &self.set.closing, true);
+                    let finish = linux.finish(launched, &self.set.closing, None, true);
                     let detail = match finish {
                         Ok(f) => f.status.err().unwrap_or_else(|| format!("pty: {e}")),
                         Err(e) => e.to_string(),
@@ -1085,7 +1085,7 @@ impl PreparedProcess {
         linux.wait_started(&mut launched, dl, &self.set.closing)?;
         if launched.ended_early() {
             // The container was never created: that is a failed start, not a process.
-            let finish = linux.finish(launched, &self.set.closing, false)?;
+            let finish = linux.finish(launched, &self.set.closing, None, false)?;
             let detail = finish.status.err().unwrap_or_else(|| String::from("the container ended before it started"));
             return Err(Error::Runtime { detail });
         }
@@ -1097,7 +1097,7 @@ impl PreparedProcess {
             .name(String::from("sandbox-supervisor"))
             .spawn(move || {
                 let Backend::Linux(linux) = &set.backend else { return };
-                let result = match linux.finish(launched, &set.closing, false) {
+                let result = match linux.finish(launched, &set.closing, None, false) {
                     Ok(f) if f.closed => Err(Error::ExecutorClosed { partial: Vec::new() }),
                     Ok(f) => match f.status {
                         Ok(status) => Ok(ProcessResult { status, started_at, finished_at: SystemTime::now() }),

@@ -124,6 +124,23 @@ mod linux {
         set.close().unwrap();
     }
 
+    pub fn a_deadline_holds_after_the_workload_closed_its_output() {
+        let f = Fixture::new();
+        let set = f.set();
+        let exec = set.executor("k").unwrap();
+        let start = Instant::now();
+        let err = exec
+            .run_command(&Deadline::after(Duration::from_millis(500)), &f.ws, "echo bye; exec >&- 2>&-; sleep 30.75")
+            .unwrap_err();
+        match err {
+            Error::DeadlineExceeded { partial } => assert_eq!(partial, b"bye\n"),
+            other => panic!("{other:?}"),
+        }
+        assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
+        assert!(no_process_matching("sleep 30.75"));
+        set.close().unwrap();
+    }
+
     pub fn nothing_starts_after_a_deadline_or_close_that_came_first() {
         let f = Fixture::new();
         let set = Arc::new(f.set());
@@ -534,6 +551,10 @@ fn main() -> std::process::ExitCode {
                 nothing_starts_after_a_deadline_or_close_that_came_first,
             ),
             ("a_stopped_then_killed_helper_never_hangs_a_run", a_stopped_then_killed_helper_never_hangs_a_run),
+            (
+                "a_deadline_holds_after_the_workload_closed_its_output",
+                a_deadline_holds_after_the_workload_closed_its_output,
+            ),
             ("the_workload_inherits_no_ignored_signal", the_workload_inherits_no_ignored_signal),
             (
                 "close_during_a_run_waits_for_it_and_its_later_effects_never_happen",

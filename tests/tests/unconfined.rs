@@ -111,6 +111,13 @@ mod direct {
         assert!(!alive, "a background child outlived the run");
         let err = exec.run_command(&Deadline::after(Duration::from_millis(100)), &f.ws, "sleep 30").unwrap_err();
         assert!(matches!(err, Error::DeadlineExceeded { .. }));
+        // Also once the workload closed its output and keeps running.
+        let start = Instant::now();
+        let err = exec
+            .run_command(&Deadline::after(Duration::from_millis(300)), &f.ws, "exec >&- 2>&-; sleep 30.5")
+            .unwrap_err();
+        assert!(matches!(err, Error::DeadlineExceeded { .. }), "{err:?}");
+        assert!(start.elapsed() < Duration::from_secs(3));
         set.close().unwrap();
     }
 
