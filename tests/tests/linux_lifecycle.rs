@@ -249,6 +249,31 @@ mod linux {
         assert_eq!(count_dir(&f.scratch), 0);
     }
 
+    pub fn a_set_directory_removed_under_us_gives_errors_not_panics() {
+        let f = Fixture::new();
+        let set = f.set();
+        let exec = set.executor("k").unwrap();
+        assert_eq!(exec.run_command(&dl(), &f.ws, "echo ok").unwrap().bytes, b"ok\n");
+        fs::remove_dir_all(set.dir()).unwrap();
+        let err = exec.run_command(&dl(), &f.ws, "echo never").unwrap_err();
+        assert!(matches!(err, Error::Io { .. } | Error::Runtime { .. }), "{err:?}");
+        assert!(
+            exec.prepare_process(
+                &dl(),
+                sandbox::ProcessOptions {
+                    cwd: f.ws.clone(),
+                    command: String::from("true"),
+                    execution_id: String::from("e"),
+                    ..sandbox::ProcessOptions::default()
+                }
+            )
+            .and_then(|p| p.start(&dl()))
+            .is_err()
+        );
+        // Close still finishes (nothing left to remove).
+        set.close().unwrap();
+    }
+
     /// The `embedder` role: a process that runs a long command and gets SIGKILLed.
     pub fn embedder_role() {
         let ws = PathBuf::from(std::env::var_os("SANDBOX_TEST_WS").unwrap());
@@ -282,6 +307,10 @@ fn main() -> std::process::ExitCode {
             (
                 "killing_the_embedder_mid_run_leaves_no_process_and_the_next_set_sweeps",
                 killing_the_embedder_mid_run_leaves_no_process_and_the_next_set_sweeps,
+            ),
+            (
+                "a_set_directory_removed_under_us_gives_errors_not_panics",
+                a_set_directory_removed_under_us_gives_errors_not_panics,
             ),
         ])
     }
