@@ -41,6 +41,21 @@ mod bench {
         Ok(args)
     }
 
+    /// `unshare` with the namespaces our containers get, running `echo confined`.
+    const UNSHARE_ARGS: [&str; 11] = [
+        "--user",
+        "--map-root-user",
+        "--pid",
+        "--fork",
+        "--net",
+        "--ipc",
+        "--uts",
+        "--mount",
+        "--mount-proc",
+        "/bin/echo",
+        "confined",
+    ];
+
     /// One timed run: wall time and peak RSS in KiB if known.
     type RunFn = Box<dyn FnMut() -> Result<(Duration, Option<i64>), String>>;
 
@@ -299,25 +314,7 @@ mod bench {
             );
         }
         if which("unshare") {
-            add(
-                &mut contenders,
-                "unshare -Upfnimu",
-                Box::new(|| {
-                    timed(Command::new("unshare").args([
-                        "--user",
-                        "--map-root-user",
-                        "--pid",
-                        "--fork",
-                        "--net",
-                        "--ipc",
-                        "--uts",
-                        "--mount",
-                        "--mount-proc",
-                        "/bin/echo",
-                        "confined",
-                    ]))
-                }),
-            );
+            add(&mut contenders, "unshare -Upfnimu", Box::new(|| timed(Command::new("unshare").args(UNSHARE_ARGS))));
         } else {
             missing.push(String::from("unshare (util-linux)"));
         }
@@ -360,25 +357,7 @@ mod bench {
                     bundle_s.clone(),
                     format!("bench-rss-crun-{pid}"),
                 ]),
-                "unshare -Upfnimu" => Some(
-                    [
-                        "unshare",
-                        "--user",
-                        "--map-root-user",
-                        "--pid",
-                        "--fork",
-                        "--net",
-                        "--ipc",
-                        "--uts",
-                        "--mount",
-                        "--mount-proc",
-                        "/bin/echo",
-                        "confined",
-                    ]
-                    .iter()
-                    .map(|s| (*s).to_owned())
-                    .collect(),
-                ),
+                "unshare -Upfnimu" => Some(std::iter::once("unshare").chain(UNSHARE_ARGS).map(str::to_owned).collect()),
                 "plain fork+exec" => Some(vec!["/bin/echo".into(), "confined".into()]),
                 _ => None,
             };
