@@ -403,6 +403,22 @@ impl LinuxBackend {
                     launched.early = Some((outcome, measured, teardown));
                     return Ok(());
                 }
+                // A dead helper's socket stays open while the half-made container holds a copy
+                // of it: watch the process itself.
+                Err(WaitError::Timeout) if !launched.running.helper_alive() => {
+                    // It may have written its last event just before exiting.
+                    match launched.running.next_event(Some(Instant::now() + Duration::from_millis(50))) {
+                        Ok(Event::Started { .. }) => return Ok(()),
+                        Ok(Event::Finished { outcome, measured, teardown }) => {
+                            launched.early = Some((outcome, measured, teardown));
+                            return Ok(());
+                        }
+                        Err(_) => {
+                            let detail = self.abandon(launched, "the helper died before the container started");
+                            return Err(Error::Runtime { detail });
+                        }
+                    }
+                }
                 Err(WaitError::Timeout) if Instant::now() < limit => {}
                 Err(WaitError::Timeout) => {
                     let detail = self.abandon(launched, "the container did not start within 60 s");
@@ -457,6 +473,13 @@ impl LinuxBackend {
             match launched.running.next_event(Some(Instant::now() + Duration::from_millis(100))) {
                 Ok(Event::Started { .. }) => {}
                 Ok(Event::Finished { outcome, measured, teardown }) => break Ok((outcome, measured, teardown)),
+                Err(WaitError::Timeout) if !launched.running.helper_alive() => {
+                    // It may have written its last event just before exiting.
+                    match launched.running.next_event(Some(Instant::now() + Duration::from_millis(50))) {
+                        Ok(Event::Finished { outcome, measured, teardown }) => break Ok((outcome, measured, teardown)),
+                        _ => break Err(String::from("the helper died before reporting the end")),
+                    }
+                }
                 Err(WaitError::Timeout) if kill_deadline.is_none_or(|d| Instant::now() < d) => {}
                 Err(WaitError::Timeout) => break Err(String::from("the helper did not finish within 5 s of a kill")),
                 Err(WaitError::Helper(e)) => break Err(e),
