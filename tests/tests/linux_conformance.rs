@@ -526,6 +526,37 @@ mod linux {
         set.close().unwrap();
     }
 
+    /// The private `/tmp` is a tmpfs with the kernel's default size: its pages are charged to the
+    /// run's memory cgroup, so filling it is bounded by the memory limit, and it is gone after the
+    /// run (the next run of the same executor sees an empty `/tmp`).
+    pub fn filling_the_private_tmp_is_bounded_by_the_memory_limit() {
+        let f = Fixture::new();
+        let set = f.set(f.config(), |o| o.memory_max(64 * 1024 * 1024));
+        let exec = set.executor("k").unwrap();
+        let start = Instant::now();
+        let out = exec
+            .run_command(&dl(), &f.ws, "head -c 400000000 /dev/zero > /tmp/fill 2>/dev/null; echo status $?")
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.bytes);
+        assert!(start.elapsed() < Duration::from_secs(30), "the fill took {:?}", start.elapsed());
+        // The writer is the OOM killer's victim, not the init: the run reports its outcome.
+        assert!(out.status.success() && text.ends_with("status 137\n"), "{text:?} {:?}", out.status);
+        // Control: a small file fits, the earlier fill left nothing behind, and the scores that
+        // made the writer the victim: the workload at the maximum, the init at the embedder's.
+        let ours = std::fs::read_to_string("/proc/self/oom_score_adj").unwrap();
+        let out = exec
+            .run_command(
+                &dl(),
+                &f.ws,
+                "ls -A /tmp | wc -l; head -c 1000000 /dev/zero > /tmp/small && wc -c < /tmp/small; \
+                 cat /proc/self/oom_score_adj /proc/1/oom_score_adj",
+            )
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.bytes);
+        assert_eq!(text.split_whitespace().collect::<Vec<_>>(), ["0", "1000000", "1000", ours.trim()], "{text}");
+        set.close().unwrap();
+    }
+
     pub fn executor_keys_are_memoised_and_isolated() {
         let f = Fixture::new();
         let set = Arc::new(f.set(f.config(), |o| o.max_executors(2)));
@@ -606,6 +637,10 @@ fn main() -> std::process::ExitCode {
             ("deadline_and_output_limit", deadline_and_output_limit),
             ("background_children_do_not_outlive_the_run", background_children_do_not_outlive_the_run),
             ("pids_and_memory_limits_hold", pids_and_memory_limits_hold),
+            (
+                "filling_the_private_tmp_is_bounded_by_the_memory_limit",
+                filling_the_private_tmp_is_bounded_by_the_memory_limit,
+            ),
             ("executor_keys_are_memoised_and_isolated", executor_keys_are_memoised_and_isolated),
             ("command_access_gates_before_spawning", command_access_gates_before_spawning),
             ("rootless_without_a_cgroup_parent_fails_closed", rootless_without_a_cgroup_parent_fails_closed),

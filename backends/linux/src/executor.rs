@@ -112,6 +112,17 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     }
     drop(go);
 
+    // The OOM killer must pick the workload, never this init: pages of the private /tmp belong
+    // to no process, so under a memory limit filled through /tmp every process looks alike and
+    // the init's death would lose the run's outcome. The init raises its own score to the
+    // maximum just before the fork (the child inherits it) and restores it right after; an
+    // unprivileged process may go back down to the value it started from. The descriptor is
+    // opened before Landlock, which would refuse /proc later, and is close-on-exec.
+    let oom = std::fs::read_to_string("/proc/self/oom_score_adj").ok().and_then(|original| {
+        let file = std::fs::OpenOptions::new().write(true).open("/proc/self/oom_score_adj").ok()?;
+        Some((file, original.trim().to_owned()))
+    });
+
     // Landlock, from the bundle's annotation.
     let annotations = spec.annotations().clone().unwrap_or_default();
     let rules: ruleset::Rules = match annotations.get("sandbox.landlock") {
@@ -162,10 +173,18 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
 
     status.line(&format!("setup landlock={} abi={} seccomp={seccomp}", landlock.as_str(), cfg.kernel_abi));
 
+    if let Some((file, _)) = &oom {
+        let _ = (&*file).write_all(b"1000");
+    }
     match sys::fork_single_threaded() {
         Err(e) => status.fail("fork", &e.to_string()),
         Ok(ForkResult::Child) => exec_workload(&status, &old_mask, tty, &candidates, &argv, &envp, &args[0]),
-        Ok(ForkResult::Parent { child }) => supervise(status, child),
+        Ok(ForkResult::Parent { child }) => {
+            if let Some((file, original)) = &oom {
+                let _ = (&*file).write_all(original.as_bytes());
+            }
+            supervise(status, child)
+        }
     }
 }
 
