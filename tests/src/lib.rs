@@ -110,3 +110,60 @@ pub fn verdicts(output: &[u8]) -> BTreeMap<String, Verdict> {
         })
         .collect()
 }
+
+/// A fresh test area under `/var/tmp` (the workload's `/tmp` is private, so the host's must not
+/// hold the workspace): `root`, its `ws` (the workspace) and `scratch` (the scratch root), both
+/// created empty. Removed on drop.
+#[derive(Debug)]
+pub struct TestDirs {
+    _dir: tempfile::TempDir,
+    /// The canonical root of the area.
+    pub root: std::path::PathBuf,
+    /// `root/ws`.
+    pub ws: std::path::PathBuf,
+    /// `root/scratch`.
+    pub scratch: std::path::PathBuf,
+}
+
+impl TestDirs {
+    /// Creates the area; panics (a test set-up failure) when `/var/tmp` is unusable.
+    #[allow(clippy::panic)]
+    pub fn new(prefix: &str) -> TestDirs {
+        let made = tempfile::Builder::new().prefix(prefix).tempdir_in("/var/tmp").and_then(|dir| {
+            let root = std::fs::canonicalize(dir.path())?;
+            let (ws, scratch) = (root.join("ws"), root.join("scratch"));
+            std::fs::create_dir(&ws)?;
+            std::fs::create_dir(&scratch)?;
+            Ok(TestDirs { _dir: dir, root, ws, scratch })
+        });
+        made.unwrap_or_else(|e| panic!("test area under /var/tmp: {e}"))
+    }
+
+    /// [`allow_config`] over this area's workspace.
+    pub fn allow_config(&self) -> sandbox::ProfileConfig {
+        allow_config(&self.ws)
+    }
+
+    /// The options of a test set over this area's scratch root (see [`test_options`]).
+    pub fn set_options(&self, max_executors: usize) -> sandbox::ExecutorSetOptions {
+        test_options(sandbox::ExecutorSetOptions::new(&self.scratch).max_executors(max_executors))
+    }
+}
+
+/// The suites' usual profile over the workspace `ws`: the workspace readable and writable, the
+/// host readable, commands allowed, everything else the contract's default.
+pub fn allow_config(ws: &std::path::Path) -> sandbox::ProfileConfig {
+    sandbox::ProfileConfig {
+        workspace_root: ws.to_path_buf(),
+        workspace_read: sandbox::Access::Allow,
+        workspace_write: sandbox::Access::Allow,
+        host_read: sandbox::Access::Allow,
+        command: sandbox::Access::Allow,
+        ..sandbox::ProfileConfig::default()
+    }
+}
+
+/// The deadline of one test step: 60 s.
+pub fn deadline() -> sandbox::Deadline {
+    sandbox::Deadline::after(std::time::Duration::from_secs(60))
+}

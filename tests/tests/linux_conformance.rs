@@ -17,45 +17,36 @@ mod linux {
         Access, Deadline, Error, Executor, ExecutorSet, ExecutorSetOptions, ExitStatus, Level, Profile, ProfileConfig,
         Status,
     };
-    use sandbox_tests::{Verdict, verdicts};
+    use sandbox_tests::{TestDirs, Verdict, verdicts};
 
     const EACCES: i32 = 13;
 
     pub struct Fixture {
-        _dir: tempfile::TempDir,
-        pub root: PathBuf,
-        pub ws: PathBuf,
+        dirs: TestDirs,
         pub secret: PathBuf,
-        pub scratch: PathBuf,
+    }
+
+    impl std::ops::Deref for Fixture {
+        type Target = TestDirs;
+        fn deref(&self) -> &TestDirs {
+            &self.dirs
+        }
     }
 
     impl Fixture {
         pub fn new() -> Fixture {
-            let dir = tempfile::Builder::new().prefix("sbx-conf").tempdir_in("/var/tmp").unwrap();
-            let root = fs::canonicalize(dir.path()).unwrap();
-            let ws = root.join("ws");
-            let scratch = root.join("scratch");
-            fs::create_dir_all(root.join("host")).unwrap();
-            fs::create_dir(&ws).unwrap();
-            fs::create_dir(&scratch).unwrap();
+            let dirs = TestDirs::new("sbx-conf");
+            let ws = &dirs.ws;
+            fs::create_dir(dirs.root.join("host")).unwrap();
             fs::write(ws.join("hello.txt"), "hello\n").unwrap();
             fs::copy(sandbox_tests::probe_bin(env!("CARGO_BIN_EXE_sandbox-probe")), ws.join("sandbox-probe")).unwrap();
-            let secret = root.join("host/secret.txt");
+            let secret = dirs.root.join("host/secret.txt");
             fs::write(&secret, "host secret\n").unwrap();
-            Fixture { _dir: dir, root, ws, secret, scratch }
+            Fixture { dirs, secret }
         }
 
         pub fn config(&self) -> ProfileConfig {
-            ProfileConfig {
-                workspace_root: self.ws.clone(),
-                workspace_read: Access::Allow,
-                workspace_write: Access::Allow,
-                host_read: Access::Allow,
-                host_write: Access::Deny,
-                network: Access::Deny,
-                command: Access::Allow,
-                ..ProfileConfig::default()
-            }
+            ProfileConfig { host_write: Access::Deny, network: Access::Deny, ..self.allow_config() }
         }
 
         pub fn set(
@@ -64,7 +55,7 @@ mod linux {
             options: impl FnOnce(ExecutorSetOptions) -> ExecutorSetOptions,
         ) -> ExecutorSet {
             let profile = Profile::new(config).unwrap();
-            let opts = options(sandbox_tests::test_options(ExecutorSetOptions::new(&self.scratch).max_executors(4)));
+            let opts = options(self.set_options(4));
             ExecutorSet::new(&dl(), &profile, opts).unwrap()
         }
 
@@ -80,9 +71,7 @@ mod linux {
         }
     }
 
-    pub fn dl() -> Deadline {
-        Deadline::after(Duration::from_secs(60))
-    }
+    pub use sandbox_tests::deadline as dl;
 
     fn s(x: &str) -> String {
         x.to_owned()

@@ -8,49 +8,44 @@
 mod linux {
     use std::fs;
     use std::net::TcpListener;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
     use std::sync::Arc;
     use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
     use sandbox::{
-        Access, Deadline, Error, Executor, ExecutorSet, ExecutorSetOptions, ExitStatus, GrantRequest,
-        ProcessAccessKind, ProcessOptions, Profile, ProfileConfig, RootAccess,
+        Access, Deadline, Error, Executor, ExecutorSet, ExitStatus, GrantRequest, ProcessAccessKind, ProcessOptions,
+        Profile, ProfileConfig, RootAccess,
     };
 
+    use sandbox_tests::TestDirs;
+
     pub struct Fixture {
-        _dir: tempfile::TempDir,
-        pub root: PathBuf,
-        pub ws: PathBuf,
-        pub scratch: PathBuf,
+        dirs: TestDirs,
+    }
+
+    impl std::ops::Deref for Fixture {
+        type Target = TestDirs;
+        fn deref(&self) -> &TestDirs {
+            &self.dirs
+        }
     }
 
     impl Fixture {
         pub fn new() -> Fixture {
-            let dir = tempfile::Builder::new().prefix("sbx-grants").tempdir_in("/var/tmp").unwrap();
-            let root = fs::canonicalize(dir.path()).unwrap();
-            let (ws, scratch) = (root.join("ws"), root.join("scratch"));
-            fs::create_dir_all(ws.join("sub")).unwrap();
-            fs::create_dir(&scratch).unwrap();
-            fs::write(ws.join("f"), "old\n").unwrap();
-            fs::write(ws.join("g"), "untouched\n").unwrap();
-            fs::write(ws.join("sub/s.txt"), "in sub\n").unwrap();
-            Fixture { _dir: dir, root, ws, scratch }
+            let dirs = TestDirs::new("sbx-grants");
+            fs::create_dir(dirs.ws.join("sub")).unwrap();
+            fs::write(dirs.ws.join("f"), "old\n").unwrap();
+            fs::write(dirs.ws.join("g"), "untouched\n").unwrap();
+            fs::write(dirs.ws.join("sub/s.txt"), "in sub\n").unwrap();
+            Fixture { dirs }
         }
 
         pub fn config(&self) -> ProfileConfig {
-            ProfileConfig {
-                workspace_root: self.ws.clone(),
-                workspace_read: Access::Allow,
-                workspace_write: Access::Gated,
-                host_read: Access::Allow,
-                command: Access::Allow,
-                ..ProfileConfig::default()
-            }
+            ProfileConfig { workspace_write: Access::Gated, ..self.allow_config() }
         }
 
         pub fn set(&self, config: ProfileConfig) -> ExecutorSet {
-            let options = sandbox_tests::test_options(ExecutorSetOptions::new(&self.scratch).max_executors(4));
-            ExecutorSet::new(&dl(), &Profile::new(config).unwrap(), options).unwrap()
+            ExecutorSet::new(&dl(), &Profile::new(config).unwrap(), self.set_options(4)).unwrap()
         }
 
         pub fn request(&self, command: &str, kind: &str, scope: &str, class: &str, target: &str) -> GrantRequest {
@@ -67,9 +62,7 @@ mod linux {
         }
     }
 
-    pub fn dl() -> Deadline {
-        Deadline::after(Duration::from_secs(60))
-    }
+    pub use sandbox_tests::deadline as dl;
 
     fn in_ms(ms: i64) -> i64 {
         i64::try_from(SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis()).unwrap() + ms

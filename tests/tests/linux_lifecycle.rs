@@ -13,45 +13,36 @@ mod linux {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::{Duration, Instant};
 
-    use sandbox::{Access, Deadline, Error, ExecutorSet, ExecutorSetOptions, ExitStatus, Profile, ProfileConfig};
+    use sandbox::{Error, ExecutorSet, ExecutorSetOptions, ExitStatus, Profile};
+
+    use sandbox_tests::TestDirs;
 
     pub struct Fixture {
-        _dir: tempfile::TempDir,
-        pub ws: PathBuf,
-        pub scratch: PathBuf,
+        dirs: TestDirs,
+    }
+
+    impl std::ops::Deref for Fixture {
+        type Target = TestDirs;
+        fn deref(&self) -> &TestDirs {
+            &self.dirs
+        }
     }
 
     impl Fixture {
         pub fn new() -> Fixture {
-            let dir = tempfile::Builder::new().prefix("sbx-life").tempdir_in("/var/tmp").unwrap();
-            let root = fs::canonicalize(dir.path()).unwrap();
-            let (ws, scratch) = (root.join("ws"), root.join("scratch"));
-            fs::create_dir(&ws).unwrap();
-            fs::create_dir(&scratch).unwrap();
-            Fixture { _dir: dir, ws, scratch }
+            Fixture { dirs: TestDirs::new("sbx-life") }
         }
 
         pub fn profile(&self) -> Profile {
-            Profile::new(ProfileConfig {
-                workspace_root: self.ws.clone(),
-                workspace_read: Access::Allow,
-                workspace_write: Access::Allow,
-                host_read: Access::Allow,
-                command: Access::Allow,
-                ..ProfileConfig::default()
-            })
-            .unwrap()
+            Profile::new(self.allow_config()).unwrap()
         }
 
         pub fn set(&self) -> ExecutorSet {
-            let options = sandbox_tests::test_options(ExecutorSetOptions::new(&self.scratch).max_executors(8));
-            ExecutorSet::new(&dl(), &self.profile(), options).unwrap()
+            ExecutorSet::new(&dl(), &self.profile(), self.set_options(8)).unwrap()
         }
     }
 
-    pub fn dl() -> Deadline {
-        Deadline::after(Duration::from_secs(60))
-    }
+    pub use sandbox_tests::deadline as dl;
 
     fn count_dir(p: &Path) -> usize {
         fs::read_dir(p).map(|d| d.count()).unwrap_or(0)
@@ -278,9 +269,9 @@ mod linux {
     pub fn embedder_role() {
         let ws = PathBuf::from(std::env::var_os("SANDBOX_TEST_WS").unwrap());
         let scratch = PathBuf::from(std::env::var_os("SANDBOX_TEST_SCRATCH").unwrap());
-        let f = Fixture { _dir: tempfile::tempdir().unwrap(), ws, scratch };
-        let set = f.set();
-        let _ = set.executor("k").unwrap().run_command(&dl(), &f.ws, "sleep 402");
+        let options = sandbox_tests::test_options(ExecutorSetOptions::new(&scratch).max_executors(8));
+        let set = ExecutorSet::new(&dl(), &Profile::new(sandbox_tests::allow_config(&ws)).unwrap(), options).unwrap();
+        let _ = set.executor("k").unwrap().run_command(&dl(), &ws, "sleep 402");
         #[expect(clippy::exit, reason = "the embedder role must never return into the test runner")]
         std::process::exit(3);
     }

@@ -8,45 +8,38 @@ mod linux {
     use std::ffi::OsString;
     use std::fs;
     use std::io::Read;
-    use std::path::PathBuf;
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
     use sandbox::{
-        Access, Deadline, Error, ExecutorSet, ExecutorSetOptions, ExitStatus, LifetimeContainment, ProcessAccessKind,
-        ProcessOptions, Profile, ProfileConfig, RootAccess, Signal, StreamMode,
+        Access, Deadline, Error, ExecutorSet, ExitStatus, LifetimeContainment, ProcessAccessKind, ProcessOptions,
+        Profile, ProfileConfig, RootAccess, Signal, StreamMode,
     };
 
+    use sandbox_tests::TestDirs;
+
     pub struct Fixture {
-        _dir: tempfile::TempDir,
-        pub ws: PathBuf,
-        pub scratch: PathBuf,
+        dirs: TestDirs,
+    }
+
+    impl std::ops::Deref for Fixture {
+        type Target = TestDirs;
+        fn deref(&self) -> &TestDirs {
+            &self.dirs
+        }
     }
 
     impl Fixture {
         pub fn new() -> Fixture {
-            let dir = tempfile::Builder::new().prefix("sbx-proc").tempdir_in("/var/tmp").unwrap();
-            let root = fs::canonicalize(dir.path()).unwrap();
-            let (ws, scratch) = (root.join("ws"), root.join("scratch"));
-            fs::create_dir(&ws).unwrap();
-            fs::create_dir(&scratch).unwrap();
-            Fixture { _dir: dir, ws, scratch }
+            Fixture { dirs: TestDirs::new("sbx-proc") }
         }
 
         pub fn config(&self) -> ProfileConfig {
-            ProfileConfig {
-                workspace_root: self.ws.clone(),
-                workspace_read: Access::Allow,
-                workspace_write: Access::Allow,
-                host_read: Access::Allow,
-                command: Access::Allow,
-                ..ProfileConfig::default()
-            }
+            self.allow_config()
         }
 
         pub fn set_with(&self, config: ProfileConfig, max: usize) -> ExecutorSet {
-            let options = sandbox_tests::test_options(ExecutorSetOptions::new(&self.scratch).max_executors(max));
-            ExecutorSet::new(&dl(), &Profile::new(config).unwrap(), options).unwrap()
+            ExecutorSet::new(&dl(), &Profile::new(config).unwrap(), self.set_options(max)).unwrap()
         }
 
         pub fn set(&self) -> ExecutorSet {
@@ -63,9 +56,7 @@ mod linux {
         }
     }
 
-    pub fn dl() -> Deadline {
-        Deadline::after(Duration::from_secs(60))
-    }
+    pub use sandbox_tests::deadline as dl;
 
     fn no_process_matching(needle: &str) -> bool {
         fs::read_dir("/proc").unwrap().flatten().all(|e| {
