@@ -82,6 +82,39 @@ pub fn write_bundle(bundle: &Bundle, dir: &Path) -> Result<(), Error> {
     write_config(&config, dir)
 }
 
+/// A key for the rootfs skeleton `bundle` needs: equal keys mean equal top-level symlinks and
+/// mount destinations, so one prepared skeleton serves every spawn with that key.
+pub fn rootfs_key(bundle: &Bundle) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    bundle.plan.rootfs_symlinks.hash(&mut hasher);
+    let mut destinations: Vec<&Path> = bundle.plan.mounts.iter().map(|m| m.destination.as_path()).collect();
+    destinations.sort();
+    destinations.hash(&mut hasher);
+    format!("{:016x}", hasher.finish())
+}
+
+/// Writes a bundle whose root is the prepared skeleton `rootfs` (an absolute path, made by
+/// [`write_rootfs`] for a bundle with the same [`rootfs_key`]): `dir` (created, 0700) holds only
+/// `config.json`. The embedded runtime creates its mount points in the skeleton once; later
+/// spawns find them. The skeleton is never writable from inside (the root is read-only).
+pub fn write_bundle_on(bundle: &Bundle, dir: &Path, rootfs: &Path) -> Result<(), Error> {
+    if !rootfs.is_absolute() {
+        return Err(Error::argument(format!("rootfs: {} is not absolute", rootfs.display())));
+    }
+    let mut spec = bundle.spec.clone();
+    let root = oci_spec::runtime::RootBuilder::default()
+        .path(rootfs)
+        .readonly(true)
+        .build()
+        .map_err(|e| Error::argument(format!("root: {e}")))?;
+    spec.set_root(Some(root));
+    let config = spec_json(&spec)?;
+    fs::create_dir(dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+    set_mode(dir, 0o700)?;
+    write_config(&config, dir)
+}
+
 /// Exports the bundle for `request` into `out_dir`, which must be missing or an empty directory.
 ///
 /// Writes `config.json`, `rootfs/` (the host's top-level symlinks when host read is allowed,

@@ -46,7 +46,9 @@ pub use compile::{
 };
 pub use env::{EnvOptions, ScrubFlags, scrub};
 pub use error::{Error, ErrorKind};
-pub use export::{ExportRequest, check_seed, export_bundle, write_bundle, write_config, write_rootfs};
+pub use export::{
+    ExportRequest, check_seed, export_bundle, rootfs_key, write_bundle, write_bundle_on, write_config, write_rootfs,
+};
 pub use host::{ClosureEntry, EntryKind, HostEntry, HostView};
 pub use profile::{ACCESS_VERSION, Axis, Profile, RootSettings, Settings, restrict};
 pub use report::{CompileReport, Guarantees, Level, ReportEntry, Status, check_invariants};

@@ -1,6 +1,7 @@
 //! The facade's side of the Linux container backend: the probe, level/guarantees/report, and
 //! synchronous spawns through the helper.
 
+use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -8,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use sandbox_bundle::{
     Access, Bundle, CompileReport, Error, GrantDeltas, Guarantees, HostView, Launch, Level, Profile, ReportEntry,
-    SpawnContext, Status, compile, write_bundle,
+    SpawnContext, Status, compile, rootfs_key, write_bundle_on, write_rootfs,
 };
 use sandbox_linux::protocol::{Event, Limit, Measured, Outcome, Request};
 use sandbox_linux::{CgroupLayout, WaitError};
@@ -41,8 +42,28 @@ pub(crate) struct LinuxBackend {
     memory_max: Option<u64>,
     tag: String,
     counter: AtomicU64,
+    /// The warm helper that forks one worker per spawn.
+    zygote: sandbox_linux::Zygote,
+    /// `<set>/rootfs`: one prepared rootfs skeleton per mount shape (see `rootfs_key`).
+    skeletons: PathBuf,
+    prepared: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Warm containers by spawn shape (see `shape_key`): built ahead, waiting for a process.
+    warm: std::sync::Mutex<Warm>,
     pub probe: Probe,
 }
+
+/// The warm containers of a set, and whether the set has settled (no more are made).
+#[derive(Debug, Default)]
+struct Warm {
+    ready: HashMap<String, Launched>,
+    /// Shapes spawned at least once: only a shape seen before gets a warm container, so a
+    /// one-shot set (the CLI) never builds one it would not use.
+    seen: std::collections::HashSet<String>,
+    settled: bool,
+}
+
+/// At most this many warm containers wait at once (one per executor shape in use).
+const MAX_WARM: usize = 8;
 
 /// One spawn's inputs beyond the profile.
 pub(crate) struct SpawnInput<'a> {
@@ -80,7 +101,8 @@ impl LinuxBackend {
         }
         let state_root = set_dir.join("state");
         let bundles = set_dir.join("bundles");
-        for d in [&state_root, &bundles] {
+        let skeletons = set_dir.join("rootfs");
+        for d in [&state_root, &bundles, &skeletons] {
             std::fs::create_dir(d).map_err(|e| Error::io(format!("creating {}", d.display()), e))?;
         }
         let mut backend = LinuxBackend {
@@ -95,6 +117,10 @@ impl LinuxBackend {
             memory_max: options.memory_max,
             tag: fsutil::random_hex(4)?,
             counter: AtomicU64::new(0),
+            zygote: sandbox_linux::Zygote::new(),
+            skeletons,
+            prepared: std::sync::Mutex::default(),
+            warm: std::sync::Mutex::default(),
             probe: Probe {
                 landlock: String::from("none"),
                 landlock_abi: 0,
@@ -343,8 +369,10 @@ impl LinuxBackend {
         })
     }
 
-    /// Compiles and writes the spawn's bundle and starts its helper with the given stdio. The
-    /// container may not exist yet: [`LinuxBackend::wait_started`] waits for it.
+    /// Compiles the spawn and starts it with the given stdio: in the warm container of its shape
+    /// when one waits (it then only needs the process), else through a fresh helper; either way
+    /// a warm container for the next spawn of this shape is prepared meanwhile. The container
+    /// may not run yet: [`LinuxBackend::wait_started`] waits for it.
     #[allow(clippy::too_many_arguments)]
     pub fn launch(
         &self,
@@ -357,10 +385,124 @@ impl LinuxBackend {
         require: bool,
     ) -> Result<Launched, Error> {
         dl.check(&[])?;
+        // Grant spawns (single-use shapes) and PTY spawns (the terminal is made by the runtime)
+        // always get a fresh container; so does the probe.
+        let warmable = require && !input.tty && input.grants == GrantDeltas::default();
+        if !warmable {
+            return self.launch_fresh(dl, profile, input, [stdin, stdout, stderr], require, false);
+        }
+        let t0 = sandbox_linux::protocol::monotonic_us();
+        let bundle = self.compile(profile, input, "shape")?;
+        let key = shape_key(&bundle)?;
+        let waiting = self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner).ready.remove(&key);
+        let stdio = [stdin, stdout, stderr];
+        let launched = match waiting {
+            Some(warm) => match self.go_warm(warm, &bundle, dl, &stdio) {
+                Ok(mut launched) => {
+                    launched.marks.insert(0, ("launch", t0));
+                    launched
+                }
+                Err(()) => self.launch_fresh(dl, profile, input, stdio, require, false)?,
+            },
+            None => self.launch_fresh(dl, profile, input, stdio, require, false)?,
+        };
+        self.prewarm(profile, input, &key);
+        Ok(launched)
+    }
+
+    /// Hands a warm container its process (waiting for it to be ready, within the deadline and
+    /// 10 s). Err: the warm container failed or is gone (it is torn down; start fresh instead).
+    fn go_warm(
+        &self,
+        mut warm: Launched,
+        bundle: &Bundle,
+        dl: &Deadline,
+        stdio: &[OwnedFd; 3],
+    ) -> Result<Launched, ()> {
+        let limit = Instant::now() + Duration::from_secs(10);
+        while !warm.ready {
+            if dl.check(&[]).is_err() || Instant::now() >= limit {
+                self.abandon(&mut warm, "the warm container was not ready in time");
+                return Err(());
+            }
+            match warm.running.next_event(Some((Instant::now() + Duration::from_millis(100)).min(limit))) {
+                Ok(Event::Ready) => warm.ready = true,
+                Err(WaitError::Timeout) if warm.running.helper_alive() => {}
+                _ => {
+                    self.abandon(&mut warm, "the warm container failed before it was used");
+                    return Err(());
+                }
+            }
+        }
+        let process = bundle.spec.process().as_ref().map(|p| sandbox_linux::protocol::GoProcess {
+            args: p.args().clone().unwrap_or_default(),
+            env: p.env().clone().unwrap_or_default(),
+            cwd: p.cwd().display().to_string(),
+        });
+        let Some(process) = process else {
+            self.abandon(&mut warm, "no process");
+            return Err(());
+        };
+        if let Err(e) = warm.running.go(process, stdio) {
+            self.abandon(&mut warm, &format!("handing over the process: {e}"));
+            return Err(());
+        }
+        warm.marks.push(("go-sent", sandbox_linux::protocol::monotonic_us()));
+        Ok(warm)
+    }
+
+    /// Prepares a warm container for the next spawn of `key`'s shape, unless this is the shape's
+    /// first spawn, one waits already, the set is settling, or [`MAX_WARM`] wait. It runs `/bin/true` only if never used (it is
+    /// never used: an unused warm container is torn down without starting its process).
+    fn prewarm(&self, profile: &Profile, input: &SpawnInput<'_>, key: &str) {
+        let mut warm = self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let first = warm.seen.insert(key.to_owned());
+        if first || warm.settled || warm.ready.contains_key(key) || warm.ready.len() >= MAX_WARM {
+            return;
+        }
+        let null = || std::fs::File::open("/dev/null").map(OwnedFd::from);
+        let Ok(stdio) = (|| Ok::<_, std::io::Error>([null()?, null()?, null()?]))() else { return };
+        let shape = SpawnInput {
+            tty: false,
+            grants: GrantDeltas::default(),
+            argv: vec![String::from("/bin/true")],
+            cwd: input.cwd.clone(),
+            env: input.env.clone(),
+            home_dir: input.home_dir,
+            temp_dir: input.temp_dir,
+        };
+        match self.launch_fresh(&Deadline::none(), profile, &shape, stdio, true, true) {
+            Ok(launched) if launched.key.as_deref() == Some(key) => {
+                warm.ready.insert(key.to_owned(), launched);
+            }
+            Ok(mut other) => {
+                self.abandon(&mut other, "the warm container's shape differs");
+            }
+            Err(e) => tracing::debug!("no warm container: {e}"),
+        }
+    }
+
+    /// Compiles and writes the spawn's bundle and starts a fresh helper with the given stdio
+    /// (`warm`: a container that waits for its process).
+    fn launch_fresh(
+        &self,
+        dl: &Deadline,
+        profile: &Profile,
+        input: &SpawnInput<'_>,
+        [stdin, stdout, stderr]: [OwnedFd; 3],
+        require: bool,
+        warm: bool,
+    ) -> Result<Launched, Error> {
+        dl.check(&[])?;
+        let t0 = sandbox_linux::protocol::monotonic_us();
         let id = format!("sbx-{}-{}", self.tag, self.counter.fetch_add(1, Ordering::SeqCst));
         let bundle = self.compile(profile, input, &id)?;
+        let key = if warm { Some(shape_key(&bundle)?) } else { None };
+        let t1 = sandbox_linux::protocol::monotonic_us();
         let dir = self.bundles.join(&id);
-        write_bundle(&bundle, &dir)?;
+        let rootfs = self.skeleton(&bundle)?;
+        write_bundle_on(&bundle, &dir, &rootfs)?;
+        let t2 = sandbox_linux::protocol::monotonic_us();
         let private_net = !bundle.host_network;
         let request = Request {
             bundle: dir.clone(),
@@ -374,13 +516,56 @@ impl LinuxBackend {
             limits: self.limits(&id),
             require_limits: require && self.probe.limits.is_ok(),
             tty: input.tty,
+            warm,
         };
-        match sandbox_linux::spawn_helper(&request, stdin, stdout, stderr) {
-            Ok(running) => Ok(Launched { running, id, dir, early: None }),
+        match self.zygote.spawn(&request, stdin, stdout, stderr) {
+            Ok(running) => Ok(Launched {
+                running,
+                id,
+                dir,
+                early: None,
+                ready: false,
+                key,
+                marks: vec![
+                    ("launch", t0),
+                    ("compiled", t1),
+                    ("written", t2),
+                    ("helper-spawned", sandbox_linux::protocol::monotonic_us()),
+                ],
+            }),
             Err(e) => {
                 let _ = fsutil::remove_tree(&dir);
                 Err(Error::Runtime { detail: format!("starting the helper: {e}") })
             }
+        }
+    }
+
+    /// The prepared rootfs skeleton for `bundle`'s mount shape, made on first use.
+    fn skeleton(&self, bundle: &Bundle) -> Result<PathBuf, Error> {
+        let key = rootfs_key(bundle);
+        let dir = self.skeletons.join(&key);
+        let mut prepared = self.prepared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !prepared.contains(&key) {
+            let _ = fsutil::remove_tree(&dir);
+            std::fs::create_dir(&dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+            write_rootfs(bundle, &dir)?;
+            prepared.insert(key);
+        }
+        Ok(dir.join("rootfs"))
+    }
+
+    /// Ends the zygote once every run is over, waiting for the workers still removing their
+    /// containers' cgroups, state and bundles.
+    pub fn settle(&self) {
+        let waiting = {
+            let mut warm = self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            warm.settled = true;
+            std::mem::take(&mut warm.ready)
+        };
+        // Dropping a warm container's control socket lets its worker tear it down unused.
+        drop(waiting);
+        if !self.zygote.shutdown(Duration::from_secs(10)) {
+            tracing::warn!("the helper zygote did not finish within 10 s; the set sweeps what is left");
         }
     }
 
@@ -398,7 +583,11 @@ impl LinuxBackend {
                 return Err(e);
             }
             match launched.running.next_event(Some((Instant::now() + Duration::from_millis(100)).min(limit))) {
-                Ok(Event::Started { .. }) => return Ok(()),
+                Ok(Event::Started { .. }) => {
+                    launched.marks.push(("started-event", sandbox_linux::protocol::monotonic_us()));
+                    return Ok(());
+                }
+                Ok(Event::Ready) => {}
                 Ok(Event::Finished { outcome, measured, teardown }) => {
                     launched.early = Some((outcome, measured, teardown));
                     return Ok(());
@@ -413,7 +602,7 @@ impl LinuxBackend {
                             launched.early = Some((outcome, measured, teardown));
                             return Ok(());
                         }
-                        Err(_) => {
+                        Ok(Event::Ready) | Err(_) => {
                             let detail = self.abandon(launched, "the helper died before the container started");
                             return Err(Error::Runtime { detail });
                         }
@@ -471,7 +660,7 @@ impl LinuxBackend {
                 kill_deadline = Some(Instant::now() + Duration::from_secs(5));
             }
             match launched.running.next_event(Some(Instant::now() + Duration::from_millis(100))) {
-                Ok(Event::Started { .. }) => {}
+                Ok(Event::Started { .. } | Event::Ready) => {}
                 Ok(Event::Finished { outcome, measured, teardown }) => break Ok((outcome, measured, teardown)),
                 Err(WaitError::Timeout) if !launched.running.helper_alive() => {
                     // It may have written its last event just before exiting.
@@ -492,8 +681,29 @@ impl LinuxBackend {
                 return Err(Error::Runtime { detail });
             }
         };
-        launched.running.reap();
-        let _ = fsutil::remove_tree(&launched.dir);
+        launched.marks.push(("finished-event", sandbox_linux::protocol::monotonic_us()));
+        if !teardown || launched.running.pid.is_none() {
+            // Otherwise the worker removes the bundle after its container.
+            let _ = fsutil::remove_tree(&launched.dir);
+        }
+        launched.marks.push(("bundle-removed", sandbox_linux::protocol::monotonic_us()));
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            // Where the spawn's time went: parent (P) and helper (H) steps on one clock.
+            let mut all: Vec<(String, u64)> = launched.marks.iter().map(|(n, t)| (format!("P {n}"), *t)).collect();
+            all.extend(measured.phases.iter().map(|(n, t)| (format!("H {n}"), *t)));
+            all.sort_by_key(|p| p.1);
+            let first = all.first().map_or(0, |p| p.1);
+            let mut last = first;
+            let steps: Vec<String> = all
+                .iter()
+                .map(|(n, t)| {
+                    let step = format!("{n} +{}us", t.saturating_sub(last));
+                    last = *t;
+                    step
+                })
+                .collect();
+            tracing::debug!(id = %launched.id, total_us = last.saturating_sub(first), steps = %steps.join(" | "), "spawn phases");
+        }
         if !teardown {
             // Not proven by the helper: sweep the container's cgroup and state now.
             let swept = sandbox_linux::sweep_container(
@@ -568,6 +778,11 @@ pub(crate) struct Launched {
     dir: PathBuf,
     /// A `Finished` that arrived before `Started` (the container never ran).
     early: Option<(Outcome, Measured, bool)>,
+    /// A warm container reported `Ready`.
+    ready: bool,
+    /// A warm container's shape.
+    key: Option<String>,
+    marks: Vec<(&'static str, u64)>,
 }
 
 impl Launched {
@@ -617,6 +832,25 @@ pub(crate) fn sweep_set_containers(set_dir: &Path) {
     }
 }
 
+/// A spawn's shape: its bundle without what differs between spawns of one executor (the
+/// process's argv, environment and working directory, and the container's own cgroup). Spawns
+/// of one shape can run in one another's warm containers.
+fn shape_key(bundle: &Bundle) -> Result<String, Error> {
+    use std::hash::{Hash, Hasher};
+    let mut value = serde_json::to_value(&bundle.spec).map_err(|e| Error::Runtime { detail: format!("spec: {e}") })?;
+    if let Some(process) = value.get_mut("process").and_then(serde_json::Value::as_object_mut) {
+        for field in ["args", "env", "cwd"] {
+            process.remove(field);
+        }
+    }
+    if let Some(linux) = value.get_mut("linux").and_then(serde_json::Value::as_object_mut) {
+        linux.remove("cgroupsPath");
+    }
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    value.to_string().hash(&mut hasher);
+    Ok(format!("{:016x}", hasher.finish()))
+}
+
 /// The environment of a broad-grant spawn gets `RES_OPTIONS=use-vc` (DNS over TCP, §10).
 fn with_broad_dns(env: &[(String, String)], broad: bool) -> Vec<(String, String)> {
     let mut env = env.to_vec();
@@ -647,6 +881,10 @@ mod tests {
             memory_max: None,
             tag: String::from("t"),
             counter: AtomicU64::new(0),
+            zygote: sandbox_linux::Zygote::new(),
+            skeletons: PathBuf::from("/nonexistent/rootfs"),
+            prepared: std::sync::Mutex::default(),
+            warm: std::sync::Mutex::default(),
             probe: Probe {
                 landlock: landlock.to_owned(),
                 landlock_abi: if landlock == "full" { 7 } else { 0 },

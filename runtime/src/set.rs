@@ -255,10 +255,16 @@ impl ExecutorSet {
         state.executors.clear();
         drop(state);
         let result = if drained {
-            // Containers whose teardown failed leave state and cgroups: sweep them before the
-            // directory that records them goes.
+            // Workers still removing their containers finish first; containers whose teardown
+            // failed leave state and cgroups: sweep them before the directory that records
+            // them goes.
             #[cfg(target_os = "linux")]
-            crate::linux::sweep_set_containers(&inner.dir);
+            {
+                if let Backend::Linux(linux) = &inner.backend {
+                    linux.settle();
+                }
+                crate::linux::sweep_set_containers(&inner.dir);
+            }
             fsutil::remove_tree(&inner.dir)
         } else {
             // Runs still use the directory: it stays, and a later set sweeps it once we are gone.

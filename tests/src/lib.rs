@@ -167,3 +167,32 @@ pub fn allow_config(ws: &std::path::Path) -> sandbox::ProfileConfig {
 pub fn deadline() -> sandbox::Deadline {
     sandbox::Deadline::after(std::time::Duration::from_secs(60))
 }
+
+/// `(ppid, comm)` of process `pid`, from `/proc/<pid>/stat`.
+pub fn parent_and_name(pid: i32) -> Option<(i32, String)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (head, rest) = stat.rsplit_once(')')?;
+    let name = head.split_once('(')?.1.to_owned();
+    let ppid = rest.split_whitespace().nth(1)?.parse().ok()?;
+    Some((ppid, name))
+}
+
+/// The helper process (the zygote's worker, `sbx-worker`) of the run whose workload's command
+/// line contains `needle`: the workload's nearest `sbx-worker` ancestor (the container's init
+/// is the worker's child).
+pub fn helper_of(needle: &str) -> Option<i32> {
+    let workload = std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+        String::from_utf8_lossy(&cmd).replace('\0', " ").contains(needle).then_some(pid)
+    })?;
+    let mut pid = workload;
+    for _ in 0..8 {
+        let (ppid, _) = parent_and_name(pid)?;
+        if parent_and_name(ppid)?.1 == "sbx-worker" {
+            return Some(ppid);
+        }
+        pid = ppid;
+    }
+    None
+}

@@ -161,20 +161,12 @@ mod linux {
         let f = Fixture::new();
         let set = Arc::new(f.set());
         let exec = set.executor("k").unwrap();
-        let me = std::process::id().to_string();
         let runner = {
             let (exec, ws) = (Arc::clone(&exec), f.ws.clone());
             std::thread::spawn(move || exec.run_command(&Deadline::none(), &ws, "sleep 0.3; sleep 31.25"))
         };
         let helper = loop {
-            let found = fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
-                let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-                let cmd = String::from_utf8_lossy(&fs::read(e.path().join("cmdline")).ok()?).into_owned();
-                let stat = fs::read_to_string(e.path().join("stat")).ok()?;
-                let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.to_owned();
-                (cmd.contains("sandbox-linux-helper") && ppid == me).then_some(pid)
-            });
-            if let Some(pid) = found {
+            if let Some(pid) = sandbox_tests::helper_of("sleep 0.3") {
                 break nix::unistd::Pid::from_raw(pid);
             }
             std::thread::sleep(Duration::from_millis(1));

@@ -17,6 +17,7 @@ use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, setsid};
 
+use crate::protocol::GoProcess;
 use crate::{filter, ruleset, sys};
 
 /// The descriptor number of the status pipe inside the container (kept by
@@ -80,6 +81,37 @@ fn cstring(s: &str, what: &str, status: &mut Status) -> CString {
     CString::new(s).unwrap_or_else(|_| status.fail("exec", &format!("{what} contains NUL")))
 }
 
+/// Reads the helper's go: `g` (run the bundle's process), or `w` with the workload's stdin,
+/// stdout and stderr attached, then the length and JSON of the process to run instead. The
+/// descriptors replace this init's 0, 1 and 2 (the workload inherits them; the init keeps its
+/// copies until it ends, so readers see EOF only when the container is gone).
+fn receive_go(go: &mut File, status: &mut Status) -> Option<GoProcess> {
+    let mut byte = [0u8; 1];
+    let (n, fds) = sys::recv_with_fds(go.as_raw_fd(), &mut byte).unwrap_or_else(|_| sys::exit_now(1));
+    match (n, byte[0]) {
+        (1, b'g') => None,
+        (1, b'w') if fds.len() == 3 => {
+            let mut len = [0u8; 4];
+            let mut json = Vec::new();
+            let read = std::io::Read::read_exact(go, &mut len).and_then(|()| {
+                json.resize(u32::from_le_bytes(len) as usize, 0);
+                std::io::Read::read_exact(go, &mut json)
+            });
+            if read.is_err() {
+                sys::exit_now(1);
+            }
+            for (fd, target) in fds.iter().zip(0..) {
+                if let Err(e) = sys::dup_to(fd.as_raw_fd(), target) {
+                    status.fail("stdio", &e.to_string());
+                }
+            }
+            drop(fds);
+            Some(serde_json::from_slice(&json).unwrap_or_else(|e| status.fail("go", &e.to_string())))
+        }
+        _ => sys::exit_now(1),
+    }
+}
+
 fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     // The runtime only marked the helper's other descriptors close-on-exec, and this init never
     // execs: close them, so that the helper's death shows here as EOF on `go` and EPIPE on the
@@ -104,13 +136,16 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
         status.fail("signals", &e.to_string());
     }
 
-    // Ready; wait for the helper's go (EOF: the helper is gone, and so is this spawn).
+    // Ready; wait for the helper's go (EOF: the helper is gone, and so is this spawn). A warm
+    // container's go carries the process to run and its stdio.
     status.line("ready");
-    let mut byte = [0u8; 1];
-    if !matches!(std::io::Read::read(&mut go, &mut byte), Ok(1)) {
-        sys::exit_now(1);
-    }
+    let warm = receive_go(&mut go, &mut status);
     drop(go);
+    if let Some(w) = &warm {
+        if let Err(e) = nix::unistd::chdir(w.cwd.as_str()) {
+            status.fail("cwd", &format!("{}: {e}", w.cwd));
+        }
+    }
 
     // The OOM killer must pick the workload, never this init: pages of the private /tmp belong
     // to no process, so under a memory limit filled through /tmp every process looks alike and
@@ -153,11 +188,13 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     // Everything the child needs, prepared before the fork.
     let process = spec.process().clone().unwrap_or_else(|| status.fail("exec", "the bundle has no process"));
     let tty = process.terminal() == Some(true);
-    let args: Vec<String> = process.args().clone().unwrap_or_default();
+    let (args, env): (Vec<String>, Vec<String>) = match warm {
+        Some(w) => (w.args, w.env),
+        None => (process.args().clone().unwrap_or_default(), process.env().clone().unwrap_or_default()),
+    };
     if args.is_empty() {
         status.fail("exec", "empty argv");
     }
-    let env: Vec<String> = process.env().clone().unwrap_or_default();
     let argv: Vec<CString> = args.iter().map(|a| cstring(a, "argv", &mut status)).collect();
     let envp: Vec<CString> = env.iter().map(|e| cstring(e, "environment", &mut status)).collect();
     let path_var = env.iter().find_map(|e| e.strip_prefix("PATH=")).unwrap_or("/usr/local/bin:/usr/bin:/bin");

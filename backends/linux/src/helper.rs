@@ -18,7 +18,7 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid};
 
 use crate::executor::{GO_FD, STATUS_FD, SandboxExecutor};
-use crate::protocol::{Command, Event, Measured, Outcome, Request};
+use crate::protocol::{Command, Event, Measured, Outcome, Request, monotonic_us};
 use crate::sys;
 
 /// The argv[1] that makes a re-executed binary the helper. It never reaches a workload.
@@ -30,6 +30,16 @@ pub const CONTROL_FD: RawFd = 3;
 /// The helper's descriptor socket (PTY masters go to the parent over it).
 pub const FDPASS_FD: RawFd = 4;
 
+/// The argv[2] that makes the helper a zygote: it forks one worker per spawn.
+pub const ZYGOTE_ROLE: &str = "zygote";
+
+/// The zygote's request socket descriptor number.
+pub const ZYGOTE_FD: RawFd = 3;
+
+/// The descriptors a spawn request carries, in order: control socket, descriptor socket, the
+/// workload's stdin, stdout and stderr.
+pub const SPAWN_FDS: usize = 5;
+
 /// If this process was started as the helper, runs it and exits; otherwise returns at once.
 pub fn dispatch_if_helper() {
     let mut args = std::env::args_os();
@@ -40,6 +50,11 @@ pub fn dispatch_if_helper() {
         let threads = std::fs::read_dir("/proc/self/task").map(Iterator::count).unwrap_or(0);
         let code = if threads != 1 {
             2
+        } else if args.next().as_deref() == Some(OsStr::new(ZYGOTE_ROLE)) {
+            match run_zygote() {
+                Ok(()) => 0,
+                Err(_) => 1,
+            }
         } else {
             match run() {
                 Ok(()) => 0,
@@ -49,6 +64,101 @@ pub fn dispatch_if_helper() {
         #[expect(clippy::exit, reason = "the helper role ends the re-executed process; main never runs")]
         std::process::exit(code)
     }
+}
+
+/// The zygote: a warm, single-threaded helper per executor set. For each request (descriptors
+/// attached, see [`SPAWN_FDS`]) it forks a worker that runs one spawn exactly as a freshly
+/// executed helper would, and answers with the worker's pid and a pidfd for it. It reaps its
+/// workers as they end; on its socket's end (the embedder closed the set, or died) it waits for
+/// the workers still tearing down, then exits.
+fn run_zygote() -> std::io::Result<()> {
+    sys::set_name("sbx-zygote");
+    let sock = sys::own_fd(nix::fcntl::fcntl(ZYGOTE_FD, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?);
+    nix::unistd::close(ZYGOTE_FD)?;
+    let mut workers: Vec<(Pid, std::os::fd::OwnedFd)> = Vec::new();
+    let mut open = true;
+    while open || !workers.is_empty() {
+        let (sock_ready, exited) = {
+            let mut fds: Vec<PollFd<'_>> =
+                workers.iter().map(|(_, fd)| PollFd::new(fd.as_fd(), PollFlags::POLLIN)).collect();
+            if open {
+                fds.push(PollFd::new(sock.as_fd(), PollFlags::POLLIN));
+            }
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => {}
+                Err(nix::Error::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            let ready: Vec<bool> = fds.iter().map(|f| f.revents().is_some_and(|r| !r.is_empty())).collect();
+            let sock_ready = open && ready.last().copied().unwrap_or(false);
+            let exited: Vec<usize> = (0..workers.len()).filter(|i| ready[*i]).collect();
+            (sock_ready, exited)
+        };
+        for i in exited.into_iter().rev() {
+            let (pid, _fd) = workers.swap_remove(i);
+            let _ = waitpid(pid, None);
+        }
+        if !sock_ready {
+            continue;
+        }
+        let mut buf = [0u8; 16];
+        let (n, fds) = match sys::recv_with_fds(sock.as_raw_fd(), &mut buf) {
+            Ok((0, _)) | Err(_) => {
+                open = false;
+                continue;
+            }
+            Ok(r) => r,
+        };
+        if &buf[..n] != b"spawn" || fds.len() != SPAWN_FDS {
+            let _ = sys::send_with_fds(sock.as_raw_fd(), &0i32.to_le_bytes(), &[]);
+            continue;
+        }
+        match sys::fork_single_threaded() {
+            Ok(ForkResult::Child) => {
+                // The worker: the spawn's descriptors go where a re-executed helper finds
+                // them (stdio, control at 3, descriptor socket at 4); nothing else stays open.
+                let raw: Vec<RawFd> = fds.into_iter().map(std::os::fd::IntoRawFd::into_raw_fd).collect();
+                std::mem::forget(workers);
+                std::mem::forget(sock);
+                let mut placed = true;
+                let high: Vec<RawFd> = raw.iter().map(|fd| sys::dup_high(*fd).unwrap_or(-1)).collect();
+                for (target, fd) in [0, 1, 2, CONTROL_FD, FDPASS_FD].into_iter().zip([2usize, 3, 4, 0, 1]) {
+                    placed &= high[fd] >= 0 && sys::dup_to(high[fd], target).is_ok();
+                }
+                sys::close_from(FDPASS_FD + 1);
+                sys::set_name("sbx-worker");
+                let code = if placed {
+                    match run() {
+                        Ok(()) => 0,
+                        Err(_) => 1,
+                    }
+                } else {
+                    1
+                };
+                sys::exit_now(code)
+            }
+            Ok(ForkResult::Parent { child }) => {
+                drop(fds);
+                match sys::pidfd_open(child) {
+                    Ok(pidfd) => {
+                        let _ =
+                            sys::send_with_fds(sock.as_raw_fd(), &child.as_raw().to_le_bytes(), &[pidfd.as_raw_fd()]);
+                        workers.push((child, pidfd));
+                    }
+                    Err(_) => {
+                        let _ = kill(child, Signal::SIGKILL);
+                        let _ = waitpid(child, None);
+                        let _ = sys::send_with_fds(sock.as_raw_fd(), &0i32.to_le_bytes(), &[]);
+                    }
+                }
+            }
+            Err(_) => {
+                drop(fds);
+                let _ = sys::send_with_fds(sock.as_raw_fd(), &0i32.to_le_bytes(), &[]);
+            }
+        }
+    }
+    Ok(())
 }
 
 struct Control {
@@ -85,6 +195,7 @@ impl Control {
 }
 
 fn run() -> std::io::Result<()> {
+    let mut phases = vec![(String::from("helper-main"), monotonic_us())];
     // The control socket arrives at fd 3; move it out of the way (close-on-exec) so that fd 3
     // can carry the status pipe into the container (dup2 below replaces it atomically).
     let control_fd = nix::fcntl::fcntl(CONTROL_FD, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?;
@@ -93,7 +204,11 @@ fn run() -> std::io::Result<()> {
     // Our ends of both pipes move above 10 first, so that installing the container's ends at
     // 3 and 4 can never clobber one of them.
     let (status_r, status_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-    let (go_r, go_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    // `go` is a socket, not a pipe: a warm container's workload stdio crosses it (SCM_RIGHTS).
+    let (go_r, go_w) = {
+        use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+        socketpair(AddressFamily::Unix, SockType::Stream, None, SockFlag::SOCK_CLOEXEC)?
+    };
     let high = |fd: std::os::fd::OwnedFd| -> std::io::Result<File> {
         let moved = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?;
         Ok(File::from(sys::own_fd(moved)))
@@ -107,6 +222,7 @@ fn run() -> std::io::Result<()> {
     let mut control = Control { reader: BufReader::new(control_file.try_clone()?), writer: control_file };
     let mut line = String::new();
     control.reader.read_line(&mut line)?;
+    phases.push((String::from("request"), monotonic_us()));
     let request: Request = serde_json::from_str(&line).map_err(std::io::Error::other)?;
 
     // The workload's stdio is ours; hand it to the runtime and keep /dev/null for ourselves,
@@ -146,9 +262,10 @@ fn run() -> std::io::Result<()> {
                 .with_detach(console.is_some())
                 .build()
         });
+    phases.push((String::from("built"), monotonic_us()));
     let _ = nix::unistd::close(STATUS_FD);
     let _ = nix::unistd::close(GO_FD);
-    let mut measured = Measured { landlock_abi: kernel_abi, ..Measured::default() };
+    let mut measured = Measured { landlock_abi: kernel_abi, phases, ..Measured::default() };
     let mut container = match built {
         Ok(c) => c,
         Err(e) => {
@@ -193,6 +310,7 @@ fn run() -> std::io::Result<()> {
             }
         }
     }
+    measured.phases.push((String::from("limits"), monotonic_us()));
     if setup_failure.is_none() {
         if let Err(e) = container.start() {
             setup_failure = Some(format!("container start: {e:?}"));
@@ -212,6 +330,7 @@ fn run() -> std::io::Result<()> {
             None => setup_failure = Some(String::from("helper: start: the init did not report ready")),
         }
     }
+    measured.phases.push((String::from("ready"), monotonic_us()));
     if request.loopback && setup_failure.is_none() {
         let up = raise_loopback(pid, request.rootless);
         measured.loopback = Some(up.is_ok());
@@ -227,12 +346,30 @@ fn run() -> std::io::Result<()> {
     if setup_failure.is_none() && !control.still_wanted() {
         setup_failure = Some(String::from("helper: start: cancelled before the workload started"));
     }
+    let mut go_message = (b"g".to_vec(), Vec::new());
+    if request.warm && setup_failure.is_none() {
+        match wait_for_go(&mut control, &fdpass) {
+            Ok(Some(message)) => go_message = message,
+            Ok(None) => setup_failure = Some(String::from("helper: start: the warm container was not used")),
+            Err(e) => setup_failure = Some(format!("helper: go: {e}")),
+        }
+    }
     if let Some(detail) = setup_failure {
         let _ = kill(pid, Signal::SIGKILL);
         let teardown = reap(pid) && container.delete(true).is_ok();
+        if request.warm {
+            // An unused warm container's bundle is nobody else's to remove.
+            let _ = std::fs::remove_dir_all(&request.bundle);
+        }
         return control.send(&Event::Finished { outcome: Outcome::Failed { detail }, measured, teardown });
     }
-    let _ = (&go_w).write_all(b"g");
+    measured.phases.push((String::from("loopback"), monotonic_us()));
+    let (payload, stdio) = go_message;
+    let raw: Vec<RawFd> = stdio.iter().map(AsRawFd::as_raw_fd).collect();
+    if sys::send_with_fds(go_w.as_raw_fd(), &payload[..1], &raw).is_ok() {
+        let _ = (&go_w).write_all(&payload[1..]);
+    }
+    drop(stdio);
     drop(go_w);
     let parent_alive = control.send(&Event::Started { pid: pid.as_raw() }).is_ok();
     if !parent_alive {
@@ -241,8 +378,13 @@ fn run() -> std::io::Result<()> {
     }
 
     let (lines, killed) = supervise(&mut control, status, pending, pid, parent_alive);
+    measured.phases.push((String::from("status-eof"), monotonic_us()));
     let reaped = reap(pid);
-    let deleted = container.delete(true).is_ok();
+    // Proven: the init is reaped (its pid namespace went with it) and the spawn's own cgroup
+    // holds no process. Removing the cgroup, the state and the bundle happens after the
+    // answer, off the caller's path; a failure there is swept by the set.
+    let proven = reaped && cgroup_empty(&request);
+    measured.phases.push((String::from("reaped"), monotonic_us()));
     let mut outcome = None;
     for line in &lines {
         if let Some(rest) = line.strip_prefix("setup ") {
@@ -266,7 +408,54 @@ fn run() -> std::io::Result<()> {
     } else {
         Outcome::Failed { detail: String::from("the container init ended without reporting an outcome") }
     });
-    control.send(&Event::Finished { outcome, measured, teardown: reaped && deleted })
+    if !proven {
+        let deleted = container.delete(true).is_ok();
+        return control.send(&Event::Finished { outcome, measured, teardown: reaped && deleted });
+    }
+    let _ = control.send(&Event::Finished { outcome, measured, teardown: true });
+    drop(control);
+    container.delete(true).map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+    std::fs::remove_dir_all(&request.bundle)
+}
+
+/// A warm container waits here for its process: `Go` on the control socket, then the workload's
+/// stdin, stdout and stderr on the descriptor socket. Returns the message for the init's `go`
+/// socket (`w`, then the length and the JSON of the process) with those descriptors; None when
+/// the embedder let the container go (EOF, or a SIGKILL request).
+type GoMessage = (Vec<u8>, Vec<std::os::fd::OwnedFd>);
+
+fn wait_for_go(control: &mut Control, fdpass: &File) -> std::io::Result<Option<GoMessage>> {
+    control.send(&Event::Ready)?;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if control.reader.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        match serde_json::from_str(&line) {
+            Ok(Command::Go(process)) => {
+                let mut byte = [0u8; 1];
+                let (_, fds) = sys::recv_with_fds(fdpass.as_raw_fd(), &mut byte)?;
+                if fds.len() != 3 {
+                    return Err(std::io::Error::other(format!("{} stdio descriptors, expected 3", fds.len())));
+                }
+                let json = serde_json::to_vec(&process).map_err(std::io::Error::other)?;
+                let len = u32::try_from(json.len()).map_err(|_| std::io::Error::other("process too large"))?;
+                let mut payload = b"w".to_vec();
+                payload.extend_from_slice(&len.to_le_bytes());
+                payload.extend_from_slice(&json);
+                return Ok(Some((payload, fds)));
+            }
+            Ok(Command::Signal { signal }) if signal == Signal::SIGKILL as i32 => return Ok(None),
+            _ => {}
+        }
+    }
+}
+
+/// Whether the spawn's own cgroup holds no process (true when it has none: no limits).
+fn cgroup_empty(request: &Request) -> bool {
+    let Some(dir) = request.limits.first().and_then(|l| l.file.parent()) else { return true };
+    std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|p| p.trim().is_empty())
 }
 
 /// Reads the status pipe until the init is gone, serving control commands meanwhile. Returns
@@ -322,7 +511,9 @@ fn supervise(
 }
 
 /// Reaps the init (it has closed the status pipe, so it is exiting); SIGKILLs it if it lingers.
+/// Waits on a pidfd, not by sleeping: the init usually ends within a fraction of a millisecond.
 fn reap(pid: Pid) -> bool {
+    let pidfd = sys::pidfd_open(pid).ok();
     let start = Instant::now();
     loop {
         match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
@@ -330,7 +521,12 @@ fn reap(pid: Pid) -> bool {
                 if start.elapsed() > Duration::from_secs(2) {
                     let _ = kill(pid, Signal::SIGKILL);
                 }
-                std::thread::sleep(Duration::from_millis(1));
+                match &pidfd {
+                    Some(fd) => {
+                        sys::pidfd_exited(fd, 100);
+                    }
+                    None => std::thread::sleep(Duration::from_millis(1)),
+                }
             }
             Ok(_) => return true,
             Err(nix::Error::ECHILD) => return true,

@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
@@ -10,14 +10,14 @@ use std::time::Instant;
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
-use crate::helper::{CONTROL_FD, FDPASS_FD, HELPER_MARKER};
-use crate::protocol::{Command, Event, Measured, Outcome, Request};
+use crate::helper::{HELPER_MARKER, SPAWN_FDS, ZYGOTE_FD, ZYGOTE_ROLE};
+use crate::protocol::{Command, Event, GoProcess, Measured, Outcome, Request};
 use crate::sys;
 
 /// A helper that has (or is about to have) a running container.
 #[derive(Debug)]
 pub struct Running {
-    child: Child,
+    worker: Worker,
     /// Carries the PTY master (SCM_RIGHTS) in PTY mode.
     fdpass: UnixStream,
     reader: BufReader<File>,
@@ -61,40 +61,172 @@ pub enum WaitError {
     Helper(String),
 }
 
-/// Starts the helper (`/proc/self/exe` with the private marker) for `request`, with the
-/// workload's stdio, and sends it the request. Returns without waiting for the container.
-pub fn spawn_helper(request: &Request, stdin: OwnedFd, stdout: OwnedFd, stderr: OwnedFd) -> std::io::Result<Running> {
-    let (ours, theirs) = UnixStream::pair()?;
-    let theirs_fd = theirs.as_raw_fd();
-    let (fdpass, fdpass_theirs) = UnixStream::pair()?;
-    fdpass.set_read_timeout(Some(std::time::Duration::from_secs(60)))?;
-    let fdpass_fd = fdpass_theirs.as_raw_fd();
-    let mut command = std::process::Command::new("/proc/self/exe");
-    command
-        .arg(HELPER_MARKER)
-        .env_clear()
-        .stdin(Stdio::from(stdin))
-        .stdout(Stdio::from(stdout))
-        .stderr(Stdio::from(stderr));
-    sys::pre_exec(&mut command, move || {
-        // The descriptor socket first: its target (4) may be the control socket's source.
-        let control = if theirs_fd == FDPASS_FD { sys::dup_high(theirs_fd)? } else { theirs_fd };
-        sys::dup_to(fdpass_fd, FDPASS_FD)?;
-        sys::dup_to(control, CONTROL_FD)
-    });
-    let child = command.spawn()?;
-    drop((theirs, fdpass_theirs));
-    let file = File::from(OwnedFd::from(ours));
-    let mut line = serde_json::to_string(request).map_err(std::io::Error::other)?;
-    line.push('\n');
-    if let Err(e) = send_all(&file, line.as_bytes()) {
-        let mut child = child;
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(e);
+/// One spawn's helper process: a worker forked by the zygote (not our child: the zygote reaps
+/// it), followed through a pidfd.
+#[derive(Debug)]
+struct Worker {
+    pidfd: OwnedFd,
+}
+
+impl Worker {
+    fn alive(&self) -> bool {
+        !sys::pidfd_exited(&self.pidfd, 0)
     }
-    let reader = BufReader::new(file.try_clone()?);
-    Ok(Running { child, fdpass, reader, writer: SignalHandle(Arc::new(Mutex::new(file))), pid: None })
+
+    /// SIGKILLs the worker and waits (at most 5 s) until it is gone.
+    fn kill(&self) {
+        let _ = sys::pidfd_send_signal(self.pidfd.as_raw_fd(), nix::sys::signal::Signal::SIGKILL as i32);
+        let end = Instant::now() + std::time::Duration::from_secs(5);
+        while !sys::pidfd_exited(&self.pidfd, 100) && Instant::now() < end {}
+    }
+}
+
+/// The warm helper of one executor set: a re-execution of this binary (so single-threaded
+/// whatever the embedder runs) that forks a worker per spawn instead of paying an exec, the
+/// dynamic loader and the runtime's start-up each time. A zygote that died is replaced on the
+/// next spawn.
+#[derive(Debug, Default)]
+pub struct Zygote {
+    inner: Mutex<ZygoteSlot>,
+}
+
+#[derive(Debug, Default)]
+struct ZygoteSlot {
+    process: Option<ZygoteProcess>,
+    shut: bool,
+}
+
+#[derive(Debug)]
+struct ZygoteProcess {
+    child: Child,
+    sock: OwnedFd,
+}
+
+impl ZygoteProcess {
+    fn start() -> std::io::Result<ZygoteProcess> {
+        tracing::debug!("starting the helper zygote");
+        use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+        let (ours, theirs) = socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC)?;
+        let theirs_fd = theirs.as_raw_fd();
+        let mut command = std::process::Command::new("/proc/self/exe");
+        command
+            .arg(HELPER_MARKER)
+            .arg(ZYGOTE_ROLE)
+            .env_clear()
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        sys::pre_exec(&mut command, move || sys::dup_to(theirs_fd, ZYGOTE_FD));
+        let child = command.spawn()?;
+        drop(theirs);
+        Ok(ZygoteProcess { child, sock: ours })
+    }
+
+    /// Asks for a worker; returns its pidfd. `Err((false, _))`: the request never reached the
+    /// zygote (it is gone), so retrying with a fresh one is safe.
+    fn fork_worker(&self, fds: &[RawFd; SPAWN_FDS]) -> Result<OwnedFd, (bool, std::io::Error)> {
+        sys::send_with_fds(self.sock.as_raw_fd(), b"spawn", fds).map_err(|e| (false, e))?;
+        let mut buf = [0u8; 4];
+        let (n, mut received) = sys::recv_with_fds(self.sock.as_raw_fd(), &mut buf).map_err(|e| (true, e))?;
+        match (n, received.pop()) {
+            (4, Some(pidfd)) if i32::from_le_bytes(buf) > 0 => Ok(pidfd),
+            (0, _) => Err((true, std::io::Error::other("the zygote ended without an answer"))),
+            _ => Err((true, std::io::Error::other("the zygote could not fork a worker"))),
+        }
+    }
+}
+
+impl Zygote {
+    /// A zygote that starts with the first spawn.
+    pub fn new() -> Zygote {
+        Zygote::default()
+    }
+
+    /// Starts a helper (a worker of the zygote) for `request`, with the workload's stdio, and
+    /// sends it the request. Returns without waiting for the container.
+    pub fn spawn(
+        &self,
+        request: &Request,
+        stdin: OwnedFd,
+        stdout: OwnedFd,
+        stderr: OwnedFd,
+    ) -> std::io::Result<Running> {
+        let (ours, theirs) = UnixStream::pair()?;
+        let (fdpass, fdpass_theirs) = UnixStream::pair()?;
+        fdpass.set_read_timeout(Some(std::time::Duration::from_secs(60)))?;
+        let fds =
+            [theirs.as_raw_fd(), fdpass_theirs.as_raw_fd(), stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()];
+        let pidfd = {
+            let mut slot = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if slot.shut {
+                return Err(std::io::Error::other("the zygote was shut down"));
+            }
+            let first = match slot.process.as_ref() {
+                Some(z) => z.fork_worker(&fds),
+                None => Err((false, std::io::Error::other("not started"))),
+            };
+            match first {
+                Ok(fd) => fd,
+                Err((sent, e)) => {
+                    // Not started yet, or died (killed): a fresh one takes over. A request that
+                    // reached the old one is not repeated (a worker may hold its descriptors).
+                    if let Some(mut old) = slot.process.take() {
+                        let _ = old.child.kill();
+                        let _ = old.child.wait();
+                    }
+                    if sent {
+                        return Err(e);
+                    }
+                    let fresh = ZygoteProcess::start()?;
+                    let fd = fresh.fork_worker(&fds).map_err(|(_, e)| e);
+                    slot.process = Some(fresh);
+                    fd?
+                }
+            }
+        };
+        drop((theirs, fdpass_theirs, stdin, stdout, stderr));
+        let worker = Worker { pidfd };
+        let file = File::from(OwnedFd::from(ours));
+        let mut line = serde_json::to_string(request).map_err(std::io::Error::other)?;
+        line.push('\n');
+        if let Err(e) = send_all(&file, line.as_bytes()) {
+            worker.kill();
+            return Err(e);
+        }
+        let reader = BufReader::new(file.try_clone()?);
+        Ok(Running { worker, fdpass, reader, writer: SignalHandle(Arc::new(Mutex::new(file))), pid: None })
+    }
+
+    /// Ends the zygote: no new workers; waits (at most `within`) until the workers still
+    /// tearing down have finished and the zygote has exited, else kills it. True when it ended
+    /// on its own.
+    pub fn shutdown(&self, within: std::time::Duration) -> bool {
+        let taken = {
+            let mut slot = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            slot.shut = true;
+            slot.process.take()
+        };
+        let Some(mut z) = taken else { return true };
+        drop(z.sock);
+        let end = Instant::now() + within;
+        loop {
+            match z.child.try_wait() {
+                Ok(Some(_)) | Err(_) => return true,
+                Ok(None) if Instant::now() >= end => {
+                    let _ = z.child.kill();
+                    let _ = z.child.wait();
+                    return false;
+                }
+                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(2)),
+            }
+        }
+    }
+}
+
+impl Drop for Zygote {
+    fn drop(&mut self) {
+        self.shutdown(std::time::Duration::from_secs(10));
+    }
 }
 
 impl Running {
@@ -137,6 +269,19 @@ impl Running {
         }
     }
 
+    /// Hands a warm container (one that reported `Ready`) its process and the workload's stdin,
+    /// stdout and stderr.
+    pub fn go(&mut self, process: GoProcess, stdio: &[OwnedFd; 3]) -> std::io::Result<()> {
+        let mut line = serde_json::to_string(&Command::Go(process)).map_err(std::io::Error::other)?;
+        line.push('\n');
+        {
+            let file = self.writer.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            send_all(&file, line.as_bytes())?;
+        }
+        let fds = [stdio[0].as_raw_fd(), stdio[1].as_raw_fd(), stdio[2].as_raw_fd()];
+        sys::send_with_fds(self.fdpass.as_raw_fd(), b"s", &fds)
+    }
+
     /// Asks the helper to send `signal` to the container's init.
     pub fn signal(&mut self, signal: i32) -> std::io::Result<()> {
         self.writer.send(signal)
@@ -154,18 +299,12 @@ impl Running {
 
     /// Whether the helper process is still running (it may have reported and exited).
     pub fn helper_alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        self.worker.alive()
     }
 
     /// Kills the helper outright (its container dies with it: the init's parent-death signal).
     pub fn kill_helper(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    /// Reaps the helper after it reported `Finished`.
-    pub fn reap(mut self) {
-        let _ = self.child.wait();
+        self.worker.kill();
     }
 }
 

@@ -43,7 +43,7 @@ mod sys;
 #[cfg(target_os = "linux")]
 pub use helper::{HELPER_MARKER, dispatch_if_helper};
 #[cfg(target_os = "linux")]
-pub use launch::{Finished, Running, SignalHandle, WaitError, spawn_helper};
+pub use launch::{Finished, Running, SignalHandle, WaitError, Zygote};
 
 /// The name reported for this backend.
 pub const BACKEND_NAME: &str = "linux-container";

@@ -33,6 +33,10 @@ pub struct Request {
     /// runtime's console socket and passes it to the parent over the descriptor socket.
     #[serde(default)]
     pub tty: bool,
+    /// A warm container: build it, raise `lo`, report [`Event::Ready`] and wait for
+    /// [`Command::Go`] (which carries the real process) before anything runs.
+    #[serde(default)]
+    pub warm: bool,
 }
 
 /// One cgroup limit file and its value.
@@ -63,6 +67,20 @@ pub enum Command {
         /// The signal number.
         signal: i32,
     },
+    /// Run this process in the warm container. The workload's stdin, stdout and stderr follow
+    /// on the descriptor socket (SCM_RIGHTS).
+    Go(GoProcess),
+}
+
+/// The process a warm container runs: what `config.json`'s `process` would have said.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoProcess {
+    /// argv (non-empty).
+    pub args: Vec<String>,
+    /// `KEY=value` entries, passed to exec as they are.
+    pub env: Vec<String>,
+    /// The working directory inside the container.
+    pub cwd: String,
 }
 
 /// How the workload ended, as the helper saw it.
@@ -102,12 +120,25 @@ pub struct Measured {
     pub loopback_error: Option<String>,
     /// The read-back values of `Request::readback`, in order (None when unreadable).
     pub readback: Vec<Option<String>>,
+    /// When the helper reached each step of the spawn (microseconds of `CLOCK_MONOTONIC`, the
+    /// clock the parent's `Instant` reads), for profiling the spawn path.
+    #[serde(default)]
+    pub phases: Vec<(String, u64)>,
+}
+
+/// Microseconds of `CLOCK_MONOTONIC` now (comparable across processes on one host).
+pub fn monotonic_us() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map(|t| u64::try_from(t.tv_sec()).unwrap_or(0) * 1_000_000 + u64::try_from(t.tv_nsec()).unwrap_or(0) / 1000)
+        .unwrap_or(0)
 }
 
 /// Helper → parent.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
+    /// A warm container is ready and waits for [`Command::Go`].
+    Ready,
     /// The container exists and was started.
     Started {
         /// The init's pid (in the helper's pid namespace).

@@ -246,3 +246,62 @@ pub fn open_path_no_symlinks(path: &std::path::Path) -> io::Result<std::os::fd::
     let fd = RawFd::try_from(fd).map_err(|_| io::Error::other("descriptor out of range"))?;
     Ok(own_fd(fd))
 }
+
+/// Sends `payload` with `fds` attached (SCM_RIGHTS) on the unix socket `sock`, never raising
+/// SIGPIPE.
+pub fn send_with_fds(sock: RawFd, payload: &[u8], fds: &[RawFd]) -> io::Result<()> {
+    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+    let iov = [std::io::IoSlice::new(payload)];
+    let cmsgs = if fds.is_empty() { Vec::new() } else { vec![ControlMessage::ScmRights(fds)] };
+    loop {
+        match sendmsg::<()>(sock, &iov, &cmsgs, MsgFlags::MSG_NOSIGNAL, None) {
+            Ok(_) => return Ok(()),
+            Err(nix::Error::EINTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Receives one message of at most `buf.len()` bytes and up to eight descriptors (close-on-exec)
+/// from `sock`. `Ok((0, _))` is the peer's end.
+pub fn recv_with_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<(usize, Vec<std::os::fd::OwnedFd>)> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    let mut space = nix::cmsg_space!([RawFd; 8]);
+    let mut iov = [std::io::IoSliceMut::new(buf)];
+    let msg = loop {
+        match recvmsg::<()>(sock, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC) {
+            Ok(m) => break m,
+            Err(nix::Error::EINTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let mut fds = Vec::new();
+    for cmsg in msg.cmsgs()? {
+        if let ControlMessageOwned::ScmRights(received) = cmsg {
+            fds.extend(received.into_iter().map(own_fd));
+        }
+    }
+    Ok((msg.bytes, fds))
+}
+
+/// `pidfd_send_signal(2)`: signals the process behind `pidfd` (never a recycled pid).
+pub fn pidfd_send_signal(pidfd: RawFd, signal: i32) -> io::Result<()> {
+    // SAFETY: the syscall takes a descriptor, a signal number and two null/zero arguments.
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_send_signal, pidfd, signal, std::ptr::null::<u8>(), 0u32) };
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// Whether the process behind `pidfd` has exited, waiting at most `ms` milliseconds.
+pub fn pidfd_exited(pidfd: &std::os::fd::OwnedFd, ms: u16) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+    matches!(poll(&mut fds, PollTimeout::from(ms)), Ok(n) if n > 0)
+}
+
+/// Names the calling thread (`/proc/<pid>/comm`, at most 15 bytes).
+pub fn set_name(name: &str) {
+    if let Ok(name) = std::ffi::CString::new(name) {
+        let _ = nix::sys::prctl::set_name(&name);
+    }
+}

@@ -6,7 +6,7 @@
 //! a tokio program across 4 executors, against bwrap at the same concurrency.
 //!
 //! Usage: `cargo run --release -p sandbox-tests --bin spawn-bench -- [--quick] [--runs N]
-//! [--json FILE] [--throughput]`. Needs root for the container contenders; missing peers are
+//! [--json FILE] [--throughput] [--only NAME-PREFIX]`. Needs root for the container contenders; missing peers are
 //! reported, never silently dropped.
 #![allow(unsafe_code, clippy::print_stdout, clippy::unwrap_used, clippy::cast_precision_loss)]
 
@@ -24,10 +24,12 @@ mod bench {
         pub runs: usize,
         pub json: Option<PathBuf>,
         pub throughput: bool,
+        /// Only the contenders whose name starts with this (profiling one path).
+        pub only: Option<String>,
     }
 
     pub fn parse() -> Result<Args, String> {
-        let mut args = Args { runs: 60, json: None, throughput: false };
+        let mut args = Args { runs: 60, json: None, throughput: false, only: None };
         let mut it = std::env::args().skip(1);
         while let Some(a) = it.next() {
             match a.as_str() {
@@ -35,6 +37,7 @@ mod bench {
                 "--runs" => args.runs = it.next().and_then(|n| n.parse().ok()).ok_or("--runs needs a number")?,
                 "--json" => args.json = Some(it.next().ok_or("--json needs a file")?.into()),
                 "--throughput" => args.throughput = true,
+                "--only" => args.only = Some(it.next().ok_or("--only needs a contender name prefix")?),
                 other => return Err(format!("unknown argument {other}")),
             }
         }
@@ -169,7 +172,13 @@ mod bench {
                         .find_map(|l| l.strip_prefix(name))
                         .map(|v| v.trim().trim_end_matches(" kB").trim().to_owned())
                 };
-                if field("PPid:").as_deref() == Some(me.as_str()) {
+                // The set's zygote is our child; the spawn's helper is the zygote's worker.
+                let ppid = field("PPid:").unwrap_or_default();
+                let parent_is_zygote = std::fs::read(format!("/proc/{ppid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains("zygote"))
+                    && std::fs::read_to_string(format!("/proc/{ppid}/status"))
+                        .is_ok_and(|s| s.lines().any(|l| l.strip_prefix("PPid:").map(str::trim) == Some(me.as_str())));
+                if parent_is_zygote {
                     peak = peak.max(field("VmHWM:").and_then(|v| v.parse().ok()).unwrap_or(0));
                 }
             }
@@ -363,6 +372,12 @@ mod bench {
             };
         }
 
+        if let Some(only) = &args.only {
+            contenders.retain(|c| c.name.starts_with(only.as_str()));
+            if contenders.first().map(|c| c.name) != Some("sandbox library") {
+                return Err(format!("--only {only}: the library must be among the contenders (it is the reference)"));
+            }
+        }
         // Warm-up, then interleaved rounds.
         for c in contenders.iter_mut() {
             for _ in 0..2 {
