@@ -399,7 +399,7 @@ impl LinuxBackend {
         let launched = match waiting {
             Some(warm) => match self.go_warm(warm, &bundle, dl, &stdio) {
                 Ok(mut launched) => {
-                    launched.marks.insert(0, ("launch", t0));
+                    launched.marks.insert(0, ("call", t0));
                     launched
                 }
                 Err(()) => self.launch_fresh(dl, profile, input, stdio, require, false)?,
@@ -443,11 +443,30 @@ impl LinuxBackend {
             self.abandon(&mut warm, "no process");
             return Err(());
         };
+        if !warm.running.helper_alive() {
+            self.abandon(&mut warm, "the warm container's helper is gone");
+            return Err(());
+        }
         if let Err(e) = warm.running.go(process, stdio) {
             self.abandon(&mut warm, &format!("handing over the process: {e}"));
             return Err(());
         }
         warm.marks.push(("go-sent", sandbox_linux::protocol::monotonic_us()));
+        // The first answer tells whether the helper took the process. One that died without
+        // reading it started nothing, so a fresh container may run the process instead; any
+        // other failure is the run's (the workload may have started).
+        match warm.running.next_event(Some(limit)) {
+            Ok(Event::Started { .. }) => {
+                warm.marks.push(("started-event", sandbox_linux::protocol::monotonic_us()));
+                warm.started = true;
+            }
+            Ok(Event::Finished { outcome, measured, teardown }) => warm.early = Some((outcome, measured, teardown)),
+            Err(WaitError::Unread) => {
+                self.abandon(&mut warm, "the warm container's helper died before it read its process");
+                return Err(());
+            }
+            Ok(Event::Ready) | Err(WaitError::Timeout | WaitError::Helper(_)) => warm.lost = true,
+        }
         Ok(warm)
     }
 
@@ -525,6 +544,8 @@ impl LinuxBackend {
                 dir,
                 early: None,
                 ready: false,
+                started: false,
+                lost: false,
                 key,
                 marks: vec![
                     ("launch", t0),
@@ -572,6 +593,13 @@ impl LinuxBackend {
     /// Waits until the container exists and runs; a container that could not be created (or a
     /// setup step that failed before start) is `Runtime`, with everything torn down.
     pub fn wait_started(&self, launched: &mut Launched, dl: &Deadline, closing: &AtomicBool) -> Result<(), Error> {
+        if launched.started || launched.early.is_some() {
+            return Ok(());
+        }
+        if launched.lost {
+            let detail = self.abandon(launched, "the warm container's helper failed after it got its process");
+            return Err(Error::Runtime { detail });
+        }
         let limit = Instant::now() + Duration::from_secs(60);
         loop {
             if closing.load(Ordering::SeqCst) {
@@ -614,6 +642,10 @@ impl LinuxBackend {
                     return Err(Error::Runtime { detail });
                 }
                 Err(WaitError::Helper(e)) => return Err(Error::Runtime { detail: self.abandon(launched, &e) }),
+                Err(WaitError::Unread) => {
+                    let detail = self.abandon(launched, "the helper ended without reading its commands");
+                    return Err(Error::Runtime { detail });
+                }
             }
         }
     }
@@ -672,6 +704,7 @@ impl LinuxBackend {
                 Err(WaitError::Timeout) if kill_deadline.is_none_or(|d| Instant::now() < d) => {}
                 Err(WaitError::Timeout) => break Err(String::from("the helper did not finish within 5 s of a kill")),
                 Err(WaitError::Helper(e)) => break Err(e),
+                Err(WaitError::Unread) => break Err(String::from("the helper ended without reading its commands")),
             }
         };
         let (outcome, measured, teardown) = match result {
@@ -780,6 +813,10 @@ pub(crate) struct Launched {
     early: Option<(Outcome, Measured, bool)>,
     /// A warm container reported `Ready`.
     ready: bool,
+    /// `Started` was already read (by the warm hand-over).
+    started: bool,
+    /// The warm hand-over lost the helper after the process was sent.
+    lost: bool,
     /// A warm container's shape.
     key: Option<String>,
     marks: Vec<(&'static str, u64)>,

@@ -294,6 +294,44 @@ mod linux {
         });
     }
 
+    /// A warm container's helper killed while it waits for a process: the next run notices,
+    /// tears the dead one down and starts fresh; nothing of the dead one is left.
+    pub fn a_killed_idle_warm_container_is_replaced() {
+        let f = Fixture::new();
+        let set = f.set();
+        let exec = set.executor("k").unwrap();
+        for _ in 0..2 {
+            exec.run_command(&dl(), &f.ws, "true").unwrap();
+        }
+        let me = i32::try_from(std::process::id()).unwrap();
+        let parent = |pid: u32| sandbox_tests::parent_and_name(i32::try_from(pid).unwrap());
+        let mut idle = Vec::new();
+        wait_until("the warm container's helper", Duration::from_secs(10), || {
+            idle = processes_matching("--sandbox-linux-helper-v1 zygote")
+                .into_iter()
+                .filter(|p| {
+                    parent(*p).is_some_and(|(pp, name)| {
+                        name == "sbx-worker" && parent(u32::try_from(pp).unwrap()).is_some_and(|(z, _)| z == me)
+                    })
+                })
+                .collect();
+            !idle.is_empty()
+        });
+        for pid in &idle {
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(i32::try_from(*pid).unwrap()),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .unwrap();
+        }
+        for i in 0..3 {
+            let out = exec.run_command(&dl(), &f.ws, &format!("echo {i}")).unwrap();
+            assert_eq!(out.bytes, format!("{i}\n").into_bytes());
+        }
+        set.close().unwrap();
+        assert!(!set.dir().exists());
+    }
+
     pub fn killing_the_embedder_mid_run_leaves_no_process_and_the_next_set_sweeps() {
         let f = Fixture::new();
         let mut child = Command::new(std::env::current_exe().unwrap())
@@ -392,6 +430,7 @@ fn main() -> std::process::ExitCode {
                 killing_the_helper_mid_run_leaves_no_process_and_sweeps_leftovers,
             ),
             ("killing_the_zygote_mid_run_loses_nothing", killing_the_zygote_mid_run_loses_nothing),
+            ("a_killed_idle_warm_container_is_replaced", a_killed_idle_warm_container_is_replaced),
             (
                 "killing_the_embedder_mid_run_leaves_no_process_and_the_next_set_sweeps",
                 killing_the_embedder_mid_run_leaves_no_process_and_the_next_set_sweeps,

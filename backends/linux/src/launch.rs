@@ -59,6 +59,9 @@ pub enum WaitError {
     Timeout,
     /// The helper died or spoke nonsense.
     Helper(String),
+    /// The helper ended without reading what was sent to it (`ECONNRESET`): it acted on none
+    /// of it, so a `Go` sent to a warm container started nothing.
+    Unread,
 }
 
 /// One spawn's helper process: a worker forked by the zygote (not our child: the zygote reaps
@@ -265,6 +268,7 @@ impl Running {
                 }
                 Ok(event)
             }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => Err(WaitError::Unread),
             Err(e) => Err(WaitError::Helper(format!("reading the helper: {e}"))),
         }
     }
