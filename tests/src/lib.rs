@@ -196,3 +196,39 @@ pub fn helper_of(needle: &str) -> Option<i32> {
     }
     None
 }
+
+/// Whether a warm container of this process's executor sets waits for a process: a helper
+/// worker (`sbx-worker`, child of a zygote that is this process's child) whose child is a
+/// container init that has not started a workload.
+pub fn warm_container_waiting() -> bool {
+    let me = i32::try_from(std::process::id()).unwrap_or(-1);
+    let procs: Vec<(i32, i32, String)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let (ppid, name) = parent_and_name(pid)?;
+            Some((pid, ppid, name))
+        })
+        .collect();
+    let parent_of = |pid: i32| procs.iter().find(|p| p.0 == pid).map(|p| p.1);
+    procs.iter().any(|(init, worker, name)| {
+        name.starts_with("youki:[2:INIT]")
+            && !procs.iter().any(|p| p.1 == *init)
+            && procs.iter().any(|p| p.0 == *worker && p.2 == "sbx-worker")
+            && parent_of(*worker).and_then(parent_of) == Some(me)
+    })
+}
+
+/// Waits (at most 10 s) until [`warm_container_waiting`]; false if it never does.
+pub fn wait_for_warm_container() -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < end {
+        if warm_container_waiting() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    false
+}

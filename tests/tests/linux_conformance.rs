@@ -59,8 +59,19 @@ mod linux {
             ExecutorSet::new(&dl(), &profile, opts).unwrap()
         }
 
-        /// Runs the probe with `checks` in the workspace and returns its verdicts.
+        /// Runs the probe with `checks` in the workspace and returns its verdicts. It runs in a
+        /// warm container (the optimised path an agent's calls take): two spawns of the
+        /// executor's shape first, then the probe once the warm container waits.
         pub fn probe(&self, exec: &Executor, checks: &[String]) -> BTreeMap<String, Verdict> {
+            for _ in 0..2 {
+                assert_eq!(exec.run_argv(&dl(), &self.ws, &["/bin/true"]).unwrap().status, ExitStatus::Code(0));
+            }
+            assert!(sandbox_tests::wait_for_warm_container(), "no warm container before the probe");
+            self.probe_now(exec, checks)
+        }
+
+        /// Runs the probe as the executor's next spawn, whatever container that gets.
+        pub fn probe_now(&self, exec: &Executor, checks: &[String]) -> BTreeMap<String, Verdict> {
             let mut argv = vec![self.ws.join("sandbox-probe").display().to_string()];
             argv.extend(checks.iter().cloned());
             let out = exec.run_argv(&dl(), &self.ws, &argv).unwrap();
@@ -549,6 +560,43 @@ mod linux {
         set.close().unwrap();
     }
 
+    /// A fresh container (the first spawn of a new executor) and a warm one (the same
+    /// executor's third spawn, handed its process over the init's go socket) give the probe the
+    /// same verdicts, forbidden and allowed alike.
+    pub fn cold_and_warm_containers_enforce_the_same() {
+        let f = Fixture::new();
+        let set = f.set(ProfileConfig { host_read: Access::Deny, ..f.config() }, |o| o);
+        let exec = set.executor("cold-warm").unwrap();
+        let checks = [
+            format!("read={}", f.secret.display()),
+            format!("read={}", f.ws.join("hello.txt").display()),
+            format!("write={}/x", f.root.join("host").display()),
+            format!("write={}/made-{}", f.ws.display(), std::process::id()),
+            s("read=/etc/shadow"),
+            s("list=/"),
+            s("connect=127.0.0.1:9"),
+            s("connect=1.1.1.1:443"),
+            s("ptrace="),
+            s("unshare-user="),
+            s("keyctl="),
+            s("status="),
+            s("uid="),
+            s("env="),
+            s("pids="),
+            s("interfaces="),
+            s("hostname="),
+        ];
+        let cold = f.probe_now(&exec, &checks);
+        let _ = fs::remove_file(f.ws.join(format!("made-{}", std::process::id())));
+        let warm = f.probe(&exec, &checks);
+        let _ = fs::remove_file(f.ws.join(format!("made-{}", std::process::id())));
+        assert_eq!(cold, warm, "cold and warm verdicts differ");
+        denied(&warm, &format!("read={}", f.secret.display()));
+        allowed(&warm, &format!("read={}", f.ws.join("hello.txt").display()));
+        allowed(&warm, &format!("write={}/made-{}", f.ws.display(), std::process::id()));
+        set.close().unwrap();
+    }
+
     pub fn executor_keys_are_memoised_and_isolated() {
         let f = Fixture::new();
         let set = Arc::new(f.set(f.config(), |o| o.max_executors(2)));
@@ -633,6 +681,7 @@ fn main() -> std::process::ExitCode {
                 "filling_the_private_tmp_is_bounded_by_the_memory_limit",
                 filling_the_private_tmp_is_bounded_by_the_memory_limit,
             ),
+            ("cold_and_warm_containers_enforce_the_same", cold_and_warm_containers_enforce_the_same),
             ("executor_keys_are_memoised_and_isolated", executor_keys_are_memoised_and_isolated),
             ("command_access_gates_before_spawning", command_access_gates_before_spawning),
             ("rootless_without_a_cgroup_parent_fails_closed", rootless_without_a_cgroup_parent_fails_closed),

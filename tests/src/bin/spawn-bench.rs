@@ -6,7 +6,7 @@
 //! a tokio program across 4 executors, against bwrap at the same concurrency.
 //!
 //! Usage: `cargo run --release -p sandbox-tests --bin spawn-bench -- [--quick] [--runs N]
-//! [--json FILE] [--throughput] [--only NAME-PREFIX]`. Needs root for the container contenders; missing peers are
+//! [--json FILE] [--throughput] [--only NAME-PREFIX] [--phases]`. Needs root for the container contenders; missing peers are
 //! reported, never silently dropped.
 #![allow(unsafe_code, clippy::print_stdout, clippy::unwrap_used, clippy::cast_precision_loss)]
 
@@ -26,10 +26,12 @@ mod bench {
         pub throughput: bool,
         /// Only the contenders whose name starts with this (profiling one path).
         pub only: Option<String>,
+        /// Print where each library spawn's time went (the backend's `spawn phases` events).
+        pub phases: bool,
     }
 
     pub fn parse() -> Result<Args, String> {
-        let mut args = Args { runs: 60, json: None, throughput: false, only: None };
+        let mut args = Args { runs: 60, json: None, throughput: false, only: None, phases: false };
         let mut it = std::env::args().skip(1);
         while let Some(a) = it.next() {
             match a.as_str() {
@@ -37,6 +39,7 @@ mod bench {
                 "--runs" => args.runs = it.next().and_then(|n| n.parse().ok()).ok_or("--runs needs a number")?,
                 "--json" => args.json = Some(it.next().ok_or("--json needs a file")?.into()),
                 "--throughput" => args.throughput = true,
+                "--phases" => args.phases = true,
                 "--only" => args.only = Some(it.next().ok_or("--only needs a contender name prefix")?),
                 other => return Err(format!("unknown argument {other}")),
             }
@@ -214,6 +217,15 @@ mod bench {
     }
 
     pub fn run(args: &Args) -> Result<(), String> {
+        if args.phases {
+            use tracing_subscriber::Layer as _;
+            use tracing_subscriber::layer::SubscriberExt;
+            use tracing_subscriber::util::SubscriberInitExt;
+            let only_phases = tracing_subscriber::filter::filter_fn(|m| m.target() == "sandbox::linux");
+            tracing_subscriber::registry()
+                .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(only_phases))
+                .init();
+        }
         private_mount_namespace_for_crun();
         let root = tempfile::Builder::new().prefix("spawn-bench").tempdir_in("/var/tmp").map_err(|e| e.to_string())?;
         let base = std::fs::canonicalize(root.path()).map_err(|e| e.to_string())?;
