@@ -55,15 +55,19 @@ pub(crate) struct LinuxBackend {
 /// The warm containers of a set, and whether the set has settled (no more are made).
 #[derive(Debug, Default)]
 struct Warm {
-    ready: HashMap<String, Launched>,
+    ready: HashMap<String, std::collections::VecDeque<Launched>>,
     /// Shapes spawned at least once: only a shape seen before gets a warm container, so a
     /// one-shot set (the CLI) never builds one it would not use.
     seen: std::collections::HashSet<String>,
     settled: bool,
 }
 
-/// At most this many warm containers wait at once (one per executor shape in use).
+/// At most this many warm containers wait at once in a set.
 const MAX_WARM: usize = 8;
+
+/// Warm containers kept per spawn shape: two, so that calls fired back to back find one ready
+/// while the next is still being built.
+const WARM_PER_SHAPE: usize = 2;
 
 /// One spawn's inputs beyond the profile.
 pub(crate) struct SpawnInput<'a> {
@@ -394,7 +398,13 @@ impl LinuxBackend {
         let t0 = sandbox_linux::protocol::monotonic_us();
         let bundle = self.compile(profile, input, "shape")?;
         let key = shape_key(&bundle)?;
-        let waiting = self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner).ready.remove(&key);
+        let waiting = self
+            .warm
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .ready
+            .get_mut(&key)
+            .and_then(std::collections::VecDeque::pop_front);
         let stdio = [stdin, stdout, stderr];
         let launched = match waiting {
             Some(warm) => match self.go_warm(warm, &bundle, dl, &stdio) {
@@ -470,34 +480,45 @@ impl LinuxBackend {
         Ok(warm)
     }
 
-    /// Prepares a warm container for the next spawn of `key`'s shape, unless this is the shape's
-    /// first spawn, one waits already, the set is settling, or [`MAX_WARM`] wait. It runs `/bin/true` only if never used (it is
-    /// never used: an unused warm container is torn down without starting its process).
+    /// Keeps [`WARM_PER_SHAPE`] warm containers ready for the next spawns of `key`'s shape,
+    /// unless this is the shape's first spawn, the set is settling, or [`MAX_WARM`] wait in
+    /// all. Their placeholder process (`/bin/true`) never runs: an unused warm container is torn
+    /// down without starting it.
     fn prewarm(&self, profile: &Profile, input: &SpawnInput<'_>, key: &str) {
         let mut warm = self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let first = warm.seen.insert(key.to_owned());
-        if first || warm.settled || warm.ready.contains_key(key) || warm.ready.len() >= MAX_WARM {
+        if warm.seen.insert(key.to_owned()) {
             return;
         }
-        let null = || std::fs::File::open("/dev/null").map(OwnedFd::from);
-        let Ok(stdio) = (|| Ok::<_, std::io::Error>([null()?, null()?, null()?]))() else { return };
-        let shape = SpawnInput {
-            tty: false,
-            grants: GrantDeltas::default(),
-            argv: vec![String::from("/bin/true")],
-            cwd: input.cwd.clone(),
-            env: input.env.clone(),
-            home_dir: input.home_dir,
-            temp_dir: input.temp_dir,
-        };
-        match self.launch_fresh(&Deadline::none(), profile, &shape, stdio, true, true) {
-            Ok(launched) if launched.key.as_deref() == Some(key) => {
-                warm.ready.insert(key.to_owned(), launched);
+        loop {
+            let total: usize = warm.ready.values().map(std::collections::VecDeque::len).sum();
+            let here = warm.ready.get(key).map_or(0, std::collections::VecDeque::len);
+            if warm.settled || here >= WARM_PER_SHAPE || total >= MAX_WARM {
+                return;
             }
-            Ok(mut other) => {
-                self.abandon(&mut other, "the warm container's shape differs");
+            let null = || std::fs::File::open("/dev/null").map(OwnedFd::from);
+            let Ok(stdio) = (|| Ok::<_, std::io::Error>([null()?, null()?, null()?]))() else { return };
+            let shape = SpawnInput {
+                tty: false,
+                grants: GrantDeltas::default(),
+                argv: vec![String::from("/bin/true")],
+                cwd: input.cwd.clone(),
+                env: input.env.clone(),
+                home_dir: input.home_dir,
+                temp_dir: input.temp_dir,
+            };
+            match self.launch_fresh(&Deadline::none(), profile, &shape, stdio, true, true) {
+                Ok(launched) if launched.key.as_deref() == Some(key) => {
+                    warm.ready.entry(key.to_owned()).or_default().push_back(launched);
+                }
+                Ok(mut other) => {
+                    self.abandon(&mut other, "the warm container's shape differs");
+                    return;
+                }
+                Err(e) => {
+                    tracing::debug!("no warm container: {e}");
+                    return;
+                }
             }
-            Err(e) => tracing::debug!("no warm container: {e}"),
         }
     }
 
