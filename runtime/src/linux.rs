@@ -393,10 +393,11 @@ impl LinuxBackend {
         // always get a fresh container; so does the probe.
         let warmable = require && !input.tty && input.grants == GrantDeltas::default();
         if !warmable {
-            return self.launch_fresh(dl, profile, input, [stdin, stdout, stderr], require, false);
+            return self.launch_fresh(dl, profile, input, [stdin, stdout, stderr], require, false, None);
         }
         let t0 = sandbox_linux::protocol::monotonic_us();
-        let bundle = self.compile(profile, input, "shape")?;
+        let id = self.next_id();
+        let bundle = self.compile(profile, input, &id)?;
         let key = shape_key(&bundle)?;
         let waiting = self
             .warm
@@ -412,9 +413,9 @@ impl LinuxBackend {
                     launched.marks.insert(0, ("call", t0));
                     launched
                 }
-                Err(()) => self.launch_fresh(dl, profile, input, stdio, require, false)?,
+                Err(()) => self.launch_fresh(dl, profile, input, stdio, require, false, Some((id, bundle)))?,
             },
-            None => self.launch_fresh(dl, profile, input, stdio, require, false)?,
+            None => self.launch_fresh(dl, profile, input, stdio, require, false, Some((id, bundle)))?,
         };
         self.prewarm(profile, input, &key);
         Ok(launched)
@@ -506,7 +507,7 @@ impl LinuxBackend {
                 home_dir: input.home_dir,
                 temp_dir: input.temp_dir,
             };
-            match self.launch_fresh(&Deadline::none(), profile, &shape, stdio, true, true) {
+            match self.launch_fresh(&Deadline::none(), profile, &shape, stdio, true, true, None) {
                 Ok(launched) if launched.key.as_deref() == Some(key) => {
                     warm.ready.entry(key.to_owned()).or_default().push_back(launched);
                 }
@@ -524,6 +525,7 @@ impl LinuxBackend {
 
     /// Compiles and writes the spawn's bundle and starts a fresh helper with the given stdio
     /// (`warm`: a container that waits for its process).
+    #[allow(clippy::too_many_arguments)]
     fn launch_fresh(
         &self,
         dl: &Deadline,
@@ -532,11 +534,18 @@ impl LinuxBackend {
         [stdin, stdout, stderr]: [OwnedFd; 3],
         require: bool,
         warm: bool,
+        compiled: Option<(String, Bundle)>,
     ) -> Result<Launched, Error> {
         dl.check(&[])?;
         let t0 = sandbox_linux::protocol::monotonic_us();
-        let id = format!("sbx-{}-{}", self.tag, self.counter.fetch_add(1, Ordering::SeqCst));
-        let bundle = self.compile(profile, input, &id)?;
+        let (id, bundle) = match compiled {
+            Some(c) => c,
+            None => {
+                let id = self.next_id();
+                let bundle = self.compile(profile, input, &id)?;
+                (id, bundle)
+            }
+        };
         let key = if warm { Some(shape_key(&bundle)?) } else { None };
         let t1 = sandbox_linux::protocol::monotonic_us();
         let dir = self.bundles.join(&id);
@@ -580,6 +589,11 @@ impl LinuxBackend {
                 Err(Error::Runtime { detail: format!("starting the helper: {e}") })
             }
         }
+    }
+
+    /// A fresh container id.
+    fn next_id(&self) -> String {
+        format!("sbx-{}-{}", self.tag, self.counter.fetch_add(1, Ordering::SeqCst))
     }
 
     /// The prepared rootfs skeleton for `bundle`'s mount shape, made on first use.
