@@ -838,6 +838,14 @@ impl LinuxBackend {
     }
 }
 
+impl Drop for LinuxBackend {
+    fn drop(&mut self) {
+        // Warm containers first: their helpers end when their control sockets close, and the
+        // zygote waits for its helpers.
+        self.settle();
+    }
+}
+
 /// A spawn whose helper runs.
 #[derive(Debug)]
 pub(crate) struct Launched {

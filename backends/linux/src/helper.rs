@@ -333,6 +333,7 @@ fn run() -> std::io::Result<()> {
     measured.phases.push((String::from("ready"), monotonic_us()));
     if request.loopback && setup_failure.is_none() {
         let up = raise_loopback(pid, request.rootless);
+        measured.phases.push((String::from("loopback"), monotonic_us()));
         measured.loopback = Some(up.is_ok());
         measured.loopback_error = up.as_ref().err().cloned();
         if let Err(e) = up {
@@ -363,7 +364,7 @@ fn run() -> std::io::Result<()> {
         }
         return control.send(&Event::Finished { outcome: Outcome::Failed { detail }, measured, teardown });
     }
-    measured.phases.push((String::from("loopback"), monotonic_us()));
+    measured.phases.push((String::from("go"), monotonic_us()));
     let (payload, stdio) = go_message;
     let raw: Vec<RawFd> = stdio.iter().map(AsRawFd::as_raw_fd).collect();
     if sys::send_with_fds(go_w.as_raw_fd(), &payload[..1], &raw).is_ok() {
@@ -418,12 +419,13 @@ fn run() -> std::io::Result<()> {
     std::fs::remove_dir_all(&request.bundle)
 }
 
+/// The bytes for the init's `go` socket and the descriptors that go with them.
+type GoMessage = (Vec<u8>, Vec<std::os::fd::OwnedFd>);
+
 /// A warm container waits here for its process: `Go` on the control socket, then the workload's
 /// stdin, stdout and stderr on the descriptor socket. Returns the message for the init's `go`
 /// socket (`w`, then the length and the JSON of the process) with those descriptors; None when
 /// the embedder let the container go (EOF, or a SIGKILL request).
-type GoMessage = (Vec<u8>, Vec<std::os::fd::OwnedFd>);
-
 fn wait_for_go(control: &mut Control, fdpass: &File) -> std::io::Result<Option<GoMessage>> {
     control.send(&Event::Ready)?;
     let mut line = String::new();
