@@ -136,17 +136,6 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
         status.fail("signals", &e.to_string());
     }
 
-    // Ready; wait for the helper's go (EOF: the helper is gone, and so is this spawn). A warm
-    // container's go carries the process to run and its stdio.
-    status.line("ready");
-    let warm = receive_go(&mut go, &mut status);
-    drop(go);
-    if let Some(w) = &warm {
-        if let Err(e) = nix::unistd::chdir(w.cwd.as_str()) {
-            status.fail("cwd", &format!("{}: {e}", w.cwd));
-        }
-    }
-
     // The OOM killer must pick the workload, never this init: pages of the private /tmp belong
     // to no process, so under a memory limit filled through /tmp every process looks alike and
     // the init's death would lose the run's outcome. The init raises its own score to the
@@ -158,22 +147,35 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
         Some((file, original.trim().to_owned()))
     });
 
-    // Landlock, from the bundle's annotation.
+    // Landlock (from the bundle's annotation) and seccomp (from its linux.seccomp, the same rule
+    // list standard runtimes apply) are built now and put in force after `go`: a warm container
+    // has done the building before its process is known.
     let annotations = spec.annotations().clone().unwrap_or_default();
     let rules: ruleset::Rules = match annotations.get("sandbox.landlock") {
         Some(text) => serde_json::from_str(text).unwrap_or_else(|e| status.fail("landlock", &e.to_string())),
         None => status.fail("landlock", "the bundle carries no sandbox.landlock annotation"),
     };
-    let landlock = ruleset::apply(&rules, cfg.kernel_abi).unwrap_or_else(|e| status.fail("landlock", &e));
+    let prepared = ruleset::prepare(&rules, cfg.kernel_abi).unwrap_or_else(|e| status.fail("landlock", &e));
+    let section = spec.linux().as_ref().and_then(|l| l.seccomp().clone());
+    let programs = section.map(|section| filter::compile(&section).unwrap_or_else(|e| status.fail("seccomp", &e)));
+
+    // Ready; wait for the helper's go (EOF: the helper is gone, and so is this spawn). A warm
+    // container's go carries the process to run and its stdio.
+    status.line("ready");
+    let warm = receive_go(&mut go, &mut status);
+    drop(go);
+    if let Some(w) = &warm {
+        if let Err(e) = nix::unistd::chdir(w.cwd.as_str()) {
+            status.fail("cwd", &format!("{}: {e}", w.cwd));
+        }
+    }
+
+    let landlock = ruleset::restrict(prepared).unwrap_or_else(|e| status.fail("landlock", &e));
     if cfg.require_landlock && landlock != ruleset::Enforced::Full {
         status.fail("landlock", &format!("ruleset {}, full enforcement required", landlock.as_str()));
     }
-
-    // Seccomp, from the bundle's linux.seccomp (the same rule list standard runtimes apply).
-    let section = spec.linux().as_ref().and_then(|l| l.seccomp().clone());
     let mut seccomp = 0;
-    if let Some(section) = section {
-        let programs = filter::compile(&section).unwrap_or_else(|e| status.fail("seccomp", &e));
+    if let Some(programs) = programs {
         for p in &programs {
             if let Err(e) = seccompiler::apply_filter(p) {
                 status.fail("seccomp", &e.to_string());

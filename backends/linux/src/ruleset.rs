@@ -103,10 +103,15 @@ fn open_rule_path(path: &Path, file_rights_only: &mut bool) -> Option<PathFd> {
 }
 
 /// Builds and applies the ruleset to the calling process (and its future children).
-pub fn apply(rules: &Rules, kernel_abi: u32) -> Result<Enforced, String> {
+/// A ruleset built (rule paths opened, rules added) but not yet in force: the init prepares it
+/// before it reports `ready`, and restricts itself only after `go`.
+pub struct Prepared(Option<landlock::RulesetCreated>);
+
+/// Builds the ruleset for `rules` (nothing to build when the kernel has no Landlock).
+pub fn prepare(rules: &Rules, kernel_abi: u32) -> Result<Prepared, String> {
     let abi = abi_for(kernel_abi);
     if abi == ABI::Unsupported {
-        return Ok(Enforced::None);
+        return Ok(Prepared(None));
     }
     let all = AccessFs::from_all(abi);
     let mut ruleset = Ruleset::default()
@@ -146,6 +151,12 @@ pub fn apply(rules: &Rules, kernel_abi: u32) -> Result<Enforced, String> {
             .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
             .map_err(|e| format!("tcp rule {port}: {e}"))?;
     }
+    Ok(Prepared(Some(created)))
+}
+
+/// Puts a prepared ruleset in force for this process and everything it starts.
+pub fn restrict(prepared: Prepared) -> Result<Enforced, String> {
+    let Some(created) = prepared.0 else { return Ok(Enforced::None) };
     let status = created.restrict_self().map_err(|e| format!("restrict self: {e}"))?;
     Ok(match status.ruleset {
         RulesetStatus::FullyEnforced => Enforced::Full,
