@@ -332,6 +332,58 @@ mod linux {
         assert!(!set.dir().exists());
     }
 
+    /// A helper killed while libcontainer builds its container: the runtime's intermediate
+    /// process (which has no parent-death signal and would block forever on its channel) goes
+    /// with it, and the executor keeps working.
+    pub fn a_helper_killed_mid_build_leaves_no_intermediate_process() {
+        let f = Fixture::new();
+        let set = Arc::new(f.set());
+        let exec = set.executor("k").unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let runner = {
+            let (exec, ws, stop) = (Arc::clone(&exec), f.ws.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut runs = 0;
+                while !stop.load(Ordering::SeqCst) && runs < 400 {
+                    let _ = exec.run_command(&dl(), &ws, "true");
+                    runs += 1;
+                }
+            })
+        };
+        let me = i32::try_from(std::process::id()).unwrap();
+        let ours = |worker: i32| {
+            sandbox_tests::parent_and_name(worker).is_some_and(|(zygote, name)| {
+                name == "sbx-worker" && sandbox_tests::parent_and_name(zygote).is_some_and(|(p, _)| p == me)
+            })
+        };
+        let end = Instant::now() + Duration::from_secs(20);
+        let mut caught = None;
+        while caught.is_none() && Instant::now() < end {
+            caught = fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+                let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+                let (worker, name) = sandbox_tests::parent_and_name(pid)?;
+                // Caught where it would hang: blocked on its channel (a datagram socket, which
+                // never reports the peer's end).
+                let blocked = fs::read_to_string(format!("/proc/{pid}/wchan"))
+                    .is_ok_and(|w| w.contains("wait_for_more_packets") || w.contains("dgram_recvmsg"));
+                (name.starts_with("youki:[1:INTER]") && blocked && ours(worker)).then_some((pid, worker))
+            });
+        }
+        let (inter, worker) = caught.expect("an intermediate process of ours within 20 s");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(worker), nix::sys::signal::Signal::SIGKILL).unwrap();
+        wait_until("the intermediate process to go", Duration::from_secs(5), || {
+            !Path::new(&format!("/proc/{inter}")).exists()
+                || sandbox_tests::parent_and_name(inter).is_none_or(|(_, name)| !name.starts_with("youki:[1:INTER]"))
+        });
+        stop.store(true, Ordering::SeqCst);
+        runner.join().unwrap();
+        assert_eq!(exec.run_command(&dl(), &f.ws, "echo after").unwrap().bytes, b"after\n");
+        drop(exec);
+        if let Ok(set) = Arc::try_unwrap(set) {
+            set.close().unwrap();
+        }
+    }
+
     pub fn killing_the_embedder_mid_run_leaves_no_process_and_the_next_set_sweeps() {
         let f = Fixture::new();
         let mut child = Command::new(std::env::current_exe().unwrap())
@@ -431,6 +483,10 @@ fn main() -> std::process::ExitCode {
             ),
             ("killing_the_zygote_mid_run_loses_nothing", killing_the_zygote_mid_run_loses_nothing),
             ("a_killed_idle_warm_container_is_replaced", a_killed_idle_warm_container_is_replaced),
+            (
+                "a_helper_killed_mid_build_leaves_no_intermediate_process",
+                a_helper_killed_mid_build_leaves_no_intermediate_process,
+            ),
             (
                 "killing_the_embedder_mid_run_leaves_no_process_and_the_next_set_sweeps",
                 killing_the_embedder_mid_run_leaves_no_process_and_the_next_set_sweeps,

@@ -96,6 +96,11 @@ fn run_zygote() -> std::io::Result<()> {
         };
         for i in exited.into_iter().rev() {
             let (pid, _fd) = workers.swap_remove(i);
+            // The worker is a zombie now (its pid cannot be reused before the reap): anything
+            // left in its process group goes with it. libcontainer's intermediate process has
+            // no parent-death signal and blocks forever on its channel when a worker is killed
+            // while it builds.
+            let _ = nix::sys::signal::killpg(pid, Signal::SIGKILL);
             let _ = waitpid(pid, None);
         }
         if !sock_ready {
@@ -127,6 +132,9 @@ fn run_zygote() -> std::io::Result<()> {
                 }
                 sys::close_from(FDPASS_FD + 1);
                 sys::set_name("sbx-worker");
+                // Its own process group, which libcontainer's intermediate process joins: the
+                // zygote kills the group when the worker ends.
+                let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
                 let code = if placed {
                     match run() {
                         Ok(()) => 0,
