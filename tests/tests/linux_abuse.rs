@@ -13,8 +13,8 @@
 //!   `SKIPPED (rootless): …` and checks nothing.
 //! - **Many files.** CI creates 100,000 files; the full million is
 //!   `SANDBOX_ABUSE_FILES=1000000 cargo test -p sandbox-tests --test linux_abuse -- many_files`
-//!   (about a minute; under the 512 MiB memory limit a million tmpfs inodes may get the workload
-//!   OOM-killed instead, which the test accepts as long as the run reports it).
+//!   (the memory limit grows with the count, 2 KiB a file; should it still be too small the
+//!   workload is OOM-killed, which the test accepts as long as the run reports it).
 #![allow(clippy::unwrap_used, clippy::panic, clippy::print_stdout, clippy::tests_outside_test_module)]
 
 #[cfg(target_os = "linux")]
@@ -374,12 +374,15 @@ mod linux {
     }
 
     /// Very many files in the private `/tmp` (`SANDBOX_ABUSE_FILES`, default 100,000) under a
-    /// 512 MiB memory limit: the run returns (all made, or the workload OOM-killed and reported),
+    /// memory limit (2 KiB a file, 512 MiB at least): the run returns (all made, or the workload
+    /// OOM-killed and reported),
     /// the next run's `/tmp` is empty, and no process or container state is left.
     pub fn many_files_in_the_private_tmp_return_and_leave_nothing() {
         let n: u64 = std::env::var("SANDBOX_ABUSE_FILES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
         let f = Fixture::new();
-        let set = f.set(|o| o.memory_max(512 * 1024 * 1024));
+        // tmpfs inodes and dentries are charged to the run: about 2 KiB a file, 512 MiB at least.
+        let memory = (n * 2048).max(512 * 1024 * 1024);
+        let set = f.set(|o| o.memory_max(memory));
         let exec = set.executor("k").unwrap();
         let start = Instant::now();
         let out = exec
