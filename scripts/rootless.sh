@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the Linux suites (conformance, lifecycle, no-landlock) again as an unprivileged user,
+# Runs the Linux suites (every linux_* test binary) again as an unprivileged user,
 # with a cgroup subtree that root created and delegated to that user (what a rootless embedder
 # on a cgroup v1/hybrid host needs: CONTRACT.md §15.7). Must be run as root; called by
 # scripts/test.sh.
@@ -35,18 +35,23 @@ bins=$(cargo test --locked --no-run --message-format=json -p sandbox-tests 2>/de
   | grep -o '"executable":"[^"]*/linux_[a-z_]*-[0-9a-f]*"' | cut -d'"' -f4)
 [ -n "$bins" ] || { echo "rootless.sh: no test binaries found"; exit 1; }
 dir=$(mktemp -d /var/tmp/sandbox-rootless.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
+trap 'umount -l "$dir/small-fs" 2>/dev/null || true; rm -rf "$dir"' EXIT
+# A small filesystem owned by the user for linux_abuse's disk-full cases (it cannot mount one).
+mkdir "$dir/small-fs"
+mount -t tmpfs -o size=32m,mode=0700,uid="$(id -u "$user")",gid="$(id -g "$user")",nosuid,nodev tmpfs "$dir/small-fs"
 cp target/debug/sandbox-probe "$dir/"
 for b in $bins; do cp "$b" "$dir/"; done
 mkdir "$dir/home"
 chown "$user:$user" "$dir/home"
 chmod 755 "$dir" "$dir"/*
+chmod 700 "$dir/small-fs"
 
 status=0
 for b in "$dir"/linux_*; do
   echo "== rootless ($user, cgroup parent $parent): $(basename "$b")"
   (cd "$dir/home" && setpriv --reuid="$user" --regid="$user" --clear-groups \
     env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$dir/home" SANDBOX_TEST_ROOTLESS=1 \
-    SANDBOX_TEST_CGROUP_PARENT="$parent" SANDBOX_PROBE_BIN="$dir/sandbox-probe" RUST_BACKTRACE=1 "$b") || status=1
+    SANDBOX_TEST_CGROUP_PARENT="$parent" SANDBOX_PROBE_BIN="$dir/sandbox-probe" \
+    SANDBOX_TEST_SMALL_FS="$dir/small-fs" RUST_BACKTRACE=1 "$b") || status=1
 done
 exit $status

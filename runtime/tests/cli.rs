@@ -213,3 +213,261 @@ fn hostile_cli_arguments_get_clear_errors() {
         assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"), "{args:?}");
     }
 }
+
+/// Every entry below `dir` (symlinks not followed) with its size, for "nothing was written".
+fn tree(dir: &std::path::Path) -> std::collections::BTreeMap<std::path::PathBuf, u64> {
+    fn walk(dir: &std::path::Path, into: &mut std::collections::BTreeMap<std::path::PathBuf, u64>) {
+        for e in fs::read_dir(dir).unwrap().flatten() {
+            let meta = fs::symlink_metadata(e.path()).unwrap();
+            into.insert(e.path(), if meta.is_dir() { 0 } else { meta.len() });
+            if meta.is_dir() {
+                walk(&e.path(), into);
+            }
+        }
+    }
+    let mut map = std::collections::BTreeMap::new();
+    walk(dir, &mut map);
+    map
+}
+
+/// A hostile-argument area under `/var/tmp` (a workload's `/tmp` is private, so the host's must
+/// not hold the workspace): `ws` (the CLI's current directory and default workspace) and
+/// `scratch` beside it.
+struct Area {
+    dir: tempfile::TempDir,
+    ws: std::path::PathBuf,
+    scratch: std::path::PathBuf,
+}
+
+impl Area {
+    fn new() -> Area {
+        let dir = tempfile::Builder::new().prefix("sbx-cli").tempdir_in("/var/tmp").unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let (ws, scratch) = (root.join("ws"), root.join("scratch"));
+        fs::create_dir(&ws).unwrap();
+        fs::create_dir(&scratch).unwrap();
+        fs::write(ws.join("keep.txt"), "mine\n").unwrap();
+        Area { dir, ws, scratch }
+    }
+
+    /// Runs the CLI in `ws` with `args`.
+    fn sandbox(&self, args: &[&std::ffi::OsStr]) -> std::process::Output {
+        Command::new(SANDBOX).current_dir(&self.ws).args(args).output().unwrap()
+    }
+
+    /// Everything in the area but the scratch roots' contents, which must be empty again.
+    fn snapshot(&self) -> std::collections::BTreeMap<std::path::PathBuf, u64> {
+        tree(self.dir.path())
+    }
+}
+
+/// Whether `sandbox run` can confine here (the probe says so). Otherwise a loud SKIPPED line,
+/// or a failure when `SANDBOX_REQUIRE_PRIVILEGED=1` (scripts/test.sh as root).
+fn sandbox_runs_here(what: &str) -> bool {
+    let o = Command::new(SANDBOX).arg("probe").output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
+    if v["available"] == serde_json::Value::Bool(true) {
+        return true;
+    }
+    let required = std::env::var_os("SANDBOX_REQUIRE_PRIVILEGED").is_some_and(|r| r == "1");
+    assert!(!required, "cli::{what} needs a sandbox here (SANDBOX_REQUIRE_PRIVILEGED=1): {}", v["reason"]);
+    eprintln!("!!!!!!!! SKIPPED privileged test cli::{what} ({}) !!!!!!!!", v["reason"]);
+    false
+}
+
+fn os(s: &str) -> std::ffi::OsString {
+    std::ffi::OsString::from(s)
+}
+
+fn refs(v: &[std::ffi::OsString]) -> Vec<&std::ffi::OsStr> {
+    v.iter().map(std::ffi::OsString::as_os_str).collect()
+}
+
+#[test]
+fn relative_paths_and_paths_with_newlines_work_and_write_only_the_scratch_root() {
+    if !sandbox_runs_here("relative_paths_and_paths_with_newlines_work_and_write_only_the_scratch_root") {
+        return;
+    }
+    let area = Area::new();
+    fs::create_dir(area.ws.join("sub")).unwrap();
+    fs::create_dir(area.ws.join("a\nb")).unwrap();
+    fs::create_dir(area.scratch.join("s\nt")).unwrap();
+    let before = area.snapshot();
+    // Relative --cwd and --scratch (with `..`) resolve against the current directory.
+    let o = area.sandbox(&refs(&[
+        os("run"),
+        os("--cwd"),
+        os("sub"),
+        os("--scratch"),
+        os("../scratch"),
+        os("--"),
+        os("/bin/pwd"),
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.stdout, format!("{}\n", area.ws.join("sub").display()).into_bytes());
+    // A newline in --cwd and in --scratch is just a byte of the name.
+    let o = area.sandbox(&refs(&[
+        os("run"),
+        os("--cwd"),
+        os("a\nb"),
+        os("--scratch"),
+        os("../scratch/s\nt"),
+        os("--"),
+        os("/bin/pwd"),
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.stdout, format!("{}\n", area.ws.join("a\nb").display()).into_bytes());
+    assert_eq!(area.snapshot(), before, "a run wrote outside its scratch root or left something in it");
+}
+
+#[test]
+fn non_utf8_paths_get_clear_errors_and_write_nothing() {
+    use std::os::unix::ffi::OsStrExt;
+    let area = Area::new();
+    let bad_dir = std::ffi::OsStr::from_bytes(b"d\xff");
+    fs::create_dir(area.ws.join(bad_dir)).unwrap();
+    fs::create_dir(area.scratch.join(bad_dir)).unwrap();
+    let before = area.snapshot();
+    // `bundle export` needs no sandbox: an OCI config.json holds only UTF-8 paths.
+    let mut out = std::ffi::OsString::from("../out");
+    out.push(bad_dir);
+    let cases: Vec<Vec<std::ffi::OsString>> = vec![
+        vec![os("bundle"), os("export"), os("--out"), out.clone(), os("--"), os("/bin/true")],
+        vec![
+            os("bundle"),
+            os("export"),
+            os("--out"),
+            os("../out"),
+            os("--cwd"),
+            bad_dir.into(),
+            os("--"),
+            os("/bin/true"),
+        ],
+    ];
+    for args in &cases {
+        let o = area.sandbox(&refs(args));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(125), "{args:?}: {err}");
+        assert!(err.contains("not valid UTF-8") && !err.contains("panicked"), "{args:?}: {err}");
+    }
+    assert_eq!(area.snapshot(), before, "a refused export wrote something");
+    if !sandbox_runs_here("non_utf8_paths_get_clear_errors_and_write_nothing") {
+        return;
+    }
+    let mut scratch = std::ffi::OsString::from("../scratch/");
+    scratch.push(bad_dir);
+    let cases: Vec<Vec<std::ffi::OsString>> = vec![
+        vec![os("run"), os("--cwd"), bad_dir.into(), os("--scratch"), os("../scratch"), os("--"), os("/bin/pwd")],
+        vec![os("run"), os("--scratch"), scratch, os("--"), os("/bin/pwd")],
+    ];
+    for args in &cases {
+        let o = area.sandbox(&refs(args));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(125), "{args:?}: {err}");
+        assert!(err.contains("not valid UTF-8") && !err.contains("panicked"), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: the workload ran");
+    }
+    assert_eq!(area.snapshot(), before, "a refused run wrote outside its scratch root or left something in it");
+}
+
+#[test]
+fn a_one_mib_argv_and_the_largest_output_limit_work() {
+    if !sandbox_runs_here("a_one_mib_argv_and_the_largest_output_limit_work") {
+        return;
+    }
+    let area = Area::new();
+    let before = area.snapshot();
+    // Linux caps one argument at 128 KiB (MAX_ARG_STRLEN: execve fails with E2BIG before the
+    // CLI runs), so the mebibyte comes as sixteen 64 KiB arguments.
+    let chunk = "a".repeat(64 * 1024);
+    let mut args = vec![
+        os("run"),
+        os("--scratch"),
+        os("../scratch"),
+        os("--output-limit"),
+        os(&u64::MAX.to_string()),
+        os("--"),
+        os("/bin/sh"),
+        os("-c"),
+        os("printf %s \"$@\" | wc -c"),
+        os("sh"),
+    ];
+    args.extend(std::iter::repeat_n(os(&chunk), 16));
+    let o = area.sandbox(&refs(&args));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "1048576");
+    assert_eq!(area.snapshot(), before);
+}
+
+#[test]
+fn huge_and_non_finite_numbers_name_their_flag_and_write_nothing() {
+    let area = Area::new();
+    let before = area.snapshot();
+    for (value, flag, code) in [
+        ("NaN", "--timeout", 125),
+        ("inf", "--timeout", 125),
+        ("1e400", "--timeout", 125),
+        ("1e300", "--timeout", 125),
+        ("", "--timeout", 2),
+        ("99999999999999999999999", "--output-limit", 2),
+        ("18446744073709551616", "--output-limit", 2),
+    ] {
+        for json in [false, true] {
+            let mut args = vec![os("run"), os("--scratch"), os("../scratch")];
+            if json {
+                args.push(os("--json"));
+            }
+            args.extend([os(flag), os(value), os("--"), os("/bin/true")]);
+            let o = area.sandbox(&refs(&args));
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(code), "{flag} {value:?}: {err}");
+            assert!(!err.contains("panicked"), "{flag} {value:?}: {err}");
+            if json && code == 125 {
+                // Exactly one JSON object naming the error kind.
+                let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+                assert_eq!(v["error"], "invalid_argument", "{flag} {value:?}");
+            } else {
+                assert!(err.contains(flag), "{flag} {value:?}: {err}");
+            }
+        }
+    }
+    assert_eq!(area.snapshot(), before, "a refused number wrote something");
+}
+
+/// `argv` cannot carry a NUL byte (execve takes C strings), so NUL comes only through text the
+/// CLI reads: the `--profile` JSON file. Each case names the field (or says where the JSON is
+/// broken), exits 125, and nothing is created.
+#[test]
+fn nul_bytes_in_the_profile_json_name_the_field_and_write_nothing() {
+    let area = Area::new();
+    let ws = area.ws.display().to_string();
+    let cases = [
+        (format!(r#"{{"workspace_root": "{ws}\u0000x"}}"#), "workspace_root"),
+        (format!(r#"{{"workspace_root": "{ws}", "netw\u0000ork": "deny"}}"#), "unknown key"),
+        (format!(r#"{{"workspace_root": "{ws}", "network": "de\u0000ny"}}"#), "network"),
+        (
+            format!(
+                r#"{{"workspace_root": "{ws}", "additional_roots": [{{"path": "/va\u0000r", "read": "allow", "write": "deny"}}]}}"#
+            ),
+            "additional_roots[0].path",
+        ),
+        (format!("{{\"workspace_root\": \"{ws}\0\"}}"), "profile json"),
+        (format!("{{\"workspace_root\": \"{ws}\"}}\0"), "profile json"),
+    ];
+    let before = area.snapshot();
+    for (i, (json, field)) in cases.iter().enumerate() {
+        let file = area.dir.path().join(format!("p{i}.json"));
+        fs::write(&file, json).unwrap();
+        for verb in [&["run", "--scratch", "../scratch"][..], &["bundle", "export", "--out", "../out"][..]] {
+            let mut args: Vec<std::ffi::OsString> = verb.iter().map(|a| os(a)).collect();
+            args.extend([os("--profile"), file.clone().into_os_string(), os("--"), os("/bin/true")]);
+            let o = area.sandbox(&refs(&args));
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(125), "{verb:?} {json:?}: {err}");
+            assert!(err.starts_with("sandbox: invalid profile") && err.contains(field), "{verb:?} {json:?}: {err}");
+            assert!(o.stdout.is_empty(), "{verb:?} {json:?}");
+        }
+        fs::remove_file(&file).unwrap();
+    }
+    assert_eq!(area.snapshot(), before, "a refused profile wrote something");
+}
