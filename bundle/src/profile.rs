@@ -341,8 +341,8 @@ fn canonical_dir(field: &str, path: &Path) -> Result<PathBuf, Error> {
     if !path.is_absolute() {
         return Err(Error::profile(format!("{field}: {} is not absolute", path.display())));
     }
-    let canonical =
-        std::fs::canonicalize(path).map_err(|e| Error::profile(format!("{field}: {}: {e}", path.display())))?;
+    let canonical = std::fs::canonicalize(path)
+        .map_err(|e| Error::profile(format!("{field}: {}: {e}", path.display().to_string().replace('\0', "\\0"))))?;
     if !canonical.is_dir() {
         return Err(Error::profile(format!("{field}: {} is not a directory", path.display())));
     }

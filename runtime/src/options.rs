@@ -87,6 +87,12 @@ impl ExecutorSetOptions {
         if self.scratch_root.as_os_str().is_empty() {
             return bad("scratch_root: empty");
         }
+        if profile.config().isolation == crate::Isolation::Sandboxed && self.scratch_root.to_str().is_none() {
+            // Bundles, mounts and Landlock rules under it are text (OCI paths are UTF-8).
+            return Err(Error::InvalidOptions {
+                detail: format!("scratch_root: {:?} is not valid UTF-8", self.scratch_root),
+            });
+        }
         if self.max_executors == 0 {
             return bad("max_executors: must be set and at least 1");
         }

@@ -408,8 +408,15 @@ mod linux {
         assert!(processes_matching("sleep 1000.125").is_empty(), "a background process outlived the run");
         let out = exec.run_command(&dl(), &f.ws, "ls -A /tmp | wc -l").unwrap();
         assert_eq!(String::from_utf8_lossy(&out.bytes).trim(), "0", "the next run's /tmp is not empty");
-        assert_eq!(count_dir(&set.dir().join("state")), 0, "container state left");
-        assert_eq!(count_dir(&set.dir().join("bundles")), 0, "bundles left");
+        // Beyond the executor's warm containers (two per shape), no container state or bundle
+        // is left once the helpers' removals are done; after close, nothing at all.
+        let end = Instant::now() + Duration::from_secs(10);
+        let left = || (count_dir(&set.dir().join("state")), count_dir(&set.dir().join("bundles")));
+        while left() > (2, 2) && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let (state, bundles) = left();
+        assert!(state <= 2 && bundles <= 2, "container state or bundles left: {state} {bundles}");
         set.close().unwrap();
         assert_eq!(count_dir(&f.scratch), 0);
     }
