@@ -431,6 +431,12 @@ impl LinuxBackend {
         stdio: &[OwnedFd; 3],
     ) -> Result<Launched, ()> {
         let limit = Instant::now() + Duration::from_secs(10);
+        if let Some(request) = warm.pending.take() {
+            if warm.running.send_request(&request).is_err() {
+                self.abandon(&mut warm, "the warm container's helper is gone");
+                return Err(());
+            }
+        }
         while !warm.ready {
             if dl.check(&[]).is_err() || Instant::now() >= limit {
                 self.abandon(&mut warm, "the warm container was not ready in time");
@@ -523,6 +529,18 @@ impl LinuxBackend {
         }
     }
 
+    /// Lets the warm containers prepared meanwhile be built: their helpers get their requests
+    /// once a spawn has ended, so the builds run while the caller uses its result.
+    fn release_warm(&self) {
+        let mut warm = self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for queue in warm.ready.values_mut() {
+            queue.retain_mut(|w| match w.pending.take() {
+                Some(request) => w.running.send_request(&request).is_ok(),
+                None => true,
+            });
+        }
+    }
+
     /// Compiles and writes the spawn's bundle and starts a fresh helper with the given stdio
     /// (`warm`: a container that waits for its process).
     #[allow(clippy::too_many_arguments)]
@@ -567,7 +585,9 @@ impl LinuxBackend {
             tty: input.tty,
             warm,
         };
-        match self.zygote.spawn(&request, stdin, stdout, stderr) {
+        // A warm container's helper gets its request later (`release_warm`): its build must not
+        // compete for the CPU with the workload of the spawn that asked for it.
+        match self.zygote.spawn(&request, stdin, stdout, stderr, warm) {
             Ok(running) => Ok(Launched {
                 running,
                 id,
@@ -576,6 +596,7 @@ impl LinuxBackend {
                 ready: false,
                 started: false,
                 lost: false,
+                pending: warm.then(|| request.clone()),
                 key,
                 marks: vec![
                     ("launch", t0),
@@ -750,6 +771,7 @@ impl LinuxBackend {
             }
         };
         launched.marks.push(("finished-event", sandbox_linux::protocol::monotonic_us()));
+        self.release_warm();
         if !teardown || launched.running.pid.is_none() {
             // Otherwise the worker removes the bundle after its container.
             let _ = fsutil::remove_tree(&launched.dir);
@@ -860,6 +882,8 @@ pub(crate) struct Launched {
     started: bool,
     /// The warm hand-over lost the helper after the process was sent.
     lost: bool,
+    /// A warm container's request, not yet sent (its helper waits for it before building).
+    pending: Option<Request>,
     /// A warm container's shape.
     key: Option<String>,
     marks: Vec<(&'static str, u64)>,

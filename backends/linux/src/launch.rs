@@ -146,13 +146,15 @@ impl Zygote {
     }
 
     /// Starts a helper (a worker of the zygote) for `request`, with the workload's stdio, and
-    /// sends it the request. Returns without waiting for the container.
+    /// sends it the request unless `defer` (then [`Running::send_request`] does, later: the
+    /// helper does nothing until it has its request). Returns without waiting for the container.
     pub fn spawn(
         &self,
         request: &Request,
         stdin: OwnedFd,
         stdout: OwnedFd,
         stderr: OwnedFd,
+        defer: bool,
     ) -> std::io::Result<Running> {
         let (ours, theirs) = UnixStream::pair()?;
         let (fdpass, fdpass_theirs) = UnixStream::pair()?;
@@ -190,14 +192,15 @@ impl Zygote {
         drop((theirs, fdpass_theirs, stdin, stdout, stderr));
         let worker = Worker { pidfd };
         let file = File::from(OwnedFd::from(ours));
-        let mut line = serde_json::to_string(request).map_err(std::io::Error::other)?;
-        line.push('\n');
-        if let Err(e) = send_all(&file, line.as_bytes()) {
-            worker.kill();
-            return Err(e);
-        }
         let reader = BufReader::new(file.try_clone()?);
-        Ok(Running { worker, fdpass, reader, writer: SignalHandle(Arc::new(Mutex::new(file))), pid: None })
+        let running = Running { worker, fdpass, reader, writer: SignalHandle(Arc::new(Mutex::new(file))), pid: None };
+        if !defer {
+            if let Err(e) = running.send_request(request) {
+                running.worker.kill();
+                return Err(e);
+            }
+        }
+        Ok(running)
     }
 
     /// Ends the zygote: no new workers; waits (at most `within`) until the workers still
@@ -271,6 +274,14 @@ impl Running {
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => Err(WaitError::Unread),
             Err(e) => Err(WaitError::Helper(format!("reading the helper: {e}"))),
         }
+    }
+
+    /// Sends the helper its request (once; see [`Zygote::spawn`]).
+    pub fn send_request(&self, request: &Request) -> std::io::Result<()> {
+        let mut line = serde_json::to_string(request).map_err(std::io::Error::other)?;
+        line.push('\n');
+        let file = self.writer.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        send_all(&file, line.as_bytes())
     }
 
     /// Hands a warm container (one that reported `Ready`) its process and the workload's stdin,
