@@ -9,8 +9,8 @@ pub fn assert_named(e: &Error, kind: ErrorKind) {
     assert_message(&e.to_string());
 }
 
-/// Panics unless `msg` is a non-empty message with a non-empty detail after its last `": "`.
+/// Panics unless `msg` is non-empty and does not end in an empty detail (`"<class>: "`).
 pub fn assert_message(msg: &str) {
     assert!(!msg.trim().is_empty(), "empty error message");
-    assert!(!msg.trim_end().ends_with(':'), "error message without a detail: {msg:?}");
+    assert!(!msg.ends_with(": "), "error message without a detail: {msg:?}");
 }
