@@ -94,7 +94,12 @@ enum Token {
 enum Spawn {
     /// `execution_id` "fuzz", command "true", cwd "/": what fresh tokens are bound to.
     Matching,
-    Custom { execution_id: String, command: String, argv: Vec<String>, cwd: String },
+    Custom {
+        execution_id: String,
+        command: String,
+        argv: Vec<String>,
+        cwd: String,
+    },
 }
 
 #[derive(Arbitrary, Debug)]
