@@ -30,6 +30,8 @@ for suite in linux_conformance linux_lifecycle linux_no_landlock linux_no_userns
     echo "test: the privileged suite $suite did not run"; exit 1
   fi
 done
+echo "== fuzz targets, brief (20 s each, one at a time; 600 s each: bash scripts/fuzz.sh)"
+bash scripts/fuzz.sh --brief 2>&1 | tee target/fuzz-output.txt
 if [ "$(id -u)" = 0 ]; then
   echo "== the examples and their declared output"
   cargo run --locked --release --quiet --example stage-11-sandbox-process
