@@ -451,6 +451,28 @@ mod linux {
         set.close().unwrap();
     }
 
+    /// The whole scratch root removed under a live set: a spawn fails with an error naming what
+    /// is missing, nothing panics, close finishes, and a set made once the root exists again
+    /// works.
+    pub fn the_scratch_root_removed_under_us_gives_errors_not_panics() {
+        let f = Fixture::new();
+        let set = f.set();
+        let exec = set.executor("k").unwrap();
+        assert_eq!(exec.run_command(&dl(), &f.ws, "echo ok").unwrap().bytes, b"ok\n");
+        fs::remove_dir_all(&f.scratch).unwrap();
+        let err = exec.run_command(&dl(), &f.ws, "echo never").unwrap_err();
+        assert!(matches!(err, Error::Io { .. } | Error::Runtime { .. }), "{err:?}");
+        println!("a spawn with the scratch root gone: {err}");
+        set.close().unwrap();
+        drop(exec);
+        drop(set);
+        fs::create_dir(&f.scratch).unwrap();
+        let set = f.set();
+        assert_eq!(set.executor("k").unwrap().run_command(&dl(), &f.ws, "echo back").unwrap().bytes, b"back\n");
+        set.close().unwrap();
+        assert_eq!(count_dir(&f.scratch), 0);
+    }
+
     /// The `embedder` role: a process that runs a long command and gets SIGKILLed.
     pub fn embedder_role() {
         let ws = PathBuf::from(std::env::var_os("SANDBOX_TEST_WS").unwrap());
@@ -494,6 +516,10 @@ fn main() -> std::process::ExitCode {
             (
                 "a_set_directory_removed_under_us_gives_errors_not_panics",
                 a_set_directory_removed_under_us_gives_errors_not_panics,
+            ),
+            (
+                "the_scratch_root_removed_under_us_gives_errors_not_panics",
+                the_scratch_root_removed_under_us_gives_errors_not_panics,
             ),
         ])
     }
