@@ -763,6 +763,7 @@ impl LinuxBackend {
                 Err(WaitError::Unread) => break Err(String::from("the helper ended without reading its commands")),
             }
         };
+        self.release_warm();
         let (outcome, measured, teardown) = match result {
             Ok(f) => f,
             Err(e) => {
@@ -771,7 +772,6 @@ impl LinuxBackend {
             }
         };
         launched.marks.push(("finished-event", sandbox_linux::protocol::monotonic_us()));
-        self.release_warm();
         if !teardown || launched.running.pid.is_none() {
             // Otherwise the worker removes the bundle after its container.
             let _ = fsutil::remove_tree(&launched.dir);
