@@ -294,6 +294,29 @@ mod linux {
         });
     }
 
+    /// A zygote that stops answering (SIGSTOP) costs one spawn a `Runtime` error after its 10 s
+    /// answer limit, never a hang; the next spawn gets a fresh zygote.
+    pub fn a_stopped_zygote_fails_one_spawn_and_is_replaced() {
+        let f = Fixture::new();
+        let set = f.set();
+        let exec = set.executor("k").unwrap();
+        let me = i32::try_from(std::process::id()).unwrap();
+        let zygote = processes_matching("--sandbox-linux-helper-v1 zygote")
+            .into_iter()
+            .map(|p| i32::try_from(p).unwrap())
+            .find(|p| sandbox_tests::parent_and_name(*p).is_some_and(|(pp, _)| pp == me))
+            .expect("this set's zygote");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(zygote), nix::sys::signal::Signal::SIGSTOP).unwrap();
+        let start = Instant::now();
+        let err = exec.run_command(&dl(), &f.ws, "echo never").unwrap_err();
+        assert!(matches!(err, Error::Runtime { .. }), "{err:?}");
+        assert!(start.elapsed() < Duration::from_secs(15), "took {:?}", start.elapsed());
+        // The failed spawn killed and reaped the stopped zygote before it returned.
+        assert!(!Path::new(&format!("/proc/{zygote}")).exists(), "the stopped zygote is still there");
+        assert_eq!(exec.run_command(&dl(), &f.ws, "echo again").unwrap().bytes, b"again\n");
+        set.close().unwrap();
+    }
+
     /// A warm container's helper killed while it waits for a process: the next run notices,
     /// tears the dead one down and starts fresh; nothing of the dead one is left.
     pub fn a_killed_idle_warm_container_is_replaced() {
@@ -505,6 +528,7 @@ fn main() -> std::process::ExitCode {
             ),
             ("killing_the_zygote_mid_run_loses_nothing", killing_the_zygote_mid_run_loses_nothing),
             ("a_killed_idle_warm_container_is_replaced", a_killed_idle_warm_container_is_replaced),
+            ("a_stopped_zygote_fails_one_spawn_and_is_replaced", a_stopped_zygote_fails_one_spawn_and_is_replaced),
             (
                 "a_helper_killed_mid_build_leaves_no_intermediate_process",
                 a_helper_killed_mid_build_leaves_no_intermediate_process,

@@ -122,6 +122,10 @@ impl ZygoteProcess {
         sys::pre_exec(&mut command, move || sys::dup_to(theirs_fd, ZYGOTE_FD));
         let child = command.spawn()?;
         drop(theirs);
+        // A zygote that stops answering (stopped, wedged) must not hang every spawn of the set:
+        // its answer comes within 10 s or the spawn fails and the zygote is replaced.
+        let timeout = nix::sys::time::TimeVal::new(10, 0);
+        nix::sys::socket::setsockopt(&ours, nix::sys::socket::sockopt::ReceiveTimeout, &timeout)?;
         Ok(ZygoteProcess { child, sock: ours })
     }
 
