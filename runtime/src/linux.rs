@@ -587,7 +587,8 @@ impl LinuxBackend {
         };
         // A warm container's helper gets its request later (`release_warm`): its build must not
         // compete for the CPU with the workload of the spawn that asked for it.
-        match self.zygote.spawn(&request, stdin, stdout, stderr, warm) {
+        let within = dl.instant().map_or(Duration::from_secs(10), |d| d.saturating_duration_since(Instant::now()));
+        match self.zygote.spawn(&request, stdin, stdout, stderr, warm, within) {
             Ok(running) => Ok(Launched {
                 running,
                 id,
@@ -607,6 +608,7 @@ impl LinuxBackend {
             }),
             Err(e) => {
                 let _ = fsutil::remove_tree(&dir);
+                dl.check(&[])?;
                 Err(Error::Runtime { detail: format!("starting the helper: {e}") })
             }
         }

@@ -122,16 +122,26 @@ impl ZygoteProcess {
         sys::pre_exec(&mut command, move || sys::dup_to(theirs_fd, ZYGOTE_FD));
         let child = command.spawn()?;
         drop(theirs);
-        // A zygote that stops answering (stopped, wedged) must not hang every spawn of the set:
-        // its answer comes within 10 s or the spawn fails and the zygote is replaced.
-        let timeout = nix::sys::time::TimeVal::new(10, 0);
-        nix::sys::socket::setsockopt(&ours, nix::sys::socket::sockopt::ReceiveTimeout, &timeout)?;
         Ok(ZygoteProcess { child, sock: ours })
     }
 
     /// Asks for a worker; returns its pidfd. `Err((false, _))`: the request never reached the
     /// zygote (it is gone), so retrying with a fresh one is safe.
-    fn fork_worker(&self, fds: &[RawFd; SPAWN_FDS]) -> Result<OwnedFd, (bool, std::io::Error)> {
+    /// A zygote that stops answering (stopped, wedged) must not hang the spawn, nor every
+    /// spawn of the set: the answer comes `within` (at most 10 s) or the spawn fails and the
+    /// zygote is replaced.
+    fn fork_worker(
+        &self,
+        fds: &[RawFd; SPAWN_FDS],
+        within: std::time::Duration,
+    ) -> Result<OwnedFd, (bool, std::io::Error)> {
+        let within = within.clamp(std::time::Duration::from_millis(1), std::time::Duration::from_secs(10));
+        let timeout = nix::sys::time::TimeVal::new(
+            i64::try_from(within.as_secs()).unwrap_or(10),
+            i64::from(within.subsec_micros()),
+        );
+        nix::sys::socket::setsockopt(&self.sock, nix::sys::socket::sockopt::ReceiveTimeout, &timeout)
+            .map_err(|e| (false, e.into()))?;
         sys::send_with_fds(self.sock.as_raw_fd(), b"spawn", fds).map_err(|e| (false, e))?;
         let mut buf = [0u8; 4];
         let (n, mut received) = sys::recv_with_fds(self.sock.as_raw_fd(), &mut buf).map_err(|e| (true, e))?;
@@ -151,7 +161,8 @@ impl Zygote {
 
     /// Starts a helper (a worker of the zygote) for `request`, with the workload's stdio, and
     /// sends it the request unless `defer` (then [`Running::send_request`] does, later: the
-    /// helper does nothing until it has its request). Returns without waiting for the container.
+    /// helper does nothing until it has its request). The zygote must answer `within` (at most
+    /// 10 s). Returns without waiting for the container.
     pub fn spawn(
         &self,
         request: &Request,
@@ -159,6 +170,7 @@ impl Zygote {
         stdout: OwnedFd,
         stderr: OwnedFd,
         defer: bool,
+        within: std::time::Duration,
     ) -> std::io::Result<Running> {
         let (ours, theirs) = UnixStream::pair()?;
         let (fdpass, fdpass_theirs) = UnixStream::pair()?;
@@ -171,7 +183,7 @@ impl Zygote {
                 return Err(std::io::Error::other("the zygote was shut down"));
             }
             let first = match slot.process.as_ref() {
-                Some(z) => z.fork_worker(&fds),
+                Some(z) => z.fork_worker(&fds, within),
                 None => Err((false, std::io::Error::other("not started"))),
             };
             match first {
@@ -187,7 +199,7 @@ impl Zygote {
                         return Err(e);
                     }
                     let fresh = ZygoteProcess::start()?;
-                    let fd = fresh.fork_worker(&fds).map_err(|(_, e)| e);
+                    let fd = fresh.fork_worker(&fds, within).map_err(|(_, e)| e);
                     slot.process = Some(fresh);
                     fd?
                 }
