@@ -197,12 +197,9 @@ pub fn helper_of(needle: &str) -> Option<i32> {
     None
 }
 
-/// Whether a warm container of this process's executor sets waits for a process: a helper
-/// worker (`sbx-worker`, child of a zygote that is this process's child) whose child is a
-/// container init that has not started a workload.
-pub fn warm_container_waiting() -> bool {
-    let me = i32::try_from(std::process::id()).unwrap_or(-1);
-    let procs: Vec<(i32, i32, String)> = std::fs::read_dir("/proc")
+/// Every process on the host as `(pid, ppid, comm)`.
+fn processes() -> Vec<(i32, i32, String)> {
+    std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
         .flatten()
@@ -211,13 +208,25 @@ pub fn warm_container_waiting() -> bool {
             let (ppid, name) = parent_and_name(pid)?;
             Some((pid, ppid, name))
         })
-        .collect();
-    let parent_of = |pid: i32| procs.iter().find(|p| p.0 == pid).map(|p| p.1);
+        .collect()
+}
+
+/// The helper processes of the embedding process `embedder`: its zygotes (its children named
+/// `sbx-zygote`) and their workers (`sbx-worker`, one per spawn or warm container).
+pub fn helpers_of(embedder: i32) -> (Vec<i32>, Vec<i32>) {
+    let procs = processes();
+    let zygotes: Vec<i32> = procs.iter().filter(|p| p.1 == embedder && p.2 == "sbx-zygote").map(|p| p.0).collect();
+    let workers = procs.iter().filter(|p| p.2 == "sbx-worker" && zygotes.contains(&p.1)).map(|p| p.0).collect();
+    (zygotes, workers)
+}
+
+/// Whether a warm container of this process's executor sets waits for a process: a helper
+/// worker of this process whose child is a container init that has not started a workload.
+pub fn warm_container_waiting() -> bool {
+    let (_, workers) = helpers_of(i32::try_from(std::process::id()).unwrap_or(-1));
+    let procs = processes();
     procs.iter().any(|(init, worker, name)| {
-        name.starts_with("youki:[2:INIT]")
-            && !procs.iter().any(|p| p.1 == *init)
-            && procs.iter().any(|p| p.0 == *worker && p.2 == "sbx-worker")
-            && parent_of(*worker).and_then(parent_of) == Some(me)
+        name.starts_with("youki:[2:INIT]") && workers.contains(worker) && !procs.iter().any(|p| p.1 == *init)
     })
 }
 

@@ -106,6 +106,18 @@ mod linux {
         }
     }
 
+    /// What the host shows of this process and its containers: (cgroups, mounts, fds, threads,
+    /// zombies).
+    fn host_counts() -> (usize, usize, usize, usize, usize) {
+        (
+            cgroups(),
+            fs::read_to_string("/proc/self/mountinfo").unwrap().lines().count(),
+            count_dir(Path::new("/proc/self/fd")),
+            count_dir(Path::new("/proc/self/task")),
+            zombies(),
+        )
+    }
+
     fn cgroups() -> usize {
         count_dir(Path::new("/sys/fs/cgroup/pids/sandbox")) + count_dir(Path::new("/sys/fs/cgroup/sandbox"))
     }
@@ -117,13 +129,7 @@ mod linux {
     pub fn two_hundred_sequential_spawns_leave_nothing_behind() {
         let runs: usize = std::env::var("SANDBOX_SOAK_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
         let f = Fixture::new();
-        let baseline = (
-            cgroups(),
-            fs::read_to_string("/proc/self/mountinfo").unwrap().lines().count(),
-            count_dir(Path::new("/proc/self/fd")),
-            count_dir(Path::new("/proc/self/task")),
-            zombies(),
-        );
+        let baseline = host_counts();
         let set = f.set();
         let exec = set.executor("k").unwrap();
         // The second spawn of a shape prepares a warm container for the third.
@@ -150,19 +156,10 @@ mod linux {
         drop(exec);
         drop(set);
         let end = Instant::now() + Duration::from_secs(10);
-        let mut now = (cgroups(), 0, 0, 0, 0);
-        while Instant::now() < end {
-            now = (
-                cgroups(),
-                fs::read_to_string("/proc/self/mountinfo").unwrap().lines().count(),
-                count_dir(Path::new("/proc/self/fd")),
-                count_dir(Path::new("/proc/self/task")),
-                zombies(),
-            );
-            if now == baseline {
-                break;
-            }
+        let mut now = host_counts();
+        while now != baseline && Instant::now() < end {
             std::thread::sleep(Duration::from_millis(20));
+            now = host_counts();
         }
         assert_eq!(now, baseline, "(cgroups, mounts, fds, threads, zombies) after close vs before the set");
     }
@@ -259,20 +256,10 @@ mod linux {
             std::thread::spawn(move || exec.run_command(&dl(), &ws, "sleep 1.403; echo done"))
         };
         wait_until("the workload", Duration::from_secs(10), || !processes_matching("sleep 1.403").is_empty());
-        let me = std::process::id();
-        let zygotes: Vec<u32> = processes_matching("--sandbox-linux-helper-v1 zygote")
-            .into_iter()
-            .filter(|pid| {
-                sandbox_tests::parent_and_name(i32::try_from(*pid).unwrap()).map(|(ppid, _)| ppid)
-                    == Some(i32::try_from(me).unwrap())
-            })
-            .collect();
+        let me = i32::try_from(std::process::id()).unwrap();
+        let (zygotes, _) = sandbox_tests::helpers_of(me);
         assert_eq!(zygotes.len(), 1, "one zygote per set: {zygotes:?}");
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(i32::try_from(zygotes[0]).unwrap()),
-            nix::sys::signal::Signal::SIGKILL,
-        )
-        .unwrap();
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(zygotes[0]), nix::sys::signal::Signal::SIGKILL).unwrap();
         let out = runner.join().unwrap().unwrap();
         assert_eq!((out.bytes.as_slice(), out.status), (&b"done\n"[..], ExitStatus::Code(0)));
         for i in 0..3 {
@@ -286,11 +273,7 @@ mod linux {
             set.close().unwrap();
         }
         wait_until("no helper left", Duration::from_secs(10), || {
-            processes_matching("sleep 1.403").is_empty()
-                && processes_matching("--sandbox-linux-helper").iter().all(|pid| {
-                    sandbox_tests::parent_and_name(i32::try_from(*pid).unwrap()).map(|(ppid, _)| ppid)
-                        != Some(i32::try_from(me).unwrap())
-                })
+            processes_matching("sleep 1.403").is_empty() && sandbox_tests::helpers_of(me).0.is_empty()
         });
     }
 
@@ -301,11 +284,7 @@ mod linux {
         let set = f.set();
         let exec = set.executor("k").unwrap();
         let me = i32::try_from(std::process::id()).unwrap();
-        let zygote = processes_matching("--sandbox-linux-helper-v1 zygote")
-            .into_iter()
-            .map(|p| i32::try_from(p).unwrap())
-            .find(|p| sandbox_tests::parent_and_name(*p).is_some_and(|(pp, _)| pp == me))
-            .expect("this set's zygote");
+        let zygote = *sandbox_tests::helpers_of(me).0.first().expect("this set's zygote");
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(zygote), nix::sys::signal::Signal::SIGSTOP).unwrap();
         let start = Instant::now();
         let err = exec.run_command(&sandbox::Deadline::after(Duration::from_secs(1)), &f.ws, "echo never").unwrap_err();
@@ -327,25 +306,13 @@ mod linux {
             exec.run_command(&dl(), &f.ws, "true").unwrap();
         }
         let me = i32::try_from(std::process::id()).unwrap();
-        let parent = |pid: u32| sandbox_tests::parent_and_name(i32::try_from(pid).unwrap());
         let mut idle = Vec::new();
         wait_until("the warm container's helper", Duration::from_secs(10), || {
-            idle = processes_matching("--sandbox-linux-helper-v1 zygote")
-                .into_iter()
-                .filter(|p| {
-                    parent(*p).is_some_and(|(pp, name)| {
-                        name == "sbx-worker" && parent(u32::try_from(pp).unwrap()).is_some_and(|(z, _)| z == me)
-                    })
-                })
-                .collect();
+            idle = sandbox_tests::helpers_of(me).1;
             !idle.is_empty()
         });
         for pid in &idle {
-            nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(i32::try_from(*pid).unwrap()),
-                nix::sys::signal::Signal::SIGKILL,
-            )
-            .unwrap();
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), nix::sys::signal::Signal::SIGKILL).unwrap();
         }
         for i in 0..3 {
             let out = exec.run_command(&dl(), &f.ws, &format!("echo {i}")).unwrap();
@@ -374,14 +341,10 @@ mod linux {
             })
         };
         let me = i32::try_from(std::process::id()).unwrap();
-        let ours = |worker: i32| {
-            sandbox_tests::parent_and_name(worker).is_some_and(|(zygote, name)| {
-                name == "sbx-worker" && sandbox_tests::parent_and_name(zygote).is_some_and(|(p, _)| p == me)
-            })
-        };
         let end = Instant::now() + Duration::from_secs(20);
         let mut caught = None;
         while caught.is_none() && Instant::now() < end {
+            let (_, workers) = sandbox_tests::helpers_of(me);
             caught = fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
                 let pid: i32 = e.file_name().to_str()?.parse().ok()?;
                 let (worker, name) = sandbox_tests::parent_and_name(pid)?;
@@ -389,7 +352,7 @@ mod linux {
                 // never reports the peer's end).
                 let blocked = fs::read_to_string(format!("/proc/{pid}/wchan"))
                     .is_ok_and(|w| w.contains("wait_for_more_packets") || w.contains("dgram_recvmsg"));
-                (name.starts_with("youki:[1:INTER]") && blocked && ours(worker)).then_some((pid, worker))
+                (name.starts_with("youki:[1:INTER]") && blocked && workers.contains(&worker)).then_some((pid, worker))
             });
         }
         let (inter, worker) = caught.expect("an intermediate process of ours within 20 s");
@@ -418,17 +381,8 @@ mod linux {
         wait_until("the embedder's workload", Duration::from_secs(20), || !processes_matching("sleep 402").is_empty());
         // The embedder's helpers: its zygote and the zygote's workers (other suites may run
         // helpers of their own on this host at the same time).
-        let embedder = i32::try_from(child.id()).unwrap();
-        let parent = |pid: u32| sandbox_tests::parent_and_name(i32::try_from(pid).unwrap()).map(|(p, _)| p);
-        let all = processes_matching("sandbox-linux-helper");
-        let zygotes: Vec<u32> = all.iter().copied().filter(|p| parent(*p) == Some(embedder)).collect();
-        let helpers: Vec<u32> = all
-            .into_iter()
-            .filter(|p| {
-                zygotes.contains(p)
-                    || parent(*p).is_some_and(|pp| u32::try_from(pp).is_ok_and(|pp| zygotes.contains(&pp)))
-            })
-            .collect();
+        let (mut helpers, workers) = sandbox_tests::helpers_of(i32::try_from(child.id()).unwrap());
+        helpers.extend(workers);
         assert!(helpers.len() >= 2, "the embedder's zygote and worker: {helpers:?}");
         child.kill().unwrap();
         child.wait().unwrap();
