@@ -2,7 +2,8 @@
 # Runs the Linux suites (every linux_* test binary) again as an unprivileged user,
 # with a cgroup subtree that root created and delegated to that user (what a rootless embedder
 # on a cgroup v1/hybrid host needs: CONTRACT.md §15.7). Must be run as root; called by
-# scripts/test.sh.
+# scripts/test.sh. `bash scripts/rootless.sh SUITE [TEST...]` runs one suite (for example
+# linux_conformance), and only the named tests of it when some are given.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -46,12 +47,15 @@ chown "$user:$user" "$dir/home"
 chmod 755 "$dir" "$dir"/*
 chmod 700 "$dir/small-fs"
 
+only=${1:-}
+[ $# -gt 0 ] && shift
 status=0
 for b in "$dir"/linux_*; do
+  [ -n "$only" ] && [ "$(basename "$b" | sed 's/-[0-9a-f]*$//')" != "$only" ] && continue
   echo "== rootless ($user, cgroup parent $parent): $(basename "$b")"
   (cd "$dir/home" && setpriv --reuid="$user" --regid="$user" --clear-groups \
     env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$dir/home" SANDBOX_TEST_ROOTLESS=1 \
     SANDBOX_TEST_CGROUP_PARENT="$parent" SANDBOX_PROBE_BIN="$dir/sandbox-probe" \
-    SANDBOX_TEST_SMALL_FS="$dir/small-fs" RUST_BACKTRACE=1 "$b") || status=1
+    SANDBOX_TEST_SMALL_FS="$dir/small-fs" RUST_BACKTRACE=1 "$b" "$@") || status=1
 done
 exit $status
