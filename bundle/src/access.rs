@@ -116,6 +116,11 @@ pub struct ProfileConfig {
     pub additional_roots: Vec<RootAccess>,
     /// Required (and only allowed) with `Isolation::Unconfined`.
     pub ack_unconfined: bool,
+    /// Whether the workload may make unix sockets (`socket(AF_UNIX)`) while the network is not
+    /// `Allow`: `Deny` (default) or `Allow`, which makes path-named unix sockets in readable
+    /// areas connectable (reported `unix-sockets/widened`). `Gated` is refused: no grant lifts it.
+    /// With network `Allow` unix sockets are open whatever this says. `socketpair` works always.
+    pub unix_sockets: Access,
 }
 
 const CONFIG_KEYS: &[&str] = &[
@@ -130,6 +135,7 @@ const CONFIG_KEYS: &[&str] = &[
     "isolation",
     "additional_roots",
     "ack_unconfined",
+    "unix_sockets",
 ];
 
 impl ProfileConfig {
@@ -159,6 +165,16 @@ impl ProfileConfig {
                 "home" => config.home = decode_home(key, v)?,
                 "isolation" => config.isolation = decode_isolation(key, v)?,
                 "additional_roots" => config.additional_roots = decode_roots(key, v)?,
+                "unix_sockets" => {
+                    config.unix_sockets = match decode_access(key, v)? {
+                        Access::Gated => {
+                            return Err(Error::profile(format!(
+                                "{key}: expected \"deny\" or \"allow\" (no grant lifts it, so \"gated\" means nothing)"
+                            )));
+                        }
+                        other => other,
+                    };
+                }
                 "ack_unconfined" => {
                     config.ack_unconfined =
                         v.as_bool().ok_or_else(|| Error::profile(format!("{key}: expected true or false")))?;

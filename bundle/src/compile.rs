@@ -191,6 +191,8 @@ pub struct Bundle {
     pub host_network: bool,
     /// The spawn runs under a broad network grant (UDP and MPTCP filtered, TCP ports scoped).
     pub broad_network: bool,
+    /// Which conditional seccomp rules the spawn carries (unix sockets, vsock, broad network).
+    pub seccomp: seccomp::SpawnRules,
     /// Policy facts every backend reports: `read-boundary`, `write-boundary` and
     /// `runtime-closure` entries as the plan achieves them.
     pub policy_entries: Vec<ReportEntry>,
@@ -369,6 +371,12 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
     };
     let host_network = (config.network == Access::Allow || g.broad_port.is_some()) && !spawn.egress_route;
     let broad_network = host_network && config.network != Access::Allow;
+    let network_open = host_network && !broad_network;
+    let seccomp_rules = seccomp::SpawnRules {
+        broad_network,
+        network_open,
+        unix_sockets_open: network_open || config.unix_sockets == Access::Allow,
+    };
 
     let mut planner = Planner { ops: Vec::new() };
     let mut rootfs_symlinks = Vec::new();
@@ -588,7 +596,14 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         resource_limits: false,
         target_network: false,
     };
-    let standard_report = standard_report(&policy_entries, private_network, host_network, config.network);
+    let mut standard_report = standard_report(&policy_entries, private_network, host_network, config.network);
+    let (network_detail, unix) = unix_sockets_entry(network_open, config.unix_sockets, true);
+    if let Some(extra) = network_detail {
+        if let Some(e) = standard_report.entries.iter_mut().find(|e| e.feature == "network-boundary") {
+            e.detail = format!("{}; {extra}", e.detail);
+        }
+    }
+    standard_report.set(unix);
 
     let spec = build_spec(
         profile,
@@ -596,7 +611,7 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         &plan,
         &landlock,
         private_network,
-        broad_network,
+        seccomp_rules,
         &standard_report,
         standard_guarantees,
     )?;
@@ -606,10 +621,43 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         landlock,
         host_network,
         broad_network,
+        seccomp: seccomp_rules,
         policy_entries,
         standard_report,
         standard_guarantees,
     })
+}
+
+/// The `unix-sockets` report entry (issue 12 class 4a) for a spawn whose network is open
+/// (`network_open`: network `Allow` in the host namespace) or not, with the profile's
+/// `unix_sockets` and `seccomp` saying whether the filter is in force; and, where the network is
+/// otherwise closed but unix sockets are not, the words the `network-boundary` entry must add so
+/// that it never claims more than it covers.
+pub fn unix_sockets_entry(network_open: bool, unix_sockets: Access, seccomp: bool) -> (Option<String>, ReportEntry) {
+    const OPEN: &str = "path-named unix sockets in readable areas are connectable";
+    if network_open {
+        return (None, ReportEntry::new("unix-sockets", Status::Vacuous, format!("network is allowed: {OPEN}")));
+    }
+    if unix_sockets == Access::Allow {
+        return (
+            Some(format!("except unix sockets: {OPEN} (unix_sockets allow)")),
+            ReportEntry::new("unix-sockets", Status::Widened, format!("{OPEN} (unix_sockets allow)")),
+        );
+    }
+    if !seccomp {
+        return (
+            Some(format!("except what seccomp would close: {OPEN}, and vsock is open")),
+            ReportEntry::new("unix-sockets", Status::Unenforced, format!("seccomp is not in force: {OPEN}")),
+        );
+    }
+    (
+        None,
+        ReportEntry::new(
+            "unix-sockets",
+            Status::Enforced,
+            "no unix socket can be made (socket(AF_UNIX) and datagram socketpairs are refused; stream socketpairs work)",
+        ),
+    )
 }
 
 fn standard_report(
@@ -732,7 +780,7 @@ fn build_spec(
     plan: &MountPlan,
     landlock: &LandlockRules,
     private_network: bool,
-    broad_network: bool,
+    seccomp_rules: seccomp::SpawnRules,
     standard_report: &CompileReport,
     standard_guarantees: Guarantees,
 ) -> Result<Spec, Error> {
@@ -758,7 +806,7 @@ fn build_spec(
         "gidMappings": [{"containerID": 0, "hostID": spawn.gid, "size": 1}],
         "maskedPaths": MASKED_PATHS,
         "readonlyPaths": readonly,
-        "seccomp": seccomp::oci_section(broad_network),
+        "seccomp": seccomp::oci_section(seccomp_rules),
     });
     if let Launch::Embedded { cgroups_path: Some(path), pids_max, memory_max } = &spawn.launch {
         linux["cgroupsPath"] = json!(path);

@@ -42,7 +42,7 @@ pub mod seccomp;
 pub use access::{Access, Home, Isolation, ProfileConfig, RootAccess};
 pub use compile::{
     Bundle, GrantDeltas, LandlockPathRule, LandlockRules, Launch, MountKind, MountPlan, Origin, PlannedMount,
-    SpawnContext, compile, spec_json,
+    SpawnContext, compile, spec_json, unix_sockets_entry,
 };
 pub use env::{EnvOptions, ScrubFlags, scrub};
 pub use error::{Error, ErrorKind};

@@ -65,6 +65,8 @@ pub struct Settings {
     pub additional_roots: Vec<RootSettings>,
     #[allow(missing_docs)]
     pub ack_unconfined: bool,
+    /// `deny` or `allow`.
+    pub unix_sockets: String,
     /// Names of the required guarantee bits.
     pub required_guarantees: Vec<&'static str>,
     /// The bit-mask form of the same.
@@ -115,6 +117,9 @@ impl Profile {
         }
         roots.sort_by(|a, b| a.path.as_os_str().as_encoded_bytes().cmp(b.path.as_os_str().as_encoded_bytes()));
 
+        if config.unix_sockets == Access::Gated {
+            return Err(Error::profile("unix_sockets: must be deny or allow (no grant lifts it)"));
+        }
         match (config.isolation, config.ack_unconfined) {
             (Isolation::Sandboxed, true) => {
                 return Err(Error::profile("ack_unconfined: only allowed with isolation unconfined"));
@@ -195,6 +200,7 @@ impl Profile {
                 .map(|r| RootSettings { path: r.path.clone(), read: r.read.to_string(), write: r.write.to_string() })
                 .collect(),
             ack_unconfined: c.ack_unconfined,
+            unix_sockets: c.unix_sockets.to_string(),
             required_guarantees: self.inner.required.names(),
             required_guarantee_bits: self.inner.required.bits(),
             fingerprint: self.inner.fingerprint.clone(),
@@ -311,6 +317,7 @@ pub fn restrict(base: &Profile, ceiling: &Profile) -> Result<Profile, Error> {
         isolation,
         additional_roots: Vec::new(),
         ack_unconfined: isolation == Isolation::Unconfined && b.ack_unconfined && c.ack_unconfined,
+        unix_sockets: b.unix_sockets.min(c.unix_sockets),
     };
     let mut paths: Vec<&Path> =
         b.additional_roots.iter().chain(c.additional_roots.iter()).map(|r| r.path.as_path()).collect();
@@ -399,6 +406,12 @@ fn fingerprint(c: &ProfileConfig, required: Guarantees) -> String {
     }
     field(&[u8::from(c.ack_unconfined)]);
     field(&required.bits().to_be_bytes());
+    // Only a non-default value is hashed, so that profiles made before the key existed keep
+    // their fingerprints.
+    if c.unix_sockets != Access::Deny {
+        field(b"unix_sockets");
+        field(&[c.unix_sockets as u8]);
+    }
     let digest = h.finalize();
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }

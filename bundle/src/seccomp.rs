@@ -26,10 +26,12 @@ pub struct SeccompRule {
     pub syscalls: Vec<String>,
     /// Always `errno` in v1.
     pub action: String,
-    /// `EACCES` or `ENOSYS`.
+    /// `EPERM`, `EACCES`, `ENOSYS` or `EOPNOTSUPP`.
     pub errno: String,
-    /// When the rule applies: always (absent) or `broad-network` (a spawn sharing the host
-    /// network namespace under a broad grant).
+    /// When the rule applies: always (absent), `broad-network` (a spawn sharing the host
+    /// network namespace under a broad grant), `network-closed` (every spawn but one with the
+    /// network allowed, see [`SpawnRules`]) or `unix-sockets-closed` (unix sockets not opened
+    /// by the network or the profile's `unix_sockets`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<String>,
     /// Argument conditions, all of which must hold.
@@ -45,7 +47,7 @@ pub struct SeccompRule {
 pub struct SeccompArg {
     /// Argument index (0-5).
     pub index: u8,
-    /// `eq` or `masked_eq`.
+    /// `eq`, `ne` or `masked_eq`.
     pub op: String,
     /// The value (`eq`) or the mask (`masked_eq`).
     pub value: u64,
@@ -60,10 +62,26 @@ impl SeccompRule {
     /// The errno number of the rule's action.
     pub fn errno_number(&self) -> u32 {
         match self.errno.as_str() {
+            "EPERM" => 1,
             "ENOSYS" => 38,
+            "EOPNOTSUPP" => 95,
             _ => 13, // EACCES, checked by the policy tests
         }
     }
+}
+
+/// What selects the conditional rules of one spawn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SpawnRules {
+    /// The spawn shares the host network namespace under a broad grant (Landlock's TCP port
+    /// rules are the boundary): `broad-network` rules apply.
+    pub broad_network: bool,
+    /// The network is open: profile network `Allow`, in the host namespace (no route). Else
+    /// `network-closed` rules apply.
+    pub network_open: bool,
+    /// Unix sockets may be made: the network is open or the profile's `unix_sockets` is
+    /// `Allow`. Else `unix-sockets-closed` rules apply.
+    pub unix_sockets_open: bool,
 }
 
 /// The committed policy.
@@ -75,13 +93,15 @@ pub fn policy() -> SeccompPolicy {
 }
 
 /// The rules that apply to one spawn.
-pub fn rules_for(broad_network: bool) -> Vec<SeccompRule> {
+pub fn rules_for(spawn: SpawnRules) -> Vec<SeccompRule> {
     policy()
         .rules
         .into_iter()
         .filter(|r| match r.when.as_deref() {
             None => true,
-            Some("broad-network") => broad_network,
+            Some("broad-network") => spawn.broad_network,
+            Some("network-closed") => !spawn.network_open,
+            Some("unix-sockets-closed") => !spawn.unix_sockets_open,
             Some(_) => false,
         })
         .collect()
@@ -99,8 +119,8 @@ pub fn native_arch() -> &'static str {
 }
 
 /// The `linux.seccomp` section for one spawn.
-pub(crate) fn oci_section(broad_network: bool) -> Value {
-    let syscalls: Vec<Value> = rules_for(broad_network)
+pub(crate) fn oci_section(spawn: SpawnRules) -> Value {
+    let syscalls: Vec<Value> = rules_for(spawn)
         .iter()
         .map(|r| {
             let mut entry = json!({
@@ -115,6 +135,7 @@ pub(crate) fn oci_section(broad_network: bool) -> Value {
                     .map(|a| match a.op.as_str() {
                         "masked_eq" => json!({"index": a.index, "value": a.value,
                             "valueTwo": a.value_two.unwrap_or(0), "op": "SCMP_CMP_MASKED_EQ"}),
+                        "ne" => json!({"index": a.index, "value": a.value, "op": "SCMP_CMP_NE"}),
                         _ => json!({"index": a.index, "value": a.value, "op": "SCMP_CMP_EQ"}),
                     })
                     .collect();
@@ -140,19 +161,33 @@ mod tests {
         for r in &p.rules {
             assert!(!r.comment.is_empty() && !r.syscalls.is_empty());
             assert_eq!(r.action, "errno");
-            assert!(matches!(r.errno.as_str(), "EACCES" | "ENOSYS"), "{}", r.errno);
-            assert!(matches!(r.when.as_deref(), None | Some("broad-network")));
+            assert!(matches!(r.errno.as_str(), "EPERM" | "EACCES" | "ENOSYS" | "EOPNOTSUPP"), "{}", r.errno);
+            assert!(matches!(
+                r.when.as_deref(),
+                None | Some("broad-network" | "network-closed" | "unix-sockets-closed")
+            ));
             for a in &r.args {
                 assert!(a.index < 6 && !a.comment.is_empty());
-                assert!(matches!(a.op.as_str(), "eq" | "masked_eq"));
+                assert!(matches!(a.op.as_str(), "eq" | "ne" | "masked_eq"));
                 assert_eq!(a.op == "masked_eq", a.value_two.is_some());
+            }
+            // A standard runtime ORs conditions on one argument (runc splits them into rules):
+            // only `ne` conditions may share an argument, which makes that form stricter.
+            let mut seen = std::collections::BTreeMap::new();
+            for a in &r.args {
+                if let Some(op) = seen.insert(a.index, a.op.as_str()) {
+                    assert!(op == "ne" && a.op == "ne", "{:?}: two conditions on argument {}", r.syscalls, a.index);
+                }
             }
         }
     }
 
     #[test]
     fn contract_syscalls_are_covered() {
-        let all: Vec<String> = rules_for(false).into_iter().flat_map(|r| r.syscalls).collect();
+        let all: Vec<String> = rules_for(SpawnRules { network_open: true, unix_sockets_open: true, ..SpawnRules::default() })
+            .into_iter()
+            .flat_map(|r| r.syscalls)
+            .collect();
         for s in [
             "ptrace",
             "process_vm_readv",
@@ -181,10 +216,79 @@ mod tests {
             "clone",
             "setns",
             "clone3",
+            // issue 12 class 2
+            "chmod",
+            "fchmod",
+            "fchmodat",
+            "fchmodat2",
+            "open",
+            "openat",
+            "creat",
+            "mknod",
+            "mknodat",
+            "mkdir",
+            "mkdirat",
+            "openat2",
+            // issue 12 class 9
+            "userfaultfd",
+            "perf_event_open",
+            "name_to_handle_at",
+            "open_by_handle_at",
+            "fanotify_init",
+            "personality",
         ] {
             assert!(all.iter().any(|n| n == s), "{s} missing");
         }
-        assert!(!all.iter().any(|n| n == "socket"), "udp is filtered only under a broad grant");
-        assert_eq!(rules_for(true).iter().filter(|r| r.syscalls == ["socket"]).count(), 3);
+        assert!(!all.iter().any(|n| n == "socket"), "with the network open no socket is filtered");
+        let sockets = |s: SpawnRules| rules_for(s).into_iter().filter(|r| r.syscalls == ["socket"]).count();
+        // Private namespace, unix sockets closed: AF_UNIX and AF_VSOCK.
+        assert_eq!(sockets(SpawnRules::default()), 2);
+        // unix_sockets allow: AF_VSOCK only.
+        assert_eq!(sockets(SpawnRules { unix_sockets_open: true, ..SpawnRules::default() }), 1);
+        // Broad grant: UDP, UDP6, MPTCP, AF_UNIX, AF_VSOCK.
+        assert_eq!(sockets(SpawnRules { broad_network: true, ..SpawnRules::default() }), 5);
+        let tfo = |s: SpawnRules| {
+            rules_for(s).into_iter().filter(|r| r.errno == "EOPNOTSUPP" && r.when.as_deref() == Some("broad-network")).count()
+        };
+        assert_eq!(tfo(SpawnRules { broad_network: true, ..SpawnRules::default() }), 4);
+        assert_eq!(tfo(SpawnRules::default()), 0);
+    }
+
+    #[test]
+    fn set_id_modes_are_caught_on_every_creating_and_chmod_call() {
+        for (bit, name) in [(0o4000u64, "S_ISUID"), (0o2000, "S_ISGID")] {
+            for s in [
+                "chmod",
+                "fchmod",
+                "fchmodat",
+                "fchmodat2",
+                "open",
+                "openat",
+                "creat",
+                "mknod",
+                "mknodat",
+                "mkdir",
+                "mkdirat",
+            ] {
+                let hit = policy().rules.iter().any(|r| {
+                    r.errno == "EPERM"
+                        && r.when.is_none()
+                        && r.syscalls.iter().any(|n| n == s)
+                        && r.args.len() == 1
+                        && r.args[0].op == "masked_eq"
+                        && r.args[0].value == bit
+                        && r.args[0].value_two == Some(bit)
+                });
+                assert!(hit, "{s}: no {name} rule");
+            }
+        }
+    }
+
+    #[test]
+    fn personality_allows_exactly_dockers_values() {
+        let r = policy().rules.into_iter().find(|r| r.syscalls == ["personality"]).expect("personality rule");
+        let allowed: Vec<u64> = r.args.iter().map(|a| a.value).collect();
+        assert!(r.args.iter().all(|a| a.op == "ne" && a.index == 0));
+        assert_eq!(allowed, [0, 8, 0x20000, 0x20008, 0xffff_ffff]);
     }
 }

@@ -149,6 +149,7 @@ fn full_document_with_names() {
             RootAccess { path: PathBuf::from("/a"), read: Allow, write: Allow },
         ],
         ack_unconfined: false,
+        unix_sockets: Deny,
     };
     assert_eq!(c, want);
 }

@@ -283,11 +283,23 @@ impl LinuxBackend {
             r.set(e.clone());
         }
         r.set(ReportEntry::new("env-scrub", Status::Enforced, env_detail));
+        let (network_extra, unix) =
+            sandbox_bundle::unix_sockets_entry(network == Access::Allow, profile.config().unix_sockets, p.seccomp);
         r.set(if network == Access::Allow {
             ReportEntry::new("network-boundary", Status::Vacuous, "network is allowed")
         } else {
-            ReportEntry::new("network-boundary", Status::Enforced, "private network namespace with only lo")
+            let base = if p.seccomp {
+                "private network namespace with only lo; vsock refused by seccomp"
+            } else {
+                "private network namespace with only lo"
+            };
+            ReportEntry::new(
+                "network-boundary",
+                Status::Enforced,
+                network_extra.map_or_else(|| base.to_owned(), |extra| format!("{base}; {extra}")),
+            )
         });
+        r.set(unix);
         r.set(match p.loopback {
             _ if network == Access::Allow => ReportEntry::new("loopback", Status::Vacuous, "host network namespace"),
             Some(true) => ReportEntry::new("loopback", Status::Enforced, "lo is up in the private namespace"),

@@ -22,6 +22,7 @@ pub fn profile_config(workspace_root: impl Into<std::path::PathBuf>) -> ProfileC
         isolation: Isolation::Sandboxed,
         additional_roots: Vec::new(),
         ack_unconfined: false,
+        unix_sockets: Access::Deny,
     }
 }
 
