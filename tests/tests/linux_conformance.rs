@@ -19,7 +19,10 @@ mod linux {
     };
     use sandbox_tests::{TestDirs, Verdict, verdicts};
 
+    const EPERM: i32 = 1;
     const EACCES: i32 = 13;
+    const ENOSYS: i32 = 38;
+    const EOPNOTSUPP: i32 = 95;
 
     pub struct Fixture {
         dirs: TestDirs,
@@ -399,6 +402,354 @@ mod linux {
         set.close().unwrap();
     }
 
+    /// Every file below `dir` (on the host) that carries S_ISUID or S_ISGID or a
+    /// `security.capability` attribute.
+    fn set_id_or_capability_files(dir: &Path) -> Vec<String> {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::PermissionsExt;
+        let mut found = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in fs::read_dir(&d).unwrap().flatten() {
+                let path = e.path();
+                let meta = fs::symlink_metadata(&path).unwrap();
+                if meta.is_dir() {
+                    stack.push(path.clone());
+                }
+                if meta.file_type().is_symlink() {
+                    continue;
+                }
+                let mode = meta.permissions().mode();
+                if mode & 0o6000 != 0 {
+                    found.push(format!("{} mode {mode:o}", path.display()));
+                }
+                let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+                // SAFETY: lgetxattr with NUL-terminated strings and no buffer (size query).
+                let n = unsafe { libc::lgetxattr(c.as_ptr(), c"security.capability".as_ptr(), std::ptr::null_mut(), 0) };
+                if n >= 0 {
+                    found.push(format!("{} has security.capability", path.display()));
+                }
+            }
+        }
+        found
+    }
+
+    /// Issue 12 class 2: the workload can leave no set-id file and no file capability behind,
+    /// through any call or tool; ordinary modes still work (the controls).
+    pub fn no_setuid_setgid_or_file_capability_plants() {
+        use std::os::unix::fs::PermissionsExt;
+        let f = Fixture::new();
+        let ws = f.ws.display().to_string();
+        // A setuid+setgid file on the host (owned by the caller), readable inside, and an
+        // archive with a setuid member in the workspace.
+        let host_suid = f.root.join("host/suid-src");
+        fs::copy("/usr/bin/id", &host_suid).unwrap();
+        fs::set_permissions(&host_suid, fs::Permissions::from_mode(0o6755)).unwrap();
+        let normal = f.root.join("host/normal-src");
+        fs::write(&normal, "x\n").unwrap();
+        fs::set_permissions(&normal, fs::Permissions::from_mode(0o640)).unwrap();
+        let staging = f.root.join("tar-staging");
+        fs::create_dir(&staging).unwrap();
+        fs::copy("/usr/bin/id", staging.join("planted")).unwrap();
+        fs::set_permissions(staging.join("planted"), fs::Permissions::from_mode(0o4755)).unwrap();
+        let tar = std::process::Command::new("tar")
+            .arg("-C")
+            .arg(&staging)
+            .arg("-cf")
+            .arg(f.ws.join("a.tar"))
+            .arg("planted")
+            .status()
+            .unwrap();
+        assert!(tar.success());
+        fs::write(f.ws.join("target"), "t\n").unwrap();
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+
+        // Every syscall, with S_ISUID and with S_ISGID; the same call with a plain mode works.
+        let calls = [
+            ("chmod", "target"),
+            ("fchmod", "target"),
+            ("fchmodat", "target"),
+            ("fchmodat2", "target"),
+            ("open", "new-open"),
+            ("openat", "new-openat"),
+            ("openat-nocreat", "target"),
+            ("openat-tmpfile", "."),
+            ("creat", "new-creat"),
+            ("mknod", "new-mknod"),
+            ("mknodat", "new-mknodat"),
+            ("mkdir", "new-mkdir"),
+            ("mkdirat", "new-mkdirat"),
+        ];
+        let mut checks = Vec::new();
+        for (call, path) in calls {
+            for mode in ["4755", "2755", "6777", "4000"] {
+                checks.push(format!("mode-call={call}:{ws}/{path}-{mode}:{mode}").replace(&format!("{ws}/.-{mode}"), &ws));
+            }
+        }
+        // Plain modes afterwards (the set-id attempts above made nothing).
+        for (call, path) in calls {
+            checks.push(format!("mode-call={call}:{ws}/{path}-plain:755").replace(&format!("{ws}/.-plain"), &ws));
+        }
+        checks.push(format!("openat2={ws}/target"));
+        checks.push(format!("setxattr={ws}/target:security.capability"));
+        checks.push(format!("setxattr={ws}/target:user.sandbox-test"));
+        // Files that need to exist for the chmod family.
+        for mode in ["4755", "2755", "6777", "4000"] {
+            fs::write(f.ws.join(format!("target-{mode}")), "t\n").unwrap();
+        }
+        fs::write(f.ws.join("target-plain"), "t\n").unwrap();
+        let v = f.probe(&exec, &checks);
+        for (call, path) in calls {
+            for mode in ["4755", "2755", "6777", "4000"] {
+                let key = format!("mode-call={call}:{ws}/{path}-{mode}:{mode}").replace(&format!("{ws}/.-{mode}"), &ws);
+                assert_eq!(denied(&v, &key).errno, Some(EPERM), "{key}");
+            }
+            let key = format!("mode-call={call}:{ws}/{path}-plain:755").replace(&format!("{ws}/.-plain"), &ws);
+            allowed(&v, &key);
+        }
+        assert_eq!(denied(&v, &format!("openat2={ws}/target")).errno, Some(ENOSYS), "libc falls back to openat");
+        // security.capability needs CAP_SETFCAP, which the empty capability sets withhold (root
+        // and rootless alike); a user attribute on the same file is the control.
+        assert_eq!(denied(&v, &format!("setxattr={ws}/target:security.capability")).errno, Some(EPERM));
+        allowed(&v, &format!("setxattr={ws}/target:user.sandbox-test"));
+
+        // The tools: chmod, install, cp -p/-a of a host set-id file, tar -xp, python.
+        let src = host_suid.display();
+        let script = format!(
+            "cp /usr/bin/id suid-id; \
+             chmod u+s suid-id 2>/dev/null && echo BAD-u+s; chmod g+s suid-id 2>/dev/null && echo BAD-g+s; \
+             chmod 4755 suid-id 2>/dev/null && echo BAD-4755; chmod 2755 suid-id 2>/dev/null && echo BAD-2755; \
+             install -m 4755 /usr/bin/id installed 2>/dev/null && echo BAD-install; \
+             cp -p {src} cp-p 2>/dev/null && echo BAD-cp-p; cp -a {src} cp-a 2>/dev/null && echo BAD-cp-a; \
+             mkdir x && (cd x && tar -xpf ../a.tar 2>/dev/null) && echo BAD-tar; \
+             mkdir -m 2775 sgid-dir 2>/dev/null && echo BAD-mkdir-m; \
+             chmod 755 suid-id && chmod 644 installed && chmod +x installed && echo plain-modes; \
+             cp -p {normal} cp-normal && stat -c %a cp-normal; stat -c %a x/planted",
+            normal = normal.display()
+        );
+        let out = exec.run_command(&dl(), &f.ws, &script).unwrap();
+        let text = String::from_utf8_lossy(&out.bytes);
+        assert!(!text.contains("BAD"), "{text}");
+        assert!(text.contains("plain-modes\n640\n"), "cp -p of a normal file keeps its mode: {text}");
+        // tar extracted the member, without its set-id bit.
+        assert!(text.ends_with("755\n") || text.ends_with("700\n"), "{text}");
+        if Path::new("/usr/bin/python3").exists() {
+            let py = "import os\n\
+                for what, f in [('open', lambda: os.open('py-open', os.O_CREAT | os.O_WRONLY, 0o4755)),\n\
+                                ('mkdir', lambda: os.mkdir('py-dir', 0o2755)),\n\
+                                ('chmod', lambda: os.chmod('suid-id', 0o4755)),\n\
+                                ('setxattr', lambda: os.setxattr('suid-id', 'security.capability', b'\\x01\\x00\\x00\\x02' + bytes(16)))]:\n\
+                \x20   try:\n\
+                \x20       f(); print('BAD', what)\n\
+                \x20   except PermissionError as e:\n\
+                \x20       print('refused', what, e.errno)\n\
+                os.chmod('suid-id', 0o750); print('plain', oct(os.stat('suid-id').st_mode & 0o7777))\n";
+            let out = exec.run_argv(&dl(), &f.ws, &["/usr/bin/python3", "-c", py]).unwrap();
+            let text = String::from_utf8_lossy(&out.bytes);
+            assert_eq!(
+                text,
+                "refused open 1\nrefused mkdir 1\nrefused chmod 1\nrefused setxattr 1\nplain 0o750\n",
+                "{text}"
+            );
+        } else {
+            println!("!!!!!!!! /usr/bin/python3 missing: the python variants did not run !!!!!!!!");
+        }
+        // On the host: nothing set-id and no file capability anywhere in the workspace.
+        assert_eq!(set_id_or_capability_files(&f.ws), Vec::<String>::new());
+        // The control on the host side: the same walk sees the host's own set-id file.
+        assert_eq!(set_id_or_capability_files(&f.root.join("host")).len(), 1);
+        set.close().unwrap();
+    }
+
+    /// Issue 12 class 9: userfaultfd, perf_event_open, file handles, fanotify, personality
+    /// flags and cross-process calls are refused inside; each probe works on the host (the
+    /// control that the probe's call is real), and the harmless personalities work inside.
+    pub fn kernel_surface_is_closed() {
+        let f = Fixture::new();
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        let ws = f.ws.display().to_string();
+        let refused = [
+            (s("userfaultfd=0"), EPERM),
+            (s("userfaultfd=1"), EPERM), // UFFD_USER_MODE_ONLY
+            (s("userfaultfd=524289"), EPERM), // O_CLOEXEC | UFFD_USER_MODE_ONLY
+            (s("perf-event"), EACCES),
+            (format!("name-to-handle={ws}/hello.txt"), EOPNOTSUPP),
+            (s("open-by-handle"), EPERM),
+            (s("fanotify"), EPERM),
+            (s("personality=400000"), EPERM), // READ_IMPLIES_EXEC
+            (s("personality=40000"), EPERM),  // ADDR_NO_RANDOMIZE
+            (s("personality=440000"), EPERM),
+            (s("personality=100000"), EPERM), // MMAP_PAGE_ZERO
+            (s("personality=200000"), EPERM), // ADDR_COMPAT_LAYOUT
+            (s("personality=1"), EPERM),      // PER_SVR4-style foreign personality
+            (s("personality=fffffffe"), EPERM),
+            (s("kcmp"), EPERM),
+            (s("pidfd-getfd"), EPERM),
+            (s("syslog"), EPERM),
+        ];
+        let controls = [s("personality=ffffffff"), s("personality=0"), s("personality=8"), s("personality=20000"), s("personality=20008")];
+        let mut checks: Vec<String> = refused.iter().map(|(c, _)| c.clone()).collect();
+        checks.extend(controls.iter().cloned());
+        checks.push(s("exists=/dev/userfaultfd"));
+        let v = f.probe(&exec, &checks);
+        for (key, errno) in &refused {
+            assert_eq!(denied(&v, key).errno, Some(*errno), "{key}");
+        }
+        for key in &controls {
+            allowed(&v, key);
+        }
+        assert!(!v["exists=/dev/userfaultfd"].ok, "/dev/userfaultfd is in the container's /dev");
+        // setarch without -R works, with -R (ADDR_NO_RANDOMIZE) it is refused.
+        let out = exec
+            .run_command(
+                &dl(),
+                &f.ws,
+                "setarch $(uname -m) true && echo plain; setarch linux32 true && echo linux32; setarch $(uname -m) -R true 2>/dev/null || echo no-R",
+            )
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.bytes), "plain\nlinux32\nno-R\n");
+        // On the host, unconfined, the same probe calls work (as far as the host's own settings
+        // let an unprivileged or root caller): the probe's calls are real.
+        let host = std::process::Command::new(f.ws.join("sandbox-probe"))
+            .args([
+                "personality=400000",
+                "personality=40000",
+                &format!("name-to-handle={ws}/hello.txt"),
+                "kcmp",
+                "pidfd-getfd",
+                "userfaultfd=1",
+            ])
+            .output()
+            .unwrap();
+        let hv = verdicts(&host.stdout);
+        for key in ["personality=400000", "personality=40000", &format!("name-to-handle={ws}/hello.txt"), "kcmp", "pidfd-getfd"] {
+            allowed(&hv, key);
+        }
+        // UFFD_USER_MODE_ONLY needs no privilege unless vm.unprivileged_userfaultfd says so.
+        println!("host userfaultfd(UFFD_USER_MODE_ONLY): {:?}", hv.get("userfaultfd=1"));
+        set.close().unwrap();
+    }
+
+    /// Issue 12 class 4a/4b: a host listener on a path-named unix socket in the (readable)
+    /// workspace receives nothing from inside by default, since no unix socket can be made
+    /// (socketpair works); `unix_sockets: allow` reaches it (the control, reported widened);
+    /// vsock is refused unless the network is allowed.
+    pub fn unix_sockets_and_vsock_follow_the_profile() {
+        use std::io::Read;
+        use std::os::unix::net::{UnixDatagram, UnixListener};
+        let f = Fixture::new();
+        let ws = f.ws.display().to_string();
+        let stream_path = f.ws.join("h.sock");
+        let dgram_path = f.ws.join("d.sock");
+        let listener = UnixListener::bind(&stream_path).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let dgram = UnixDatagram::bind(&dgram_path).unwrap();
+        dgram.set_nonblocking(true).unwrap();
+        let abstract_name = format!("sbx-unix-{}", std::process::id());
+        let abstract_listener = std::os::unix::net::UnixListener::bind_addr(
+            &<std::os::unix::net::SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(
+                abstract_name.as_bytes(),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        abstract_listener.set_nonblocking(true).unwrap();
+        // vsock on this host: where the host itself has none, inside must fail the same way.
+        // SAFETY: socket(2) with integer arguments; the descriptor is closed at once.
+        let host_vsock = unsafe { libc::socket(libc::AF_VSOCK, libc::SOCK_STREAM, 0) };
+        if host_vsock >= 0 {
+            // SAFETY: closing the descriptor just created.
+            unsafe { libc::close(host_vsock) };
+        } else {
+            println!("!!!!!!!! no AF_VSOCK on this host: the vsock control cannot succeed here !!!!!!!!");
+        }
+        let checks = [
+            s("socket=1:1"),
+            s("socket=1:2"),
+            format!("unix-send={ws}/h.sock"),
+            format!("unix-dgram-pair-send={ws}/d.sock"),
+            format!("abstract-connect={abstract_name}"),
+            s("socketpair=1"),
+            s("socketpair=5"),
+            s("socketpair=2"),
+            s("socket=40:1"),
+            s("socket=40:2"),
+        ];
+        let received = |what: &str| {
+            let mut got = Vec::new();
+            if let Ok((mut c, _)) = listener.accept() {
+                c.set_nonblocking(false).unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                let _ = c.read_to_end(&mut got);
+            }
+            let mut buf = [0u8; 16];
+            if let Ok(n) = dgram.recv(&mut buf) {
+                got.extend_from_slice(&buf[..n]);
+            }
+            println!("{what}: host listeners received {:?}", String::from_utf8_lossy(&got));
+            got
+        };
+
+        // Default (network deny, unix_sockets deny).
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        let report = exec.report();
+        assert_eq!(report.get("unix-sockets").unwrap().status, Status::Enforced, "{report:?}");
+        assert_eq!(report.get("network-boundary").unwrap().status, Status::Enforced);
+        let v = f.probe(&exec, &checks);
+        for key in ["socket=1:1", "socket=1:2", "socketpair=2", "socket=40:1", "socket=40:2"] {
+            assert_eq!(denied(&v, key).errno, Some(EACCES), "{key}");
+        }
+        for key in [format!("unix-send={ws}/h.sock"), format!("unix-dgram-pair-send={ws}/d.sock"), format!("abstract-connect={abstract_name}")] {
+            assert_eq!(denied(&v, &key).errno, Some(EACCES), "{key}: refused at socket()");
+        }
+        assert_eq!(allowed(&v, "socketpair=1").detail, "ping");
+        assert_eq!(allowed(&v, "socketpair=5").detail, "ping");
+        assert!(received("deny").is_empty());
+        assert!(abstract_listener.accept().is_err());
+        set.close().unwrap();
+
+        // unix_sockets allow: the host listeners are reached (the control), the report says so;
+        // abstract sockets stay behind the network namespace; vsock stays refused.
+        let set = f.set(ProfileConfig { unix_sockets: Access::Allow, ..f.config() }, |o| o);
+        let exec = set.executor("k").unwrap();
+        let report = exec.report();
+        let unix = report.get("unix-sockets").unwrap();
+        assert_eq!(unix.status, Status::Widened, "{report:?}");
+        assert!(unix.detail.contains("path-named unix sockets in readable areas are connectable"), "{unix:?}");
+        assert!(report.get("network-boundary").unwrap().detail.contains("unix sockets"), "{report:?}");
+        let v = f.probe(&exec, &checks);
+        for key in ["socket=1:1", "socket=1:2", "socketpair=1", "socketpair=5", "socketpair=2"] {
+            allowed(&v, key);
+        }
+        allowed(&v, &format!("unix-send={ws}/h.sock"));
+        allowed(&v, &format!("unix-dgram-pair-send={ws}/d.sock"));
+        assert_eq!(received("unix_sockets allow"), b"probeprobe");
+        // The private network namespace still hides the host's abstract sockets.
+        denied(&v, &format!("abstract-connect={abstract_name}"));
+        assert!(abstract_listener.accept().is_err());
+        for key in ["socket=40:1", "socket=40:2"] {
+            assert_eq!(denied(&v, key).errno, Some(EACCES), "{key}");
+        }
+        set.close().unwrap();
+
+        // Network allow: unix sockets and vsock are open (reported vacuous).
+        let set = f.set(ProfileConfig { network: Access::Allow, ..f.config() }, |o| o);
+        let exec = set.executor("k").unwrap();
+        assert_eq!(exec.report().get("unix-sockets").unwrap().status, Status::Vacuous);
+        let v = f.probe(&exec, &checks);
+        allowed(&v, &format!("unix-send={ws}/h.sock"));
+        assert_eq!(received("network allow"), b"probeprobe");
+        if host_vsock >= 0 {
+            allowed(&v, "socket=40:1");
+        } else {
+            assert_ne!(v["socket=40:1"].errno, Some(EACCES), "{:?}", v["socket=40:1"]);
+        }
+        set.close().unwrap();
+    }
+
     pub fn pid_namespace_and_landlock_from_inside() {
         let f = Fixture::new();
         let set = f.set(f.config(), |o| o);
@@ -685,6 +1036,9 @@ fn main() -> std::process::ExitCode {
             ("executor_keys_are_memoised_and_isolated", executor_keys_are_memoised_and_isolated),
             ("command_access_gates_before_spawning", command_access_gates_before_spawning),
             ("rootless_without_a_cgroup_parent_fails_closed", rootless_without_a_cgroup_parent_fails_closed),
+            ("no_setuid_setgid_or_file_capability_plants", no_setuid_setgid_or_file_capability_plants),
+            ("kernel_surface_is_closed", kernel_surface_is_closed),
+            ("unix_sockets_and_vsock_follow_the_profile", unix_sockets_and_vsock_follow_the_profile),
         ])
     }
     #[cfg(not(target_os = "linux"))]

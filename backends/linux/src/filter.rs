@@ -124,10 +124,12 @@ pub fn compile(section: &LinuxSeccomp) -> Result<Vec<BpfProgram>, String> {
                 None if LEGACY_ONLY.contains(&name.as_str()) => continue,
                 None => return Err(format!("unknown syscall {name}")),
             };
-            // socket(2) takes ints; clone and unshare take unsigned longs. Every other int
-            // argument of the policy is compared through a 32-bit mask (the policy's own
-            // rule), so a full-width comparison sees the bits the kernel reads.
-            let dword = name == "socket";
+            // socket(2) takes ints and personality(2) an unsigned int: compare the low 32 bits,
+            // the ones the kernel reads (glibc's personality() takes an unsigned long, so a
+            // caller's -1 arrives sign-extended and is still the query). clone and unshare take
+            // unsigned longs. Every other int argument of the policy is compared through a
+            // 32-bit mask (the policy's own rule), so a full-width comparison sees those bits.
+            let dword = matches!(name.as_str(), "socket" | "socketpair" | "personality");
             let mut conditions = Vec::new();
             for arg in syscall.args().as_deref().unwrap_or_default() {
                 let index = u8::try_from(arg.index()).map_err(|_| format!("argument index {}", arg.index()))?;
