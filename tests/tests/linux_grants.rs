@@ -235,6 +235,72 @@ mod linux {
         set.close().unwrap();
     }
 
+    /// Issue 12 class 4c: under a broad grant to port A (Landlock's connect rule is the
+    /// boundary), TCP Fast Open (sendto/sendmsg with MSG_FASTOPEN, TCP_FASTOPEN_CONNECT) reaches
+    /// no other port: a loopback listener on port B gets no connection and no data. Port A still
+    /// works (control), and with the network allowed the same sendto(MSG_FASTOPEN) does reach B
+    /// (the control that Fast Open is real on this host). vsock and unix sockets stay refused
+    /// under the grant.
+    pub fn tcp_fast_open_does_not_pass_a_broad_grant() {
+        use std::io::Read;
+        let f = Fixture::new();
+        let fastopen = fs::read_to_string("/proc/sys/net/ipv4/tcp_fastopen").unwrap_or_default();
+        println!("net.ipv4.tcp_fastopen = {}", fastopen.trim());
+        if fastopen.trim().parse::<u32>().unwrap_or(0) & 1 == 0 {
+            println!("!!!!!!!! the host's tcp_fastopen client bit is off: the Fast Open control below shows it !!!!!!!!");
+        }
+        fs::copy(sandbox_tests::probe_bin(env!("CARGO_BIN_EXE_sandbox-probe")), f.ws.join("sandbox-probe")).unwrap();
+        let open = TcpListener::bind("127.0.0.1:0").unwrap();
+        let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+        closed.set_nonblocking(true).unwrap();
+        let (a, b) = (open.local_addr().unwrap(), closed.local_addr().unwrap());
+        // Whatever reached B: connections and their data.
+        let reached_b = || {
+            let mut seen = Vec::new();
+            while let Ok((mut c, _)) = closed.accept() {
+                c.set_nonblocking(false).unwrap();
+                c.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+                let mut data = Vec::new();
+                let _ = c.read_to_end(&mut data);
+                seen.push(String::from_utf8_lossy(&data).into_owned());
+            }
+            seen
+        };
+        let probe = f.ws.join("sandbox-probe").display().to_string();
+        let cmd = format!(
+            "{probe} tfo-sendto={b} tfo-connect={b} tfo-sendto={a} connect={a} socket=40:1 socket=1:1 socketpair=1"
+        );
+        let set = f.set(ProfileConfig { network: Access::Gated, ..f.config() });
+        let exec = set.executor("k").unwrap();
+        let target = format!("tcp:*:{}", a.port());
+        let token = exec.issue_grant(&dl(), &f.request(&cmd, "network", "", "network.broad.v1", &target)).unwrap();
+        let out = run(&exec, &f, &cmd, &[token]).unwrap();
+        let v = sandbox_tests::verdicts(out.as_bytes());
+        let get = |k: &str| v.get(k).cloned().unwrap_or_else(|| panic!("no verdict for {k}: {out}"));
+        for key in [format!("tfo-sendto={b}"), format!("tfo-sendto={a}")] {
+            assert_eq!(get(&key).errno, Some(95), "{key}: refused like a host without Fast Open: {out}");
+        }
+        let c = get(&format!("tfo-connect={b}"));
+        assert!(!c.ok && c.detail.starts_with("setsockopt:") && c.errno == Some(95), "{c:?}");
+        assert!(get(&format!("connect={a}")).ok, "the granted port works: {out}");
+        assert!(open.accept().is_ok());
+        assert_eq!(get("socket=40:1").errno, Some(13), "vsock under a broad grant: {out}");
+        assert_eq!(get("socket=1:1").errno, Some(13), "unix sockets under a broad grant: {out}");
+        assert!(get("socketpair=1").ok);
+        assert_eq!(reached_b(), Vec::<String>::new(), "port B was reached through Fast Open");
+        set.close().unwrap();
+
+        // Network allow: the same Fast Open call reaches B with its data.
+        let set = f.set(ProfileConfig { network: Access::Allow, ..f.config() });
+        let exec = set.executor("k").unwrap();
+        let out = String::from_utf8_lossy(&exec.run_command(&dl(), &f.ws, &format!("{probe} tfo-sendto={b}")).unwrap().bytes)
+            .into_owned();
+        let v = sandbox_tests::verdicts(out.as_bytes());
+        assert!(v[&format!("tfo-sendto={b}")].ok, "{out}");
+        assert_eq!(reached_b(), vec![String::from("probe")], "Fast Open is not real here: {out}");
+        set.close().unwrap();
+    }
+
     pub fn a_swapped_target_is_target_changed_and_nothing_runs() {
         let f = Fixture::new();
         let set = f.set(f.config());
@@ -486,6 +552,7 @@ fn main() -> std::process::ExitCode {
             ("tree_and_host_grants", tree_and_host_grants),
             ("path_read_and_host_write_grants", path_read_and_host_write_grants),
             ("a_broad_network_grant_opens_one_port_over_tcp_only", a_broad_network_grant_opens_one_port_over_tcp_only),
+            ("tcp_fast_open_does_not_pass_a_broad_grant", tcp_fast_open_does_not_pass_a_broad_grant),
             (
                 "a_swapped_target_is_target_changed_and_nothing_runs",
                 a_swapped_target_is_target_changed_and_nothing_runs,
