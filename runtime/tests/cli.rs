@@ -33,6 +33,8 @@ fn invalid_profile_file_names_the_key_exits_125_and_creates_nothing() {
         (r#"{"workspace_root": "relative/dir"}"#, "workspace_root"),
         (r#"{"network": "deny"}"#, "workspace_root"),
         (r#"{"workspace_root": "/", "isolation": "unconfined"}"#, "ack_unconfined"),
+        (r#"{"workspace_root": "/", "unix_sockets": "gated"}"#, "unix_sockets"),
+        (r#"{"workspace_root": "/", "unix_sockets": "yes"}"#, "unix_sockets"),
         (r#"[1, 2]"#, "object"),
         (r#"{"workspace_root": "/", "#, "json"),
     ];
@@ -470,4 +472,123 @@ fn nul_bytes_in_the_profile_json_name_the_field_and_write_nothing() {
         fs::remove_file(&file).unwrap();
     }
     assert_eq!(area.snapshot(), before, "a refused profile wrote something");
+}
+
+/// The `--report` JSON a run printed on stderr (its last line).
+fn report_entry(stderr: &[u8], feature: &str) -> serde_json::Value {
+    let text = String::from_utf8_lossy(stderr);
+    let line = text.lines().rev().find(|l| l.starts_with('{')).unwrap_or("{}");
+    let v: serde_json::Value = serde_json::from_str(line).unwrap_or(serde_json::Value::Null);
+    v["report"].as_array().and_then(|r| r.iter().find(|e| e["feature"] == feature).cloned()).unwrap_or_default()
+}
+
+/// Issue 12 class 2, the issue's own reproduction and its variants through the CLI: no set-id
+/// bit survives on the host, so `setpriv` of the planted file runs as nobody; ordinary modes
+/// work (the control).
+#[test]
+fn the_issue_setuid_plant_leaves_nothing_set_id_on_the_host() {
+    use std::os::unix::fs::PermissionsExt;
+    if !sandbox_runs_here("the_issue_setuid_plant_leaves_nothing_set_id_on_the_host") {
+        return;
+    }
+    let area = Area::new();
+    let run = |script: &str| area.sandbox(&refs(&[os("run"), os("--"), os("sh"), os("-c"), os(script)]));
+    // The reproduction: the copy is made, the chmod is refused, the run fails.
+    let o = run("cp /usr/bin/id suid-id && chmod 4755 suid-id");
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("Operation not permitted"));
+    for (script, file) in [
+        ("chmod u+s suid-id", "suid-id"),
+        ("chmod g+s suid-id", "suid-id"),
+        ("chmod 6755 suid-id", "suid-id"),
+        ("install -m 4755 /usr/bin/id installed", "installed"),
+        ("python3 -c 'import os; os.close(os.open(\"py-open\", os.O_CREAT | os.O_WRONLY, 0o4755))'", "py-open"),
+        ("python3 -c 'import os; os.mkdir(\"py-dir\", 0o2755)'", "py-dir"),
+    ] {
+        let o = run(script);
+        assert_ne!(o.status.code(), Some(0), "{script}: {}", String::from_utf8_lossy(&o.stderr));
+        if let Ok(meta) = fs::metadata(area.ws.join(file)) {
+            assert_eq!(meta.permissions().mode() & 0o6000, 0, "{script}: {file} is set-id on the host");
+        }
+    }
+    let mode = fs::metadata(area.ws.join("suid-id")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o6000, 0, "suid-id mode {mode:o}");
+    // On the host, as nobody, the planted copy runs as nobody.
+    let is_root = fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m)).unwrap_or(1) == 0;
+    if is_root && std::path::Path::new("/usr/bin/setpriv").exists() {
+        fs::set_permissions(&area.ws, fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(area.dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        let o = Command::new("/usr/bin/setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(area.ws.join("suid-id"))
+            .arg("-u")
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "65534\n", "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    // The controls: ordinary modes, +x, and cp -p of a normal file keep working.
+    fs::write(area.ws.join("normal"), "n\n").unwrap();
+    fs::set_permissions(area.ws.join("normal"), fs::Permissions::from_mode(0o640)).unwrap();
+    let o = run("chmod 755 suid-id && chmod 644 suid-id && chmod +x suid-id && cp -p normal copy && stat -c %a suid-id copy");
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "755\n640\n");
+}
+
+/// Issue 12 class 4a through the CLI: a host listener on a path-named unix socket in the
+/// workspace hears nothing by default (socket(AF_UNIX) is refused, the report says
+/// `unix-sockets: enforced`); a profile with `unix_sockets: allow` reaches it and the report says
+/// `widened` (the control).
+#[test]
+fn a_host_unix_socket_is_reached_only_when_the_profile_allows_it() {
+    use std::io::Read;
+    if !sandbox_runs_here("a_host_unix_socket_is_reached_only_when_the_profile_allows_it") {
+        return;
+    }
+    if !std::path::Path::new("/usr/bin/python3").exists() {
+        eprintln!("!!!!!!!! /usr/bin/python3 missing: cli::a_host_unix_socket_is_reached_only_when_the_profile_allows_it cannot run !!!!!!!!");
+        return;
+    }
+    let area = Area::new();
+    let listener = std::os::unix::net::UnixListener::bind(area.ws.join("h.sock")).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let script = "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect('h.sock')\ns.sendall(b'from inside')\nprint('sent')";
+    let heard = || {
+        let mut got = String::new();
+        if let Ok((mut c, _)) = listener.accept() {
+            c.set_nonblocking(false).unwrap();
+            let _ = c.read_to_string(&mut got);
+        }
+        got
+    };
+    let o = area.sandbox(&refs(&[os("run"), os("--report"), os("--"), os("/usr/bin/python3"), os("-c"), os(script)]));
+    assert_ne!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("PermissionError"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(report_entry(&o.stderr, "unix-sockets")["status"], "enforced");
+    assert_eq!(report_entry(&o.stderr, "network-boundary")["status"], "enforced");
+    assert_eq!(heard(), "");
+    let profile = area.dir.path().join("p.json");
+    fs::write(
+        &profile,
+        format!(
+            r#"{{"workspace_root": "{}", "workspace_read": "allow", "workspace_write": "allow", "host_read": "allow", "command": "allow", "unix_sockets": "allow"}}"#,
+            area.ws.display()
+        ),
+    )
+    .unwrap();
+    let o = area.sandbox(&refs(&[
+        os("run"),
+        os("--report"),
+        os("--profile"),
+        profile.into_os_string(),
+        os("--"),
+        os("/usr/bin/python3"),
+        os("-c"),
+        os(script),
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.stdout, b"sent\n");
+    let unix = report_entry(&o.stderr, "unix-sockets");
+    assert_eq!(unix["status"], "widened", "{unix}");
+    assert!(report_entry(&o.stderr, "network-boundary")["detail"].as_str().unwrap_or("").contains("unix sockets"));
+    assert_eq!(heard(), "from inside");
 }
