@@ -184,10 +184,11 @@ mod tests {
 
     #[test]
     fn contract_syscalls_are_covered() {
-        let all: Vec<String> = rules_for(SpawnRules { network_open: true, unix_sockets_open: true, ..SpawnRules::default() })
-            .into_iter()
-            .flat_map(|r| r.syscalls)
-            .collect();
+        let all: Vec<String> =
+            rules_for(SpawnRules { network_open: true, unix_sockets_open: true, ..SpawnRules::default() })
+                .into_iter()
+                .flat_map(|r| r.syscalls)
+                .collect();
         for s in [
             "ptrace",
             "process_vm_readv",
@@ -248,7 +249,10 @@ mod tests {
         // Broad grant: UDP, UDP6, MPTCP, AF_UNIX, AF_VSOCK.
         assert_eq!(sockets(SpawnRules { broad_network: true, ..SpawnRules::default() }), 5);
         let tfo = |s: SpawnRules| {
-            rules_for(s).into_iter().filter(|r| r.errno == "EOPNOTSUPP" && r.when.as_deref() == Some("broad-network")).count()
+            rules_for(s)
+                .into_iter()
+                .filter(|r| r.errno == "EOPNOTSUPP" && r.when.as_deref() == Some("broad-network"))
+                .count()
         };
         assert_eq!(tfo(SpawnRules { broad_network: true, ..SpawnRules::default() }), 4);
         assert_eq!(tfo(SpawnRules::default()), 0);

@@ -529,7 +529,9 @@ fn the_issue_setuid_plant_leaves_nothing_set_id_on_the_host() {
     // The controls: ordinary modes, +x, and cp -p of a normal file keep working.
     fs::write(area.ws.join("normal"), "n\n").unwrap();
     fs::set_permissions(area.ws.join("normal"), fs::Permissions::from_mode(0o640)).unwrap();
-    let o = run("chmod 755 suid-id && chmod 644 suid-id && chmod +x suid-id && cp -p normal copy && stat -c %a suid-id copy");
+    let o = run(
+        "chmod 755 suid-id && chmod 644 suid-id && chmod +x suid-id && cp -p normal copy && stat -c %a suid-id copy",
+    );
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(String::from_utf8_lossy(&o.stdout), "755\n640\n");
 }
@@ -545,7 +547,9 @@ fn a_host_unix_socket_is_reached_only_when_the_profile_allows_it() {
         return;
     }
     if !std::path::Path::new("/usr/bin/python3").exists() {
-        eprintln!("!!!!!!!! /usr/bin/python3 missing: cli::a_host_unix_socket_is_reached_only_when_the_profile_allows_it cannot run !!!!!!!!");
+        eprintln!(
+            "!!!!!!!! /usr/bin/python3 missing: cli::a_host_unix_socket_is_reached_only_when_the_profile_allows_it cannot run !!!!!!!!"
+        );
         return;
     }
     let area = Area::new();

@@ -425,7 +425,8 @@ mod linux {
                 }
                 let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
                 // SAFETY: lgetxattr with NUL-terminated strings and no buffer (size query).
-                let n = unsafe { libc::lgetxattr(c.as_ptr(), c"security.capability".as_ptr(), std::ptr::null_mut(), 0) };
+                let n =
+                    unsafe { libc::lgetxattr(c.as_ptr(), c"security.capability".as_ptr(), std::ptr::null_mut(), 0) };
                 if n >= 0 {
                     found.push(format!("{} has security.capability", path.display()));
                 }
@@ -484,7 +485,9 @@ mod linux {
         let mut checks = Vec::new();
         for (call, path) in calls {
             for mode in ["4755", "2755", "6777", "4000"] {
-                checks.push(format!("mode-call={call}:{ws}/{path}-{mode}:{mode}").replace(&format!("{ws}/.-{mode}"), &ws));
+                checks.push(
+                    format!("mode-call={call}:{ws}/{path}-{mode}:{mode}").replace(&format!("{ws}/.-{mode}"), &ws),
+                );
             }
         }
         // Plain modes afterwards (the set-id attempts above made nothing).
@@ -548,8 +551,7 @@ mod linux {
             let out = exec.run_argv(&dl(), &f.ws, &["/usr/bin/python3", "-c", py]).unwrap();
             let text = String::from_utf8_lossy(&out.bytes);
             assert_eq!(
-                text,
-                "refused open 1\nrefused mkdir 1\nrefused chmod 1\nrefused setxattr 1\nplain 0o750\n",
+                text, "refused open 1\nrefused mkdir 1\nrefused chmod 1\nrefused setxattr 1\nplain 0o750\n",
                 "{text}"
             );
         } else {
@@ -572,7 +574,7 @@ mod linux {
         let ws = f.ws.display().to_string();
         let refused = [
             (s("userfaultfd=0"), EPERM),
-            (s("userfaultfd=1"), EPERM), // UFFD_USER_MODE_ONLY
+            (s("userfaultfd=1"), EPERM),      // UFFD_USER_MODE_ONLY
             (s("userfaultfd=524289"), EPERM), // O_CLOEXEC | UFFD_USER_MODE_ONLY
             (s("perf-event"), EACCES),
             (format!("name-to-handle={ws}/hello.txt"), EOPNOTSUPP),
@@ -589,7 +591,13 @@ mod linux {
             (s("pidfd-getfd"), EPERM),
             (s("syslog"), EPERM),
         ];
-        let controls = [s("personality=ffffffff"), s("personality=0"), s("personality=8"), s("personality=20000"), s("personality=20008")];
+        let controls = [
+            s("personality=ffffffff"),
+            s("personality=0"),
+            s("personality=8"),
+            s("personality=20000"),
+            s("personality=20008"),
+        ];
         let mut checks: Vec<String> = refused.iter().map(|(c, _)| c.clone()).collect();
         checks.extend(controls.iter().cloned());
         checks.push(s("exists=/dev/userfaultfd"));
@@ -624,7 +632,13 @@ mod linux {
             .output()
             .unwrap();
         let hv = verdicts(&host.stdout);
-        for key in ["personality=400000", "personality=40000", &format!("name-to-handle={ws}/hello.txt"), "kcmp", "pidfd-getfd"] {
+        for key in [
+            "personality=400000",
+            "personality=40000",
+            &format!("name-to-handle={ws}/hello.txt"),
+            "kcmp",
+            "pidfd-getfd",
+        ] {
             allowed(&hv, key);
         }
         // UFFD_USER_MODE_ONLY needs no privilege unless vm.unprivileged_userfaultfd says so.
@@ -702,7 +716,11 @@ mod linux {
         for key in ["socket=1:1", "socket=1:2", "socketpair=2", "socket=40:1", "socket=40:2"] {
             assert_eq!(denied(&v, key).errno, Some(EACCES), "{key}");
         }
-        for key in [format!("unix-send={ws}/h.sock"), format!("unix-dgram-pair-send={ws}/d.sock"), format!("abstract-connect={abstract_name}")] {
+        for key in [
+            format!("unix-send={ws}/h.sock"),
+            format!("unix-dgram-pair-send={ws}/d.sock"),
+            format!("abstract-connect={abstract_name}"),
+        ] {
             assert_eq!(denied(&v, &key).errno, Some(EACCES), "{key}: refused at socket()");
         }
         assert_eq!(allowed(&v, "socketpair=1").detail, "ping");

@@ -247,7 +247,9 @@ mod linux {
         let fastopen = fs::read_to_string("/proc/sys/net/ipv4/tcp_fastopen").unwrap_or_default();
         println!("net.ipv4.tcp_fastopen = {}", fastopen.trim());
         if fastopen.trim().parse::<u32>().unwrap_or(0) & 1 == 0 {
-            println!("!!!!!!!! the host's tcp_fastopen client bit is off: the Fast Open control below shows it !!!!!!!!");
+            println!(
+                "!!!!!!!! the host's tcp_fastopen client bit is off: the Fast Open control below shows it !!!!!!!!"
+            );
         }
         fs::copy(sandbox_tests::probe_bin(env!("CARGO_BIN_EXE_sandbox-probe")), f.ws.join("sandbox-probe")).unwrap();
         let open = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -293,8 +295,9 @@ mod linux {
         // Network allow: the same Fast Open call reaches B with its data.
         let set = f.set(ProfileConfig { network: Access::Allow, ..f.config() });
         let exec = set.executor("k").unwrap();
-        let out = String::from_utf8_lossy(&exec.run_command(&dl(), &f.ws, &format!("{probe} tfo-sendto={b}")).unwrap().bytes)
-            .into_owned();
+        let out =
+            String::from_utf8_lossy(&exec.run_command(&dl(), &f.ws, &format!("{probe} tfo-sendto={b}")).unwrap().bytes)
+                .into_owned();
         let v = sandbox_tests::verdicts(out.as_bytes());
         assert!(v[&format!("tfo-sendto={b}")].ok, "{out}");
         assert_eq!(reached_b(), vec![String::from("probe")], "Fast Open is not real here: {out}");

@@ -11,6 +11,7 @@
 mod checks {
     use std::io::{Read, Write};
     use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+    use std::os::fd::FromRawFd;
     use std::time::Duration;
 
     pub struct Verdict {
@@ -33,6 +34,37 @@ mod checks {
         } else {
             Verdict { ok: true, errno: None, detail: format!("returned {ret}") }
         }
+    }
+
+    /// One raw syscall; missing arguments are 0.
+    ///
+    /// # Safety
+    /// Every argument that is a pointer must point to memory the caller owns, of the size the
+    /// syscall reads or writes.
+    unsafe fn sys(nr: libc::c_long, args: &[libc::c_long]) -> libc::c_long {
+        let a = |i: usize| args.get(i).copied().unwrap_or(0);
+        // SAFETY: the caller vouches for the pointer arguments (see above).
+        unsafe { libc::syscall(nr, a(0), a(1), a(2), a(3), a(4), a(5)) }
+    }
+
+    /// Closes `fd` if a call returned one.
+    fn close(fd: libc::c_long) {
+        if let Ok(fd) = i32::try_from(fd)
+            && fd >= 0
+        {
+            // SAFETY: `fd` is a descriptor this probe just received and nothing else holds.
+            drop(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) });
+        }
+    }
+
+    fn tcp_socket() -> std::io::Result<std::os::fd::OwnedFd> {
+        nix::sys::socket::socket(
+            nix::sys::socket::AddressFamily::Inet,
+            nix::sys::socket::SockType::Stream,
+            nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+            None,
+        )
+        .map_err(std::io::Error::from)
     }
 
     fn status_field(name: &str) -> String {
@@ -222,59 +254,39 @@ mod checks {
                 let (call, path, mode) = (parts.next()?, parts.next()?, parts.next()?);
                 let mode = libc::c_long::from_str_radix(mode, 8).ok()?;
                 let c = std::ffi::CString::new(path).ok()?;
-                let p = c.as_ptr();
+                let p = c.as_ptr() as libc::c_long;
                 let cwd = libc::c_long::from(libc::AT_FDCWD);
                 let creat = libc::c_long::from(libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC);
                 let reg = libc::c_long::from(libc::S_IFREG);
-                let with_fd = |f: &dyn Fn(libc::c_long) -> libc::c_long| -> libc::c_long {
-                    // SAFETY: open(2) of a NUL-terminated path we own; the descriptor is closed below.
-                    let fd = unsafe { libc::open(p, libc::O_RDONLY | libc::O_CLOEXEC) };
-                    if fd < 0 {
-                        return -1;
+                let (nr, args): (libc::c_long, Vec<libc::c_long>) = match call {
+                    "chmod" => (libc::SYS_chmod, vec![p, mode]),
+                    "fchmodat" => (libc::SYS_fchmodat, vec![cwd, p, mode]),
+                    "fchmodat2" => (libc::SYS_fchmodat2, vec![cwd, p, mode, 0]),
+                    "open" => (libc::SYS_open, vec![p, creat, mode]),
+                    "openat" => (libc::SYS_openat, vec![cwd, p, creat, mode]),
+                    "openat-nocreat" => (libc::SYS_openat, vec![cwd, p, libc::c_long::from(libc::O_RDONLY), mode]),
+                    "openat-tmpfile" => {
+                        (libc::SYS_openat, vec![cwd, p, libc::c_long::from(libc::O_TMPFILE | libc::O_WRONLY), mode])
                     }
-                    let r = f(libc::c_long::from(fd));
-                    let e = std::io::Error::last_os_error();
-                    // SAFETY: closing the descriptor just opened.
-                    unsafe { libc::close(fd) };
-                    if r < 0 {
-                        // Keep the call's errno, not close's.
-                        // SAFETY: __errno_location returns this thread's errno slot.
-                        unsafe { *libc::__errno_location() = e.raw_os_error().unwrap_or(0) };
+                    "creat" => (libc::SYS_creat, vec![p, mode]),
+                    "mknod" => (libc::SYS_mknod, vec![p, reg | mode, 0]),
+                    "mknodat" => (libc::SYS_mknodat, vec![cwd, p, reg | mode, 0]),
+                    "mkdir" => (libc::SYS_mkdir, vec![p, mode]),
+                    "mkdirat" => (libc::SYS_mkdirat, vec![cwd, p, mode]),
+                    "fchmod" => {
+                        let file = std::fs::File::open(path);
+                        let Ok(file) = file else { return Some(from_io(file, |_| String::new())) };
+                        let fd = libc::c_long::from(std::os::fd::AsRawFd::as_raw_fd(&file));
+                        // SAFETY: fchmod of a descriptor we own, with an integer mode.
+                        return Some(from_ret(unsafe { sys(libc::SYS_fchmod, &[fd, mode]) }));
                     }
-                    r
+                    _ => return None,
                 };
-                // SAFETY (every arm): raw syscalls with a NUL-terminated path we own and integer
-                // arguments; descriptors they return are closed at once.
-                let ret = unsafe {
-                    match call {
-                        "chmod" => libc::syscall(libc::SYS_chmod, p, mode),
-                        "fchmod" => with_fd(&|fd| libc::syscall(libc::SYS_fchmod, fd, mode)),
-                        "fchmodat" => libc::syscall(libc::SYS_fchmodat, cwd, p, mode),
-                        "fchmodat2" => libc::syscall(libc::SYS_fchmodat2, cwd, p, mode, 0),
-                        "open" => libc::syscall(libc::SYS_open, p, creat, mode),
-                        "openat" => libc::syscall(libc::SYS_openat, cwd, p, creat, mode),
-                        "openat-nocreat" => {
-                            libc::syscall(libc::SYS_openat, cwd, p, libc::c_long::from(libc::O_RDONLY), mode)
-                        }
-                        "openat-tmpfile" => libc::syscall(
-                            libc::SYS_openat,
-                            cwd,
-                            p,
-                            libc::c_long::from(libc::O_TMPFILE | libc::O_WRONLY),
-                            mode,
-                        ),
-                        "creat" => libc::syscall(libc::SYS_creat, p, mode),
-                        "mknod" => libc::syscall(libc::SYS_mknod, p, reg | mode, 0),
-                        "mknodat" => libc::syscall(libc::SYS_mknodat, cwd, p, reg | mode, 0),
-                        "mkdir" => libc::syscall(libc::SYS_mkdir, p, mode),
-                        "mkdirat" => libc::syscall(libc::SYS_mkdirat, cwd, p, mode),
-                        _ => return None,
-                    }
-                };
+                // SAFETY: the only pointer is `p`, the NUL-terminated path `c` owns.
+                let ret = unsafe { sys(nr, &args) };
                 let v = from_ret(ret);
-                if ret > 0 && matches!(call, "open" | "openat" | "openat-nocreat" | "openat-tmpfile" | "creat") {
-                    // SAFETY: closing the descriptor the call returned.
-                    unsafe { libc::close(i32::try_from(ret).unwrap_or(-1)) };
+                if call.starts_with("open") || call == "creat" {
+                    close(ret);
                 }
                 v
             }
@@ -282,19 +294,16 @@ mod checks {
                 let c = std::ffi::CString::new(arg).ok()?;
                 // struct open_how { u64 flags; u64 mode; u64 resolve; }: O_RDONLY.
                 let how = [0u64; 3];
-                // SAFETY: openat2 reads a 24-byte open_how we own and a NUL-terminated path.
-                let ret = unsafe {
-                    libc::syscall(libc::SYS_openat2, libc::AT_FDCWD, c.as_ptr(), how.as_ptr(), 24usize)
-                };
+                let args =
+                    [libc::c_long::from(libc::AT_FDCWD), c.as_ptr() as libc::c_long, how.as_ptr() as libc::c_long, 24];
+                // SAFETY: openat2 reads the 24-byte open_how and the NUL-terminated path we own.
+                let ret = unsafe { sys(libc::SYS_openat2, &args) };
                 let v = from_ret(ret);
-                if ret >= 0 {
-                    // SAFETY: closing the descriptor just returned.
-                    unsafe { libc::close(i32::try_from(ret).unwrap_or(-1)) };
-                }
+                close(ret);
                 v
             }
             // `PATH:NAME`: sets NAME to a valid VFS_CAP_REVISION_2 blob granting CAP_NET_RAW
-            // (any value is refused for security.capability without CAP_SETFCAP).
+            // (security.capability is refused without CAP_SETFCAP whatever the value).
             "setxattr" => {
                 let (path, name) = arg.split_once(':')?;
                 let mut blob = [0u8; 20];
@@ -302,229 +311,187 @@ mod checks {
                 blob[4..8].copy_from_slice(&(1u32 << 13).to_le_bytes()); // permitted: CAP_NET_RAW
                 let (c, n) = (std::ffi::CString::new(path).ok()?, std::ffi::CString::new(name).ok()?);
                 // SAFETY: setxattr with NUL-terminated strings and a 20-byte value we own.
-                from_ret(libc::c_long::from(unsafe {
-                    libc::setxattr(c.as_ptr(), n.as_ptr(), blob.as_ptr().cast(), blob.len(), 0)
-                }))
+                let ret = unsafe { libc::setxattr(c.as_ptr(), n.as_ptr(), blob.as_ptr().cast(), blob.len(), 0) };
+                from_ret(libc::c_long::from(ret))
             }
-            // Issue 12 class 9: `userfaultfd=FLAGS` (O_CLOEXEC and UFFD_USER_MODE_ONLY = 1 are
-            // the interesting ones).
+            // Issue 12 class 9. `userfaultfd=FLAGS` (UFFD_USER_MODE_ONLY = 1, O_CLOEXEC).
             "userfaultfd" => {
                 let flags: libc::c_long = arg.parse().ok()?;
-                // SAFETY: userfaultfd takes integer flags; the descriptor is closed at once.
-                let ret = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) };
+                // SAFETY: userfaultfd takes integer flags.
+                let ret = unsafe { sys(libc::SYS_userfaultfd, &[flags]) };
                 let v = from_ret(ret);
-                if ret >= 0 {
-                    // SAFETY: closing the descriptor just returned.
-                    unsafe { libc::close(i32::try_from(ret).unwrap_or(-1)) };
-                }
+                close(ret);
                 v
             }
             "name-to-handle" => {
                 let c = std::ffi::CString::new(arg).ok()?;
-                // struct file_handle { u32 handle_bytes; i32 handle_type; u8 f_handle[]; }
+                // struct file_handle { u32 handle_bytes; i32 handle_type; u8 f_handle[128]; }
                 let mut handle = [0u8; 8 + 128];
                 handle[0..4].copy_from_slice(&128u32.to_ne_bytes());
-                let mut mount_id: i32 = 0;
-                // SAFETY: name_to_handle_at writes at most 128 handle bytes into our buffer and
-                // the mount id into an i32 we own.
-                from_ret(unsafe {
-                    libc::syscall(
-                        libc::SYS_name_to_handle_at,
-                        libc::AT_FDCWD,
-                        c.as_ptr(),
-                        handle.as_mut_ptr(),
-                        &mut mount_id as *mut i32,
-                        0,
-                    )
-                })
+                let mut mount_id = [0i32; 1];
+                let args = [
+                    libc::c_long::from(libc::AT_FDCWD),
+                    c.as_ptr() as libc::c_long,
+                    handle.as_mut_ptr() as libc::c_long,
+                    mount_id.as_mut_ptr() as libc::c_long,
+                    0,
+                ];
+                // SAFETY: name_to_handle_at writes at most 128 handle bytes into `handle` and
+                // one i32 into `mount_id`, both ours.
+                from_ret(unsafe { sys(libc::SYS_name_to_handle_at, &args) })
             }
             "open-by-handle" => {
-                // A made-up handle: the call is refused before the handle matters (EPERM
-                // without CAP_DAC_READ_SEARCH; seccomp answers before that).
+                // A made-up handle: the call is refused before the handle matters.
                 let mut handle = [0u8; 8 + 8];
                 handle[0..4].copy_from_slice(&8u32.to_ne_bytes());
                 handle[4..8].copy_from_slice(&1i32.to_ne_bytes());
-                // SAFETY: open_by_handle_at reads a 16-byte file_handle we own.
-                let ret = unsafe {
-                    libc::syscall(libc::SYS_open_by_handle_at, libc::AT_FDCWD, handle.as_mut_ptr(), libc::O_RDONLY)
-                };
-                from_ret(ret)
+                let args = [
+                    libc::c_long::from(libc::AT_FDCWD),
+                    handle.as_mut_ptr() as libc::c_long,
+                    libc::c_long::from(libc::O_RDONLY),
+                ];
+                // SAFETY: open_by_handle_at reads the 16-byte file_handle we own.
+                let ret = unsafe { sys(libc::SYS_open_by_handle_at, &args) };
+                let v = from_ret(ret);
+                close(ret);
+                v
             }
             "fanotify" => {
-                // SAFETY: fanotify_init takes integer flags; the descriptor is closed at once.
-                let ret = unsafe { libc::syscall(libc::SYS_fanotify_init, 0, libc::O_RDONLY) };
+                // SAFETY: fanotify_init takes integer flags.
+                let ret = unsafe { sys(libc::SYS_fanotify_init, &[0, libc::c_long::from(libc::O_RDONLY)]) };
                 let v = from_ret(ret);
-                if ret >= 0 {
-                    // SAFETY: closing the descriptor just returned.
-                    unsafe { libc::close(i32::try_from(ret).unwrap_or(-1)) };
-                }
+                close(ret);
                 v
             }
             // `personality=HEX`: sets (or, for ffffffff, queries) the personality; a set that
             // succeeds is undone at once.
             "personality" => {
-                let value = libc::c_ulong::from_str_radix(arg, 16).ok()?;
+                let value = libc::c_long::from_str_radix(arg, 16).ok()?;
                 // SAFETY: personality takes an integer.
-                let ret = unsafe { libc::syscall(libc::SYS_personality, value) };
+                let ret = unsafe { sys(libc::SYS_personality, &[value]) };
                 let v = from_ret(ret);
                 if ret >= 0 && value != 0xffff_ffff {
                     // SAFETY: restores the previous personality (an integer).
-                    unsafe { libc::syscall(libc::SYS_personality, libc::c_ulong::try_from(ret).unwrap_or(0)) };
+                    unsafe { sys(libc::SYS_personality, &[ret]) };
                 }
                 v
             }
             "kcmp" => {
                 let pid = libc::c_long::from(nix::unistd::getpid().as_raw());
-                // SAFETY: kcmp(KCMP_FILE = 0) of this process's stdin with itself; integers only.
-                from_ret(unsafe { libc::syscall(libc::SYS_kcmp, pid, pid, 0, 0, 0) })
+                // SAFETY: kcmp(KCMP_FILE) of this process's stdin with itself; integers only.
+                from_ret(unsafe { sys(libc::SYS_kcmp, &[pid, pid, 0, 0, 0]) })
             }
             "pidfd-getfd" => {
-                // SAFETY: pidfd_open of this process; the descriptors are closed at once.
-                let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, nix::unistd::getpid().as_raw(), 0) };
+                let pid = libc::c_long::from(nix::unistd::getpid().as_raw());
+                // SAFETY: pidfd_open of this process; integers only.
+                let pidfd = unsafe { sys(libc::SYS_pidfd_open, &[pid, 0]) };
                 if pidfd < 0 {
                     return Some(from_ret(pidfd));
                 }
                 // SAFETY: pidfd_getfd duplicates our own stdin through the pidfd just opened.
-                let ret = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd, 0, 0) };
+                let ret = unsafe { sys(libc::SYS_pidfd_getfd, &[pidfd, 0, 0]) };
                 let v = from_ret(ret);
-                // SAFETY: closing the descriptors just returned.
-                unsafe {
-                    if ret >= 0 {
-                        libc::close(i32::try_from(ret).unwrap_or(-1));
-                    }
-                    libc::close(i32::try_from(pidfd).unwrap_or(-1));
-                }
+                close(ret);
+                close(pidfd);
                 v
             }
-            "syslog" => {
-                // SAFETY: SYSLOG_ACTION_SIZE_BUFFER (10) takes no buffer.
-                from_ret(unsafe { libc::syscall(libc::SYS_syslog, 10, std::ptr::null_mut::<u8>(), 0) })
-            }
-            // Issue 12 class 4: `socket=FAMILY:TYPE` (numbers); the descriptor is closed at once.
+            // SAFETY: SYSLOG_ACTION_SIZE_BUFFER (10) takes no buffer.
+            "syslog" => from_ret(unsafe { sys(libc::SYS_syslog, &[10, 0, 0]) }),
+            // Issue 12 class 4: `socket=FAMILY:TYPE` (numbers).
             "socket" => {
                 let (family, ty) = arg.split_once(':')?;
-                let (family, ty): (i32, i32) = (family.parse().ok()?, ty.parse().ok()?);
-                // SAFETY: socket(2) with integer arguments; the descriptor is closed at once.
-                let fd = unsafe { libc::socket(family, ty, 0) };
-                let v = from_ret(libc::c_long::from(fd));
-                if fd >= 0 {
-                    // SAFETY: closing the descriptor just created.
-                    unsafe { libc::close(fd) };
-                }
+                let (family, ty): (libc::c_long, libc::c_long) = (family.parse().ok()?, ty.parse().ok()?);
+                // SAFETY: socket(2) with integer arguments.
+                let ret = unsafe { sys(libc::SYS_socket, &[family, ty, 0]) };
+                let v = from_ret(ret);
+                close(ret);
                 v
             }
             // `socketpair=TYPE`: an AF_UNIX pair that carries one message.
             "socketpair" => {
-                let ty: i32 = arg.parse().ok()?;
-                let mut fds = [-1i32; 2];
-                // SAFETY: socketpair writes two descriptors into an array we own.
-                let ret = unsafe { libc::socketpair(libc::AF_UNIX, ty | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) };
-                if ret < 0 {
-                    return Some(from_ret(libc::c_long::from(ret)));
-                }
-                let mut buf = [0u8; 4];
-                // SAFETY: write and read of buffers we own on the pair just made, then close.
-                let got = unsafe {
-                    let w = libc::write(fds[0], b"ping".as_ptr().cast(), 4);
-                    let r = if w == 4 { libc::read(fds[1], buf.as_mut_ptr().cast(), 4) } else { -1 };
-                    libc::close(fds[0]);
-                    libc::close(fds[1]);
-                    r
-                };
-                Verdict {
-                    ok: got == 4,
-                    errno: None,
-                    detail: String::from_utf8_lossy(&buf).into_owned(),
-                }
+                let ty = nix::sys::socket::SockType::try_from(arg.parse::<i32>().ok()?).ok()?;
+                let pair = nix::sys::socket::socketpair(
+                    nix::sys::socket::AddressFamily::Unix,
+                    ty,
+                    None,
+                    nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+                )
+                .map_err(std::io::Error::from);
+                from_io(
+                    pair.and_then(|(a, b)| {
+                        std::fs::File::from(a).write_all(b"ping")?;
+                        let mut buf = [0u8; 4];
+                        std::fs::File::from(b).read_exact(&mut buf)?;
+                        Ok(buf)
+                    }),
+                    |b| String::from_utf8_lossy(b).into_owned(),
+                )
             }
             // `unix-send=PATH`: connects a stream socket to a path-named unix socket and sends
             // "probe".
-            "unix-send" => from_io(
-                std::os::unix::net::UnixStream::connect(arg).and_then(|mut s| s.write_all(b"probe")),
-                |_| String::from("sent"),
-            ),
+            "unix-send" => {
+                from_io(std::os::unix::net::UnixStream::connect(arg).and_then(|mut s| s.write_all(b"probe")), |_| {
+                    String::from("sent")
+                })
+            }
             // `unix-dgram-pair-send=PATH`: a datagram socketpair's end sends "probe" to PATH.
-            "unix-dgram-pair-send" => from_io(
-                std::os::unix::net::UnixDatagram::pair().and_then(|(a, _b)| a.send_to(b"probe", arg)),
-                |n| format!("sent {n}"),
-            ),
+            "unix-dgram-pair-send" => {
+                from_io(std::os::unix::net::UnixDatagram::pair().and_then(|(a, _b)| a.send_to(b"probe", arg)), |n| {
+                    format!("sent {n}")
+                })
+            }
             // `tfo-sendto=ADDR`: TCP Fast Open through sendto(MSG_FASTOPEN) to ADDR with "probe".
             "tfo-sendto" => {
-                let addr: std::net::SocketAddrV4 = arg.parse().ok()?;
-                let sa = libc::sockaddr_in {
-                    sin_family: libc::AF_INET as libc::sa_family_t,
-                    sin_port: addr.port().to_be(),
-                    sin_addr: libc::in_addr { s_addr: u32::from(*addr.ip()).to_be() },
-                    sin_zero: [0; 8],
+                let addr: SocketAddr = arg.parse().ok()?;
+                let sa = nix::sys::socket::SockaddrStorage::from(addr);
+                let fd = match tcp_socket() {
+                    Ok(fd) => fd,
+                    Err(e) => return Some(from_io(Err::<(), _>(e), |_| String::new())),
                 };
-                // SAFETY: socket(2) with integer arguments; the descriptor is closed below.
-                let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-                if fd < 0 {
-                    return Some(from_ret(libc::c_long::from(fd)));
+                let r = nix::sys::socket::sendto(
+                    std::os::fd::AsRawFd::as_raw_fd(&fd),
+                    b"probe",
+                    &sa,
+                    nix::sys::socket::MsgFlags::from_bits_retain(libc::MSG_FASTOPEN),
+                );
+                std::thread::sleep(Duration::from_millis(200));
+                match r {
+                    Ok(n) => Verdict { ok: true, errno: None, detail: format!("returned {n}") },
+                    Err(e) => Verdict { ok: false, errno: Some(e as i32), detail: e.desc().to_owned() },
                 }
-                // SAFETY: sendto with a 5-byte buffer and a sockaddr_in we own; then close.
-                let ret = unsafe {
-                    let r = libc::sendto(
-                        fd,
-                        b"probe".as_ptr().cast(),
-                        5,
-                        libc::MSG_FASTOPEN,
-                        (&sa as *const libc::sockaddr_in).cast(),
-                        std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-                    );
-                    let v = from_ret(r as libc::c_long);
-                    std::thread::sleep(Duration::from_millis(200));
-                    libc::close(fd);
-                    v
-                };
-                ret
             }
             // `tfo-connect=ADDR`: TCP_FASTOPEN_CONNECT, then connect and write "probe".
             "tfo-connect" => {
-                let addr: std::net::SocketAddrV4 = arg.parse().ok()?;
-                let sa = libc::sockaddr_in {
-                    sin_family: libc::AF_INET as libc::sa_family_t,
-                    sin_port: addr.port().to_be(),
-                    sin_addr: libc::in_addr { s_addr: u32::from(*addr.ip()).to_be() },
-                    sin_zero: [0; 8],
+                let addr: SocketAddr = arg.parse().ok()?;
+                let sa = nix::sys::socket::SockaddrStorage::from(addr);
+                let fd = match tcp_socket() {
+                    Ok(fd) => fd,
+                    Err(e) => return Some(from_io(Err::<(), _>(e), |_| String::new())),
                 };
-                // SAFETY: socket(2) with integer arguments; the descriptor is closed below.
-                let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-                if fd < 0 {
-                    return Some(from_ret(libc::c_long::from(fd)));
-                }
+                let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
                 let one: libc::c_int = 1;
-                // SAFETY: setsockopt reads an int we own; connect reads a sockaddr_in we own;
-                // write reads a 5-byte buffer; then close.
-                unsafe {
-                    let r = libc::setsockopt(
-                        fd,
+                let len = libc::socklen_t::try_from(std::mem::size_of::<libc::c_int>()).unwrap_or(4);
+                // SAFETY: setsockopt reads the int `one` we own.
+                let r = unsafe {
+                    libc::setsockopt(
+                        raw,
                         libc::IPPROTO_TCP,
                         libc::TCP_FASTOPEN_CONNECT,
-                        (&one as *const libc::c_int).cast(),
-                        std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                    );
-                    let v = if r < 0 {
-                        let mut v = from_ret(libc::c_long::from(r));
-                        v.detail = format!("setsockopt: {}", v.detail);
-                        v
-                    } else {
-                        let c = libc::connect(
-                            fd,
-                            (&sa as *const libc::sockaddr_in).cast(),
-                            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-                        );
-                        if c < 0 {
-                            let mut v = from_ret(libc::c_long::from(c));
-                            v.detail = format!("connect: {}", v.detail);
-                            v
-                        } else {
-                            from_ret(libc::write(fd, b"probe".as_ptr().cast(), 5) as libc::c_long)
-                        }
-                    };
-                    std::thread::sleep(Duration::from_millis(200));
-                    libc::close(fd);
-                    v
+                        std::ptr::from_ref(&one).cast(),
+                        len,
+                    )
+                };
+                let step = if r < 0 {
+                    Err(("setsockopt", std::io::Error::last_os_error()))
+                } else if let Err(e) = nix::sys::socket::connect(raw, &sa) {
+                    Err(("connect", std::io::Error::from(e)))
+                } else {
+                    std::fs::File::from(fd.try_clone().ok()?).write_all(b"probe").map_err(|e| ("write", e))
+                };
+                std::thread::sleep(Duration::from_millis(200));
+                match step {
+                    Ok(()) => Verdict { ok: true, errno: None, detail: String::from("sent") },
+                    Err((what, e)) => Verdict { ok: false, errno: e.raw_os_error(), detail: format!("{what}: {e}") },
                 }
             }
             _ => return None,
