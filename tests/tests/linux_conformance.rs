@@ -482,8 +482,12 @@ mod linux {
             ("mkdir", "new-mkdir"),
             ("mkdirat", "new-mkdirat"),
         ];
+        // aarch64 has only the `*at` forms (the policy names the others for x86_64).
+        let legacy = ["chmod", "open", "creat", "mknod", "mkdir"];
+        let calls: Vec<(&str, &str)> =
+            calls.into_iter().filter(|(c, _)| cfg!(target_arch = "x86_64") || !legacy.contains(c)).collect();
         let mut checks = Vec::new();
-        for (call, path) in calls {
+        for &(call, path) in &calls {
             for mode in ["4755", "2755", "6777", "4000"] {
                 checks.push(
                     format!("mode-call={call}:{ws}/{path}-{mode}:{mode}").replace(&format!("{ws}/.-{mode}"), &ws),
@@ -491,7 +495,7 @@ mod linux {
             }
         }
         // Plain modes afterwards (the set-id attempts above made nothing).
-        for (call, path) in calls {
+        for &(call, path) in &calls {
             checks.push(format!("mode-call={call}:{ws}/{path}-plain:755").replace(&format!("{ws}/.-plain"), &ws));
         }
         checks.push(format!("openat2={ws}/target"));
@@ -503,7 +507,7 @@ mod linux {
         }
         fs::write(f.ws.join("target-plain"), "t\n").unwrap();
         let v = f.probe(&exec, &checks);
-        for (call, path) in calls {
+        for &(call, path) in &calls {
             for mode in ["4755", "2755", "6777", "4000"] {
                 let key = format!("mode-call={call}:{ws}/{path}-{mode}:{mode}").replace(&format!("{ws}/.-{mode}"), &ws);
                 assert_eq!(denied(&v, &key).errno, Some(EPERM), "{key}");

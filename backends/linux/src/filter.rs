@@ -68,7 +68,8 @@ pub fn syscall_number(name: &str) -> Option<i64> {
         "setsockopt" => libc::SYS_setsockopt,
         "fchmod" => libc::SYS_fchmod,
         "fchmodat" => libc::SYS_fchmodat,
-        "fchmodat2" => libc::SYS_fchmodat2,
+        // 452 on x86_64 and aarch64 alike; the libc crate lacks the aarch64 constant.
+        "fchmodat2" => 452,
         "openat" => libc::SYS_openat,
         "openat2" => libc::SYS_openat2,
         "mknodat" => libc::SYS_mknodat,

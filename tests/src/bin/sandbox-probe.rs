@@ -259,18 +259,26 @@ mod checks {
                 let creat = libc::c_long::from(libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC);
                 let reg = libc::c_long::from(libc::S_IFREG);
                 let (nr, args): (libc::c_long, Vec<libc::c_long>) = match call {
+                    #[cfg(target_arch = "x86_64")]
                     "chmod" => (libc::SYS_chmod, vec![p, mode]),
                     "fchmodat" => (libc::SYS_fchmodat, vec![cwd, p, mode]),
-                    "fchmodat2" => (libc::SYS_fchmodat2, vec![cwd, p, mode, 0]),
+                    "fchmodat2" => (
+                        452, // SYS_fchmodat2 on x86_64 and aarch64
+                        vec![cwd, p, mode, 0],
+                    ),
+                    #[cfg(target_arch = "x86_64")]
                     "open" => (libc::SYS_open, vec![p, creat, mode]),
                     "openat" => (libc::SYS_openat, vec![cwd, p, creat, mode]),
                     "openat-nocreat" => (libc::SYS_openat, vec![cwd, p, libc::c_long::from(libc::O_RDONLY), mode]),
                     "openat-tmpfile" => {
                         (libc::SYS_openat, vec![cwd, p, libc::c_long::from(libc::O_TMPFILE | libc::O_WRONLY), mode])
                     }
+                    #[cfg(target_arch = "x86_64")]
                     "creat" => (libc::SYS_creat, vec![p, mode]),
+                    #[cfg(target_arch = "x86_64")]
                     "mknod" => (libc::SYS_mknod, vec![p, reg | mode, 0]),
                     "mknodat" => (libc::SYS_mknodat, vec![cwd, p, reg | mode, 0]),
+                    #[cfg(target_arch = "x86_64")]
                     "mkdir" => (libc::SYS_mkdir, vec![p, mode]),
                     "mkdirat" => (libc::SYS_mkdirat, vec![cwd, p, mode]),
                     "fchmod" => {
