@@ -434,3 +434,30 @@ fn duplicate_keys_are_rejected_naming_the_key() {
         assert!(serde_json::from_str::<ProfileConfig>(json).is_err(), "{json}: serde path");
     }
 }
+
+/// Issue 12 class 4a: `unix_sockets` is `deny` (default) or `allow`; `gated` means nothing (no
+/// grant lifts it) and is refused naming the key; only `allow` changes the fingerprint, and
+/// `restrict` takes the smaller value.
+#[test]
+fn unix_sockets_is_deny_or_allow() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().display().to_string();
+    let base = |v: Value| json!({"workspace_root": ws, "unix_sockets": v});
+    assert_eq!(decode(&json!({"workspace_root": ws})).unwrap().unix_sockets, Deny);
+    for (v, want) in [(json!("deny"), Deny), (json!(0), Deny), (json!("allow"), Allow), (json!(2), Allow)] {
+        assert_eq!(decode(&base(v.clone())).unwrap().unix_sockets, want, "{v}");
+    }
+    for v in [json!("gated"), json!(1), json!("yes"), json!(true)] {
+        let err = decode(&base(v.clone())).unwrap_err().to_string();
+        assert!(err.contains("unix_sockets"), "{v}: {err}");
+    }
+    let config = ProfileConfig { workspace_root: dir.path().to_path_buf(), ..ProfileConfig::default() };
+    let err = Profile::new(ProfileConfig { unix_sockets: Gated, ..config.clone() }).unwrap_err().to_string();
+    assert!(err.contains("unix_sockets"), "{err}");
+    let deny = Profile::new(config.clone()).unwrap();
+    let allow = Profile::new(ProfileConfig { unix_sockets: Allow, ..config }).unwrap();
+    assert_ne!(deny.fingerprint(), allow.fingerprint());
+    assert_eq!(allow.settings().unix_sockets, "allow");
+    assert_eq!(restrict(&allow, &deny).unwrap().config().unix_sockets, Deny);
+    assert_eq!(restrict(&allow, &allow).unwrap().config().unix_sockets, Allow);
+}

@@ -1038,6 +1038,42 @@ mod tests {
     }
 
     #[test]
+    fn the_unix_sockets_entry_says_what_is_reachable() {
+        let config = |unix_sockets, network| {
+            Profile::new(sandbox_bundle::ProfileConfig {
+                workspace_root: PathBuf::from("/"),
+                workspace_read: Access::Allow,
+                command: Access::Allow,
+                network,
+                unix_sockets,
+                ..sandbox_bundle::ProfileConfig::default()
+            })
+            .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let cases = [
+            (Access::Deny, Access::Deny, true, Status::Enforced, false),
+            (Access::Allow, Access::Deny, true, Status::Widened, true),
+            (Access::Deny, Access::Deny, false, Status::Unenforced, true),
+            (Access::Deny, Access::Allow, true, Status::Vacuous, false),
+        ];
+        for (unix, network, seccomp, want, caveat) in cases {
+            let b = backend(Ok(String::from("x")), "full", seccomp);
+            let (_, g, report) = b.assess(&config(unix, network), &[], String::from("env"));
+            let entry = report.get("unix-sockets").unwrap_or_else(|| panic!("no unix-sockets entry"));
+            assert_eq!(entry.status, want, "{unix:?} {network:?} seccomp {seccomp}: {entry:?}");
+            if want != Status::Enforced {
+                assert!(
+                    entry.detail.contains("path-named unix sockets in readable areas are connectable"),
+                    "{entry:?}"
+                );
+            }
+            let net = report.get("network-boundary").unwrap_or_else(|| panic!("no network-boundary entry"));
+            assert_eq!(net.detail.contains("unix sockets"), caveat, "{net:?}");
+            assert_eq!(g.network_boundary, network != Access::Allow);
+        }
+    }
+
+    #[test]
     fn a_missing_layer_degrades_the_level_and_says_so() {
         for (landlock, seccomp, feature) in [("none", true, "landlock"), ("full", false, "seccomp")] {
             let b = backend(Ok(String::from("x")), landlock, seccomp);
