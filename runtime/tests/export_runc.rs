@@ -363,3 +363,49 @@ fn sandbox_proof_and_probe() {
     assert_eq!(v["level"], "full");
     assert!(v["landlock_abi"].as_u64().is_some_and(|abi| abi >= 1), "{v}");
 }
+
+/// Issue 12 classes 2, 4 and 9 under runc: the exported `linux.seccomp` refuses set-id modes,
+/// unix and vsock sockets, datagram socketpairs, userfaultfd and personality flags, next to the
+/// controls (a plain chmod, a stream socketpair; `unix_sockets: allow` opens unix sockets). The
+/// personality rule's five `ne` conditions on one argument become five rules under runc (OR), so
+/// there even the query is refused: stricter than the embedded filter, never weaker.
+#[test]
+fn issue_12_seccomp_rules_hold_under_runc() {
+    use std::os::unix::fs::PermissionsExt;
+    if !privileged("runc") {
+        return;
+    }
+    if !Path::new("/usr/bin/python3").exists() {
+        eprintln!(
+            "!!!!!!!! /usr/bin/python3 missing: export_runc::issue_12_seccomp_rules_hold_under_runc cannot run !!!!!!!!"
+        );
+        return;
+    }
+    let case = Case::new();
+    let script = r#"cp /usr/bin/id suid; chmod 4755 suid 2>/dev/null || echo refused-chmod; chmod 755 suid && echo plain-chmod
+/usr/bin/python3 -c '
+import socket, ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+for name, f in [("unix", lambda: socket.socket(socket.AF_UNIX)), ("vsock", lambda: socket.socket(40, socket.SOCK_STREAM)),
+                ("dgram-pair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)), ("pair", lambda: socket.socketpair()),
+                ("open-4755", lambda: os.open("x", os.O_CREAT | os.O_WRONLY, 0o4755))]:
+    try:
+        f(); print(name, "ok")
+    except OSError as e:
+        print(name, e.errno)
+r = libc.personality(ctypes.c_ulong(0x400000)); print("read-implies-exec", r, ctypes.get_errno())
+r = libc.syscall(323, 0); print("userfaultfd", r, ctypes.get_errno())
+'"#;
+    let o = runc(&case.export(&case.profile(""), script));
+    assert_eq!(
+        stdout(&o),
+        "refused-chmod\nplain-chmod\nunix 13\nvsock 13\ndgram-pair 13\npair ok\nopen-4755 1\nread-implies-exec -1 1\nuserfaultfd -1 1\n",
+        "{}",
+        describe(&o)
+    );
+    assert_eq!(fs::metadata(case.ws().join("suid")).unwrap().permissions().mode() & 0o7777, 0o755);
+    assert!(!case.ws().join("x").exists());
+    // The control: unix_sockets allow opens unix sockets (and datagram pairs) under runc too.
+    let o = runc(&case.export(&case.profile(r#", "unix_sockets": "allow""#), script));
+    assert!(stdout(&o).contains("\nunix ok\nvsock 13\ndgram-pair ok\npair ok\n"), "{}", describe(&o));
+}
