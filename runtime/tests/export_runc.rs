@@ -387,7 +387,8 @@ fn issue_12_seccomp_rules_hold_under_runc() {
 import socket, ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
 for name, f in [("unix", lambda: socket.socket(socket.AF_UNIX)), ("vsock", lambda: socket.socket(40, socket.SOCK_STREAM)),
-                ("dgram-pair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)), ("pair", lambda: socket.socketpair()),
+                ("dgram-pair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)),
+                ("raw-pair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_RAW)), ("pair", lambda: socket.socketpair()),
                 ("open-4755", lambda: os.open("x", os.O_CREAT | os.O_WRONLY, 0o4755))]:
     try:
         f(); print(name, "ok")
@@ -399,7 +400,7 @@ r = libc.syscall(323, 0); print("userfaultfd", r, ctypes.get_errno())
     let o = runc(&case.export(&case.profile(""), script));
     assert_eq!(
         stdout(&o),
-        "refused-chmod\nplain-chmod\nunix 13\nvsock 13\ndgram-pair 13\npair ok\nopen-4755 1\nread-implies-exec -1 1\nuserfaultfd -1 1\n",
+        "refused-chmod\nplain-chmod\nunix 13\nvsock 13\ndgram-pair 13\nraw-pair 13\npair ok\nopen-4755 1\nread-implies-exec -1 1\nuserfaultfd -1 1\n",
         "{}",
         describe(&o)
     );
@@ -407,5 +408,5 @@ r = libc.syscall(323, 0); print("userfaultfd", r, ctypes.get_errno())
     assert!(!case.ws().join("x").exists());
     // The control: unix_sockets allow opens unix sockets (and datagram pairs) under runc too.
     let o = runc(&case.export(&case.profile(r#", "unix_sockets": "allow""#), script));
-    assert!(stdout(&o).contains("\nunix ok\nvsock 13\ndgram-pair ok\npair ok\n"), "{}", describe(&o));
+    assert!(stdout(&o).contains("\nunix ok\nvsock 13\ndgram-pair ok\nraw-pair ok\npair ok\n"), "{}", describe(&o));
 }

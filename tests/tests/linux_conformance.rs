@@ -692,6 +692,7 @@ mod linux {
             s("socketpair=1"),
             s("socketpair=5"),
             s("socketpair=2"),
+            s("socketpair=3"),
             s("socket=40:1"),
             s("socket=40:2"),
         ];
@@ -717,7 +718,7 @@ mod linux {
         assert_eq!(report.get("unix-sockets").unwrap().status, Status::Enforced, "{report:?}");
         assert_eq!(report.get("network-boundary").unwrap().status, Status::Enforced);
         let v = f.probe(&exec, &checks);
-        for key in ["socket=1:1", "socket=1:2", "socketpair=2", "socket=40:1", "socket=40:2"] {
+        for key in ["socket=1:1", "socket=1:2", "socketpair=2", "socketpair=3", "socket=40:1", "socket=40:2"] {
             assert_eq!(denied(&v, key).errno, Some(EACCES), "{key}");
         }
         for key in [
@@ -743,7 +744,7 @@ mod linux {
         assert!(unix.detail.contains("path-named unix sockets in readable areas are connectable"), "{unix:?}");
         assert!(report.get("network-boundary").unwrap().detail.contains("unix sockets"), "{report:?}");
         let v = f.probe(&exec, &checks);
-        for key in ["socket=1:1", "socket=1:2", "socketpair=1", "socketpair=5", "socketpair=2"] {
+        for key in ["socket=1:1", "socket=1:2", "socketpair=1", "socketpair=5", "socketpair=2", "socketpair=3"] {
             allowed(&v, key);
         }
         allowed(&v, &format!("unix-send={ws}/h.sock"));
