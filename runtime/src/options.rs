@@ -7,6 +7,13 @@ use std::time::Duration;
 
 use sandbox_bundle::{EnvOptions, Error, Home, Profile, check_seed};
 
+/// The default CPU weight of a spawn (cgroup v2 units; a host process has 100).
+pub(crate) const DEFAULT_CPU_WEIGHT: u16 = 10;
+/// The smallest CPU bound: 1 ms of CPU per 100 ms period (the kernel's minimum quota).
+pub(crate) const MIN_MILLICPUS: u32 = 10;
+/// The largest CPU bound: a thousand CPUs.
+pub(crate) const MAX_MILLICPUS: u32 = 1_000_000;
+
 /// Options of an [`crate::ExecutorSet`].
 #[derive(Clone, Debug)]
 pub struct ExecutorSetOptions {
@@ -15,6 +22,8 @@ pub struct ExecutorSetOptions {
     pub(crate) grant_ttl: Duration,
     pub(crate) pids_max: u32,
     pub(crate) memory_max: Option<u64>,
+    pub(crate) cpu_weight: u16,
+    pub(crate) cpu_max_millicpus: Option<u32>,
     pub(crate) cgroup_parent: Option<PathBuf>,
     pub(crate) env: EnvOptions,
     pub(crate) seed_home: Vec<(PathBuf, PathBuf)>,
@@ -29,6 +38,8 @@ impl ExecutorSetOptions {
             grant_ttl: Duration::from_secs(15 * 60),
             pids_max: 4096,
             memory_max: None,
+            cpu_weight: DEFAULT_CPU_WEIGHT,
+            cpu_max_millicpus: None,
             cgroup_parent: None,
             env: EnvOptions::default(),
             seed_home: Vec::new(),
@@ -53,6 +64,21 @@ impl ExecutorSetOptions {
     /// `memory.max` of every spawn's cgroup in bytes (default: none).
     pub fn memory_max(self, bytes: u64) -> Self {
         ExecutorSetOptions { memory_max: Some(bytes), ..self }
+    }
+
+    /// The CPU weight of every spawn's cgroup, in cgroup v2 units (1-10000; the host's
+    /// processes have 100): default 10, so that under contention sandboxed work gets about a
+    /// tenth of what a host process gets, and all idle CPU when nothing else wants it. Written
+    /// as `cpu.weight` on cgroup v2 and as `cpu.shares` (weight × 1024 / 100) on v1.
+    pub fn cpu_weight(self, weight: u16) -> Self {
+        ExecutorSetOptions { cpu_weight: weight, ..self }
+    }
+
+    /// A hard CPU bound of every spawn's cgroup, in thousandths of a CPU (1000 = one CPU;
+    /// 10-1,000,000), over a 100 ms period: `cpu.max` on cgroup v2, `cpu.cfs_quota_us` on v1.
+    /// Default: none (the weight alone).
+    pub fn cpu_max_millicpus(self, millicpus: u32) -> Self {
+        ExecutorSetOptions { cpu_max_millicpus: Some(millicpus), ..self }
     }
 
     /// The cgroup under which each spawn gets its own (Linux; absolute and clean, relative to
@@ -104,6 +130,20 @@ impl ExecutorSetOptions {
         }
         if self.memory_max == Some(0) {
             return bad("memory_max: must not be zero");
+        }
+        if !(1..=10_000).contains(&self.cpu_weight) {
+            return Err(Error::InvalidOptions {
+                detail: format!("cpu_weight: {} is outside 1-10000", self.cpu_weight),
+            });
+        }
+        if let Some(m) = self.cpu_max_millicpus {
+            if !(MIN_MILLICPUS..=MAX_MILLICPUS).contains(&m) {
+                return Err(Error::InvalidOptions {
+                    detail: format!(
+                        "cpu_max_millicpus: {m} is outside {MIN_MILLICPUS}-{MAX_MILLICPUS} (thousandths of a CPU)"
+                    ),
+                });
+            }
         }
         if let Some(parent) = &self.cgroup_parent {
             if !is_clean_absolute(parent) {

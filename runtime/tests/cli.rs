@@ -471,3 +471,60 @@ fn nul_bytes_in_the_profile_json_name_the_field_and_write_nothing() {
     }
     assert_eq!(area.snapshot(), before, "a refused profile wrote something");
 }
+
+/// Issue 12, class 13: `--cpus` and `--cpu-weight` out of range, non-finite or unparsable name
+/// their flag and write nothing; in range, the run works and the report states the CPU weight
+/// and bound (the library test `linux_abuse::a_cpu_bound_holds_and_its_absence_does_not_bound`
+/// reads them back from the cgroup).
+#[test]
+fn cpu_flags_are_checked_and_reported() {
+    let area = Area::new();
+    let before = area.snapshot();
+    for (flag, value, code) in [
+        ("--cpus", "0", 125),
+        ("--cpus", "0.001", 125),
+        ("--cpus", "-1", 125),
+        ("--cpus", "NaN", 125),
+        ("--cpus", "inf", 125),
+        ("--cpus", "1001", 125),
+        ("--cpus", "", 2),
+        ("--cpu-weight", "0", 125),
+        ("--cpu-weight", "10001", 125),
+        ("--cpu-weight", "70000", 2),
+        ("--cpu-weight", "-5", 2),
+    ] {
+        let pair = format!("{flag}={value}");
+        let args = [os("run"), os("--scratch"), os("../scratch"), os(&pair), os("--"), os("/bin/true")];
+        let o = area.sandbox(&refs(&args));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{flag} {value:?}: {err}");
+        assert!(err.contains(flag) && !err.contains("panicked"), "{flag} {value:?}: {err}");
+    }
+    assert_eq!(area.snapshot(), before, "a refused value wrote something");
+    if !sandbox_runs_here("cpu_flags_are_checked_and_reported") {
+        return;
+    }
+    let args = [
+        os("run"),
+        os("--scratch"),
+        os("../scratch"),
+        os("--json"),
+        os("--cpus"),
+        os("0.5"),
+        os("--cpu-weight"),
+        os("20"),
+        os("--"),
+        os("/bin/echo"),
+        os("ok"),
+    ];
+    let o = area.sandbox(&refs(&args));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["stdout"], "ok\n", "{v}");
+    let limits = v["report"].as_array().unwrap().iter().find(|e| e["feature"] == "resource-limits").unwrap();
+    let detail = limits["detail"].as_str().unwrap();
+    if limits["status"] == "enforced" {
+        assert!(detail.contains("cpu weight 20 ") && detail.contains("cpu max 0.500 cpus"), "{detail}");
+    } else {
+        eprintln!("!!!!!!!! resource-limits not enforced here: {detail} !!!!!!!!");
+    }
+}

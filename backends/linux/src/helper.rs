@@ -6,6 +6,7 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use libcontainer::container::Container;
@@ -386,7 +387,11 @@ fn run() -> std::io::Result<()> {
         let _ = kill(pid, Signal::SIGKILL);
     }
 
-    let (lines, killed) = supervise(&mut control, status, pending, pid, parent_alive);
+    let procs = request.limits.first().and_then(|l| l.file.parent()).map(|d| d.join("cgroup.procs"));
+    if !parent_alive {
+        kill_members(procs.as_deref());
+    }
+    let (lines, killed) = supervise(&mut control, status, pending, pid, parent_alive, procs.as_deref());
     measured.phases.push((String::from("status-eof"), monotonic_us()));
     let reaped = reap(pid);
     // Proven: the init is reaped (its pid namespace went with it) and the spawn's own cgroup
@@ -476,6 +481,7 @@ fn supervise(
     mut buf: Vec<u8>,
     pid: Pid,
     mut parent_alive: bool,
+    procs: Option<&Path>,
 ) -> (Vec<String>, bool) {
     let mut killed = false;
     let mut control_buf = String::new();
@@ -504,12 +510,16 @@ fn supervise(
                     parent_alive = false;
                     killed = true;
                     let _ = kill(pid, Signal::SIGKILL);
+                    kill_members(procs);
                 }
                 Ok(_) => {
                     if let Ok(Command::Signal { signal }) = serde_json::from_str(&control_buf) {
                         if let Ok(sig) = Signal::try_from(signal) {
                             killed |= sig == Signal::SIGKILL;
                             let _ = kill(pid, sig);
+                            if sig == Signal::SIGKILL {
+                                kill_members(procs);
+                            }
                         }
                     }
                 }
@@ -518,6 +528,26 @@ fn supervise(
     }
     let lines = String::from_utf8_lossy(&buf).lines().map(str::to_owned).collect();
     (lines, killed)
+}
+
+/// SIGKILLs every process of the spawn's own cgroup (`procs`: its `cgroup.procs`, a path the
+/// library made, never one the workload can reach), a few passes to catch children forked
+/// meanwhile. Killing the init alone ends the pid namespace only once the init itself gets to
+/// run its exit, which under a fork bomb in a low-weight cgroup took tens of seconds (issue 12,
+/// class 13): a killed process forks no more, so the tree stops growing at once.
+fn kill_members(procs: Option<&Path>) {
+    let Some(procs) = procs else { return };
+    for _ in 0..4 {
+        let Ok(text) = std::fs::read_to_string(procs) else { return };
+        let mut any = false;
+        for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()).filter(|p| *p > 1) {
+            any = true;
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        if !any {
+            return;
+        }
+    }
 }
 
 /// Reaps the init (it has closed the status pipe, so it is exiting); SIGKILLs it if it lingers.

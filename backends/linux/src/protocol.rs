@@ -42,7 +42,8 @@ pub struct Request {
 /// One cgroup limit file and its value.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limit {
-    /// The file (`pids.max`, `memory.limit_in_bytes`, `memory.max`).
+    /// The file (`pids.max`, `memory.limit_in_bytes`, `memory.max`, `cpu.shares`, `cpu.weight`,
+    /// `cpu.cfs_quota_us`, `cpu.max`).
     pub file: PathBuf,
     /// The value to set.
     pub value: u64,
@@ -52,9 +53,15 @@ pub struct Limit {
 
 impl Limit {
     /// Whether `read` (the file's content) shows the limit in force: equal, or for memory
-    /// rounded down to whole pages by the kernel.
+    /// rounded down to whole pages by the kernel. Only the first word counts (`cpu.max` reads
+    /// `<quota> <period>`).
     pub fn holds(&self, read: &str) -> bool {
-        read.trim().parse::<u64>().is_ok_and(|got| got <= self.value && self.value - got < 4096 * 16)
+        let memory = self.file.file_name().is_some_and(|n| n.to_string_lossy().starts_with("memory."));
+        let slack = if memory { 4096 * 16 } else { 1 };
+        read.split_whitespace()
+            .next()
+            .and_then(|w| w.parse::<u64>().ok())
+            .is_some_and(|got| got <= self.value && self.value - got < slack)
     }
 }
 
