@@ -46,6 +46,8 @@ pub(crate) struct LinuxBackend {
     /// The parent was chosen by the library (`/sandbox` as root): its own CPU weight is then
     /// set too, since it is the parent's weight that competes with the host's processes.
     own_parent: bool,
+    /// The run's inotify bound (instances, watches), set in its user namespace.
+    inotify: (u64, u64),
     tag: String,
     counter: AtomicU64,
     /// The warm helper that forks one worker per spawn.
@@ -129,6 +131,7 @@ impl LinuxBackend {
             cpu_weight: options.cpu_weight,
             cpu_max_millicpus: options.cpu_max_millicpus,
             own_parent,
+            inotify: inotify_bound(),
             tag: fsutil::random_hex(4)?,
             counter: AtomicU64::new(0),
             zygote: sandbox_linux::Zygote::new(),
@@ -241,7 +244,15 @@ impl LinuxBackend {
         if let Some(want) = self.memory_max {
             detail.push_str(&format!(", memory {want} bytes"));
         }
+        if let Some(e) = &measured.inotify_error {
+            return Err(format!("the inotify bound could not be set: {e}"));
+        }
         detail.push_str(&self.cpu_detail());
+        detail.push_str(&format!(
+            ", inotify {} instances and {} watches per run (its user namespace's own bound; the host's \
+             per-uid limits are shared by every run of this uid)",
+            self.inotify.0, self.inotify.1
+        ));
         Ok(format!("{detail} (cgroup under {})", self.cgroup_parent.as_deref().unwrap_or("?")))
     }
 
@@ -628,6 +639,7 @@ impl LinuxBackend {
             require_seccomp: require && self.probe.seccomp,
             limits: self.limits(&id),
             require_limits: require && self.probe.limits.is_ok(),
+            inotify: Some(self.inotify),
             tty: input.tty,
             warm,
         };
@@ -1003,6 +1015,23 @@ fn shape_key(bundle: &Bundle) -> Result<String, Error> {
     Ok(format!("{:016x}", hasher.finish()))
 }
 
+/// inotify instances a run may hold (issue 12, class 10). The host allows each uid 128 by
+/// default (`fs.inotify.max_user_instances`), counted across every user namespace of that uid:
+/// a watcher or dev server uses one to a few, so 16 leave room for several in one run, and a set
+/// of up to 7 concurrent runs cannot take all of the uid's 128.
+pub(crate) const INOTIFY_INSTANCES: u64 = 16;
+
+/// The run's inotify bound: [`INOTIFY_INSTANCES`] instances, and a quarter of the host's
+/// per-uid watches (`fs.inotify.max_user_watches`; at least 1024, 8192 when unreadable), enough
+/// to watch a large tree while leaving most for the host.
+fn inotify_bound() -> (u64, u64) {
+    let host = std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .unwrap_or(32_768);
+    (INOTIFY_INSTANCES, (host / 4).max(1024))
+}
+
 /// The environment of a broad-grant spawn gets `RES_OPTIONS=use-vc` (DNS over TCP, §10).
 fn with_broad_dns(env: &[(String, String)], broad: bool) -> Vec<(String, String)> {
     let mut env = env.to_vec();
@@ -1034,6 +1063,7 @@ mod tests {
             cpu_weight: crate::options::DEFAULT_CPU_WEIGHT,
             cpu_max_millicpus: None,
             own_parent: false,
+            inotify: (16, 8192),
             tag: String::from("t"),
             counter: AtomicU64::new(0),
             zygote: sandbox_linux::Zygote::new(),

@@ -745,6 +745,153 @@ mod cpu {
     }
 }
 
+#[cfg(target_os = "linux")]
+mod inotify {
+    use std::io::{BufRead, BufReader};
+    use std::time::Duration;
+
+    use sandbox::{ExecutorSet, ProcessOptions, Profile, Signal};
+    use sandbox_tests::TestDirs;
+
+    use super::linux::dl;
+
+    /// Inside the sandbox: tries to raise the run's bound (a write to its user namespace's
+    /// sysctl, a nested user namespace), creates inotify instances until refused (in this process
+    /// and in 3 children at once), adds a watch on one (control), fills the watch bound when it is
+    /// small enough to fill quickly, prints what it saw and holds everything until killed.
+    const HOG: &str = r#"
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+def grab(limit=100000):
+    fds = []
+    while len(fds) < limit:
+        fd = libc.inotify_init()
+        if fd < 0:
+            return fds, ctypes.get_errno()
+        fds.append(fd)
+    return fds, 0
+bound = open('/proc/sys/user/max_inotify_instances').read().strip()
+try:
+    open('/proc/sys/user/max_inotify_instances', 'w').write('100000')
+    raised = 'yes'
+except OSError as e:
+    raised = 'no:%d' % e.errno
+nested = libc.unshare(0x10000000)
+print('bound', bound, 'raise', raised, 'nested', nested, ctypes.get_errno(), flush=True)
+# Children first: three processes grab at once; the bound counts them all together.
+kids = []
+for i in range(3):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        fds, err = grab()
+        os.write(w, b'%d ' % len(fds))
+        time.sleep(3600)
+        os._exit(0)
+    os.close(w)
+    kids.append((pid, r))
+counts = [int(os.read(r, 32)) for _, r in kids]
+fds, err = grab()
+print('children', sum(counts), 'self', len(fds), 'errno', err, flush=True)
+for pid, _ in kids:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+more, err = grab()
+fds += more
+wd = libc.inotify_add_watch(fds[0], b'/tmp', 0x100) if fds else -1
+print('total', len(fds), 'errno', err, 'watch', wd, flush=True)
+wbound = int(open('/proc/sys/user/max_inotify_watches').read())
+if wbound <= 300000:
+    os.makedirs('/tmp/w', exist_ok=True)
+    n = 0
+    while True:
+        p = '/tmp/w/%d' % n
+        open(p, 'w').close()
+        if libc.inotify_add_watch(fds[1], p.encode(), 0x100) < 0:
+            print('watches', n + 1, 'of', wbound, 'errno', ctypes.get_errno(), flush=True)
+            break
+        n += 1
+else:
+    print('watches skipped', wbound, flush=True)
+print('holding', flush=True)
+time.sleep(3600)
+"#;
+
+    /// Issue 12, class 10: a run holds at most its own inotify bound (16 instances, in its
+    /// user namespace) however it tries (one process, several, after trying to raise the bound
+    /// or to escape into a nested user namespace), while the host's processes of the same uid
+    /// still create instances. Control: the run creates instances and watches up to the bound.
+    pub fn inotify_instances_stop_at_the_run_bound_and_the_host_keeps_its_own() {
+        let dirs = TestDirs::new("sbx-inotify");
+        let set = ExecutorSet::new(&dl(), &Profile::new(dirs.allow_config()).unwrap(), dirs.set_options(1)).unwrap();
+        let exec = set.executor("k").unwrap();
+        let detail = &exec.report().get("resource-limits").unwrap().detail;
+        assert!(detail.contains("inotify 16 instances"), "{detail}");
+        let p = exec
+            .prepare_process(
+                &dl(),
+                ProcessOptions {
+                    cwd: dirs.ws.clone(),
+                    argv: vec!["python3".into(), "-c".into(), HOG.into()],
+                    execution_id: String::from("e"),
+                    ..ProcessOptions::default()
+                },
+            )
+            .unwrap();
+        let process = p.start(&dl()).unwrap();
+        let mut out = BufReader::new(process.take_stdout().unwrap());
+        let mut seen = Vec::new();
+        loop {
+            let mut line = String::new();
+            assert!(out.read_line(&mut line).unwrap() > 0, "the hog ended early: {seen:?}");
+            seen.push(line.trim().to_owned());
+            if line.starts_with("holding") {
+                break;
+            }
+        }
+        println!("inside: {seen:?}");
+        let words = |prefix: &str| -> Vec<String> {
+            let line = seen.iter().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}: {seen:?}"));
+            line.split(' ').map(str::to_owned).collect()
+        };
+        let b = words("bound");
+        assert_eq!(b[1], "16", "{b:?}");
+        assert!(b[3].starts_with("no:"), "the run raised its own bound: {b:?}");
+        assert_eq!(b[5], "-1", "a nested user namespace was created: {b:?}");
+        let c = words("children");
+        let (children, own): (u64, u64) = (c[1].parse().unwrap(), c[3].parse().unwrap());
+        assert!(children + own <= 16, "four processes together held {} instances", children + own);
+        assert_eq!(c[5], "24", "refused with EMFILE: {c:?}");
+        let t = words("total");
+        assert_eq!(t[1], "16", "control: the run holds exactly its bound once alone: {t:?}");
+        assert_eq!(t[3], "24");
+        assert!(t[5].parse::<i64>().unwrap() >= 1, "control: a watch works: {t:?}");
+        let w = words("watches");
+        if w[1] != "skipped" {
+            assert_eq!(w[1], w[3], "the watch bound: {w:?}");
+            assert_eq!(w[5], "28", "refused with ENOSPC: {w:?}");
+        }
+        // The host's processes of the same uid still get instances while the run holds its
+        // maximum (before the bound a run could take all 128 of them).
+        let mut host = Vec::new();
+        for _ in 0..8 {
+            // SAFETY: inotify_init1 takes flags only and returns a new descriptor or -1.
+            let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
+            assert!(fd >= 0, "the host uid got no inotify instance: {}", std::io::Error::last_os_error());
+            host.push(fd);
+        }
+        for fd in host {
+            // SAFETY: fd is a descriptor this test opened above and closes once.
+            unsafe { libc::close(fd) };
+        }
+        process.signal(&dl(), Signal::Kill).unwrap();
+        process.wait(&dl()).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        set.close().unwrap();
+    }
+}
+
 fn main() -> std::process::ExitCode {
     sandbox::init();
     #[cfg(target_os = "linux")]
@@ -777,6 +924,10 @@ fn main() -> std::process::ExitCode {
                 cpu::a_fork_bomb_gets_a_low_cpu_weight_and_ends_at_its_deadline,
             ),
             ("a_cpu_bound_holds_and_its_absence_does_not_bound", cpu::a_cpu_bound_holds_and_its_absence_does_not_bound),
+            (
+                "inotify_instances_stop_at_the_run_bound_and_the_host_keeps_its_own",
+                inotify::inotify_instances_stop_at_the_run_bound_and_the_host_keeps_its_own,
+            ),
         ])
     }
     #[cfg(not(target_os = "linux"))]

@@ -351,6 +351,15 @@ fn run() -> std::io::Result<()> {
             }
         }
     }
+    if let (Some((instances, watches)), None) = (request.inotify, &setup_failure) {
+        if let Err(e) = bound_inotify(pid, instances, watches) {
+            if request.require_limits {
+                setup_failure = Some(format!("helper: inotify bound: {e}"));
+            }
+            measured.inotify_error = Some(e);
+        }
+        measured.phases.push((String::from("inotify"), monotonic_us()));
+    }
     // Nothing may start for an embedder that is gone or asked to kill meanwhile (a closed set,
     // a passed deadline): the command is admitted but not yet spawned.
     if setup_failure.is_none() && !control.still_wanted() {
@@ -572,6 +581,40 @@ fn reap(pid: Pid) -> bool {
             Err(nix::Error::ECHILD) => return true,
             Err(_) => return false,
         }
+    }
+}
+
+/// Bounds the run's inotify instances and watches (issue 12, class 10). inotify is counted per
+/// user in every user namespace up to the initial one, against each namespace's own maximum;
+/// the container's user namespace starts unbounded, so the run could take all of its host
+/// uid's instances (`fs.inotify.max_user_instances`, 128 by default). A short-lived child joins
+/// the container's user namespace (gaining CAP_SYS_RESOURCE there, as its owner or as root) and
+/// writes that namespace's own maximum, which only its `/proc/sys/user` view shows, then reads
+/// it back. The workload cannot raise it: it has no capability, and `/proc/sys` is read-only.
+fn bound_inotify(pid: Pid, instances: u64, watches: u64) -> Result<(), String> {
+    let pidfd = sys::pidfd_open(pid).map_err(|e| format!("pidfd_open: {e}"))?;
+    match sys::fork_single_threaded().map_err(|e| format!("fork: {e}"))? {
+        ForkResult::Child => {
+            let set = |file: &str, value: u64| {
+                let path = format!("/proc/sys/user/{file}");
+                std::fs::write(&path, value.to_string()).is_ok()
+                    && std::fs::read_to_string(&path).is_ok_and(|r| r.trim() == value.to_string())
+            };
+            let code = match setns(&pidfd, CloneFlags::CLONE_NEWUSER) {
+                Err(_) => 2,
+                Ok(()) if !set("max_inotify_instances", instances) => 3,
+                Ok(()) if !set("max_inotify_watches", watches) => 4,
+                Ok(()) => 0,
+            };
+            sys::exit_now(code)
+        }
+        ForkResult::Parent { child } => match waitpid(child, None) {
+            Ok(WaitStatus::Exited(_, 0)) => Ok(()),
+            Ok(WaitStatus::Exited(_, 2)) => Err(String::from("setns into the container's user namespace failed")),
+            Ok(WaitStatus::Exited(_, 3)) => Err(String::from("max_inotify_instances did not take the value")),
+            Ok(WaitStatus::Exited(_, 4)) => Err(String::from("max_inotify_watches did not take the value")),
+            other => Err(format!("the inotify child failed ({other:?})")),
+        },
     }
 }
 

@@ -29,6 +29,11 @@ pub struct Request {
     pub limits: Vec<Limit>,
     /// Fail the spawn unless every limit reads back as set.
     pub require_limits: bool,
+    /// The run's own bound on inotify (instances, watches), written in the container's user
+    /// namespace (`/proc/sys/user/max_inotify_{instances,watches}`); part of the limits: a
+    /// failure fails the spawn when `require_limits` is set.
+    #[serde(default)]
+    pub inotify: Option<(u64, u64)>,
     /// The process gets a PTY (`process.terminal`): the helper collects the master from the
     /// runtime's console socket and passes it to the parent over the descriptor socket.
     #[serde(default)]
@@ -125,6 +130,9 @@ pub struct Measured {
     /// Why `lo` could not be raised.
     #[serde(default)]
     pub loopback_error: Option<String>,
+    /// Why the inotify bound of `Request::inotify` could not be set (None: set, or not asked).
+    #[serde(default)]
+    pub inotify_error: Option<String>,
     /// The read-back values of `Request::readback`, in order (None when unreadable).
     pub readback: Vec<Option<String>>,
     /// When the helper reached each step of the spawn (microseconds of `CLOCK_MONOTONIC`, the
