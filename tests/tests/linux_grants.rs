@@ -162,7 +162,7 @@ mod linux {
                 let token = issue(&exec);
                 assert_eq!(race(threads, &token, false), (1, threads - 1), "prepare: {threads} threads, round {round}");
                 // Spent for good: presenting it again is a replay.
-                assert!(matches!(run(&exec, &f, cmd, std::slice::from_ref(&token)), Err(Error::GrantReplay)));
+                assert!(matches!(run(&exec, f, cmd, std::slice::from_ref(&token)), Err(Error::GrantReplay)));
             }
             for round in 0..3 {
                 let _ = fs::remove_file(&log);

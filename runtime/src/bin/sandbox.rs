@@ -231,7 +231,8 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
         None => None,
     };
     let cpus = match args.cpus {
-        Some(c) if (0.01..=1000.0).contains(&c) => Some((c * 1000.0).round() as u32),
+        // Thousandths of a CPU: the same arithmetic as seconds to milliseconds.
+        Some(c) if (0.01..=1000.0).contains(&c) => u32::try_from(Duration::from_secs_f64(c).as_millis()).ok(),
         Some(c) => {
             return Err(Error::InvalidArgument { detail: format!("--cpus: {c} is not a number of CPUs in 0.01-1000") });
         }
