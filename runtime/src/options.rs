@@ -172,3 +172,41 @@ fn is_clean_absolute(p: &Path) -> bool {
         && (text == "/"
             || (!text.ends_with('/') && text[1..].split('/').all(|c| !c.is_empty() && c != "." && c != "..")))
 }
+
+#[cfg(test)]
+#[allow(clippy::panic)]
+mod tests {
+    use super::*;
+
+    /// The CPU options (issue 12, class 13): out-of-range values name the option; the edges and
+    /// the defaults pass.
+    #[test]
+    fn cpu_options_are_checked_and_name_the_option() {
+        let profile = Profile::new(sandbox_bundle::ProfileConfig {
+            workspace_root: PathBuf::from("/"),
+            workspace_read: sandbox_bundle::Access::Allow,
+            command: sandbox_bundle::Access::Allow,
+            ..sandbox_bundle::ProfileConfig::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        let base = || ExecutorSetOptions::new("/tmp").max_executors(1);
+        assert!(base().validate(&profile).is_ok(), "the defaults");
+        assert_eq!(base().cpu_weight, DEFAULT_CPU_WEIGHT);
+        for ok in [base().cpu_weight(1), base().cpu_weight(10_000), base().cpu_max_millicpus(10)] {
+            assert!(ok.validate(&profile).is_ok(), "{ok:?}");
+        }
+        assert!(base().cpu_max_millicpus(MAX_MILLICPUS).validate(&profile).is_ok());
+        for (bad, name) in [
+            (base().cpu_weight(0), "cpu_weight"),
+            (base().cpu_weight(10_001), "cpu_weight"),
+            (base().cpu_max_millicpus(0), "cpu_max_millicpus"),
+            (base().cpu_max_millicpus(9), "cpu_max_millicpus"),
+            (base().cpu_max_millicpus(MAX_MILLICPUS + 1), "cpu_max_millicpus"),
+        ] {
+            match bad.validate(&profile) {
+                Err(Error::InvalidOptions { detail }) => assert!(detail.starts_with(name), "{detail}"),
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+    }
+}
