@@ -263,8 +263,13 @@ impl LinuxBackend {
         if self.own_parent {
             detail.push_str(&format!(" on each spawn and on {parent}, which all spawns share"));
         } else {
+            let file = self.layout.cpu_files(parent).0;
+            let read =
+                std::fs::read_to_string(&file).map_or_else(|_| String::from("unreadable"), |t| t.trim().to_owned());
+            let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             detail.push_str(&format!(
-                " on each spawn, among its siblings: against the host, the weight of the caller's {parent} counts"
+                " on each spawn, among its siblings: against the host, the weight of the caller's {parent} counts \
+                 (its {name}: {read})"
             ));
         }
         if let Some(m) = self.cpu_max_millicpus {
