@@ -528,3 +528,32 @@ fn cpu_flags_are_checked_and_reported() {
         eprintln!("!!!!!!!! resource-limits not enforced here: {detail} !!!!!!!!");
     }
 }
+
+/// Issue 12, class 10, through the CLI: a run creates inotify instances until refused and stops
+/// at its own bound (16, EMFILE), while this (host) process of the same uid still creates them
+/// afterwards and the run's report states the bound. Control: the run's first instances work.
+#[test]
+fn a_run_stops_at_its_inotify_bound() {
+    if !sandbox_runs_here("a_run_stops_at_its_inotify_bound") {
+        return;
+    }
+    let area = Area::new();
+    // At most argv[1] instances (the host check takes 20, never all of the uid's).
+    let hog = "import ctypes, sys\nlibc = ctypes.CDLL(None, use_errno=True)\nfds = []\n\
+               limit = int(sys.argv[1]) if len(sys.argv) > 1 else 100000\nwhile len(fds) < limit:\n    \
+               fd = libc.inotify_init()\n    if fd < 0:\n        break\n    fds.append(fd)\n\
+               print(len(fds), ctypes.get_errno())\n";
+    let args = [os("run"), os("--scratch"), os("../scratch"), os("--json"), os("--"), os("python3"), os("-c"), os(hog)];
+    let o = area.sandbox(&refs(&args));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["stdout"], "16 24\n", "{v}");
+    let limits = v["report"].as_array().unwrap().iter().find(|e| e["feature"] == "resource-limits").unwrap();
+    if limits["status"] == "enforced" {
+        assert!(limits["detail"].as_str().unwrap().contains("inotify 16 instances"), "{limits}");
+    }
+    // A host process of the same uid still gets instances (the run is over, so this shows the
+    // run held none beyond its life either).
+    let host = Command::new("python3").args(["-c", hog, "20"]).output().unwrap();
+    let text = String::from_utf8_lossy(&host.stdout);
+    assert!(text.starts_with("20 "), "the host uid got fewer than 20 instances: {text}");
+}
