@@ -557,3 +557,48 @@ fn a_run_stops_at_its_inotify_bound() {
     let text = String::from_utf8_lossy(&host.stdout);
     assert!(text.starts_with("20 "), "the host uid got fewer than 20 instances: {text}");
 }
+
+/// Issue 12, class 13, through the CLI: a shell fork bomb under `--timeout 3` ends with exit 125
+/// (`deadline_exceeded`) within seconds of its timeout and leaves no process; the report states
+/// the low CPU weight. Control: forking works in the same run shape.
+#[test]
+fn a_fork_bomb_ends_at_its_timeout_and_leaves_nothing() {
+    if !sandbox_runs_here("a_fork_bomb_ends_at_its_timeout_and_leaves_nothing") {
+        return;
+    }
+    let area = Area::new();
+    let control =
+        [os("run"), os("--scratch"), os("../scratch"), os("--"), os("sh"), os("-c"), os("sh -c 'echo forked'")];
+    assert_eq!(area.sandbox(&refs(&control)).stdout, b"forked\n");
+    let marker = format!("sbx-cli-bomb-{}", std::process::id());
+    let bomb = format!("f() {{ f | f & }}; f; sleep 100; : {marker}");
+    let args = [
+        os("run"),
+        os("--scratch"),
+        os("../scratch"),
+        os("--json"),
+        os("--timeout"),
+        os("3"),
+        os("--"),
+        os("sh"),
+        os("-c"),
+        os(&bomb),
+    ];
+    let start = std::time::Instant::now();
+    let o = area.sandbox(&refs(&args));
+    let elapsed = start.elapsed();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    assert_eq!(v["error"], "deadline_exceeded", "{}", v["error"]);
+    assert!(elapsed < std::time::Duration::from_secs(15), "the bomb outlived its timeout: {elapsed:?}");
+    let limits = v["report"].as_array().unwrap().iter().find(|e| e["feature"] == "resource-limits").unwrap();
+    if limits["status"] == "enforced" {
+        assert!(limits["detail"].as_str().unwrap().contains("cpu weight 10 "), "{limits}");
+    }
+    let left = fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| fs::read(e.path().join("cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(&marker)))
+        .count();
+    assert_eq!(left, 0, "bomb processes survived the run");
+}
