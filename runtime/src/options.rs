@@ -14,6 +14,18 @@ pub(crate) const MIN_MILLICPUS: u32 = 10;
 /// The largest CPU bound: a thousand CPUs.
 pub(crate) const MAX_MILLICPUS: u32 = 1_000_000;
 
+/// The default `pids.max` (issue 12, class 13): 128 tasks per CPU, at least 1024 and at most
+/// 4096 (threads count). What builds need grows with the CPU count (`cargo build` and `make -j`
+/// run a job or a few tasks per CPU; a small `cargo build` here peaked at 14 tasks; JVM and Node
+/// toolchains take tens of threads per worker), while what a fork bomb costs the host is worst
+/// on small machines: on this 2-core host a bomb at 1024 ended 0.1-0.5 s after an 8 s deadline
+/// and delayed host spawns by at most 0.2-0.4 s, at 4096 it ended 1.8-4.6 s late with host
+/// spawns delayed up to 2.3 s (both at the low CPU weight, with other load on the host).
+pub(crate) fn default_pids_max() -> u32 {
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    u32::try_from(cpus.saturating_mul(128)).unwrap_or(u32::MAX).clamp(1024, 4096)
+}
+
 /// Options of an [`crate::ExecutorSet`].
 #[derive(Clone, Debug)]
 pub struct ExecutorSetOptions {
@@ -36,7 +48,7 @@ impl ExecutorSetOptions {
             scratch_root: scratch_root.into(),
             max_executors: 0,
             grant_ttl: Duration::from_secs(15 * 60),
-            pids_max: 4096,
+            pids_max: default_pids_max(),
             memory_max: None,
             cpu_weight: DEFAULT_CPU_WEIGHT,
             cpu_max_millicpus: None,
@@ -56,7 +68,8 @@ impl ExecutorSetOptions {
         ExecutorSetOptions { grant_ttl: ttl, ..self }
     }
 
-    /// `pids.max` of every spawn's cgroup (default 4096).
+    /// `pids.max` of every spawn's cgroup (default: 128 per CPU, at least 1024 and at most
+    /// 4096; see [`default_pids_max`]).
     pub fn pids_max(self, n: u32) -> Self {
         ExecutorSetOptions { pids_max: n, ..self }
     }
@@ -192,6 +205,7 @@ mod tests {
         let base = || ExecutorSetOptions::new("/tmp").max_executors(1);
         assert!(base().validate(&profile).is_ok(), "the defaults");
         assert_eq!(base().cpu_weight, DEFAULT_CPU_WEIGHT);
+        assert!((1024..=4096).contains(&base().pids_max), "{}", base().pids_max);
         for ok in [base().cpu_weight(1), base().cpu_weight(10_000), base().cpu_max_millicpus(10)] {
             assert!(ok.validate(&profile).is_ok(), "{ok:?}");
         }
