@@ -15,15 +15,20 @@ id -u "$user" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/
 
 if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
   mkdir -p "/sys/fs/cgroup$parent"
-  echo "+pids +memory" > /sys/fs/cgroup/cgroup.subtree_control || true
+  echo "+pids +memory +cpu" > /sys/fs/cgroup/cgroup.subtree_control || true
+  # The delegated parent's CPU weight is what all the user's sandboxes together get against the
+  # host's processes (a spawn's own weight only divides it): the delegator sets it low.
+  echo 10 > "/sys/fs/cgroup$parent/cpu.weight" || true
   chown -R "$user:$user" "/sys/fs/cgroup$parent"
-  echo "+pids +memory" > "/sys/fs/cgroup$parent/cgroup.subtree_control" || true
+  echo "+pids +memory +cpu" > "/sys/fs/cgroup$parent/cgroup.subtree_control" || true
 else
   for c in /sys/fs/cgroup/*/; do
     c=${c%/}
     [ "$(basename "$c")" = unified ] && continue
     [ -L "$c" ] && continue
     mkdir -p "$c$parent"
+    # As on v2: the parent's CPU weight (cpu.shares; 102 = weight 10) is the delegator's.
+    [ -f "$c$parent/cpu.shares" ] && echo 102 > "$c$parent/cpu.shares"
     if [ -f "$c/cpuset.cpus" ]; then
       cat "$c/cpuset.cpus" > "$c$parent/cpuset.cpus"
       cat "$c/cpuset.mems" > "$c$parent/cpuset.mems"

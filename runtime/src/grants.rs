@@ -209,13 +209,22 @@ impl GrantState {
         Ok((id, payload))
     }
 
-    /// Marks tokens consumed until their expiry, pruning expired entries.
-    pub(crate) fn consume(&mut self, ids: &[([u8; 32], i64)]) {
+    /// Consumes tokens atomically (§13.4 step 6): under the one lock that guards this state,
+    /// every id is checked unconsumed and only then are all marked consumed until their expiry.
+    /// If any was consumed meanwhile (the same token presented by a concurrent call that verified
+    /// it too), nothing is marked and the answer is `GrantReplay`: of any number of concurrent
+    /// presentations of one token exactly one gets here first and wins. Expired entries are
+    /// pruned (a reuse at the expiry instant is still a replay: `expiry >= now` is kept).
+    pub(crate) fn try_consume(&mut self, ids: &[([u8; 32], i64)]) -> Result<(), Error> {
+        if ids.iter().any(|(id, _)| self.consumed.contains_key(id)) {
+            return Err(Error::GrantReplay);
+        }
         let now = now_ms();
         self.consumed.retain(|_, expiry| *expiry >= now);
         for (id, expiry) in ids {
             self.consumed.insert(*id, *expiry);
         }
+        Ok(())
     }
 }
 
@@ -448,6 +457,70 @@ mod tests {
         }
         let (id, _) = state.open(&good, &[]).unwrap();
         assert!(matches!(state.open(&good, &[id]), Err(Error::GrantReplay)));
+    }
+
+    /// Single use is atomic (issue 12, class 3a): 8 and 32 threads open the same token (each
+    /// passes the early replay check, as concurrent verifications do) and then consume it;
+    /// exactly one consumption wins each round, the others get `GrantReplay`. Control: distinct
+    /// tokens consumed concurrently all win, and a token consumed with a fresh one in one call
+    /// fails the whole call and marks neither.
+    #[test]
+    fn concurrent_presentations_of_one_token_consume_it_once() {
+        use std::sync::{Arc, Barrier, Mutex};
+        let state = Arc::new(Mutex::new(GrantState::new().unwrap()));
+        let later = now_ms() + 60_000;
+        for threads in [8usize, 32] {
+            for round in 0..50 {
+                let mut p = payload();
+                p.nonce = format!("n-{threads}-{round}");
+                p.expiry_unix_ms = later;
+                let token = state.lock().unwrap().sign(&p).unwrap();
+                let barrier = Arc::new(Barrier::new(threads));
+                let handles: Vec<_> = (0..threads)
+                    .map(|_| {
+                        let (state, barrier, token) = (Arc::clone(&state), Arc::clone(&barrier), token.clone());
+                        std::thread::spawn(move || {
+                            let (id, p) = state.lock().unwrap().open(&token, &[]).unwrap();
+                            barrier.wait();
+                            state.lock().unwrap().try_consume(&[(id, p.expiry_unix_ms)])
+                        })
+                    })
+                    .collect();
+                let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+                assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1, "{threads} threads, round {round}");
+                assert!(results.iter().all(|r| matches!(r, Ok(()) | Err(Error::GrantReplay))));
+            }
+        }
+        // Control: distinct tokens all consume.
+        let barrier = Arc::new(Barrier::new(8));
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let (state, barrier) = (Arc::clone(&state), Arc::clone(&barrier));
+                std::thread::spawn(move || {
+                    let mut p = payload();
+                    p.nonce = format!("distinct-{i}");
+                    p.expiry_unix_ms = later;
+                    let token = state.lock().unwrap().sign(&p).unwrap();
+                    let (id, p) = state.lock().unwrap().open(&token, &[]).unwrap();
+                    barrier.wait();
+                    state.lock().unwrap().try_consume(&[(id, p.expiry_unix_ms)])
+                })
+            })
+            .collect();
+        assert!(handles.into_iter().all(|h| h.join().unwrap().is_ok()));
+        // All or nothing: a spent token next to a fresh one marks neither.
+        let mut st = state.lock().unwrap();
+        let mut p = payload();
+        p.expiry_unix_ms = later;
+        p.nonce = String::from("spent");
+        let (spent, _) = st.open(&st.sign(&p).unwrap(), &[]).unwrap();
+        st.try_consume(&[(spent, later)]).unwrap();
+        p.nonce = String::from("fresh");
+        let fresh_token = st.sign(&p).unwrap();
+        let (fresh, _) = st.open(&fresh_token, &[]).unwrap();
+        assert!(matches!(st.try_consume(&[(fresh, later), (spent, later)]), Err(Error::GrantReplay)));
+        assert!(st.open(&fresh_token, &[]).is_ok(), "the fresh token stays unused");
+        st.try_consume(&[(fresh, later)]).unwrap();
     }
 
     proptest::proptest! {

@@ -40,6 +40,14 @@ pub(crate) struct LinuxBackend {
     cgroup_parent: Option<String>,
     pids_max: u32,
     memory_max: Option<u64>,
+    /// CPU weight (cgroup v2 units) and optional bound (thousandths of a CPU) of every spawn.
+    cpu_weight: u16,
+    cpu_max_millicpus: Option<u32>,
+    /// The parent was chosen by the library (`/sandbox` as root): its own CPU weight is then
+    /// set too, since it is the parent's weight that competes with the host's processes.
+    own_parent: bool,
+    /// The run's inotify bound (instances, watches), set in its user namespace.
+    inotify: (u64, u64),
     tag: String,
     counter: AtomicU64,
     /// The warm helper that forks one worker per spawn.
@@ -86,6 +94,7 @@ impl LinuxBackend {
         let uid = nix::unistd::getuid().as_raw();
         let gid = nix::unistd::getgid().as_raw();
         let layout = CgroupLayout::detect();
+        let own_parent = options.cgroup_parent.is_none() && uid == 0;
         let cgroup_parent = match (&options.cgroup_parent, uid) {
             (Some(p), _) => Some(p.to_string_lossy().into_owned()),
             (None, 0) => Some(String::from("/sandbox")),
@@ -119,6 +128,10 @@ impl LinuxBackend {
             cgroup_parent,
             pids_max: options.pids_max,
             memory_max: options.memory_max,
+            cpu_weight: options.cpu_weight,
+            cpu_max_millicpus: options.cpu_max_millicpus,
+            own_parent,
+            inotify: inotify_bound(),
             tag: fsutil::random_hex(4)?,
             counter: AtomicU64::new(0),
             zygote: sandbox_linux::Zygote::new(),
@@ -195,6 +208,19 @@ impl LinuxBackend {
         if let Some(value) = self.memory_max {
             limits.push(Limit { file: memory, value, write });
         }
+        // CPU (issue 12, class 13): always written by the helper, as root too (libcontainer
+        // would convert an OCI `cpu.shares` into a different v2 weight). A spawn's weight only
+        // divides its parent's share among siblings: against the host's processes it is the
+        // parent's weight that counts, so the library's own parent gets the same weight.
+        let (weight_file, quota_file) = self.layout.cpu_files(&path);
+        let weight = self.layout.cpu_weight_value(self.cpu_weight);
+        limits.push(Limit { file: weight_file, value: weight, write: true });
+        if let Some(m) = self.cpu_max_millicpus {
+            limits.push(Limit { file: quota_file, value: u64::from(m) * 100, write: true });
+        }
+        if let (true, Some(parent)) = (self.own_parent, self.cgroup_parent.as_deref()) {
+            limits.push(Limit { file: self.layout.cpu_files(parent).0, value: weight, write: true });
+        }
         limits
     }
 
@@ -206,14 +232,50 @@ impl LinuxBackend {
         for (limit, read) in limits.iter().zip(measured.readback.iter().chain(std::iter::repeat(&None))) {
             if !read.as_deref().is_some_and(|r| limit.holds(r)) {
                 let name = limit.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                return Err(format!("{name} read back as {read:?}, expected {}", limit.value));
+                let cpu = if name.starts_with("cpu.") {
+                    " (the cpu controller must be enabled and delegated in the cgroup parent)"
+                } else {
+                    ""
+                };
+                return Err(format!("{} read back as {read:?}, expected {}{cpu}", limit.file.display(), limit.value));
             }
         }
         let mut detail = format!("pids.max {}", self.pids_max);
         if let Some(want) = self.memory_max {
             detail.push_str(&format!(", memory {want} bytes"));
         }
+        if let Some(e) = &measured.inotify_error {
+            return Err(format!("the inotify bound could not be set: {e}"));
+        }
+        detail.push_str(&self.cpu_detail());
+        detail.push_str(&format!(
+            ", inotify {} instances and {} watches per run (its user namespace's own bound; the host's \
+             per-uid limits are shared by every run of this uid)",
+            self.inotify.0, self.inotify.1
+        ));
         Ok(format!("{detail} (cgroup under {})", self.cgroup_parent.as_deref().unwrap_or("?")))
+    }
+
+    /// The CPU part of the resource-limits detail.
+    fn cpu_detail(&self) -> String {
+        let parent = self.cgroup_parent.as_deref().unwrap_or("?");
+        let mut detail = format!(", cpu weight {} (a host process has 100)", self.cpu_weight);
+        if self.own_parent {
+            detail.push_str(&format!(" on each spawn and on {parent}, which all spawns share"));
+        } else {
+            let file = self.layout.cpu_files(parent).0;
+            let read =
+                std::fs::read_to_string(&file).map_or_else(|_| String::from("unreadable"), |t| t.trim().to_owned());
+            let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            detail.push_str(&format!(
+                " on each spawn, among its siblings: against the host, the weight of the caller's {parent} counts \
+                 (its {name}: {read})"
+            ));
+        }
+        if let Some(m) = self.cpu_max_millicpus {
+            detail.push_str(&format!(", cpu max {}.{:03} cpus", m / 1000, m % 1000));
+        }
+        detail
     }
 
     /// A broad network grant needs Landlock's TCP rules (ABI 4) and abstract unix scoping (ABI 6)
@@ -594,6 +656,7 @@ impl LinuxBackend {
             require_seccomp: require && self.probe.seccomp,
             limits: self.limits(&id),
             require_limits: require && self.probe.limits.is_ok(),
+            inotify: Some(self.inotify),
             tty: input.tty,
             warm,
         };
@@ -969,6 +1032,23 @@ fn shape_key(bundle: &Bundle) -> Result<String, Error> {
     Ok(format!("{:016x}", hasher.finish()))
 }
 
+/// inotify instances a run may hold (issue 12, class 10). The host allows each uid 128 by
+/// default (`fs.inotify.max_user_instances`), counted across every user namespace of that uid:
+/// a watcher or dev server uses one to a few, so 16 leave room for several in one run, and a set
+/// of up to 7 concurrent runs cannot take all of the uid's 128.
+pub(crate) const INOTIFY_INSTANCES: u64 = 16;
+
+/// The run's inotify bound: [`INOTIFY_INSTANCES`] instances, and a quarter of the host's
+/// per-uid watches (`fs.inotify.max_user_watches`; at least 1024, 8192 when unreadable), enough
+/// to watch a large tree while leaving most for the host.
+fn inotify_bound() -> (u64, u64) {
+    let host = std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .unwrap_or(32_768);
+    (INOTIFY_INSTANCES, (host / 4).max(1024))
+}
+
 /// The environment of a broad-grant spawn gets `RES_OPTIONS=use-vc` (DNS over TCP, §10).
 fn with_broad_dns(env: &[(String, String)], broad: bool) -> Vec<(String, String)> {
     let mut env = env.to_vec();
@@ -997,6 +1077,10 @@ mod tests {
             cgroup_parent: None,
             pids_max: 4096,
             memory_max: None,
+            cpu_weight: crate::options::DEFAULT_CPU_WEIGHT,
+            cpu_max_millicpus: None,
+            own_parent: false,
+            inotify: (16, 8192),
             tag: String::from("t"),
             counter: AtomicU64::new(0),
             zygote: sandbox_linux::Zygote::new(),

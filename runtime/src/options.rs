@@ -7,6 +7,25 @@ use std::time::Duration;
 
 use sandbox_bundle::{EnvOptions, Error, Home, Profile, check_seed};
 
+/// The default CPU weight of a spawn (cgroup v2 units; a host process has 100).
+pub(crate) const DEFAULT_CPU_WEIGHT: u16 = 10;
+/// The smallest CPU bound: 1 ms of CPU per 100 ms period (the kernel's minimum quota).
+pub(crate) const MIN_MILLICPUS: u32 = 10;
+/// The largest CPU bound: a thousand CPUs.
+pub(crate) const MAX_MILLICPUS: u32 = 1_000_000;
+
+/// The default `pids.max` (issue 12, class 13): 128 tasks per CPU, at least 1024 and at most
+/// 4096 (threads count). What builds need grows with the CPU count (`cargo build` and `make -j`
+/// run a job or a few tasks per CPU; a small `cargo build` here peaked at 14 tasks; JVM and Node
+/// toolchains take tens of threads per worker), while what a fork bomb costs the host is worst
+/// on small machines: on this 2-core host a bomb at 1024 ended 0.1-0.5 s after an 8 s deadline
+/// and delayed host spawns by at most 0.2-0.4 s, at 4096 it ended 1.8-4.6 s late with host
+/// spawns delayed up to 2.3 s (both at the low CPU weight, with other load on the host).
+pub(crate) fn default_pids_max() -> u32 {
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    u32::try_from(cpus.saturating_mul(128)).unwrap_or(u32::MAX).clamp(1024, 4096)
+}
+
 /// Options of an [`crate::ExecutorSet`].
 #[derive(Clone, Debug)]
 pub struct ExecutorSetOptions {
@@ -15,6 +34,8 @@ pub struct ExecutorSetOptions {
     pub(crate) grant_ttl: Duration,
     pub(crate) pids_max: u32,
     pub(crate) memory_max: Option<u64>,
+    pub(crate) cpu_weight: u16,
+    pub(crate) cpu_max_millicpus: Option<u32>,
     pub(crate) cgroup_parent: Option<PathBuf>,
     pub(crate) env: EnvOptions,
     pub(crate) seed_home: Vec<(PathBuf, PathBuf)>,
@@ -27,8 +48,10 @@ impl ExecutorSetOptions {
             scratch_root: scratch_root.into(),
             max_executors: 0,
             grant_ttl: Duration::from_secs(15 * 60),
-            pids_max: 4096,
+            pids_max: default_pids_max(),
             memory_max: None,
+            cpu_weight: DEFAULT_CPU_WEIGHT,
+            cpu_max_millicpus: None,
             cgroup_parent: None,
             env: EnvOptions::default(),
             seed_home: Vec::new(),
@@ -45,7 +68,8 @@ impl ExecutorSetOptions {
         ExecutorSetOptions { grant_ttl: ttl, ..self }
     }
 
-    /// `pids.max` of every spawn's cgroup (default 4096).
+    /// `pids.max` of every spawn's cgroup (default: 128 per CPU, at least 1024 and at most
+    /// 4096; see [`default_pids_max`]).
     pub fn pids_max(self, n: u32) -> Self {
         ExecutorSetOptions { pids_max: n, ..self }
     }
@@ -53,6 +77,21 @@ impl ExecutorSetOptions {
     /// `memory.max` of every spawn's cgroup in bytes (default: none).
     pub fn memory_max(self, bytes: u64) -> Self {
         ExecutorSetOptions { memory_max: Some(bytes), ..self }
+    }
+
+    /// The CPU weight of every spawn's cgroup, in cgroup v2 units (1-10000; the host's
+    /// processes have 100): default 10, so that under contention sandboxed work gets about a
+    /// tenth of what a host process gets, and all idle CPU when nothing else wants it. Written
+    /// as `cpu.weight` on cgroup v2 and as `cpu.shares` (weight × 1024 / 100) on v1.
+    pub fn cpu_weight(self, weight: u16) -> Self {
+        ExecutorSetOptions { cpu_weight: weight, ..self }
+    }
+
+    /// A hard CPU bound of every spawn's cgroup, in thousandths of a CPU (1000 = one CPU;
+    /// 10-1,000,000), over a 100 ms period: `cpu.max` on cgroup v2, `cpu.cfs_quota_us` on v1.
+    /// Default: none (the weight alone).
+    pub fn cpu_max_millicpus(self, millicpus: u32) -> Self {
+        ExecutorSetOptions { cpu_max_millicpus: Some(millicpus), ..self }
     }
 
     /// The cgroup under which each spawn gets its own (Linux; absolute and clean, relative to
@@ -105,6 +144,20 @@ impl ExecutorSetOptions {
         if self.memory_max == Some(0) {
             return bad("memory_max: must not be zero");
         }
+        if !(1..=10_000).contains(&self.cpu_weight) {
+            return Err(Error::InvalidOptions {
+                detail: format!("cpu_weight: {} is outside 1-10000", self.cpu_weight),
+            });
+        }
+        if let Some(m) = self.cpu_max_millicpus {
+            if !(MIN_MILLICPUS..=MAX_MILLICPUS).contains(&m) {
+                return Err(Error::InvalidOptions {
+                    detail: format!(
+                        "cpu_max_millicpus: {m} is outside {MIN_MILLICPUS}-{MAX_MILLICPUS} (thousandths of a CPU)"
+                    ),
+                });
+            }
+        }
         if let Some(parent) = &self.cgroup_parent {
             if !is_clean_absolute(parent) {
                 return Err(Error::InvalidOptions {
@@ -131,4 +184,43 @@ fn is_clean_absolute(p: &Path) -> bool {
     text.starts_with('/')
         && (text == "/"
             || (!text.ends_with('/') && text[1..].split('/').all(|c| !c.is_empty() && c != "." && c != "..")))
+}
+
+#[cfg(test)]
+#[allow(clippy::panic)]
+mod tests {
+    use super::*;
+
+    /// The CPU options (issue 12, class 13): out-of-range values name the option; the edges and
+    /// the defaults pass.
+    #[test]
+    fn cpu_options_are_checked_and_name_the_option() {
+        let profile = Profile::new(sandbox_bundle::ProfileConfig {
+            workspace_root: PathBuf::from("/"),
+            workspace_read: sandbox_bundle::Access::Allow,
+            command: sandbox_bundle::Access::Allow,
+            ..sandbox_bundle::ProfileConfig::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        let base = || ExecutorSetOptions::new("/tmp").max_executors(1);
+        assert!(base().validate(&profile).is_ok(), "the defaults");
+        assert_eq!(base().cpu_weight, DEFAULT_CPU_WEIGHT);
+        assert!((1024..=4096).contains(&base().pids_max), "{}", base().pids_max);
+        for ok in [base().cpu_weight(1), base().cpu_weight(10_000), base().cpu_max_millicpus(10)] {
+            assert!(ok.validate(&profile).is_ok(), "{ok:?}");
+        }
+        assert!(base().cpu_max_millicpus(MAX_MILLICPUS).validate(&profile).is_ok());
+        for (bad, name) in [
+            (base().cpu_weight(0), "cpu_weight"),
+            (base().cpu_weight(10_001), "cpu_weight"),
+            (base().cpu_max_millicpus(0), "cpu_max_millicpus"),
+            (base().cpu_max_millicpus(9), "cpu_max_millicpus"),
+            (base().cpu_max_millicpus(MAX_MILLICPUS + 1), "cpu_max_millicpus"),
+        ] {
+            match bad.validate(&profile) {
+                Err(Error::InvalidOptions { detail }) => assert!(detail.starts_with(name), "{detail}"),
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+    }
 }

@@ -839,7 +839,10 @@ impl Executor {
             #[cfg(not(target_os = "linux"))]
             let _ = nonce;
         }
-        self.grants.lock().unwrap_or_else(std::sync::PoisonError::into_inner).consume(&verified.consume);
+        // The replay check of step 1 ran in an earlier lock section, so a concurrent call may
+        // have verified the same token meanwhile: check and consume again under one lock
+        // (`try_consume`), so that exactly one of them spawns (issue 12, class 3a).
+        self.grants.lock().unwrap_or_else(std::sync::PoisonError::into_inner).try_consume(&verified.consume)?;
         Ok(verified)
     }
 

@@ -596,3 +596,134 @@ fn a_host_unix_socket_is_reached_only_when_the_profile_allows_it() {
     assert!(report_entry(&o.stderr, "network-boundary")["detail"].as_str().unwrap_or("").contains("unix sockets"));
     assert_eq!(heard(), "from inside");
 }
+
+/// Issue 12, class 13: `--cpus` and `--cpu-weight` out of range, non-finite or unparsable name
+/// their flag and write nothing; in range, the run works and the report states the CPU weight
+/// and bound (the library test `linux_abuse::a_cpu_bound_holds_and_its_absence_does_not_bound`
+/// reads them back from the cgroup).
+#[test]
+fn cpu_flags_are_checked_and_reported() {
+    let area = Area::new();
+    let before = area.snapshot();
+    for (flag, value, code) in [
+        ("--cpus", "0", 125),
+        ("--cpus", "0.001", 125),
+        ("--cpus", "-1", 125),
+        ("--cpus", "NaN", 125),
+        ("--cpus", "inf", 125),
+        ("--cpus", "1001", 125),
+        ("--cpus", "", 2),
+        ("--cpu-weight", "0", 125),
+        ("--cpu-weight", "10001", 125),
+        ("--cpu-weight", "70000", 2),
+        ("--cpu-weight", "-5", 2),
+    ] {
+        let pair = format!("{flag}={value}");
+        let args = [os("run"), os("--scratch"), os("../scratch"), os(&pair), os("--"), os("/bin/true")];
+        let o = area.sandbox(&refs(&args));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{flag} {value:?}: {err}");
+        assert!(err.contains(flag) && !err.contains("panicked"), "{flag} {value:?}: {err}");
+    }
+    assert_eq!(area.snapshot(), before, "a refused value wrote something");
+    if !sandbox_runs_here("cpu_flags_are_checked_and_reported") {
+        return;
+    }
+    let args = [
+        os("run"),
+        os("--scratch"),
+        os("../scratch"),
+        os("--json"),
+        os("--cpus"),
+        os("0.5"),
+        os("--cpu-weight"),
+        os("20"),
+        os("--"),
+        os("/bin/echo"),
+        os("ok"),
+    ];
+    let o = area.sandbox(&refs(&args));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["stdout"], "ok\n", "{v}");
+    let limits = v["report"].as_array().unwrap().iter().find(|e| e["feature"] == "resource-limits").unwrap();
+    let detail = limits["detail"].as_str().unwrap();
+    if limits["status"] == "enforced" {
+        assert!(detail.contains("cpu weight 20 ") && detail.contains("cpu max 0.500 cpus"), "{detail}");
+    } else {
+        eprintln!("!!!!!!!! resource-limits not enforced here: {detail} !!!!!!!!");
+    }
+}
+
+/// Issue 12, class 10, through the CLI: a run creates inotify instances until refused and stops
+/// at its own bound (16, EMFILE), while this (host) process of the same uid still creates them
+/// afterwards and the run's report states the bound. Control: the run's first instances work.
+#[test]
+fn a_run_stops_at_its_inotify_bound() {
+    if !sandbox_runs_here("a_run_stops_at_its_inotify_bound") {
+        return;
+    }
+    let area = Area::new();
+    // At most argv[1] instances (the host check takes 20, never all of the uid's).
+    let hog = "import ctypes, sys\nlibc = ctypes.CDLL(None, use_errno=True)\nfds = []\n\
+               limit = int(sys.argv[1]) if len(sys.argv) > 1 else 100000\nwhile len(fds) < limit:\n    \
+               fd = libc.inotify_init()\n    if fd < 0:\n        break\n    fds.append(fd)\n\
+               print(len(fds), ctypes.get_errno())\n";
+    let args = [os("run"), os("--scratch"), os("../scratch"), os("--json"), os("--"), os("python3"), os("-c"), os(hog)];
+    let o = area.sandbox(&refs(&args));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["stdout"], "16 24\n", "{v}");
+    let limits = v["report"].as_array().unwrap().iter().find(|e| e["feature"] == "resource-limits").unwrap();
+    if limits["status"] == "enforced" {
+        assert!(limits["detail"].as_str().unwrap().contains("inotify 16 instances"), "{limits}");
+    }
+    // A host process of the same uid still gets instances (the run is over, so this shows the
+    // run held none beyond its life either).
+    let host = Command::new("python3").args(["-c", hog, "20"]).output().unwrap();
+    let text = String::from_utf8_lossy(&host.stdout);
+    assert!(text.starts_with("20 "), "the host uid got fewer than 20 instances: {text}");
+}
+
+/// Issue 12, class 13, through the CLI: a shell fork bomb under `--timeout 3` ends with exit 125
+/// (`deadline_exceeded`) within seconds of its timeout and leaves no process; the report states
+/// the low CPU weight. Control: forking works in the same run shape.
+#[test]
+fn a_fork_bomb_ends_at_its_timeout_and_leaves_nothing() {
+    if !sandbox_runs_here("a_fork_bomb_ends_at_its_timeout_and_leaves_nothing") {
+        return;
+    }
+    let area = Area::new();
+    let control =
+        [os("run"), os("--scratch"), os("../scratch"), os("--"), os("sh"), os("-c"), os("sh -c 'echo forked'")];
+    assert_eq!(area.sandbox(&refs(&control)).stdout, b"forked\n");
+    let marker = format!("sbx-cli-bomb-{}", std::process::id());
+    let bomb = format!("f() {{ f | f & }}; f; sleep 100; : {marker}");
+    let args = [
+        os("run"),
+        os("--scratch"),
+        os("../scratch"),
+        os("--json"),
+        os("--timeout"),
+        os("3"),
+        os("--"),
+        os("sh"),
+        os("-c"),
+        os(&bomb),
+    ];
+    let start = std::time::Instant::now();
+    let o = area.sandbox(&refs(&args));
+    let elapsed = start.elapsed();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    assert_eq!(v["error"], "deadline_exceeded", "{}", v["error"]);
+    assert!(elapsed < std::time::Duration::from_secs(15), "the bomb outlived its timeout: {elapsed:?}");
+    let limits = v["report"].as_array().unwrap().iter().find(|e| e["feature"] == "resource-limits").unwrap();
+    if limits["status"] == "enforced" {
+        assert!(limits["detail"].as_str().unwrap().contains("cpu weight 10 "), "{limits}");
+    }
+    let left = fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| fs::read(e.path().join("cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(&marker)))
+        .count();
+    assert_eq!(left, 0, "bomb processes survived the run");
+}

@@ -109,6 +109,85 @@ mod linux {
         set.close().unwrap();
     }
 
+    /// Issue 12, class 3a: one single-use token presented by 8 and by 32 threads at once runs
+    /// exactly one spawn each round; the others get `GrantReplay`. Many rounds through
+    /// `prepare_process` (it consumes without spawning, so the race window is hit often), a few
+    /// through `run_command_with_grants` with a workload that appends a line (the file counts the
+    /// spawns that really ran). Control: 8 distinct tokens presented at once all run.
+    pub fn a_single_use_token_presented_concurrently_runs_once() {
+        let f = &Fixture::new();
+        let set = f.set(ProfileConfig { command: Access::Gated, ..f.allow_config() });
+        let exec = set.executor("k").unwrap();
+        let log = f.ws.join("sub/runs.log");
+        let cmd = "echo ran >> sub/runs.log";
+        let issue = |exec: &Executor| {
+            exec.issue_grant(&dl(), &f.request(cmd, "command.execute", "", "command.start.v1", cmd)).unwrap()
+        };
+        let race = |threads: usize, token: &str, via_run: bool| -> (usize, usize) {
+            let barrier = std::sync::Barrier::new(threads);
+            let results: Vec<Result<(), Error>> = std::thread::scope(|s| {
+                let hs: Vec<_> = (0..threads)
+                    .map(|_| {
+                        let (exec, barrier) = (&exec, &barrier);
+                        s.spawn(move || {
+                            barrier.wait();
+                            if via_run {
+                                run(exec, f, cmd, &[token.to_owned()]).map(|_| ())
+                            } else {
+                                exec.prepare_process(
+                                    &dl(),
+                                    ProcessOptions {
+                                        cwd: f.ws.clone(),
+                                        command: cmd.to_owned(),
+                                        execution_id: String::from("exec-1"),
+                                        grants: vec![token.to_owned()],
+                                        ..ProcessOptions::default()
+                                    },
+                                )
+                                .and_then(|p| p.close())
+                            }
+                        })
+                    })
+                    .collect();
+                hs.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            for r in &results {
+                assert!(matches!(r, Ok(()) | Err(Error::GrantReplay)), "{r:?}");
+            }
+            let ok = results.iter().filter(|r| r.is_ok()).count();
+            (ok, threads - ok)
+        };
+        for threads in [8, 32] {
+            for round in 0..40 {
+                let token = issue(&exec);
+                assert_eq!(race(threads, &token, false), (1, threads - 1), "prepare: {threads} threads, round {round}");
+                // Spent for good: presenting it again is a replay.
+                assert!(matches!(run(&exec, f, cmd, std::slice::from_ref(&token)), Err(Error::GrantReplay)));
+            }
+            for round in 0..3 {
+                let _ = fs::remove_file(&log);
+                let token = issue(&exec);
+                assert_eq!(race(threads, &token, true), (1, threads - 1), "run: {threads} threads, round {round}");
+                assert_eq!(fs::read_to_string(&log).unwrap(), "ran\n", "exactly one spawn ran");
+            }
+        }
+        // Control: 8 distinct tokens presented at once all run.
+        let _ = fs::remove_file(&log);
+        let tokens: Vec<String> = (0..8).map(|_| issue(&exec)).collect();
+        let barrier = std::sync::Barrier::new(8);
+        std::thread::scope(|s| {
+            for token in &tokens {
+                let (exec, barrier) = (&exec, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    run(exec, f, cmd, std::slice::from_ref(token)).unwrap();
+                });
+            }
+        });
+        assert_eq!(fs::read_to_string(&log).unwrap(), "ran\n".repeat(8));
+        set.close().unwrap();
+    }
+
     pub fn a_path_write_grant_opens_that_file_and_nothing_beside_it() {
         let f = Fixture::new();
         let set = f.set(f.config());
@@ -548,6 +627,10 @@ fn main() -> std::process::ExitCode {
         use linux::*;
         sandbox_tests::run_tests(&[
             ("the_gate_round_trip_and_single_use", the_gate_round_trip_and_single_use),
+            (
+                "a_single_use_token_presented_concurrently_runs_once",
+                a_single_use_token_presented_concurrently_runs_once,
+            ),
             (
                 "a_path_write_grant_opens_that_file_and_nothing_beside_it",
                 a_path_write_grant_opens_that_file_and_nothing_beside_it,

@@ -220,14 +220,23 @@ mod linux {
         let set = Arc::new(f.set());
         let exec = set.executor("k").unwrap();
         let marker = f.ws.join("late-effect");
+        let begun = f.ws.join("begun");
         let runner = {
-            let (exec, ws, marker) = (Arc::clone(&exec), f.ws.clone(), marker.clone());
+            let (exec, ws, marker, begun) = (Arc::clone(&exec), f.ws.clone(), marker.clone(), begun.clone());
             std::thread::spawn(move || {
-                let r = exec.run_command(&dl(), &ws, &format!("echo started; sleep 1; touch {}", marker.display()));
+                let cmd = format!("echo started; touch {}; sleep 1; touch {}", begun.display(), marker.display());
+                let r = exec.run_command(&dl(), &ws, &cmd);
                 (r, Instant::now())
             })
         };
-        std::thread::sleep(Duration::from_millis(300));
+        // Close once the workload has begun (its start may take longer than a fixed pause on a
+        // loaded host, where sandboxed work runs at a low CPU weight).
+        let end = Instant::now() + Duration::from_secs(20);
+        while !begun.exists() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(begun.exists(), "the workload never began");
+        std::thread::sleep(Duration::from_millis(100));
         set.close().unwrap();
         let closed_at = Instant::now();
         let (result, returned_at) = runner.join().unwrap();

@@ -6,6 +6,7 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use libcontainer::container::Container;
@@ -350,6 +351,15 @@ fn run() -> std::io::Result<()> {
             }
         }
     }
+    if let (Some((instances, watches)), None) = (request.inotify, &setup_failure) {
+        if let Err(e) = bound_inotify(pid, instances, watches) {
+            if request.require_limits {
+                setup_failure = Some(format!("helper: inotify bound: {e}"));
+            }
+            measured.inotify_error = Some(e);
+        }
+        measured.phases.push((String::from("inotify"), monotonic_us()));
+    }
     // Nothing may start for an embedder that is gone or asked to kill meanwhile (a closed set,
     // a passed deadline): the command is admitted but not yet spawned.
     if setup_failure.is_none() && !control.still_wanted() {
@@ -386,7 +396,11 @@ fn run() -> std::io::Result<()> {
         let _ = kill(pid, Signal::SIGKILL);
     }
 
-    let (lines, killed) = supervise(&mut control, status, pending, pid, parent_alive);
+    let procs = request.limits.first().and_then(|l| l.file.parent()).map(|d| d.join("cgroup.procs"));
+    if !parent_alive {
+        kill_members(procs.as_deref());
+    }
+    let (lines, killed) = supervise(&mut control, status, pending, pid, parent_alive, procs.as_deref());
     measured.phases.push((String::from("status-eof"), monotonic_us()));
     let reaped = reap(pid);
     // Proven: the init is reaped (its pid namespace went with it) and the spawn's own cgroup
@@ -476,6 +490,7 @@ fn supervise(
     mut buf: Vec<u8>,
     pid: Pid,
     mut parent_alive: bool,
+    procs: Option<&Path>,
 ) -> (Vec<String>, bool) {
     let mut killed = false;
     let mut control_buf = String::new();
@@ -504,12 +519,16 @@ fn supervise(
                     parent_alive = false;
                     killed = true;
                     let _ = kill(pid, Signal::SIGKILL);
+                    kill_members(procs);
                 }
                 Ok(_) => {
                     if let Ok(Command::Signal { signal }) = serde_json::from_str(&control_buf) {
                         if let Ok(sig) = Signal::try_from(signal) {
                             killed |= sig == Signal::SIGKILL;
                             let _ = kill(pid, sig);
+                            if sig == Signal::SIGKILL {
+                                kill_members(procs);
+                            }
                         }
                     }
                 }
@@ -518,6 +537,26 @@ fn supervise(
     }
     let lines = String::from_utf8_lossy(&buf).lines().map(str::to_owned).collect();
     (lines, killed)
+}
+
+/// SIGKILLs every process of the spawn's own cgroup (`procs`: its `cgroup.procs`, a path the
+/// library made, never one the workload can reach), a few passes to catch children forked
+/// meanwhile. Killing the init alone ends the pid namespace only once the init itself gets to
+/// run its exit, which under a fork bomb in a low-weight cgroup took tens of seconds (issue 12,
+/// class 13): a killed process forks no more, so the tree stops growing at once.
+fn kill_members(procs: Option<&Path>) {
+    let Some(procs) = procs else { return };
+    for _ in 0..4 {
+        let Ok(text) = std::fs::read_to_string(procs) else { return };
+        let mut any = false;
+        for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()).filter(|p| *p > 1) {
+            any = true;
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        if !any {
+            return;
+        }
+    }
 }
 
 /// Reaps the init (it has closed the status pipe, so it is exiting); SIGKILLs it if it lingers.
@@ -542,6 +581,40 @@ fn reap(pid: Pid) -> bool {
             Err(nix::Error::ECHILD) => return true,
             Err(_) => return false,
         }
+    }
+}
+
+/// Bounds the run's inotify instances and watches (issue 12, class 10). inotify is counted per
+/// user in every user namespace up to the initial one, against each namespace's own maximum;
+/// the container's user namespace starts unbounded, so the run could take all of its host
+/// uid's instances (`fs.inotify.max_user_instances`, 128 by default). A short-lived child joins
+/// the container's user namespace (gaining CAP_SYS_RESOURCE there, as its owner or as root) and
+/// writes that namespace's own maximum, which only its `/proc/sys/user` view shows, then reads
+/// it back. The workload cannot raise it: it has no capability, and `/proc/sys` is read-only.
+fn bound_inotify(pid: Pid, instances: u64, watches: u64) -> Result<(), String> {
+    let pidfd = sys::pidfd_open(pid).map_err(|e| format!("pidfd_open: {e}"))?;
+    match sys::fork_single_threaded().map_err(|e| format!("fork: {e}"))? {
+        ForkResult::Child => {
+            let set = |file: &str, value: u64| {
+                let path = format!("/proc/sys/user/{file}");
+                std::fs::write(&path, value.to_string()).is_ok()
+                    && std::fs::read_to_string(&path).is_ok_and(|r| r.trim() == value.to_string())
+            };
+            let code = match setns(&pidfd, CloneFlags::CLONE_NEWUSER) {
+                Err(_) => 2,
+                Ok(()) if !set("max_inotify_instances", instances) => 3,
+                Ok(()) if !set("max_inotify_watches", watches) => 4,
+                Ok(()) => 0,
+            };
+            sys::exit_now(code)
+        }
+        ForkResult::Parent { child } => match waitpid(child, None) {
+            Ok(WaitStatus::Exited(_, 0)) => Ok(()),
+            Ok(WaitStatus::Exited(_, 2)) => Err(String::from("setns into the container's user namespace failed")),
+            Ok(WaitStatus::Exited(_, 3)) => Err(String::from("max_inotify_instances did not take the value")),
+            Ok(WaitStatus::Exited(_, 4)) => Err(String::from("max_inotify_watches did not take the value")),
+            other => Err(format!("the inotify child failed ({other:?})")),
+        },
     }
 }
 

@@ -92,6 +92,28 @@ impl CgroupLayout {
         }
     }
 
+    /// The files holding the CPU weight and the CPU quota of the cgroup at `path` (relative to
+    /// the cgroup root): `cpu.weight` and `cpu.max` on v2, `cpu.shares` and `cpu.cfs_quota_us` on
+    /// v1 (the period stays the kernel's default, 100 ms, on both).
+    pub fn cpu_files(self, path: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+        let rel = path.trim_start_matches('/');
+        let root = std::path::Path::new("/sys/fs/cgroup");
+        match self {
+            CgroupLayout::V2 => (root.join(rel).join("cpu.weight"), root.join(rel).join("cpu.max")),
+            _ => (root.join("cpu").join(rel).join("cpu.shares"), root.join("cpu").join(rel).join("cpu.cfs_quota_us")),
+        }
+    }
+
+    /// The value written to the weight file of [`CgroupLayout::cpu_files`] for a cgroup v2
+    /// weight (1-10000, default 100): itself on v2, `weight × 1024 / 100` shares on v1 (at least
+    /// 2, the kernel's minimum), so that the default weight 100 maps to the default 1024 shares.
+    pub fn cpu_weight_value(self, weight: u16) -> u64 {
+        match self {
+            CgroupLayout::V2 => u64::from(weight),
+            _ => (u64::from(weight) * 1024 / 100).max(2),
+        }
+    }
+
     /// Every directory a container cgroup at `path` occupies (for sweeping leftovers).
     pub fn dirs(self, path: &str) -> Vec<std::path::PathBuf> {
         let rel = path.trim_start_matches('/');

@@ -29,6 +29,11 @@ pub struct Request {
     pub limits: Vec<Limit>,
     /// Fail the spawn unless every limit reads back as set.
     pub require_limits: bool,
+    /// The run's own bound on inotify (instances, watches), written in the container's user
+    /// namespace (`/proc/sys/user/max_inotify_{instances,watches}`); part of the limits: a
+    /// failure fails the spawn when `require_limits` is set.
+    #[serde(default)]
+    pub inotify: Option<(u64, u64)>,
     /// The process gets a PTY (`process.terminal`): the helper collects the master from the
     /// runtime's console socket and passes it to the parent over the descriptor socket.
     #[serde(default)]
@@ -42,7 +47,8 @@ pub struct Request {
 /// One cgroup limit file and its value.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limit {
-    /// The file (`pids.max`, `memory.limit_in_bytes`, `memory.max`).
+    /// The file (`pids.max`, `memory.limit_in_bytes`, `memory.max`, `cpu.shares`, `cpu.weight`,
+    /// `cpu.cfs_quota_us`, `cpu.max`).
     pub file: PathBuf,
     /// The value to set.
     pub value: u64,
@@ -52,9 +58,15 @@ pub struct Limit {
 
 impl Limit {
     /// Whether `read` (the file's content) shows the limit in force: equal, or for memory
-    /// rounded down to whole pages by the kernel.
+    /// rounded down to whole pages by the kernel. Only the first word counts (`cpu.max` reads
+    /// `<quota> <period>`).
     pub fn holds(&self, read: &str) -> bool {
-        read.trim().parse::<u64>().is_ok_and(|got| got <= self.value && self.value - got < 4096 * 16)
+        let memory = self.file.file_name().is_some_and(|n| n.to_string_lossy().starts_with("memory."));
+        let slack = if memory { 4096 * 16 } else { 1 };
+        read.split_whitespace()
+            .next()
+            .and_then(|w| w.parse::<u64>().ok())
+            .is_some_and(|got| got <= self.value && self.value - got < slack)
     }
 }
 
@@ -118,6 +130,9 @@ pub struct Measured {
     /// Why `lo` could not be raised.
     #[serde(default)]
     pub loopback_error: Option<String>,
+    /// Why the inotify bound of `Request::inotify` could not be set (None: set, or not asked).
+    #[serde(default)]
+    pub inotify_error: Option<String>,
     /// The read-back values of `Request::readback`, in order (None when unreadable).
     pub readback: Vec<Option<String>>,
     /// When the helper reached each step of the spawn (microseconds of `CLOCK_MONOTONIC`, the

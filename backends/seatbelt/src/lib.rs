@@ -132,13 +132,105 @@ fn rule(out: &mut String, op: &str, path: &Path, file: bool) -> Result<(), Error
     Ok(())
 }
 
+/// Process information, sysctls and Mach services (issue 12, class 12): never wholesale. An
+/// unfiltered `mach-lookup` reaches every launchd service of the user's session (LaunchServices
+/// opens applications outside the sandbox, Apple Events drive them, the pasteboard leaks);
+/// unfiltered `process-info*` and `sysctl-read` describe every process and the whole machine.
+/// Each name below carries its reason. Written after OpenAI Codex's base policy (itself derived
+/// from Chromium's), not copied: nothing of it has run on macOS here.
+const PREAMBLE: &str = r#";; process information: only about processes of this sandbox (ps, pgrep and a runtime's own
+;; task info), never about the user's other processes
+(allow process-info* (target same-sandbox))
+;; sysctls: a named list only
+(allow sysctl-read
+  ;; CPU count and topology: build tools and runtimes size their job pools (make -j, cargo,
+  ;; the Go and Node runtimes, Python's os.cpu_count)
+  (sysctl-name "hw.ncpu")
+  (sysctl-name "hw.activecpu")
+  (sysctl-name "hw.logicalcpu")
+  (sysctl-name "hw.logicalcpu_max")
+  (sysctl-name "hw.physicalcpu")
+  (sysctl-name "hw.physicalcpu_max")
+  (sysctl-name "hw.packages")
+  (sysctl-name "hw.nperflevels")
+  (sysctl-name-prefix "hw.perflevel")
+  ;; CPU identity and features: compilers, JITs and math libraries choose code paths
+  (sysctl-name "hw.machine")
+  (sysctl-name "hw.model")
+  (sysctl-name "hw.cputype")
+  (sysctl-name "hw.cpufamily")
+  (sysctl-name "hw.byteorder")
+  (sysctl-name "hw.vectorunit")
+  (sysctl-name "sysctl.proc_cputype")
+  (sysctl-name "machdep.cpu.brand_string")
+  (sysctl-name-prefix "hw.optional.arm.")
+  (sysctl-name-prefix "hw.optional.armv8_")
+  ;; page and cache sizes: allocators and JITs
+  (sysctl-name "hw.pagesize")
+  (sysctl-name "hw.pagesize_compat")
+  (sysctl-name "hw.cacheconfig")
+  (sysctl-name "hw.cachelinesize_compat")
+  (sysctl-name "hw.l1dcachesize_compat")
+  (sysctl-name "hw.l1icachesize_compat")
+  (sysctl-name "hw.l2cachesize_compat")
+  (sysctl-name "hw.l3cachesize_compat")
+  ;; clock frequencies: timers and benchmarks
+  (sysctl-name "hw.cpufrequency")
+  (sysctl-name "hw.cpufrequency_compat")
+  (sysctl-name "hw.busfrequency_compat")
+  (sysctl-name "hw.tbfrequency_compat")
+  ;; memory size: build tools and the JVM size their heaps and caches
+  (sysctl-name "hw.memsize")
+  ;; OS identity: uname, sw_vers, build scripts that branch on the OS version
+  (sysctl-name "kern.ostype")
+  (sysctl-name "kern.osrelease")
+  (sysctl-name "kern.osversion")
+  (sysctl-name "kern.osproductversion")
+  (sysctl-name "kern.version")
+  (sysctl-name "kern.hostname")
+  ;; read by libSystem and the dynamic loader at startup
+  (sysctl-name "kern.osvariant_status")
+  (sysctl-name "kern.secure_kernel")
+  (sysctl-name "kern.usrstack64")
+  ;; process limits: xargs and make size command lines, shells report ulimits
+  (sysctl-name "kern.argmax")
+  (sysctl-name "kern.maxfilesperproc")
+  (sysctl-name "kern.maxproc")
+  ;; load average: uptime, make -l
+  (sysctl-name "vm.loadavg"))
+;; not listed on purpose: kern.proc.* (the process table: every process of the host, with its
+;; command), net.* (routes and interfaces; added below only where network is allowed)
+;; Mach services: named ones only
+(allow mach-lookup
+  ;; user and group lookups (getpwuid, getgrgid: id, whoami, git, ssh, Python's pwd)
+  (global-name "com.apple.system.opendirectoryd.libinfo"))
+;; not listed on purpose: LaunchServices (open -a starts applications outside the sandbox),
+;; Apple Events, the pasteboard, the window server, keychain and power management
+"#;
+
+/// Mach services and sysctls a spawn with network needs (host network, or a broad grant).
+const NETWORK_SERVICES: &str = r#"(allow mach-lookup
+  ;; the resolver configuration getaddrinfo reads (DNS servers, search domains)
+  (global-name "com.apple.SystemConfiguration.DNSConfiguration")
+  ;; proxy settings and reachability (curl, git and package managers honour system proxies)
+  (global-name "com.apple.SystemConfiguration.configd")
+  ;; TLS certificate validation through Security.framework (curl, git, Python and Node on macOS)
+  (global-name "com.apple.trustd.agent")
+  (global-name "com.apple.SecurityServer")
+  ;; certificate revocation checks during that validation
+  (global-name "com.apple.ocspd"))
+(allow sysctl-read
+  ;; the routing table: source address selection and interface listing
+  (sysctl-name-prefix "net.routetable."))
+"#;
+
 /// The SBPL profile for `bundle` (CONTRACT.md §16).
 pub fn compile_sbpl(bundle: &Bundle, ctx: &SeatbeltContext) -> Result<String, Error> {
     let mut out = String::new();
     out.push_str("(version 1)\n(deny default)\n");
     out.push_str(";; process and startup allowances\n");
-    out.push_str("(allow process-fork)\n(allow process-info*)\n(allow sysctl-read)\n(allow mach-lookup)\n");
-    out.push_str("(allow signal (target same-sandbox))\n");
+    out.push_str("(allow process-fork)\n(allow signal (target same-sandbox))\n");
+    out.push_str(PREAMBLE);
     out.push_str("(allow file-read* (literal \"/\") (literal \"/private/var/select\"))\n");
     out.push_str("(allow file-ioctl (regex #\"^/dev/ttys[0-9]+$\"))\n");
 
@@ -224,7 +316,9 @@ pub fn compile_sbpl(bundle: &Bundle, ctx: &SeatbeltContext) -> Result<String, Er
     out.push_str(";; network\n");
     if bundle.host_network && !bundle.broad_network {
         out.push_str("(allow network*)\n");
+        out.push_str(NETWORK_SERVICES);
     } else if bundle.broad_network {
+        out.push_str(NETWORK_SERVICES);
         // The granted port (Landlock's list adds 53 for DNS over TCP; macOS resolves through
         // mDNSResponder instead).
         if let Some(port) = bundle.landlock.tcp_connect.first() {
@@ -258,7 +352,13 @@ pub fn assess(
         target_network: proxy,
     };
     let mut r = CompileReport::default();
-    r.set(ReportEntry::new("process-boundary", Status::Enforced, "seatbelt profile applied by sandbox-exec"));
+    r.set(ReportEntry::new(
+        "process-boundary",
+        Status::Enforced,
+        "seatbelt profile applied by sandbox-exec: process info of this sandbox only, a named list of \
+         sysctls and mach services; compiled and type-checked on linux only, nothing of this backend has \
+         run on macos",
+    ));
     for e in bundle.policy_entries.iter().filter(|e| e.feature != "runtime-closure") {
         r.set(e.clone());
     }

@@ -248,3 +248,145 @@ fn hostile_path_names_never_inject_sbpl() {
     let bundle = compile(&profile, &SpawnContext { cwd: nl, ..f.spawn() }, &host()).unwrap();
     assert!(matches!(compile_sbpl(&bundle, &f.ctx()), Err(Error::InvalidArgument { .. })));
 }
+
+/// An s-expression over [`tokens`].
+#[derive(Debug)]
+enum Sexp {
+    List(Vec<Sexp>),
+    Atom(String),
+    Str(String),
+}
+
+fn parse(tokens: &[Token]) -> Vec<Sexp> {
+    fn one(t: &[Token], i: &mut usize) -> Sexp {
+        let tok = &t[*i];
+        *i += 1;
+        match tok {
+            Token::Open => {
+                let mut items = Vec::new();
+                while !matches!(t[*i], Token::Close) {
+                    items.push(one(t, i));
+                }
+                *i += 1;
+                Sexp::List(items)
+            }
+            Token::Close => panic!("unbalanced"),
+            Token::Str(s) => Sexp::Str(s.clone()),
+            Token::Atom(a) => Sexp::Atom(a.clone()),
+        }
+    }
+    let mut i = 0;
+    let mut out = Vec::new();
+    while i < tokens.len() {
+        out.push(one(tokens, &mut i));
+    }
+    out
+}
+
+/// The Mach services the policy may name: the base one and the network ones.
+const SERVICES: [&str; 6] = [
+    "com.apple.system.opendirectoryd.libinfo",
+    "com.apple.SystemConfiguration.DNSConfiguration",
+    "com.apple.SystemConfiguration.configd",
+    "com.apple.trustd.agent",
+    "com.apple.SecurityServer",
+    "com.apple.ocspd",
+];
+
+/// Issue 12, class 12: no profile shape allows Mach services, process information or sysctls
+/// wholesale. Every `allow` of `mach-lookup`, `process-info*` or `sysctl-read` has filters, and
+/// only the narrow kinds: named services from a fixed list (never LaunchServices, Apple Events,
+/// the pasteboard), processes of the same sandbox, named sysctls (never the process table). No
+/// wildcard operation (`mach*`, `sysctl*`, `process*`) appears. Every named service and sysctl
+/// follows a `;;` reason. Control: the named list is there (a lookup of user info and the CPU
+/// count stay allowed), and the network services appear only where network is allowed.
+#[test]
+fn mach_services_process_info_and_sysctls_are_never_allowed_wholesale() {
+    let f = Fixture::new();
+    let gated = ProfileConfig { network: Access::Gated, host_read: Access::Deny, ..f.config() };
+    let mut broad = f.spawn();
+    broad.grants = GrantDeltas { broad_port: Some(443), ..GrantDeltas::default() };
+    let shapes = [
+        ("default", f.config(), f.spawn(), false),
+        ("host-read-deny", ProfileConfig { host_read: Access::Deny, ..f.config() }, f.spawn(), false),
+        ("network-allow", ProfileConfig { network: Access::Allow, ..f.config() }, f.spawn(), true),
+        ("broad-grant", gated, broad, true),
+    ];
+    for (name, config, spawn, network) in shapes {
+        let profile = Profile::new(config).unwrap();
+        let bundle = compile(&profile, &spawn, &host()).unwrap();
+        let sbpl = compile_sbpl(&bundle, &f.ctx()).unwrap();
+        let mut services = Vec::new();
+        let mut sysctls = Vec::new();
+        for form in parse(&tokens(&sbpl)) {
+            let Sexp::List(items) = form else { continue };
+            let Some(Sexp::Atom(verb)) = items.first() else { continue };
+            let ops: Vec<&str> =
+                items[1..].iter().map_while(|i| if let Sexp::Atom(a) = i { Some(a.as_str()) } else { None }).collect();
+            let filters: Vec<&Sexp> = items[1 + ops.len()..].iter().collect();
+            for op in &ops {
+                assert!(
+                    !matches!(*op, "mach*" | "sysctl*" | "process*" | "default") || verb == "deny",
+                    "{name}: ({verb} {op}) is a wildcard\n{sbpl}"
+                );
+            }
+            if verb != "allow" {
+                continue;
+            }
+            let narrowed = |op: &str, kinds: &[&str]| {
+                if !ops.contains(&op) {
+                    return;
+                }
+                assert!(!filters.is_empty(), "{name}: an unfiltered (allow {op})\n{sbpl}");
+                for filter in &filters {
+                    let Sexp::List(parts) = filter else { panic!("{name}: {op}: {filter:?}") };
+                    let Some(Sexp::Atom(kind)) = parts.first() else { panic!("{name}: {op}: {filter:?}") };
+                    assert!(kinds.contains(&kind.as_str()), "{name}: ({op} ({kind} …)) is not a narrow filter");
+                }
+            };
+            narrowed("mach-lookup", &["global-name"]);
+            narrowed("process-info*", &["target"]);
+            narrowed("sysctl-read", &["sysctl-name", "sysctl-name-prefix"]);
+            for op in ["mach-lookup", "sysctl-read", "process-info*"] {
+                if !ops.contains(&op) {
+                    continue;
+                }
+                for filter in &filters {
+                    let Sexp::List(parts) = filter else { continue };
+                    match (op, &parts[..]) {
+                        ("mach-lookup", [_, Sexp::Str(s)]) => services.push(s.clone()),
+                        ("sysctl-read", [_, Sexp::Str(s)]) => sysctls.push(s.clone()),
+                        ("process-info*", [_, Sexp::Atom(a)]) => assert_eq!(a, "same-sandbox", "{name}"),
+                        _ => panic!("{name}: {op}: {parts:?}"),
+                    }
+                }
+            }
+        }
+        for s in &services {
+            assert!(SERVICES.contains(&s.as_str()), "{name}: mach service {s} is not on the reviewed list");
+        }
+        for s in &sysctls {
+            assert!(!s.starts_with("kern.proc"), "{name}: the process table sysctl {s}");
+        }
+        // Controls: the base list is there; network services only with network.
+        assert!(services.iter().any(|s| s == "com.apple.system.opendirectoryd.libinfo"), "{name}");
+        assert!(sysctls.iter().any(|s| s == "hw.ncpu") && sysctls.iter().any(|s| s == "kern.argmax"), "{name}");
+        assert_eq!(services.iter().any(|s| s == "com.apple.trustd.agent"), network, "{name}: network services");
+        assert_eq!(sysctls.iter().any(|s| s == "net.routetable."), network, "{name}: net sysctls");
+        // Every named service and sysctl follows a reason: walking up from its line reaches a
+        // `;;` comment before the `(allow` that opens its block.
+        let lines: Vec<&str> = sbpl.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let t = line.trim_start();
+            if !(t.starts_with("(global-name") || t.starts_with("(sysctl-name")) {
+                continue;
+            }
+            let reason = lines[..i]
+                .iter()
+                .rev()
+                .map(|l| l.trim_start())
+                .find(|l| l.starts_with(";;") || l.starts_with("(allow"));
+            assert!(reason.is_some_and(|l| l.starts_with(";;")), "{name}: no reason above {t:?}");
+        }
+    }
+}

@@ -71,6 +71,13 @@ struct RunArgs {
     /// Pass on at most N bytes of each stream; the first byte beyond kills the tree (exit 125).
     #[arg(long, value_name = "N")]
     output_limit: Option<u64>,
+    /// At most this many CPUs of CPU time (0.01-1000, for example 0.5; Linux: cgroup cpu.max or
+    /// cpu.cfs_quota_us). Default: no bound beyond the low CPU weight.
+    #[arg(long, value_name = "CPUS")]
+    cpus: Option<f64>,
+    /// The CPU weight of the run (1-10000; a host process has 100; default 10).
+    #[arg(long, value_name = "WEIGHT")]
+    cpu_weight: Option<u16>,
     /// Print exactly one JSON object on stdout (exit_code, signal, stdout, stderr, error, level,
     /// guarantees, guarantee_bits, report) and nothing else.
     #[arg(long)]
@@ -223,6 +230,19 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
         }
         None => None,
     };
+    let cpus = match args.cpus {
+        // Thousandths of a CPU: the same arithmetic as seconds to milliseconds.
+        Some(c) if (0.01..=1000.0).contains(&c) => u32::try_from(Duration::from_secs_f64(c).as_millis()).ok(),
+        Some(c) => {
+            return Err(Error::InvalidArgument { detail: format!("--cpus: {c} is not a number of CPUs in 0.01-1000") });
+        }
+        None => None,
+    };
+    if let Some(w) = args.cpu_weight {
+        if !(1..=10_000).contains(&w) {
+            return Err(Error::InvalidArgument { detail: format!("--cpu-weight: {w} is outside 1-10000") });
+        }
+    }
     let current = current_dir()?;
     let profile = load_profile(args.profile.as_deref(), &current)?;
     let scratch = match &args.scratch {
@@ -233,6 +253,12 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
     let mut options = ExecutorSetOptions::new(&scratch).max_executors(1);
     if let Some(parent) = &args.cgroup_parent {
         options = options.cgroup_parent(parent);
+    }
+    if let Some(m) = cpus {
+        options = options.cpu_max_millicpus(m);
+    }
+    if let Some(w) = args.cpu_weight {
+        options = options.cpu_weight(w);
     }
     let set = ExecutorSet::new(&setup, &profile, options)?;
     let executor = set.executor("sandbox-cli")?;
