@@ -256,6 +256,11 @@ mod tests {
         };
         assert_eq!(tfo(SpawnRules { broad_network: true, ..SpawnRules::default() }), 4);
         assert_eq!(tfo(SpawnRules::default()), 0);
+        // A broad grant serves nothing (listen refused); elsewhere listen is untouched.
+        let listen = |s: SpawnRules| rules_for(s).into_iter().filter(|r| r.syscalls == ["listen"]).count();
+        assert_eq!(listen(SpawnRules { broad_network: true, ..SpawnRules::default() }), 1);
+        assert_eq!(listen(SpawnRules::default()), 0);
+        assert_eq!(listen(SpawnRules { network_open: true, unix_sockets_open: true, ..SpawnRules::default() }), 0);
     }
 
     #[test]

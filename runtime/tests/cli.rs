@@ -536,6 +536,81 @@ fn the_issue_setuid_plant_leaves_nothing_set_id_on_the_host() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "755\n640\n");
 }
 
+/// Python that makes one foreign-ABI chmod 04755 of `argv[2]`: `i386` through `int 0x80` (the
+/// compat ABI, where chmod is 15), `x32` with the x32 bit in the number; prints the result.
+const FOREIGN_CHMOD_PY: &str = r#"
+import ctypes, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if sys.argv[1] == "x32":
+    r = libc.syscall(ctypes.c_long(0x40000000 | 90), sys.argv[2].encode(), ctypes.c_long(0o4755))
+    print("x32 chmod:", r, ctypes.get_errno(), flush=True)
+    sys.exit(0)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+page = libc.mmap(None, 4096, 7, 0x02 | 0x20 | 0x40, -1, 0)
+path = sys.argv[2].encode() + b"\0"
+ctypes.memmove(page + 2048, path, len(path))
+code = (b"\x53\xb8" + struct.pack("<I", 15) + b"\xbb" + struct.pack("<I", page + 2048)
+        + b"\xb9" + struct.pack("<I", 0o4755) + b"\xcd\x80\x5b\x48\x63\xc0\xc3")
+ctypes.memmove(page, code, len(code))
+print("i386 chmod:", ctypes.CFUNCTYPE(ctypes.c_long)(page)(), flush=True)
+"#;
+
+/// Issue 12 classes 2, 4 and 9: the seccomp rules are written for x86_64 numbers, so an i386
+/// (`int 0x80`) or x32 chmod would pass a set-id mode past them. Through the CLI each kills the
+/// workload (exit 159, SIGSYS) and the file stays 0644 on the host. Control: the same i386 call
+/// on the host sets 04755 (this host's kernel runs i386 code; without IA32 emulation the test
+/// says so and checks only that the run fails and the file is unchanged).
+#[test]
+fn foreign_abi_chmod_is_killed_and_plants_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    if !cfg!(target_arch = "x86_64") || !std::path::Path::new("/usr/bin/python3").exists() {
+        eprintln!(
+            "!!!!!!!! not x86_64 or no /usr/bin/python3: foreign_abi_chmod_is_killed_and_plants_nothing cannot run !!!!!!!!"
+        );
+        return;
+    }
+    if !sandbox_runs_here("foreign_abi_chmod_is_killed_and_plants_nothing") {
+        return;
+    }
+    let area = Area::new();
+    fs::write(area.ws.join("foreign.py"), FOREIGN_CHMOD_PY).unwrap();
+    let control = area.dir.path().join("host-control");
+    fs::write(&control, "x\n").unwrap();
+    fs::set_permissions(&control, fs::Permissions::from_mode(0o644)).unwrap();
+    let host = Command::new("python3").arg(area.ws.join("foreign.py")).arg("i386").arg(&control).output().unwrap();
+    let ia32 = String::from_utf8_lossy(&host.stdout) == "i386 chmod: 0\n";
+    if ia32 {
+        let mode = fs::metadata(&control).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o4755, "the host control: an i386 chmod sets the bit unconfined");
+    } else {
+        eprintln!("!!!!!!!! this kernel runs no i386 syscalls: {host:?} !!!!!!!!");
+    }
+    let x32 = Command::new("python3").arg(area.ws.join("foreign.py")).arg("x32").arg(&control).output().unwrap();
+    eprintln!("host x32: {}", String::from_utf8_lossy(&x32.stdout).trim());
+    for abi in ["i386", "x32"] {
+        let target = area.ws.join(format!("{abi}-target"));
+        fs::write(&target, "x\n").unwrap();
+        fs::set_permissions(&target, fs::Permissions::from_mode(0o644)).unwrap();
+        let o = area.sandbox(&refs(&[
+            os("run"),
+            os("--"),
+            os("python3"),
+            os("foreign.py"),
+            os(abi),
+            target.clone().into_os_string(),
+        ]));
+        if ia32 || abi == "x32" {
+            assert_eq!(o.status.code(), Some(128 + 31), "{abi}: {o:?}");
+        } else {
+            assert_ne!(o.status.code(), Some(0), "{abi}: {o:?}");
+        }
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "", "{abi}: the call returned: {o:?}");
+        let mode = fs::metadata(&target).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o644, "{abi}: the chmod went through");
+    }
+}
+
 /// Issue 12 class 4a through the CLI: a host listener on a path-named unix socket in the
 /// workspace hears nothing by default (socket(AF_UNIX) is refused, the report says
 /// `unix-sockets: enforced`); a profile with `unix_sockets: allow` reaches it and the report says

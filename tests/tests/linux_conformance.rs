@@ -568,6 +568,76 @@ mod linux {
         set.close().unwrap();
     }
 
+    /// The rules of issue 12 (classes 2, 4 and 9) are written for x86_64 syscall numbers and
+    /// argument positions; an i386 syscall (`int 0x80`, the compat ABI, where chmod is 15 and
+    /// sockets go through socketcall) or an x32 one (bit 30 in the number) would pass a set-id
+    /// mode, an AF_UNIX socket or a personality past them. Each is killed (SIGSYS) inside, on
+    /// the warm path; the file the i386 and x32 chmod aimed at stays 0644 on the host. Control:
+    /// the same probe calls on the host work (i386 chmod really sets 04755 there), so the
+    /// inside kills are the filter's.
+    pub fn foreign_abi_syscalls_are_killed() {
+        use std::os::unix::fs::PermissionsExt;
+        if !cfg!(target_arch = "x86_64") {
+            println!("!!!!!!!! not x86_64: no i386 or x32 ABI to test here !!!!!!!!");
+            return;
+        }
+        let f = Fixture::new();
+        let target = f.ws.join("compat-target");
+        fs::write(&target, "x\n").unwrap();
+        fs::set_permissions(&target, fs::Permissions::from_mode(0o644)).unwrap();
+        let t = target.display().to_string();
+        let calls = [
+            s("compat=i386-getpid"),
+            format!("compat=i386-chmod:{t}"),
+            s("compat=i386-socketcall-unix"),
+            s("compat=i386-personality"),
+            s("compat=x32-getpid"),
+            format!("compat=x32-chmod:{t}"),
+        ];
+        let host_target = f.root.join("host/compat-control");
+        fs::write(&host_target, "x\n").unwrap();
+        fs::set_permissions(&host_target, fs::Permissions::from_mode(0o644)).unwrap();
+        let ht = host_target.display().to_string();
+        let host = std::process::Command::new(f.ws.join("sandbox-probe"))
+            .args([
+                "compat=i386-getpid",
+                &format!("compat=i386-chmod:{ht}"),
+                "compat=i386-socketcall-unix",
+                "compat=i386-personality",
+                "compat=x32-getpid",
+            ])
+            .output()
+            .unwrap();
+        let hv = verdicts(&host.stdout);
+        let ia32 = hv.get("compat=i386-getpid").is_some_and(|v| v.ok);
+        println!("host: x32 getpid {:?}", hv.get("compat=x32-getpid"));
+        if ia32 {
+            allowed(&hv, &format!("compat=i386-chmod:{ht}"));
+            let mode = fs::metadata(&host_target).unwrap().permissions().mode() & 0o7777;
+            assert_eq!(mode, 0o4755, "the host control: i386 chmod sets the bit unconfined");
+            allowed(&hv, "compat=i386-socketcall-unix");
+            allowed(&hv, "compat=i386-personality");
+        } else {
+            println!("!!!!!!!! this kernel runs no i386 syscalls (no IA32 emulation): {hv:?} !!!!!!!!");
+        }
+        fs::remove_file(&host_target).unwrap();
+
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        let v = f.probe(&exec, &calls);
+        for key in &calls {
+            let got = denied(&v, key);
+            if ia32 || key.starts_with("compat=x32") {
+                assert_eq!(got.detail, "killed by signal 31", "{key}: {got:?}");
+            } else {
+                assert!(got.detail.starts_with("killed by signal"), "{key}: {got:?}");
+            }
+        }
+        let mode = fs::metadata(&target).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o644, "the i386/x32 chmod changed the file");
+        set.close().unwrap();
+    }
+
     /// Issue 12 class 9: userfaultfd, perf_event_open, file handles, fanotify, personality
     /// flags and cross-process calls are refused inside; each probe works on the host (the
     /// control that the probe's call is real), and the harmless personalities work inside.
@@ -1061,6 +1131,7 @@ fn main() -> std::process::ExitCode {
             ("rootless_without_a_cgroup_parent_fails_closed", rootless_without_a_cgroup_parent_fails_closed),
             ("no_setuid_setgid_or_file_capability_plants", no_setuid_setgid_or_file_capability_plants),
             ("kernel_surface_is_closed", kernel_surface_is_closed),
+            ("foreign_abi_syscalls_are_killed", foreign_abi_syscalls_are_killed),
             ("unix_sockets_and_vsock_follow_the_profile", unix_sockets_and_vsock_follow_the_profile),
         ])
     }

@@ -314,6 +314,118 @@ mod linux {
         set.close().unwrap();
     }
 
+    /// Issue 12 class 4, a route a broad grant hid: the grant opens outbound TCP to one port, but
+    /// Landlock handles only connect, so a listener on any port of any host interface took
+    /// connections (measured before the fix: `127.0.0.1:<free port>`, `0.0.0.0:0`, `[::1]:0` and
+    /// `listen()` without `bind()` all accepted a host connection and its data): ingress from
+    /// the network, and a host client of a service that is not running talks to the workload.
+    /// Under the grant `listen()` is `EACCES`, and the host's connections find nothing. Controls:
+    /// the granted port still connects; in a private namespace (network deny) the same listeners
+    /// work and take a connection from inside; with the network allowed they take the host's.
+    pub fn a_broad_grant_opens_no_listener() {
+        use std::io::Write;
+        let f = Fixture::new();
+        let granted = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = granted.local_addr().unwrap().port();
+        let free = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let script = r#"
+import socket, sys, os
+mode, free, granted = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+ls = []
+for name, fam, addr in (("explicit", socket.AF_INET, ("127.0.0.1", free)), ("any", socket.AF_INET, ("0.0.0.0", 0)),
+                        ("v6", socket.AF_INET6, ("::1", 0)), ("autobind", socket.AF_INET, None)):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    try:
+        if addr: s.bind(addr)
+        s.listen(1)
+        ls.append((name, s, s.getsockname()[1])); print(name, "listening", flush=True)
+    except OSError as e: print(name, "refused", e.errno, flush=True)
+open("ports.tmp", "w").write("".join("%d %d\n" % (s.family, p) for _, s, p in ls)); os.rename("ports.tmp", "ports.txt")
+for name, s, port in ls:
+    if mode == "self":
+        c = socket.socket(s.family); c.connect(("::1" if s.family == socket.AF_INET6 else "127.0.0.1", port)); c.send(b"fromself")
+    s.settimeout(5)
+    try: print(name, "accepted", s.accept()[0].recv(20).decode(), flush=True)
+    except OSError as e: print(name, "no connection", e, flush=True)
+try: socket.create_connection(("127.0.0.1", granted), timeout=5); print("granted connected")
+except OSError as e: print("granted refused", e.errno)
+"#;
+        fs::write(f.ws.join("listen.py"), script).unwrap();
+        // Runs the script; with `host`, connects from here to every port it listed and to `free`.
+        let attempt = |exec: &Executor, mode: &str, grants: &[String], cmd: &str| {
+            let _ = fs::remove_file(f.ws.join("ports.txt"));
+            let ws = f.ws.clone();
+            let host = mode == "host";
+            let t = std::thread::spawn(move || {
+                let mut reached = Vec::new();
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while host && Instant::now() < deadline {
+                    if let Ok(s) = fs::read_to_string(ws.join("ports.txt")) {
+                        let mut ports: Vec<(bool, u16)> = s
+                            .lines()
+                            .map(|l| {
+                                let (fam, port) = l.split_once(' ').unwrap();
+                                (fam == "10", port.parse().unwrap())
+                            })
+                            .collect();
+                        if !ports.contains(&(false, free)) {
+                            ports.push((false, free));
+                        }
+                        for (v6, p) in ports {
+                            let addr: std::net::SocketAddr =
+                                if v6 { ([0, 0, 0, 0, 0, 0, 0, 1], p).into() } else { ([127, 0, 0, 1], p).into() };
+                            if let Ok(mut c) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+                                let _ = c.write_all(b"fromhost");
+                                reached.push(addr);
+                            }
+                        }
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                reached
+            });
+            let out = run(exec, &f, cmd, grants).unwrap();
+            (out, t.join().unwrap())
+        };
+        let names = ["explicit", "any", "v6", "autobind"];
+
+        // The broad grant: every listener refused, the host reaches nothing, port A still works.
+        let set = f.set(ProfileConfig { network: Access::Gated, ..f.allow_config() });
+        let exec = set.executor("k").unwrap();
+        let cmd = format!("python3 listen.py host {free} {a}");
+        let token = exec
+            .issue_grant(&dl(), &f.request(&cmd, "network", "", "network.broad.v1", &format!("tcp:*:{a}")))
+            .unwrap();
+        let (out, reached) = attempt(&exec, "host", &[token], &cmd);
+        for n in names {
+            assert!(out.contains(&format!("{n} refused 13\n")), "{n} under a broad grant: {out}");
+        }
+        assert!(out.contains("granted connected"), "the granted port: {out}");
+        assert!(granted.accept().is_ok());
+        assert_eq!(reached, Vec::new(), "the host reached a listener of the workload: {out}");
+        set.close().unwrap();
+
+        // Private namespace: the same listeners work, reached from inside.
+        let set = f.set(ProfileConfig { network: Access::Deny, ..f.allow_config() });
+        let exec = set.executor("k").unwrap();
+        let (out, _) = attempt(&exec, "self", &[], &format!("python3 listen.py self {free} {a}"));
+        for n in names {
+            assert!(out.contains(&format!("{n} accepted fromself\n")), "{n} in a private namespace: {out}");
+        }
+        set.close().unwrap();
+
+        // Network allow: the host's connections reach them.
+        let set = f.set(ProfileConfig { network: Access::Allow, ..f.allow_config() });
+        let exec = set.executor("k").unwrap();
+        let (out, reached) = attempt(&exec, "host", &[], &format!("python3 listen.py host {free} {a}"));
+        for n in names {
+            assert!(out.contains(&format!("{n} accepted fromhost\n")), "{n} with the network allowed: {out}");
+        }
+        assert_eq!(reached.len(), 4, "{reached:?}: {out}");
+        set.close().unwrap();
+    }
+
     /// Issue 12 class 4c: under a broad grant to port A (Landlock's connect rule is the
     /// boundary), TCP Fast Open (sendto/sendmsg with MSG_FASTOPEN, TCP_FASTOPEN_CONNECT) reaches
     /// no other port: a loopback listener on port B gets no connection and no data. Port A still
@@ -639,6 +751,7 @@ fn main() -> std::process::ExitCode {
             ("path_read_and_host_write_grants", path_read_and_host_write_grants),
             ("a_broad_network_grant_opens_one_port_over_tcp_only", a_broad_network_grant_opens_one_port_over_tcp_only),
             ("tcp_fast_open_does_not_pass_a_broad_grant", tcp_fast_open_does_not_pass_a_broad_grant),
+            ("a_broad_grant_opens_no_listener", a_broad_grant_opens_no_listener),
             (
                 "a_swapped_target_is_target_changed_and_nothing_runs",
                 a_swapped_target_is_target_changed_and_nothing_runs,

@@ -66,6 +66,7 @@ pub fn syscall_number(name: &str) -> Option<i64> {
         "sendmsg" => libc::SYS_sendmsg,
         "sendmmsg" => libc::SYS_sendmmsg,
         "setsockopt" => libc::SYS_setsockopt,
+        "listen" => libc::SYS_listen,
         "fchmod" => libc::SYS_fchmod,
         "fchmodat" => libc::SYS_fchmodat,
         // 452 on x86_64 and aarch64 alike; the libc crate lacks the aarch64 constant.
