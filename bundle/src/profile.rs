@@ -4,11 +4,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::access::{Access, Isolation, ProfileConfig, RootAccess};
 use crate::error::Error;
+use crate::host::HOST_EXCLUDED;
 use crate::report::Guarantees;
 
 /// The version of the access vocabulary `access_for` answers in. Consumers fail closed on any
@@ -27,7 +28,49 @@ struct Inner {
     config: ProfileConfig,
     required: Guarantees,
     fingerprint: String,
+    /// What each area and pinned ancestor resolved to when the profile was made (not part of
+    /// the fingerprint: the same configuration gives the same fingerprint).
+    identities: Vec<PathIdentity>,
 }
+
+/// What a recorded identity belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdentityRole {
+    /// The workspace root.
+    Workspace,
+    /// An additional root.
+    Root,
+    /// An ancestor of an area, between it and the innermost enclosing writable area (exclusive
+    /// both ends): bound onto itself so that it is a mount point inside, which the workload
+    /// cannot rename or remove.
+    Pin,
+}
+
+/// The object a profile path resolved to when the profile was made (CONTRACT.md §4, issue 12
+/// class 1): every spawn checks it before building the container and again inside, after
+/// mounting; a mismatch fails the spawn, never widens it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PathIdentity {
+    /// Which kind of path this is.
+    pub role: IdentityRole,
+    /// The canonical path.
+    pub path: PathBuf,
+    /// `st_dev` of the directory.
+    pub dev: u64,
+    /// `st_ino` of the directory.
+    pub ino: u64,
+    /// Roots only: `(st_dev, st_ino)` of the lexical parent, and the inode number the parent's
+    /// directory entry for the root names (`d_ino`, the covered inode when the root is a host
+    /// mount point). A mask over the root is verified by these.
+    pub parent: Option<(u64, u64)>,
+    /// See `parent`.
+    pub entry_ino: Option<u64>,
+}
+
+/// Paths that are always private inside a sandbox (the compiler mounts its own there): an
+/// additional root exactly there would be replaced silently, so it is refused (issue 12, 11).
+pub const PRIVATE_PATHS: &[&str] = &["/tmp", "/dev", "/dev/pts", "/dev/shm", "/dev/mqueue", "/proc", "/sys", "/run"];
 
 /// Which filesystem axis a question is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -94,6 +137,18 @@ impl Profile {
         for (i, root) in config.additional_roots.iter().enumerate() {
             let field = format!("additional_roots[{i}].path");
             let path = canonical_dir(&field, &root.path)?;
+            // A root protects a name: one configured through a symlink would protect whatever
+            // the link points to at the time, and the link itself can be replaced.
+            if lexically_clean(&root.path) != path {
+                return Err(Error::profile(format!(
+                    "{field}: {} goes through a symlink; the real path is {} (list that instead)",
+                    root.path.display(),
+                    path.display()
+                )));
+            }
+            if let Some(reason) = private_reason(&path) {
+                return Err(Error::profile(format!("{field}: {} {reason}", path.display())));
+            }
             if path == workspace {
                 return Err(Error::profile(format!("{field}: {} is the workspace root", root.path.display())));
             }
@@ -147,7 +202,19 @@ impl Profile {
         let config = ProfileConfig { workspace_root: workspace, additional_roots: roots, ..config };
         let required = required_guarantees(&config);
         let fingerprint = fingerprint(&config, required);
-        Ok(Profile { inner: Arc::new(Inner { config, required, fingerprint }) })
+        let identities = if config.isolation == Isolation::Sandboxed { identities(&config)? } else { Vec::new() };
+        Ok(Profile { inner: Arc::new(Inner { config, required, fingerprint, identities }) })
+    }
+
+    /// What the workspace, every root and every pinned ancestor resolved to when the profile
+    /// was made (none for an unconfined profile). Not part of the fingerprint.
+    pub fn identities(&self) -> &[PathIdentity] {
+        &self.inner.identities
+    }
+
+    /// The pinned ancestors (see [`IdentityRole::Pin`]), shallow first.
+    pub fn pins(&self) -> impl Iterator<Item = &Path> {
+        self.inner.identities.iter().filter(|i| i.role == IdentityRole::Pin).map(|i| i.path.as_path())
     }
 
     /// The canonical configuration (paths resolved, roots sorted and deduplicated).
@@ -332,6 +399,124 @@ pub fn restrict(base: &Profile, ceiling: &Profile) -> Result<Profile, Error> {
         }
     }
     Profile::new(config)
+}
+
+/// `path` with `.` and empty components dropped and `..` applied lexically (absolute input).
+fn lexically_clean(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::Normal(n) => out.push(n),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Why a root at `path` cannot be honoured: the sandbox always has its own mount there (or,
+/// under `/proc`, the container's own procfs, whose host counterpart is never bound).
+fn private_reason(path: &Path) -> Option<&'static str> {
+    if PRIVATE_PATHS.iter().any(|p| path == Path::new(p)) {
+        return Some(
+            "is always private inside the sandbox (its own tmpfs, /dev, procfs or nothing), so a root \
+             there cannot be honoured; list a directory under it instead",
+        );
+    }
+    if path.starts_with("/proc") {
+        return Some("lies under /proc, which is the sandbox's own procfs: the host's cannot be bound there");
+    }
+    None
+}
+
+/// The ancestors to pin, and the identities of every area and pin (see [`PathIdentity`]).
+///
+/// An area's ancestors are pinned up to the innermost enclosing area when that area may be
+/// written (its write is not deny), or up to the top-level host entry when no area encloses it
+/// and the host may be read and written: renaming any of them would move the area's
+/// protection away from its name (issue 12, 1a-1c).
+fn identities(c: &ProfileConfig) -> Result<Vec<PathIdentity>, Error> {
+    let areas: Vec<(&Path, Access)> = std::iter::once((c.workspace_root.as_path(), c.workspace_write))
+        .chain(c.additional_roots.iter().map(|r| (r.path.as_path(), r.write)))
+        .collect();
+    let mut pins: Vec<PathBuf> = Vec::new();
+    for (area, _) in &areas {
+        let enclosing =
+            areas.iter().filter(|(r, _)| area.starts_with(r) && r != area).max_by_key(|(r, _)| r.components().count());
+        let (stop, writable) = match enclosing {
+            Some((r, write)) => (r.components().count(), *write != Access::Deny),
+            // No enclosing area: the host entries carry it, except under the top-level
+            // entries the sandbox never binds (pinning there would expose the host's /tmp).
+            None => (
+                2,
+                c.host_write != Access::Deny
+                    && c.host_read != Access::Deny
+                    && !area.components().nth(1).is_some_and(|top| HOST_EXCLUDED.iter().any(|x| top.as_os_str() == *x)),
+            ),
+        };
+        if !writable {
+            continue;
+        }
+        for p in area.ancestors().skip(1).take_while(|p| p.components().count() > stop) {
+            if !pins.iter().any(|q| q == p) && !areas.iter().any(|(r, _)| r == &p) {
+                pins.push(p.to_path_buf());
+            }
+        }
+    }
+    pins.sort_by_key(|p| (p.components().count(), p.as_os_str().as_encoded_bytes().to_vec()));
+    let mut out = Vec::new();
+    let stat = |field: &str, p: &Path| -> Result<(u64, u64), Error> {
+        let m = std::fs::metadata(p).map_err(|e| Error::profile(format!("{field}: {}: {e}", p.display())))?;
+        Ok(dev_ino(&m))
+    };
+    let (dev, ino) = stat("workspace_root", &c.workspace_root)?;
+    out.push(PathIdentity {
+        role: IdentityRole::Workspace,
+        path: c.workspace_root.clone(),
+        dev,
+        ino,
+        parent: None,
+        entry_ino: None,
+    });
+    for (i, r) in c.additional_roots.iter().enumerate() {
+        let field = format!("additional_roots[{i}].path");
+        let (dev, ino) = stat(&field, &r.path)?;
+        let parent_dir = r.path.parent().unwrap_or(Path::new("/"));
+        let parent = stat(&field, parent_dir).ok();
+        let entry_ino = r.path.file_name().and_then(|name| {
+            std::fs::read_dir(parent_dir).ok()?.flatten().find(|e| e.file_name() == name).and_then(|e| entry_ino(&e))
+        });
+        out.push(PathIdentity { role: IdentityRole::Root, path: r.path.clone(), dev, ino, parent, entry_ino });
+    }
+    for p in pins {
+        let (dev, ino) = stat("additional_roots", &p)?;
+        out.push(PathIdentity { role: IdentityRole::Pin, path: p, dev, ino, parent: None, entry_ino: None });
+    }
+    Ok(out)
+}
+
+#[cfg(unix)]
+fn dev_ino(m: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (m.dev(), m.ino())
+}
+
+#[cfg(not(unix))]
+fn dev_ino(_: &std::fs::Metadata) -> (u64, u64) {
+    (0, 0)
+}
+
+#[cfg(unix)]
+fn entry_ino(e: &std::fs::DirEntry) -> Option<u64> {
+    use std::os::unix::fs::DirEntryExt;
+    Some(e.ino())
+}
+
+#[cfg(not(unix))]
+fn entry_ino(_: &std::fs::DirEntry) -> Option<u64> {
+    None
 }
 
 fn canonical_dir(field: &str, path: &Path) -> Result<PathBuf, Error> {
