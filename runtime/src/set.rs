@@ -836,6 +836,15 @@ impl Executor {
             if matches!(self.set.backend, Backend::Linux(_)) {
                 self.same_as_held(nonce, &binding.canonical_path)?;
             }
+            // The init checks the mounted target against this identity (issue 12, 3b): a swap
+            // between this check and the runtime's bind fails the spawn.
+            if binding.existing_path == binding.canonical_path {
+                verified.deltas.identities.push((
+                    PathBuf::from(&binding.canonical_path),
+                    binding.identity.dev,
+                    binding.identity.ino,
+                ));
+            }
             #[cfg(not(target_os = "linux"))]
             let _ = nonce;
         }
@@ -1093,7 +1102,7 @@ impl PreparedProcess {
             // The container was never created: that is a failed start, not a process.
             let finish = linux.finish(launched, &self.set.closing, None, false)?;
             let detail = finish.status.err().unwrap_or_else(|| String::from("the container ended before it started"));
-            return Err(Error::Runtime { detail });
+            return Err(crate::linux::setup_failed(detail));
         }
         let outcome = Arc::new(crate::process::Outcome::default());
         let signaller: Arc<dyn crate::process::Signaller> = Arc::new(LinuxSignaller(launched.running.signal_handle()));
@@ -1107,7 +1116,7 @@ impl PreparedProcess {
                     Ok(f) if f.closed => Err(Error::ExecutorClosed { partial: Vec::new() }),
                     Ok(f) => match f.status {
                         Ok(status) => Ok(ProcessResult { status, started_at, finished_at: SystemTime::now() }),
-                        Err(detail) => Err(Error::Runtime { detail }),
+                        Err(detail) => Err(crate::linux::setup_failed(detail)),
                     },
                     Err(e) => Err(e),
                 };

@@ -1,0 +1,56 @@
+//! The container init's check of its own mounts (issue 12, classes 1 and 3b), after pivot_root
+//! and before Landlock: every bind of the workspace, a root, a pinned ancestor or a grant target
+//! must be a mount point of the object recorded when the profile was made (or the grant was
+//! verified), and every mask of a root must be a mount point over the recorded directory entry.
+//! The runtime resolves bind sources by path, so a swap between the facade's check and the
+//! mount is possible; mounts are fixed objects once made, so this check has no such window.
+
+use std::os::unix::ffi::OsStrExt;
+
+use sandbox_bundle::ExpectedMount;
+
+use crate::sys;
+
+/// Checks every expected mount; Err names the first that does not hold.
+pub fn verify(expected: &[ExpectedMount]) -> Result<(), String> {
+    for e in expected {
+        check(e).map_err(|why| format!("{} {}: {why}", e.what, e.path.display()))?;
+    }
+    Ok(())
+}
+
+fn check(e: &ExpectedMount) -> Result<(), String> {
+    let fd = sys::open_path_no_symlinks(&e.path).map_err(|err| format!("opening without following symlinks: {err}"))?;
+    let (dev, ino, mount_root) = sys::statx_identity(&fd).map_err(|err| format!("statx: {err}"))?;
+    if mount_root == Some(false) {
+        return Err(String::from("is not a mount point inside the container"));
+    }
+    if !e.mask {
+        if (dev, ino) != (e.dev, e.ino) {
+            return Err(format!(
+                "is not the directory the profile was made with (device {dev} inode {ino}, expected device {} inode {})",
+                e.dev, e.ino
+            ));
+        }
+        return Ok(());
+    }
+    // A mask: its parent must be the recorded parent, and the parent's entry must name the
+    // recorded directory (d_ino of a mount point is the covered inode).
+    let (Some(parent_id), Some(entry_ino)) = (e.parent, e.entry_ino) else { return Ok(()) };
+    let parent = e.path.parent().ok_or_else(|| String::from("has no parent"))?;
+    let name = e.path.file_name().ok_or_else(|| String::from("has no name"))?;
+    let pfd = sys::open_path_no_symlinks(parent).map_err(|err| format!("opening its parent: {err}"))?;
+    let (pdev, pino, _) = sys::statx_identity(&pfd).map_err(|err| format!("statx of its parent: {err}"))?;
+    if (pdev, pino) != parent_id {
+        return Err(format!(
+            "lies in a directory other than the one the profile was made with (device {pdev} inode {pino}, expected device {} inode {})",
+            parent_id.0, parent_id.1
+        ));
+    }
+    let dir = sys::open_dir_no_symlinks(parent).map_err(|err| format!("reading its parent: {err}"))?;
+    match sys::dir_entry_ino(dir, name.as_bytes()).map_err(|err| format!("reading its parent: {err}"))? {
+        Some(found) if found == entry_ino => Ok(()),
+        Some(found) => Err(format!("masks inode {found}, not the recorded directory (inode {entry_ino})")),
+        None => Err(String::from("is missing from its parent")),
+    }
+}
