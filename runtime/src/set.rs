@@ -798,7 +798,14 @@ impl Executor {
                     Class::HostRead | Class::HostWrite => String::from("host:*"),
                     _ => String::new(),
                 };
-                grants::fit(class, class_kind(class), &scope, &p.target, &p.command)?;
+                grants::fit(class, class_kind(class), &scope, &p.target, &p.command).map_err(|e| match e {
+                    // The token's text was checked at issue (and is MAC-verified): a bound
+                    // target that no longer canonicalizes changed on disk (issue 12, 3b).
+                    Error::GrantMalformed { detail } if p.path_binding.is_some() => {
+                        Error::GrantTargetChanged { detail }
+                    }
+                    other => other,
+                })?;
                 if class == Class::ProxyTarget {
                     return Err(Error::GrantUnsupported { detail: String::from("no egress route") });
                 }

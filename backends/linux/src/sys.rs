@@ -263,9 +263,8 @@ pub fn statx_identity(fd: &std::os::fd::OwnedFd) -> io::Result<(u64, u64, Option
     let mut stx: libc::statx = unsafe { std::mem::zeroed() };
     // SAFETY: the descriptor is open, the empty path is a NUL-terminated literal and `stx` is a
     // live, writable statx for the duration of the call.
-    let rc = unsafe {
-        libc::statx(fd.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, libc::STATX_BASIC_STATS, &mut stx)
-    };
+    let rc =
+        unsafe { libc::statx(fd.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, libc::STATX_BASIC_STATS, &mut stx) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -273,6 +272,17 @@ pub fn statx_identity(fd: &std::os::fd::OwnedFd) -> io::Result<(u64, u64, Option
     let flag = libc::STATX_ATTR_MOUNT_ROOT as u64;
     let root = (stx.stx_attributes_mask & flag != 0).then_some(stx.stx_attributes & flag != 0);
     Ok((dev, stx.stx_ino, root))
+}
+
+/// Whether the open object lies on a tmpfs (`fstatfs`).
+pub fn is_tmpfs(fd: &std::os::fd::OwnedFd) -> io::Result<bool> {
+    // SAFETY: statfs is plain old data; all-zero is valid and the kernel fills it.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is open and `st` is a live, writable statfs for the call.
+    if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.f_type == libc::TMPFS_MAGIC)
 }
 
 /// The `d_ino` of the entry `name` in the open directory `dir` (None: no such entry). For a

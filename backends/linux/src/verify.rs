@@ -34,6 +34,12 @@ fn check(e: &ExpectedMount) -> Result<(), String> {
         }
         return Ok(());
     }
+    // A mask is the sandbox's own empty tmpfs: a mount point of the host's directory (the
+    // runtime's read-only self-bind of a masked path, landed on the real directory while the
+    // mask itself went elsewhere) is not one.
+    if !sys::is_tmpfs(&fd).map_err(|err| format!("statfs: {err}"))? {
+        return Err(String::from("is not the sandbox's mask (not a tmpfs)"));
+    }
     // A mask: its parent must be the recorded parent, and the parent's entry must name the
     // recorded directory (d_ino of a mount point is the covered inode).
     let (Some(parent_id), Some(entry_ino)) = (e.parent, e.entry_ino) else { return Ok(()) };
