@@ -308,7 +308,7 @@ mod linux {
                     swaps += 1;
                     // Mostly in place (so that spawns pass the check before building), swapped
                     // briefly and often (so that some swaps land between that check and the mount).
-                    std::thread::sleep(Duration::from_micros(if swaps % 2 == 0 { 3000 } else { 300 }));
+                    std::thread::sleep(Duration::from_micros(if swaps % 2 == 0 { 300 } else { 3000 }));
                 }
                 swaps
             })
@@ -317,7 +317,7 @@ mod linux {
         let end = Instant::now() + Duration::from_secs(20);
         let mut spawns = 0;
         let mut even = 0;
-        while Instant::now() < end && spawns < 150 {
+        while Instant::now() < end && spawns < 600 {
             spawns += 1;
             use std::os::unix::fs::MetadataExt;
             if fs::metadata(d.ws.join("a/secrets")).map(|m| m.ino()).ok() == Some(secret_ino) {
