@@ -242,7 +242,7 @@ fn open_no_symlinks(path: &std::path::Path, flags: i32) -> io::Result<std::os::f
     let cpath = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::other("path contains NUL"))?;
     // SAFETY: open_how is plain old data; all-zero is valid and every field is set below.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = flags as u64;
+    how.flags = u64::try_from(flags).map_err(|_| io::Error::other("negative open flags"))?;
     how.resolve = libc::RESOLVE_NO_SYMLINKS;
     // SAFETY: openat2 reads the NUL-terminated path and the open_how of the given size, both
     // alive for the call, and returns a new descriptor or -1.
@@ -306,8 +306,11 @@ pub fn dir_entry_ino(dir: std::os::fd::OwnedFd, name: &[u8]) -> io::Result<Optio
         if entry.is_null() {
             break;
         }
-        // SAFETY: a non-null entry points to a dirent64 whose d_name is NUL-terminated.
-        let (ino, entry_name) = unsafe { ((*entry).d_ino, std::ffi::CStr::from_ptr((*entry).d_name.as_ptr())) };
+        // SAFETY: a non-null entry points to a live dirent64 (see above).
+        let entry = unsafe { &*entry };
+        // SAFETY: d_name of a dirent64 is NUL-terminated within the entry.
+        let entry_name = unsafe { std::ffi::CStr::from_ptr(entry.d_name.as_ptr()) };
+        let ino = entry.d_ino;
         if entry_name.to_bytes() == name {
             found = Some(ino);
             break;
