@@ -60,3 +60,79 @@ fn check(e: &ExpectedMount) -> Result<(), String> {
         None => Err(String::from("is missing from its parent")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+
+    fn expect(path: &Path, mask: bool) -> ExpectedMount {
+        let m = std::fs::metadata(path).unwrap();
+        ExpectedMount {
+            path: path.to_path_buf(),
+            what: String::from("additional root"),
+            dev: m.dev(),
+            ino: m.ino(),
+            mask,
+            parent: None,
+            entry_ino: None,
+        }
+    }
+
+    #[test]
+    fn a_bind_must_be_a_mount_root_of_the_recorded_object() {
+        // `/` is a mount root here with its own identity: it passes, a wrong inode does not.
+        let root = expect(Path::new("/"), false);
+        verify(std::slice::from_ref(&root)).unwrap();
+        let wrong = ExpectedMount { ino: root.ino + 1, ..root.clone() };
+        let e = verify(&[wrong]).unwrap_err();
+        assert!(e.contains("additional root /") && e.contains("not the directory"), "{e}");
+        // A plain directory with the right identity is not a mount point.
+        let dir = std::env::temp_dir().join(format!("sbx-verify-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        let plain = verify(&[expect(&dir, false)]);
+        // A symlink anywhere on the way is refused.
+        let link = dir.join("link");
+        std::os::unix::fs::symlink("/", &link).unwrap();
+        let last = verify(&[ExpectedMount { path: link.clone(), ..root.clone() }]);
+        let middle = verify(&[ExpectedMount { path: link.join("proc"), ..root }]);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let e = plain.unwrap_err();
+        assert!(e.contains("not a mount point"), "{e}");
+        // The last component is opened as the link itself (not a mount root, not the object).
+        assert!(last.is_err());
+        let e = middle.unwrap_err();
+        assert!(e.contains("without following symlinks"), "{e}");
+    }
+
+    #[test]
+    fn a_mask_must_be_a_tmpfs_over_the_recorded_entry() {
+        let shm = PathBuf::from("/dev/shm");
+        let is_tmpfs_root = sys::open_path_no_symlinks(&shm)
+            .ok()
+            .and_then(|fd| Some((sys::is_tmpfs(&fd).ok()?, sys::statx_identity(&fd).ok()?.2)))
+            .is_some_and(|(tmpfs, root)| tmpfs && root == Some(true));
+        if !is_tmpfs_root {
+            eprintln!("!!!!!!!! /dev/shm is not a tmpfs mount here: mask check not exercised !!!!!!!!");
+            return;
+        }
+        let dev = std::fs::metadata("/dev").unwrap();
+        let entry = std::fs::read_dir("/dev")
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name() == "shm")
+            .map(|e| std::os::unix::fs::DirEntryExt::ino(&e))
+            .unwrap();
+        let mask = ExpectedMount { parent: Some((dev.dev(), dev.ino())), entry_ino: Some(entry), ..expect(&shm, true) };
+        verify(std::slice::from_ref(&mask)).unwrap();
+        let e = verify(&[ExpectedMount { entry_ino: Some(entry + 1), ..mask.clone() }]).unwrap_err();
+        assert!(e.contains("masks inode"), "{e}");
+        let e = verify(&[ExpectedMount { parent: Some((dev.dev(), dev.ino() + 1)), ..mask }]).unwrap_err();
+        assert!(e.contains("other than the one"), "{e}");
+        // A mount root that is not a tmpfs is not a mask.
+        let e = verify(&[expect(Path::new("/"), true)]).unwrap_err();
+        assert!(e.contains("not a tmpfs") || e.contains("not a mount point"), "{e}");
+    }
+}
