@@ -62,6 +62,7 @@ fn check(e: &ExpectedMount) -> Result<(), String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use std::os::unix::fs::MetadataExt;
     use std::path::{Path, PathBuf};
