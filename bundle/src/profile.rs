@@ -70,7 +70,11 @@ pub struct PathIdentity {
 
 /// Paths that are always private inside a sandbox (the compiler mounts its own there): an
 /// additional root exactly there would be replaced silently, so it is refused (issue 12, 11).
-pub const PRIVATE_PATHS: &[&str] = &["/tmp", "/dev", "/dev/pts", "/dev/shm", "/dev/mqueue", "/proc", "/sys", "/run"];
+pub const PRIVATE_PATHS: &[&str] = &["/tmp", "/dev", "/dev/pts", "/dev/shm", "/proc", "/sys", "/run"];
+
+/// Where a workspace would be replaced by the sandbox's own `/dev`, `/dev/pts` or `/dev/shm`
+/// (a workspace at `/proc` or under it is refused too): the compiler's mounts there win.
+const WORKSPACE_REPLACED: &[&str] = &["/dev", "/dev/pts", "/dev/shm"];
 
 /// Which filesystem axis a question is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -132,6 +136,13 @@ impl Profile {
     /// [`Error::InvalidProfile`] naming the field.
     pub fn new(config: ProfileConfig) -> Result<Profile, Error> {
         let workspace = canonical_dir("workspace_root", &config.workspace_root)?;
+        if WORKSPACE_REPLACED.iter().any(|p| workspace == Path::new(p)) || workspace.starts_with("/proc") {
+            return Err(Error::profile(format!(
+                "workspace_root: {} is always private inside the sandbox (its own /dev or procfs), so a workspace \
+                 there cannot be honoured",
+                workspace.display()
+            )));
+        }
         // Rule 2 for every root before rule 3 for any (the order of checks is fixed, §4, §21).
         let mut paths: Vec<PathBuf> = Vec::with_capacity(config.additional_roots.len());
         for (i, root) in config.additional_roots.iter().enumerate() {

@@ -1691,7 +1691,7 @@ fn a_root_given_through_a_symlink_is_refused_naming_the_field_and_the_real_path(
 fn a_root_at_a_path_that_is_always_private_inside_is_refused() {
     let fx = Fx::new();
     let w = fx.dir("w");
-    for private in ["/tmp", "/dev", "/dev/shm", "/dev/pts", "/proc", "/sys", "/run", "/proc/self/fdinfo", "/proc/sys"] {
+    for private in ["/tmp", "/dev", "/dev/shm", "/dev/pts", "/proc", "/sys", "/run", "/proc/sys"] {
         if !Path::new(private).is_dir() || fs::canonicalize(private).unwrap() != Path::new(private) {
             continue;
         }
@@ -1699,6 +1699,12 @@ fn a_root_at_a_path_that_is_always_private_inside_is_refused() {
             let c = ProfileConfig { additional_roots: vec![root(Path::new(private), r, wr)], ..all_allow(&w) };
             let detail = invalid(Profile::new(c));
             assert!(detail.contains("additional_roots[0].path") && detail.contains(private), "{detail}");
+        }
+    }
+    // The same for a workspace the sandbox's own /dev, /dev/shm or procfs would replace.
+    for private in ["/dev", "/dev/shm", "/proc", "/proc/sys"] {
+        if Path::new(private).is_dir() && fs::canonicalize(private).unwrap() == Path::new(private) {
+            invalid_naming(Profile::new(all_allow(Path::new(private))), "workspace_root");
         }
     }
     // Positive control: a root under /tmp (this fixture lives there) is honoured as before.
