@@ -373,9 +373,25 @@ mod linux {
     /// is GrantTargetChanged (before building, or after mounting by the init's check).
     /// Positive control: without the swapper every spawn reads the granted file.
     pub fn a_path_grant_target_swapped_in_a_loop_never_binds_another_file() {
+        grant_swap_loop(false);
+        grant_swap_loop(true);
+    }
+
+    /// One class of 3b: a path-read grant of a file (`tree` false) or a tree-read grant of a
+    /// directory (`tree` true), its target swapped for a symlink to a secret in a loop.
+    fn grant_swap_loop(tree: bool) {
         let d = TestDirs::new("sbx-roots");
-        fs::write(d.ws.join("f"), "granted\n").unwrap();
-        fs::write(d.root.join("secret"), "SECRET\n").unwrap();
+        let (target_path, secret, cmd) = if tree {
+            fs::create_dir(d.ws.join("t")).unwrap();
+            fs::write(d.ws.join("t/f"), "granted\n").unwrap();
+            fs::create_dir(d.root.join("secret-dir")).unwrap();
+            fs::write(d.root.join("secret-dir/f"), "SECRET\n").unwrap();
+            (d.ws.join("t"), d.root.join("secret-dir"), "cat t/f")
+        } else {
+            fs::write(d.ws.join("f"), "granted\n").unwrap();
+            fs::write(d.root.join("secret"), "SECRET\n").unwrap();
+            (d.ws.join("f"), d.root.join("secret"), "cat f")
+        };
         let profile = Profile::new(ProfileConfig {
             workspace_read: Access::Gated,
             workspace_write: Access::Deny,
@@ -384,8 +400,12 @@ mod linux {
         .unwrap();
         let set = set_of(&d, &profile);
         let exec = set.executor("k").unwrap();
-        let target = d.ws.join("f").display().to_string();
-        let cmd = "cat f";
+        let target = target_path.display().to_string();
+        let (scope, class) = if tree {
+            (format!("tree:{target}"), "filesystem.tree.read.v1")
+        } else {
+            (target.clone(), "filesystem.path.read.v1")
+        };
         let token = || {
             exec.issue_grant(
                 &dl(),
@@ -394,8 +414,8 @@ mod linux {
                     command: cmd.to_owned(),
                     cwd: d.ws.clone(),
                     kind: String::from("filesystem.read"),
-                    scope: target.clone(),
-                    class: String::from("filesystem.path.read.v1"),
+                    scope: scope.clone(),
+                    class: class.to_owned(),
                     target: target.clone(),
                     expiry_unix_ms: in_ms(120_000),
                 },
@@ -410,8 +430,7 @@ mod linux {
         let tokens: Vec<String> = (0..120).map(|_| token()).collect();
         let stop = Arc::new(AtomicBool::new(false));
         let swapper = {
-            let (stop, f, aside, secret) =
-                (Arc::clone(&stop), d.ws.join("f"), d.ws.join("f.aside"), d.root.join("secret"));
+            let (stop, f, aside) = (Arc::clone(&stop), target_path.clone(), d.ws.join("aside"));
             std::thread::spawn(move || {
                 let mut swaps = 0u64;
                 while !stop.load(Ordering::SeqCst) {
@@ -435,7 +454,7 @@ mod linux {
             match run(t) {
                 Ok(o) => {
                     let text = String::from_utf8_lossy(&o.bytes).into_owned();
-                    assert!(!text.contains("SECRET"), "a spawn read the swapped-in file: {text}");
+                    assert!(!text.contains("SECRET"), "{class}: a spawn read the swapped-in target: {text}");
                     if o.status == ExitStatus::Code(0) {
                         assert_eq!(text, "granted\n");
                         granted += 1;
@@ -449,17 +468,17 @@ mod linux {
                     assert!(!detail.contains("SECRET"));
                     other += 1;
                 }
-                Err(e) => panic!("unexpected: {e:?}"),
+                Err(e) => panic!("{class}: unexpected: {e:?}"),
             }
         }
         stop.store(true, Ordering::SeqCst);
         let swaps = swapper.join().unwrap();
         println!(
-            "  {swaps} swaps: {granted} read the granted file, {changed_before} GrantTargetChanged before building, \
-             {changed_inside} after mounting (the init's check), {other} failed otherwise (no file to bind)"
+            "  {class}: {swaps} swaps: {granted} read the granted target, {changed_before} GrantTargetChanged before \
+             building, {changed_inside} after mounting (the init's check), {other} failed otherwise (nothing to bind)"
         );
         assert!(changed_before + changed_inside > 0, "the swap never hit a spawn");
-        assert_eq!(fs::read_to_string(d.ws.join("f")).unwrap(), "granted\n");
+        assert_eq!(run(token()).unwrap().bytes, b"granted\n");
     }
 
     /// 11: a root exactly at a path that is always private inside is refused naming it; a root
@@ -506,6 +525,20 @@ mod linux {
             c = t.join("closed").display()
         );
         assert_eq!(sh_ok(&exec, &d, &script), "open\nopen-w\nclosed-no\nprivate\n");
+        // Under /dev/shm: bound over the sandbox's own /dev/shm, as configured.
+        if let Ok(shm) = tempfile::Builder::new().prefix("sbx-roots").tempdir_in("/dev/shm") {
+            let s = fs::canonicalize(shm.path()).unwrap();
+            fs::write(s.join("f"), "in shm\n").unwrap();
+            for (r, want) in [(Access::Allow, "in shm\n"), (Access::Deny, "no\n")] {
+                let profile = Profile::new(config(&d, vec![root(&s, r, Access::Deny)])).unwrap();
+                let set = set_of(&d, &profile);
+                let exec = set.executor("k").unwrap();
+                let got = sh_ok(&exec, &d, &format!("cat {}/f 2>/dev/null || echo no", s.display()));
+                assert_eq!(got, want, "{r:?}");
+            }
+        } else {
+            println!("!!!!!!!! no /dev/shm here: the root-under-/dev/shm control did not run !!!!!!!!");
+        }
         assert_eq!(fs::read_to_string(t.join("open/w")).unwrap(), "w\n");
         assert!(!Path::new("/tmp/p").exists() || fs::read_to_string("/tmp/p").unwrap() != "private\n");
     }
