@@ -457,10 +457,13 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
     // thereby move a nested area's protection away from its name (issue 12, 1a-1c). A pin
     // whose place would not be bound readable-or-writable anyway is left out (never wider).
     for pin in profile.pins() {
+        // Write-only only inside a write-only area's bind: where the host entries carry a pin,
+        // host write is withheld unless host read is allowed.
+        let in_area = profile.areas().any(|(r, _, _)| r != Path::new("/") && within(pin, r));
         let kind = match (effective(Axis::Read, pin), effective(Axis::Write, pin)) {
             (true, true) => MountKind::ReadWrite,
             (true, false) => MountKind::ReadOnly,
-            (false, true) if spawn.landlock => MountKind::WriteOnly,
+            (false, true) if spawn.landlock && in_area => MountKind::WriteOnly,
             _ => continue,
         };
         planner.push(pin.to_path_buf(), Some(pin.to_path_buf()), kind, false, Origin::Area, 2);

@@ -447,7 +447,8 @@ fn private_reason(path: &Path) -> Option<&'static str> {
 /// An area's ancestors are pinned up to the innermost enclosing area when that area may be
 /// written (its write is not deny), or up to the top-level host entry when no area encloses it
 /// and the host may be read and written: renaming any of them would move the area's
-/// protection away from its name (issue 12, 1a-1c).
+/// protection away from its name (issue 12, 1a-1c). Top-level entries are host binds (mount
+/// points) already; nothing is pinned where the sandbox never binds the host (`HOST_EXCLUDED`).
 fn identities(c: &ProfileConfig) -> Result<Vec<PathIdentity>, Error> {
     let areas: Vec<(&Path, Access)> = std::iter::once((c.workspace_root.as_path(), c.workspace_write))
         .chain(c.additional_roots.iter().map(|r| (r.path.as_path(), r.write)))
@@ -457,17 +458,15 @@ fn identities(c: &ProfileConfig) -> Result<Vec<PathIdentity>, Error> {
         let enclosing =
             areas.iter().filter(|(r, _)| area.starts_with(r) && r != area).max_by_key(|(r, _)| r.components().count());
         let (stop, writable) = match enclosing {
-            Some((r, write)) => (r.components().count(), *write != Access::Deny),
-            // No enclosing area: the host entries carry it, except under the top-level
-            // entries the sandbox never binds (pinning there would expose the host's /tmp).
-            None => (
-                2,
-                c.host_write != Access::Deny
-                    && c.host_read != Access::Deny
-                    && !area.components().nth(1).is_some_and(|top| HOST_EXCLUDED.iter().any(|x| top.as_os_str() == *x)),
-            ),
+            Some((r, write)) => (r.components().count().max(2), *write != Access::Deny),
+            None => (2, c.host_write != Access::Deny && c.host_read != Access::Deny),
         };
-        if !writable {
+        // Where the host entries (not an area's bind) carry the ancestors, never under the
+        // top-level entries the sandbox does not bind from the host: a pin there would expose
+        // the host's /tmp, /run, … (and an area there sits in the sandbox's own mount anyway).
+        let carried_by_host = enclosing.is_none_or(|(r, _)| *r == Path::new("/"));
+        let excluded = area.components().nth(1).is_some_and(|top| HOST_EXCLUDED.iter().any(|x| top.as_os_str() == *x));
+        if !writable || (carried_by_host && excluded) {
             continue;
         }
         for p in area.ancestors().skip(1).take_while(|p| p.components().count() > stop) {

@@ -332,3 +332,31 @@ fn a_root_the_sandbox_replaces_with_its_own_mount_is_reported_narrowed() {
     let entry = bundle.policy_entries.iter().find(|e| e.feature == "read-boundary").unwrap();
     assert!(!entry.detail.contains("inside: the area"), "{entry:?}");
 }
+
+#[test]
+fn pins_never_open_what_the_host_entries_withhold() {
+    let f = Fixture::new();
+    let mut spawn = f.spawn();
+    spawn.landlock = true;
+    let config = ProfileConfig {
+        host_write: Access::Allow,
+        additional_roots: vec![RootAccess { path: f.p("data"), read: Access::Deny, write: Access::Deny }],
+        ..f.config()
+    };
+    // Host read and write allowed: the ancestors of the workspace and of the root are pinned,
+    // read-write like the host entry (/var) that carries them.
+    let profile = Profile::new(config.clone()).unwrap();
+    let plan = compile(&profile, &spawn, &host()).unwrap().plan;
+    for pin in [PathBuf::from("/var/tmp"), f.root.clone()] {
+        let m = plan.mounts.iter().find(|m| m.destination == pin).unwrap_or_else(|| panic!("{pin:?} not pinned"));
+        assert_eq!(m.kind, MountKind::ReadWrite);
+    }
+    // Host read gated (no grant): host write is withheld, and so are the pins (never write-only).
+    let profile = Profile::new(ProfileConfig { host_read: Access::Gated, ..config }).unwrap();
+    let plan = compile(&profile, &spawn, &host()).unwrap().plan;
+    assert!(
+        !plan.mounts.iter().any(|m| m.destination == Path::new("/var/tmp") || m.destination == f.root),
+        "{:?}",
+        plan.mounts
+    );
+}

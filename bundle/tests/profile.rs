@@ -1785,4 +1785,14 @@ fn identities_record_every_area_and_pin_the_ancestors_up_to_the_enclosing_writab
     assert_eq!(got, want);
     let got: Vec<PathBuf> = new(ProfileConfig { host_write: Deny, ..c }).pins().map(Path::to_path_buf).collect();
     assert_eq!(got, vec![v.join("ws/a")]);
+
+    // A workspace at `/`: its nested roots are pinned up to the top-level entries, but never
+    // under the entries the sandbox does not bind from the host (/tmp here).
+    let c = ProfileConfig {
+        additional_roots: vec![root(&v.join("ws/a/b"), Deny, Deny), root(&secrets, Deny, Deny)],
+        ..all_allow(Path::new("/"))
+    };
+    let pins: Vec<PathBuf> = new(c).pins().map(Path::to_path_buf).collect();
+    assert!(pins.contains(&v.join("ws/a")) && pins.contains(&PathBuf::from("/var/tmp")), "{pins:?}");
+    assert!(!pins.iter().any(|p| p.starts_with("/tmp") || p == Path::new("/var")), "{pins:?}");
 }
