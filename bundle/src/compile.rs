@@ -55,9 +55,10 @@ pub struct ExpectedMount {
     pub ino: u64,
     /// A mask: the destination is a tmpfs over the covered directory, not the object itself.
     pub mask: bool,
-    /// Masks over a host-backed parent: `(st_dev, st_ino)` the parent must have.
+    /// Over a host-backed parent: `(st_dev, st_ino)` the parent must have.
     pub parent: Option<(u64, u64)>,
-    /// Masks over a host-backed parent: the `d_ino` of the destination's entry in its parent.
+    /// Over a host-backed parent: the `d_ino` the destination's name must have there, read
+    /// while no rename happens in the parent (so the mount sits on the recorded directory).
     pub entry_ino: Option<u64>,
 }
 
@@ -690,33 +691,39 @@ fn expected_mounts(profile: &Profile, g: &GrantDeltas, planner: &Planner) -> Vec
             Some(crate::profile::IdentityRole::Pin) => "pinned ancestor of an additional root",
             None => "grant target",
         };
+        // Over a host-backed parent, the name the mount sits on is checked too (see
+        // `ExpectedMount::entry_ino`); over the container's own skeleton or tmpfs there is
+        // nothing of the host to check.
+        let host_parent = planner
+            .innermost(&op.destination, true)
+            .is_some_and(|p| Planner::is_bind(p.kind) && p.source.as_ref() == Some(&p.destination));
+        let (parent, entry_ino) = match identity {
+            Some(i) if host_parent => (i.parent, i.entry_ino),
+            _ => (None, None),
+        };
         match (op.origin, op.kind) {
             (Origin::Area, kind) if Planner::is_bind(kind) && op.source.as_ref() == Some(&op.destination) => {
                 let grant = g.identities.iter().find(|(p, _, _)| *p == op.destination);
                 // A grant target wins over the profile's record of the same path: the grant
-                // code verified it at this spawn.
+                // code verified it at this spawn (its name is not tied: no record of it).
                 let found = match grant {
-                    Some((_, dev, ino)) => Some((*dev, *ino, what(None))),
-                    None => identity.map(|i| (i.dev, i.ino, what(Some(i.role)))),
+                    Some((_, dev, ino)) => Some((*dev, *ino, what(None), None, None)),
+                    None => identity.map(|i| (i.dev, i.ino, what(Some(i.role)), parent, entry_ino)),
                 };
-                if let Some((dev, ino, what)) = found {
+                if let Some((dev, ino, what, parent, entry_ino)) = found {
                     out.push(ExpectedMount {
                         path: op.destination.clone(),
                         what: what.to_owned(),
                         dev,
                         ino,
                         mask: false,
-                        parent: None,
-                        entry_ino: None,
+                        parent,
+                        entry_ino,
                     });
                 }
             }
             (Origin::AreaMask, MountKind::Mask) => {
                 let Some(i) = identity.filter(|i| i.role == crate::profile::IdentityRole::Root) else { continue };
-                let host_parent = planner
-                    .innermost(&op.destination, true)
-                    .is_some_and(|p| Planner::is_bind(p.kind) && p.source.as_ref() == Some(&p.destination));
-                let (parent, entry_ino) = if host_parent { (i.parent, i.entry_ino) } else { (None, None) };
                 out.push(ExpectedMount {
                     path: op.destination.clone(),
                     what: what(Some(i.role)).to_owned(),

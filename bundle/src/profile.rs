@@ -60,9 +60,9 @@ pub struct PathIdentity {
     pub dev: u64,
     /// `st_ino` of the directory.
     pub ino: u64,
-    /// Roots only: `(st_dev, st_ino)` of the lexical parent, and the inode number the parent's
-    /// directory entry for the root names (`d_ino`, the covered inode when the root is a host
-    /// mount point). A mask over the root is verified by these.
+    /// `(st_dev, st_ino)` of the lexical parent, and the inode number the parent's directory
+    /// entry names (`d_ino`, the covered inode when the path is a host mount point): they tie a
+    /// mount inside to its name (None where they could not be read).
     pub parent: Option<(u64, u64)>,
     /// See `parent`.
     pub entry_ino: Option<u64>,
@@ -481,28 +481,34 @@ fn identities(c: &ProfileConfig) -> Result<Vec<PathIdentity>, Error> {
         let m = std::fs::metadata(p).map_err(|e| Error::profile(format!("{field}: {}: {e}", p.display())))?;
         Ok(dev_ino(&m))
     };
+    // The parent's identity and the name's `d_ino` there: they tie a mount to its name.
+    let entry = |p: &Path| -> (Option<(u64, u64)>, Option<u64>) {
+        let Some(parent_dir) = p.parent() else { return (None, None) };
+        let parent = std::fs::metadata(parent_dir).ok().map(|m| dev_ino(&m));
+        let entry_ino = p.file_name().and_then(|name| {
+            std::fs::read_dir(parent_dir).ok()?.flatten().find(|e| e.file_name() == name).and_then(|e| entry_ino(&e))
+        });
+        (parent, entry_ino)
+    };
     let (dev, ino) = stat("workspace_root", &c.workspace_root)?;
+    let (parent, entry_ino) = entry(&c.workspace_root);
     out.push(PathIdentity {
         role: IdentityRole::Workspace,
         path: c.workspace_root.clone(),
         dev,
         ino,
-        parent: None,
-        entry_ino: None,
+        parent,
+        entry_ino,
     });
     for (i, r) in c.additional_roots.iter().enumerate() {
-        let field = format!("additional_roots[{i}].path");
-        let (dev, ino) = stat(&field, &r.path)?;
-        let parent_dir = r.path.parent().unwrap_or(Path::new("/"));
-        let parent = stat(&field, parent_dir).ok();
-        let entry_ino = r.path.file_name().and_then(|name| {
-            std::fs::read_dir(parent_dir).ok()?.flatten().find(|e| e.file_name() == name).and_then(|e| entry_ino(&e))
-        });
+        let (dev, ino) = stat(&format!("additional_roots[{i}].path"), &r.path)?;
+        let (parent, entry_ino) = entry(&r.path);
         out.push(PathIdentity { role: IdentityRole::Root, path: r.path.clone(), dev, ino, parent, entry_ino });
     }
     for p in pins {
         let (dev, ino) = stat("additional_roots", &p)?;
-        out.push(PathIdentity { role: IdentityRole::Pin, path: p, dev, ino, parent: None, entry_ino: None });
+        let (parent, entry_ino) = entry(&p);
+        out.push(PathIdentity { role: IdentityRole::Pin, path: p, dev, ino, parent, entry_ino });
     }
     Ok(out)
 }

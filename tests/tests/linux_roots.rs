@@ -321,6 +321,8 @@ mod linux {
         let mut even = 0;
         while Instant::now() < end && spawns < 600 {
             spawns += 1;
+            // Spawns at varying phases of the swap loop.
+            std::thread::sleep(Duration::from_micros(150 * (spawns % 7)));
             use std::os::unix::fs::MetadataExt;
             if fs::metadata(d.ws.join("a/secrets")).map(|m| m.ino()).ok() == Some(secret_ino) {
                 even += 1;
@@ -344,6 +346,9 @@ mod linux {
                 }
                 Err(Error::Runtime { detail }) => {
                     assert!(!detail.contains("SECRET"));
+                    if not_built == 0 {
+                        println!("  first failure to build: {detail}");
+                    }
                     not_built += 1;
                 }
                 Err(e) => panic!("spawn {spawns}: {e:?}"),
@@ -373,13 +378,17 @@ mod linux {
     /// is GrantTargetChanged (before building, or after mounting by the init's check).
     /// Positive control: without the swapper every spawn reads the granted file.
     pub fn a_path_grant_target_swapped_in_a_loop_never_binds_another_file() {
-        grant_swap_loop(false);
-        grant_swap_loop(true);
+        for by_workload in [false, true] {
+            grant_swap_loop(false, by_workload);
+            grant_swap_loop(true, by_workload);
+        }
     }
 
     /// One class of 3b: a path-read grant of a file (`tree` false) or a tree-read grant of a
-    /// directory (`tree` true), its target swapped for a symlink to a secret in a loop.
-    fn grant_swap_loop(tree: bool) {
+    /// directory (`tree` true), its target swapped for a symlink to a secret in a loop by a host
+    /// thread, or (`by_workload`) by a sandboxed workload of another set that may write the
+    /// workspace.
+    fn grant_swap_loop(tree: bool, by_workload: bool) {
         let d = TestDirs::new("sbx-roots");
         let (target_path, secret, cmd) = if tree {
             fs::create_dir(d.ws.join("t")).unwrap();
@@ -429,7 +438,36 @@ mod linux {
         }
         let tokens: Vec<String> = (0..120).map(|_| token()).collect();
         let stop = Arc::new(AtomicBool::new(false));
-        let swapper = {
+        let stop_file = d.ws.join("stop-swapping");
+        let swapper = if by_workload {
+            let writer = Profile::new(config(&d, vec![])).unwrap();
+            let (ws, opts) = (d.ws.clone(), d.set_options(2));
+            let args = [target_path.clone(), d.ws.join("aside"), secret.clone(), stop_file.clone()];
+            let args: Vec<String> = args.iter().map(|p| p.display().to_string()).collect();
+            let handle = std::thread::spawn(move || {
+                let set = ExecutorSet::new(&dl(), &writer, opts).unwrap();
+                let exec = set.executor("swapper").unwrap();
+                let script = "import os, sys, time\n\
+                              f, aside, secret, stop = sys.argv[1:5]\n\
+                              n = 0\n\
+                              while not os.path.exists(stop):\n\
+                              \x20   os.rename(f, aside); os.symlink(secret, f); time.sleep(0.0003)\n\
+                              \x20   os.unlink(f); os.rename(aside, f); time.sleep(0.0003); n += 1\n\
+                              print(n)\n";
+                let mut argv = vec![String::from("python3"), String::from("-c"), String::from(script)];
+                argv.extend(args);
+                let out = exec.run_argv(&sandbox::Deadline::after(Duration::from_secs(120)), &ws, &argv).unwrap();
+                assert_eq!(out.status, ExitStatus::Code(0), "{}", String::from_utf8_lossy(&out.bytes));
+                String::from_utf8_lossy(&out.bytes).trim().parse::<u64>().unwrap()
+            });
+            // The loop runs once the target has been moved aside at least once.
+            let start = Instant::now();
+            while !d.ws.join("aside").exists() && start.elapsed() < Duration::from_secs(30) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            handle
+        } else {
             let (stop, f, aside) = (Arc::clone(&stop), target_path.clone(), d.ws.join("aside"));
             std::thread::spawn(move || {
                 let mut swaps = 0u64;
@@ -446,11 +484,14 @@ mod linux {
             })
         };
         let (mut granted, mut changed_before, mut changed_inside, mut other) = (0, 0, 0, 0);
+        let by = if by_workload { "a sandboxed workload" } else { "a host thread" };
         let end = Instant::now() + Duration::from_secs(25);
-        for t in tokens {
+        for (i, t) in tokens.into_iter().enumerate() {
             if Instant::now() > end {
                 break;
             }
+            // Spawns at varying phases of the swap loop.
+            std::thread::sleep(Duration::from_micros(150 * (i as u64 % 7)));
             match run(t) {
                 Ok(o) => {
                     let text = String::from_utf8_lossy(&o.bytes).into_owned();
@@ -472,9 +513,11 @@ mod linux {
             }
         }
         stop.store(true, Ordering::SeqCst);
+        fs::write(&stop_file, "").unwrap();
         let swaps = swapper.join().unwrap();
+        fs::remove_file(&stop_file).unwrap();
         println!(
-            "  {class}: {swaps} swaps: {granted} read the granted target, {changed_before} GrantTargetChanged before \
+            "  {class}, swapped by {by}: {swaps} swaps: {granted} read the granted target, {changed_before} GrantTargetChanged before \
              building, {changed_inside} after mounting (the init's check), {other} failed otherwise (nothing to bind)"
         );
         assert!(changed_before + changed_inside > 0, "the swap never hit a spawn");

@@ -256,9 +256,22 @@ fn open_no_symlinks(path: &std::path::Path, flags: i32) -> io::Result<std::os::f
     Ok(own_fd(fd))
 }
 
-/// What `statx` says about an open object: `(st_dev, st_ino)` in `stat`'s encoding, and whether
-/// it is the root of a mount (None: the kernel does not report `STATX_ATTR_MOUNT_ROOT`).
-pub fn statx_identity(fd: &std::os::fd::OwnedFd) -> io::Result<(u64, u64, Option<bool>)> {
+/// What `statx` says about an open object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Statx {
+    /// `st_dev` in `stat`'s encoding.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+    /// Whether it is the root of a mount (None: the kernel does not report
+    /// `STATX_ATTR_MOUNT_ROOT`).
+    pub mount_root: Option<bool>,
+    /// `ctime` (seconds, nanoseconds): a rename in a directory changes the directory's.
+    pub ctime: (i64, u32),
+}
+
+/// `statx` of an open object (`AT_EMPTY_PATH`).
+pub fn statx_identity(fd: &std::os::fd::OwnedFd) -> io::Result<Statx> {
     // SAFETY: statx is plain old data; all-zero is valid and the kernel fills it.
     let mut stx: libc::statx = unsafe { std::mem::zeroed() };
     // SAFETY: the descriptor is open, the empty path is a NUL-terminated literal and `stx` is a
@@ -268,10 +281,13 @@ pub fn statx_identity(fd: &std::os::fd::OwnedFd) -> io::Result<(u64, u64, Option
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    let dev = libc::makedev(stx.stx_dev_major, stx.stx_dev_minor);
     let flag = libc::STATX_ATTR_MOUNT_ROOT as u64;
-    let root = (stx.stx_attributes_mask & flag != 0).then_some(stx.stx_attributes & flag != 0);
-    Ok((dev, stx.stx_ino, root))
+    Ok(Statx {
+        dev: libc::makedev(stx.stx_dev_major, stx.stx_dev_minor),
+        ino: stx.stx_ino,
+        mount_root: (stx.stx_attributes_mask & flag != 0).then_some(stx.stx_attributes & flag != 0),
+        ctime: (stx.stx_ctime.tv_sec, stx.stx_ctime.tv_nsec),
+    })
 }
 
 /// Whether the open object lies on a tmpfs (`fstatfs`).
