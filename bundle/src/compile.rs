@@ -42,7 +42,8 @@ pub struct GrantDeltas {
 
 /// What the container init checks about one mount after mounting, before Landlock (the
 /// `sandbox.identities` annotation; issue 12, classes 1 and 3b). Mounts are fixed objects once
-/// made, so this check has no race with the workload or the host.
+/// made (they follow their directory through renames), so what the check finds holds for the
+/// run; the name a mount sits on is read while no rename happens in its parent.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExpectedMount {
     /// The destination inside the container (the same as the host path).
