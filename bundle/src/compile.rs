@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use oci_spec::runtime::Spec;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::access::{Access, Home, Isolation};
@@ -35,6 +35,32 @@ pub struct GrantDeltas {
     pub host_write: bool,
     /// `network.broad.v1`: the granted TCP port.
     pub broad_port: Option<u16>,
+    /// `(target, st_dev, st_ino)` of every path and tree target verified at this spawn: the
+    /// init checks the mounted destination against them (issue 12, 3b).
+    pub identities: Vec<(PathBuf, u64, u64)>,
+}
+
+/// What the container init checks about one mount after mounting, before Landlock (the
+/// `sandbox.identities` annotation; issue 12, classes 1 and 3b). Mounts are fixed objects once
+/// made (they follow their directory through renames), so what the check finds holds for the
+/// run; the name a mount sits on is read while no rename happens in its parent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExpectedMount {
+    /// The destination inside the container (the same as the host path).
+    pub path: PathBuf,
+    /// What it is, for the error message (`workspace_root`, `additional_roots path`, …).
+    pub what: String,
+    /// `st_dev` of the object bound there (binds), or of the covered directory (masks).
+    pub dev: u64,
+    /// `st_ino` of the same.
+    pub ino: u64,
+    /// A mask: the destination is a tmpfs over the covered directory, not the object itself.
+    pub mask: bool,
+    /// Over a host-backed parent: `(st_dev, st_ino)` the parent must have.
+    pub parent: Option<(u64, u64)>,
+    /// Over a host-backed parent: the `d_ino` the destination's name must have there, read
+    /// while no rename happens in the parent (so the mount sits on the recorded directory).
+    pub entry_ino: Option<u64>,
 }
 
 /// How the bundle will be run.
@@ -200,6 +226,8 @@ pub struct Bundle {
     pub standard_report: CompileReport,
     /// The guarantee bits a standard OCI runtime achieves (the `sandbox.guarantees` annotation).
     pub standard_guarantees: Guarantees,
+    /// What the init verifies after mounting (the `sandbox.identities` annotation).
+    pub expected: Vec<ExpectedMount>,
 }
 
 const RO_RIGHTS: &[&str] = &["execute", "read_file", "read_dir"];
@@ -434,6 +462,38 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         }
     }
 
+    // 2b. Pinned ancestors of nested areas, each bound onto itself with the access it has
+    // anyway, so that it is a mount point inside: the workload cannot rename or remove it and
+    // thereby move a nested area's protection away from its name (issue 12, 1a-1c). A pin
+    // whose place would not be bound readable-or-writable anyway is left out (never wider).
+    for pin in profile.pins() {
+        // Write-only only inside a write-only area's bind: where the host entries carry a pin,
+        // host write is withheld unless host read is allowed.
+        let in_area = profile.areas().any(|(r, _, _)| r != Path::new("/") && within(pin, r));
+        let kind = match (effective(Axis::Read, pin), effective(Axis::Write, pin)) {
+            (true, true) => MountKind::ReadWrite,
+            (true, false) => MountKind::ReadOnly,
+            (false, true) if spawn.landlock && in_area => MountKind::WriteOnly,
+            _ => continue,
+        };
+        planner.push(pin.to_path_buf(), Some(pin.to_path_buf()), kind, false, Origin::Area, 2);
+    }
+
+    // An area the sandbox always replaces with its own mount is never honoured silently
+    // (issue 12, 11): the exact private paths are refused by `Profile::new`; the executor's
+    // own directories and the scratch root are known only here.
+    let mut replaced: Vec<String> = Vec::new();
+    let own: [(Option<&Path>, &str); 3] = [
+        (Some(spawn.scratch_root.as_path()), "the scratch root, masked"),
+        (Some(spawn.temp_dir.as_path()), "the executor's TMPDIR"),
+        (spawn.home_dir.as_deref().filter(|_| config.home == Home::IsolatedHome), "the executor's HOME"),
+    ];
+    for (area, _, _) in profile.areas() {
+        if let Some((_, what)) = own.iter().find(|(p, _)| *p == Some(area)) {
+            replaced.push(format!("{} is {what} inside: the area is not bound as such", area.display()));
+        }
+    }
+
     // 3. The executor's HOME and TMPDIR.
     if config.home == Home::IsolatedHome {
         if let Some(home) = &spawn.home_dir {
@@ -547,17 +607,21 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         return Err(Error::argument(format!("cwd: {} is outside the sandbox's view", spawn.cwd.display())));
     }
 
+    let expected = expected_mounts(profile, g, &planner);
     let plan = MountPlan { mounts: planner.ops, rootfs_symlinks };
     let landlock = landlock_rules(&plan, g.broad_port.filter(|_| broad_network), host_network);
 
     // Policy report entries shared by every backend.
     let mut policy_entries = Vec::new();
-    policy_entries.push(if host_entries_bound {
-        ReportEntry::new(
-            "read-boundary",
-            Status::Narrowed,
-            "host read is allowed, but the host's /sys, /run, /tmp and the scratch root are withheld",
-        )
+    policy_entries.push(if host_entries_bound || !replaced.is_empty() {
+        let mut why = Vec::new();
+        if host_entries_bound {
+            why.push(String::from(
+                "host read is allowed, but the host's /sys, /run, /tmp and the scratch root are withheld",
+            ));
+        }
+        why.extend(replaced);
+        ReportEntry::new("read-boundary", Status::Narrowed, why.join("; "))
     } else {
         ReportEntry::new("read-boundary", Status::Enforced, "only the bound areas are visible")
     });
@@ -614,6 +678,7 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         seccomp_rules,
         &standard_report,
         standard_guarantees,
+        &expected,
     )?;
     Ok(Bundle {
         spec,
@@ -625,6 +690,7 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         policy_entries,
         standard_report,
         standard_guarantees,
+        expected,
     })
 }
 
@@ -658,6 +724,69 @@ pub fn unix_sockets_entry(network_open: bool, unix_sockets: Access, seccomp: boo
             "no unix socket can be made (socket(AF_UNIX) and datagram socketpairs are refused; stream socketpairs work)",
         ),
     )
+}
+
+/// The checks the init makes after mounting: every bind of the workspace, a root, a pin or a
+/// grant target must be a mount point of the recorded object; every mask of a root must be a
+/// mount point over the recorded directory entry (when its parent is a host bind; over the
+/// container's own skeleton or tmpfs there is nothing of the host to check).
+fn expected_mounts(profile: &Profile, g: &GrantDeltas, planner: &Planner) -> Vec<ExpectedMount> {
+    let mut out = Vec::new();
+    for op in &planner.ops {
+        let identity = profile.identities().iter().find(|i| i.path == op.destination);
+        let what = |role: Option<crate::profile::IdentityRole>| match role {
+            Some(crate::profile::IdentityRole::Workspace) => "workspace_root",
+            Some(crate::profile::IdentityRole::Root) => "additional root",
+            Some(crate::profile::IdentityRole::Pin) => "pinned ancestor of an additional root",
+            None => "grant target",
+        };
+        // Over a host-backed parent, the name the mount sits on is checked too (see
+        // `ExpectedMount::entry_ino`); over the container's own skeleton or tmpfs there is
+        // nothing of the host to check.
+        let host_parent = planner
+            .innermost(&op.destination, true)
+            .is_some_and(|p| Planner::is_bind(p.kind) && p.source.as_ref() == Some(&p.destination));
+        let (parent, entry_ino) = match identity {
+            Some(i) if host_parent => (i.parent, i.entry_ino),
+            _ => (None, None),
+        };
+        match (op.origin, op.kind) {
+            (Origin::Area, kind) if Planner::is_bind(kind) && op.source.as_ref() == Some(&op.destination) => {
+                let grant = g.identities.iter().find(|(p, _, _)| *p == op.destination);
+                // A grant target wins over the profile's record of the same path: the grant
+                // code verified it at this spawn (its name is not tied: no record of it).
+                let found = match grant {
+                    Some((_, dev, ino)) => Some((*dev, *ino, what(None), None, None)),
+                    None => identity.map(|i| (i.dev, i.ino, what(Some(i.role)), parent, entry_ino)),
+                };
+                if let Some((dev, ino, what, parent, entry_ino)) = found {
+                    out.push(ExpectedMount {
+                        path: op.destination.clone(),
+                        what: what.to_owned(),
+                        dev,
+                        ino,
+                        mask: false,
+                        parent,
+                        entry_ino,
+                    });
+                }
+            }
+            (Origin::AreaMask, MountKind::Mask) => {
+                let Some(i) = identity.filter(|i| i.role == crate::profile::IdentityRole::Root) else { continue };
+                out.push(ExpectedMount {
+                    path: op.destination.clone(),
+                    what: what(Some(i.role)).to_owned(),
+                    dev: i.dev,
+                    ino: i.ino,
+                    mask: true,
+                    parent,
+                    entry_ino,
+                });
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 fn standard_report(
@@ -783,6 +912,7 @@ fn build_spec(
     seccomp_rules: seccomp::SpawnRules,
     standard_report: &CompileReport,
     standard_guarantees: Guarantees,
+    expected: &[ExpectedMount],
 ) -> Result<Spec, Error> {
     let mounts = plan.mounts.iter().map(oci_mount).collect::<Result<Vec<_>, _>>()?;
     let mut namespaces = vec![
@@ -828,6 +958,7 @@ fn build_spec(
     let report_json =
         serde_json::to_string(&standard_report.entries).map_err(|e| Error::argument(format!("report: {e}")))?;
     let landlock_json = serde_json::to_string(landlock).map_err(|e| Error::argument(format!("landlock rules: {e}")))?;
+    let identities_json = serde_json::to_string(expected).map_err(|e| Error::argument(format!("identities: {e}")))?;
     let value = json!({
         "ociVersion": "1.0.2",
         "process": {
@@ -854,6 +985,7 @@ fn build_spec(
             "sandbox.version": "1",
             "sandbox.fingerprint": profile.fingerprint(),
             "sandbox.landlock": landlock_json,
+            "sandbox.identities": identities_json,
             "sandbox.guarantees": standard_guarantees.bits().to_string(),
             "sandbox.report": report_json,
         }

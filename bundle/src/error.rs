@@ -11,7 +11,8 @@ use std::sync::Arc;
 #[non_exhaustive]
 #[derive(Clone, Debug)]
 pub enum Error {
-    /// A profile, profile file, `access_for` query, `restrict` pair or ABI number is invalid.
+    /// A profile, profile file, `access_for` query, `restrict` pair or ABI number is invalid; or,
+    /// at a spawn, a root of the profile is no longer the directory it was made with (issue 12).
     InvalidProfile {
         /// What is wrong, naming the field or key.
         detail: String,

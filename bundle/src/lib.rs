@@ -41,8 +41,8 @@ pub mod seccomp;
 
 pub use access::{Access, Home, Isolation, ProfileConfig, RootAccess};
 pub use compile::{
-    Bundle, GrantDeltas, LandlockPathRule, LandlockRules, Launch, MountKind, MountPlan, Origin, PlannedMount,
-    SpawnContext, compile, spec_json, unix_sockets_entry,
+    Bundle, ExpectedMount, GrantDeltas, LandlockPathRule, LandlockRules, Launch, MountKind, MountPlan, Origin,
+    PlannedMount, SpawnContext, compile, spec_json, unix_sockets_entry,
 };
 pub use env::{EnvOptions, ScrubFlags, scrub};
 pub use error::{Error, ErrorKind};
@@ -50,5 +50,7 @@ pub use export::{
     ExportRequest, check_seed, export_bundle, rootfs_key, write_bundle, write_bundle_on, write_config, write_rootfs,
 };
 pub use host::{ClosureEntry, EntryKind, HostEntry, HostView};
-pub use profile::{ACCESS_VERSION, Axis, Profile, RootSettings, Settings, restrict};
+pub use profile::{
+    ACCESS_VERSION, Axis, IdentityRole, PRIVATE_PATHS, PathIdentity, Profile, RootSettings, Settings, restrict,
+};
 pub use report::{CompileReport, Guarantees, Level, ReportEntry, Status, check_invariants};

@@ -4,11 +4,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::access::{Access, Isolation, ProfileConfig, RootAccess};
 use crate::error::Error;
+use crate::host::HOST_EXCLUDED;
 use crate::report::Guarantees;
 
 /// The version of the access vocabulary `access_for` answers in. Consumers fail closed on any
@@ -27,7 +28,53 @@ struct Inner {
     config: ProfileConfig,
     required: Guarantees,
     fingerprint: String,
+    /// What each area and pinned ancestor resolved to when the profile was made (not part of
+    /// the fingerprint: the same configuration gives the same fingerprint).
+    identities: Vec<PathIdentity>,
 }
+
+/// What a recorded identity belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdentityRole {
+    /// The workspace root.
+    Workspace,
+    /// An additional root.
+    Root,
+    /// An ancestor of an area, between it and the innermost enclosing writable area (exclusive
+    /// both ends): bound onto itself so that it is a mount point inside, which the workload
+    /// cannot rename or remove.
+    Pin,
+}
+
+/// The object a profile path resolved to when the profile was made (CONTRACT.md §4, issue 12
+/// class 1): every spawn checks it before building the container and again inside, after
+/// mounting; a mismatch fails the spawn, never widens it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PathIdentity {
+    /// Which kind of path this is.
+    pub role: IdentityRole,
+    /// The canonical path.
+    pub path: PathBuf,
+    /// `st_dev` of the directory.
+    pub dev: u64,
+    /// `st_ino` of the directory.
+    pub ino: u64,
+    /// `(st_dev, st_ino)` of the lexical parent, and the inode number the parent's directory
+    /// entry names (`d_ino`, the covered inode when the path is a host mount point): they tie a
+    /// mount inside to its name (None where they could not be read).
+    pub parent: Option<(u64, u64)>,
+    /// See `parent`.
+    pub entry_ino: Option<u64>,
+}
+
+/// Paths that are always private inside a sandbox (the compiler mounts its own there): an
+/// additional root exactly there would be replaced silently, so it is refused (issue 12, 11).
+pub const PRIVATE_PATHS: &[&str] = &["/tmp", "/dev", "/dev/pts", "/dev/shm", "/proc", "/sys", "/run"];
+
+/// Where a workspace would be replaced by the sandbox's own `/dev`, `/dev/pts` or `/dev/shm`
+/// (a workspace at `/proc` or under it is refused too): the compiler's mounts there win.
+const WORKSPACE_REPLACED: &[&str] = &["/dev", "/dev/pts", "/dev/shm"];
 
 /// Which filesystem axis a question is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -91,11 +138,30 @@ impl Profile {
     /// [`Error::InvalidProfile`] naming the field.
     pub fn new(config: ProfileConfig) -> Result<Profile, Error> {
         let workspace = canonical_dir("workspace_root", &config.workspace_root)?;
+        if WORKSPACE_REPLACED.iter().any(|p| workspace == Path::new(p)) || workspace.starts_with("/proc") {
+            return Err(Error::profile(format!(
+                "workspace_root: {} is always private inside the sandbox (its own /dev or procfs), so a workspace \
+                 there cannot be honoured",
+                workspace.display()
+            )));
+        }
         // Rule 2 for every root before rule 3 for any (the order of checks is fixed, §4, §21).
         let mut paths: Vec<PathBuf> = Vec::with_capacity(config.additional_roots.len());
         for (i, root) in config.additional_roots.iter().enumerate() {
             let field = format!("additional_roots[{i}].path");
             let path = canonical_dir(&field, &root.path)?;
+            // A root protects a name: one configured through a symlink would protect whatever
+            // the link points to at the time, and the link itself can be replaced.
+            if lexically_clean(&root.path) != path {
+                return Err(Error::profile(format!(
+                    "{field}: {} goes through a symlink; the real path is {} (list that instead)",
+                    root.path.display(),
+                    path.display()
+                )));
+            }
+            if let Some(reason) = private_reason(&path) {
+                return Err(Error::profile(format!("{field}: {} {reason}", path.display())));
+            }
             if path == workspace {
                 return Err(Error::profile(format!("{field}: {} is the workspace root", root.path.display())));
             }
@@ -152,7 +218,19 @@ impl Profile {
         let config = ProfileConfig { workspace_root: workspace, additional_roots: roots, ..config };
         let required = required_guarantees(&config);
         let fingerprint = fingerprint(&config, required);
-        Ok(Profile { inner: Arc::new(Inner { config, required, fingerprint }) })
+        let identities = if config.isolation == Isolation::Sandboxed { identities(&config)? } else { Vec::new() };
+        Ok(Profile { inner: Arc::new(Inner { config, required, fingerprint, identities }) })
+    }
+
+    /// What the workspace, every root and every pinned ancestor resolved to when the profile
+    /// was made (none for an unconfined profile). Not part of the fingerprint.
+    pub fn identities(&self) -> &[PathIdentity] {
+        &self.inner.identities
+    }
+
+    /// The pinned ancestors (see [`IdentityRole::Pin`]), shallow first.
+    pub fn pins(&self) -> impl Iterator<Item = &Path> {
+        self.inner.identities.iter().filter(|i| i.role == IdentityRole::Pin).map(|i| i.path.as_path())
     }
 
     /// The canonical configuration (paths resolved, roots sorted and deduplicated).
@@ -339,6 +417,129 @@ pub fn restrict(base: &Profile, ceiling: &Profile) -> Result<Profile, Error> {
         }
     }
     Profile::new(config)
+}
+
+/// `path` with `.` and empty components dropped and `..` applied lexically (absolute input).
+fn lexically_clean(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::Normal(n) => out.push(n),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Why a root at `path` cannot be honoured: the sandbox always has its own mount there (or,
+/// under `/proc`, the container's own procfs, whose host counterpart is never bound).
+fn private_reason(path: &Path) -> Option<&'static str> {
+    if PRIVATE_PATHS.iter().any(|p| path == Path::new(p)) {
+        return Some(
+            "is always private inside the sandbox (its own tmpfs, /dev, procfs or nothing), so a root \
+             there cannot be honoured; list a directory under it instead",
+        );
+    }
+    if path.starts_with("/proc") {
+        return Some("lies under /proc, which is the sandbox's own procfs: the host's cannot be bound there");
+    }
+    None
+}
+
+/// The ancestors to pin, and the identities of every area and pin (see [`PathIdentity`]).
+///
+/// An area's ancestors are pinned up to the innermost enclosing area when that area may be
+/// written (its write is not deny), or up to the top-level host entry when no area encloses it
+/// and the host may be read and written: renaming any of them would move the area's
+/// protection away from its name (issue 12, 1a-1c). Top-level entries are host binds (mount
+/// points) already; nothing is pinned where the sandbox never binds the host (`HOST_EXCLUDED`).
+fn identities(c: &ProfileConfig) -> Result<Vec<PathIdentity>, Error> {
+    let areas: Vec<(&Path, Access)> = std::iter::once((c.workspace_root.as_path(), c.workspace_write))
+        .chain(c.additional_roots.iter().map(|r| (r.path.as_path(), r.write)))
+        .collect();
+    let mut pins: Vec<PathBuf> = Vec::new();
+    for (area, _) in &areas {
+        let enclosing =
+            areas.iter().filter(|(r, _)| area.starts_with(r) && r != area).max_by_key(|(r, _)| r.components().count());
+        let (stop, writable) = match enclosing {
+            Some((r, write)) => (r.components().count().max(2), *write != Access::Deny),
+            None => (2, c.host_write != Access::Deny && c.host_read != Access::Deny),
+        };
+        // Where the host entries (not an area's bind) carry the ancestors, never under the
+        // top-level entries the sandbox does not bind from the host: a pin there would expose
+        // the host's /tmp, /run, … (and an area there sits in the sandbox's own mount anyway).
+        let carried_by_host = enclosing.is_none_or(|(r, _)| *r == Path::new("/"));
+        let excluded = area.components().nth(1).is_some_and(|top| HOST_EXCLUDED.iter().any(|x| top.as_os_str() == *x));
+        if !writable || (carried_by_host && excluded) {
+            continue;
+        }
+        for p in area.ancestors().skip(1).take_while(|p| p.components().count() > stop) {
+            if !pins.iter().any(|q| q == p) && !areas.iter().any(|(r, _)| r == &p) {
+                pins.push(p.to_path_buf());
+            }
+        }
+    }
+    pins.sort_by_key(|p| (p.components().count(), p.as_os_str().as_encoded_bytes().to_vec()));
+    let mut out = Vec::new();
+    let stat = |field: &str, p: &Path| -> Result<(u64, u64), Error> {
+        let m = std::fs::metadata(p).map_err(|e| Error::profile(format!("{field}: {}: {e}", p.display())))?;
+        Ok(dev_ino(&m))
+    };
+    // The parent's identity and the name's `d_ino` there: they tie a mount to its name.
+    let entry = |p: &Path| -> (Option<(u64, u64)>, Option<u64>) {
+        let Some(parent_dir) = p.parent() else { return (None, None) };
+        let parent = std::fs::metadata(parent_dir).ok().map(|m| dev_ino(&m));
+        let entry_ino = p.file_name().and_then(|name| {
+            std::fs::read_dir(parent_dir).ok()?.flatten().find(|e| e.file_name() == name).and_then(|e| entry_ino(&e))
+        });
+        (parent, entry_ino)
+    };
+    let (dev, ino) = stat("workspace_root", &c.workspace_root)?;
+    let (parent, entry_ino) = entry(&c.workspace_root);
+    out.push(PathIdentity {
+        role: IdentityRole::Workspace,
+        path: c.workspace_root.clone(),
+        dev,
+        ino,
+        parent,
+        entry_ino,
+    });
+    for (i, r) in c.additional_roots.iter().enumerate() {
+        let (dev, ino) = stat(&format!("additional_roots[{i}].path"), &r.path)?;
+        let (parent, entry_ino) = entry(&r.path);
+        out.push(PathIdentity { role: IdentityRole::Root, path: r.path.clone(), dev, ino, parent, entry_ino });
+    }
+    for p in pins {
+        let (dev, ino) = stat("additional_roots", &p)?;
+        let (parent, entry_ino) = entry(&p);
+        out.push(PathIdentity { role: IdentityRole::Pin, path: p, dev, ino, parent, entry_ino });
+    }
+    Ok(out)
+}
+
+#[cfg(unix)]
+fn dev_ino(m: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (m.dev(), m.ino())
+}
+
+#[cfg(not(unix))]
+fn dev_ino(_: &std::fs::Metadata) -> (u64, u64) {
+    (0, 0)
+}
+
+#[cfg(unix)]
+fn entry_ino(e: &std::fs::DirEntry) -> Option<u64> {
+    use std::os::unix::fs::DirEntryExt;
+    Some(e.ino())
+}
+
+#[cfg(not(unix))]
+fn entry_ino(_: &std::fs::DirEntry) -> Option<u64> {
+    None
 }
 
 fn canonical_dir(field: &str, path: &Path) -> Result<PathBuf, Error> {

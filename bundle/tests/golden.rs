@@ -3,7 +3,8 @@
 //! A change in the compiler's output is a visible diff of `tests/golden/*.json` in review.
 //! Regenerate with `UPDATE_GOLDEN=1 cargo test -p sandbox-bundle --test golden` and review the
 //! diff as a boundary change. Paths under the test's temporary directory print as `$T`, and the
-//! fingerprint (which covers those paths) as `<fingerprint>`.
+//! fingerprint (which covers those paths) as `<fingerprint>`. The device and inode numbers of the
+//! `sandbox.identities` annotation (host facts) print as 0; which mounts are checked stays visible.
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::panic, clippy::tests_outside_test_module)]
 
@@ -21,9 +22,15 @@ impl Fixture {
     fn new() -> Fixture {
         let dir = tempfile::Builder::new().prefix("golden").tempdir_in("/var/tmp").unwrap();
         let root = fs::canonicalize(dir.path()).unwrap();
-        for d in
-            ["ws/sub", "ws/secret", "data", "scratch/sandbox-executors-x/home-a", "scratch/sandbox-executors-x/tmp-a"]
-        {
+        for d in [
+            "ws/sub",
+            "ws/secret",
+            "ws/cfg/secrets",
+            "ws/.git/hooks",
+            "data",
+            "scratch/sandbox-executors-x/home-a",
+            "scratch/sandbox-executors-x/tmp-a",
+        ] {
             fs::create_dir_all(root.join(d)).unwrap();
         }
         Fixture { _dir: dir, root }
@@ -122,7 +129,18 @@ fn check(name: &str, f: &Fixture, config: ProfileConfig, spawn: SpawnContext) {
 
 fn check_with_host(name: &str, f: &Fixture, config: ProfileConfig, spawn: SpawnContext, host: &HostView) {
     let profile = Profile::new(config).unwrap();
-    let bundle = compile(&profile, &spawn, host).unwrap();
+    let mut bundle = compile(&profile, &spawn, host).unwrap();
+    if let Some(a) = bundle.spec.annotations().clone() {
+        let mut a = a;
+        let mut expected: Vec<ExpectedMount> = serde_json::from_str(&a["sandbox.identities"]).unwrap();
+        for e in &mut expected {
+            (e.dev, e.ino) = (0, 0);
+            e.parent = e.parent.map(|_| (0, 0));
+            e.entry_ino = e.entry_ino.map(|_| 0);
+        }
+        a.insert("sandbox.identities".into(), serde_json::to_string(&expected).unwrap());
+        bundle.spec.set_annotations(Some(a));
+    }
     let json = spec_json(&bundle.spec)
         .unwrap()
         .replace(&f.root.display().to_string(), "$T")
@@ -192,6 +210,20 @@ fn roots_nested_in_the_workspace_and_outside() {
         ..f.config()
     };
     check("nested-roots", &f, config, f.spawn());
+}
+
+#[test]
+fn deeply_nested_roots_pin_their_ancestors() {
+    let f = Fixture::new();
+    let config = ProfileConfig {
+        host_read: Access::Deny,
+        additional_roots: vec![
+            RootAccess { path: f.p("ws/cfg/secrets"), read: Access::Deny, write: Access::Deny },
+            RootAccess { path: f.p("ws/.git/hooks"), read: Access::Allow, write: Access::Deny },
+        ],
+        ..f.config()
+    };
+    check("nested-roots-pinned", &f, config, f.spawn());
 }
 
 #[test]
@@ -271,4 +303,60 @@ fn a_real_var_run_directory_is_masked() {
     let mut host = host();
     host.var_run_is_dir = true;
     check_with_host("var-run-dir", &f, f.config(), f.spawn(), &host);
+}
+
+#[test]
+fn a_root_the_sandbox_replaces_with_its_own_mount_is_reported_narrowed() {
+    let f = Fixture::new();
+    for (root, what) in [
+        (f.p("scratch"), "scratch root"),
+        (f.p("scratch/sandbox-executors-x/tmp-a"), "TMPDIR"),
+        (f.p("scratch/sandbox-executors-x/home-a"), "HOME"),
+    ] {
+        let config = ProfileConfig {
+            additional_roots: vec![RootAccess { path: root.clone(), read: Access::Deny, write: Access::Deny }],
+            ..f.config()
+        };
+        let profile = Profile::new(config).unwrap();
+        let bundle = compile(&profile, &f.spawn(), &host()).unwrap();
+        let entry = bundle.policy_entries.iter().find(|e| e.feature == "read-boundary").unwrap();
+        assert_eq!(entry.status, Status::Narrowed, "{entry:?}");
+        assert!(entry.detail.contains(&root.display().to_string()) && entry.detail.contains(what), "{entry:?}");
+    }
+    // Positive control: a root elsewhere adds no such reason.
+    let config = ProfileConfig {
+        additional_roots: vec![RootAccess { path: f.p("data"), read: Access::Deny, write: Access::Deny }],
+        ..f.config()
+    };
+    let bundle = compile(&Profile::new(config).unwrap(), &f.spawn(), &host()).unwrap();
+    let entry = bundle.policy_entries.iter().find(|e| e.feature == "read-boundary").unwrap();
+    assert!(!entry.detail.contains("inside: the area"), "{entry:?}");
+}
+
+#[test]
+fn pins_never_open_what_the_host_entries_withhold() {
+    let f = Fixture::new();
+    let mut spawn = f.spawn();
+    spawn.landlock = true;
+    let config = ProfileConfig {
+        host_write: Access::Allow,
+        additional_roots: vec![RootAccess { path: f.p("data"), read: Access::Deny, write: Access::Deny }],
+        ..f.config()
+    };
+    // Host read and write allowed: the ancestors of the workspace and of the root are pinned,
+    // read-write like the host entry (/var) that carries them.
+    let profile = Profile::new(config.clone()).unwrap();
+    let plan = compile(&profile, &spawn, &host()).unwrap().plan;
+    for pin in [PathBuf::from("/var/tmp"), f.root.clone()] {
+        let m = plan.mounts.iter().find(|m| m.destination == pin).unwrap_or_else(|| panic!("{pin:?} not pinned"));
+        assert_eq!(m.kind, MountKind::ReadWrite);
+    }
+    // Host read gated (no grant): host write is withheld, and so are the pins (never write-only).
+    let profile = Profile::new(ProfileConfig { host_read: Access::Gated, ..config }).unwrap();
+    let plan = compile(&profile, &spawn, &host()).unwrap().plan;
+    assert!(
+        !plan.mounts.iter().any(|m| m.destination == Path::new("/var/tmp") || m.destination == f.root),
+        "{:?}",
+        plan.mounts
+    );
 }

@@ -365,8 +365,7 @@ fn duplicate_roots_with_different_access_are_invalid() {
     let w = fx.dir("w");
     let d = fx.dir("d");
     fx.dir("d/x");
-    let link = fx.link(&d, "link");
-    for alias in [d.clone(), d.join("."), d.join("x/.."), link.clone()] {
+    for alias in [d.clone(), d.join("."), d.join("x/..")] {
         for (r2, w2) in [(Gated, Deny), (Deny, Gated), (Allow, Allow)] {
             let c = ProfileConfig { additional_roots: vec![root(&d, Deny, Deny), root(&alias, r2, w2)], ..config(&w) };
             invalid_naming(Profile::new(c), "additional_roots[1]");
@@ -375,7 +374,7 @@ fn duplicate_roots_with_different_access_are_invalid() {
     // The conflict is found whatever lies between the two spellings.
     let other = fx.dir("other");
     let c = ProfileConfig {
-        additional_roots: vec![root(&link, Gated, Gated), root(&other, Deny, Deny), root(&d, Gated, Allow)],
+        additional_roots: vec![root(&d.join("."), Gated, Gated), root(&other, Deny, Deny), root(&d, Gated, Allow)],
         ..config(&w)
     };
     invalid_naming(Profile::new(c), "additional_roots[2]");
@@ -387,11 +386,9 @@ fn duplicate_roots_with_equal_access_merge() {
     let w = fx.dir("w");
     let d = fx.dir("d");
     fx.dir("d/x");
-    let link = fx.link(&d, "link");
     let c = ProfileConfig {
         additional_roots: vec![
             root(&d, Gated, Deny),
-            root(&link, Gated, Deny),
             root(&d.join("x/.."), Gated, Deny),
             root(&d.join("."), Gated, Deny),
         ],
@@ -570,9 +567,8 @@ fn roots_are_canonical_sorted_by_bytes_and_deduplicated() {
     for n in names {
         fx.dir(n);
     }
-    let link_b = fx.link(&fx.t.join("b"), "zz-link-to-b");
     let mut roots: Vec<RootAccess> = names.iter().map(|n| root(&fx.t.join(n), Gated, Deny)).collect();
-    roots.push(root(&link_b, Gated, Deny));
+    roots.push(root(&fx.t.join("b/."), Gated, Deny));
     roots.push(root(&fx.t.join("a/c/.."), Gated, Deny));
     let p = new(ProfileConfig { additional_roots: roots.clone(), ..config(&w) });
     let got: Vec<PathBuf> = p.config().additional_roots.iter().map(|r| r.path.clone()).collect();
@@ -617,26 +613,28 @@ fn later_disk_changes_do_not_alter_the_profile() {
     let r1 = fx.dir("r1");
     let r2 = fx.dir("r2");
     let ws_link = fx.link(&w1, "ws-link");
-    let root_link = fx.link(&r1, "root-link");
-    let p = new(ProfileConfig { additional_roots: vec![root(&root_link, Deny, Gated)], ..config(&ws_link) });
+    let p = new(ProfileConfig { additional_roots: vec![root(&r1, Deny, Gated)], ..config(&ws_link) });
     let before = (p.config().clone(), p.fingerprint().to_owned(), p.required_guarantees());
+    let identities = p.identities().to_vec();
 
-    // Re-point both links and delete the root directory.
+    // Re-point the workspace link and replace the root directory.
     fs::remove_file(&ws_link).unwrap();
     symlink(&w2, &ws_link).unwrap();
-    fs::remove_file(&root_link).unwrap();
-    symlink(&r2, &root_link).unwrap();
     fs::remove_dir(&r1).unwrap();
+    fs::rename(&r2, &r1).unwrap();
 
     assert_eq!((p.config().clone(), p.fingerprint().to_owned(), p.required_guarantees()), before);
     assert_eq!(p.workspace_root(), w1.as_path());
     assert_eq!(p.config().additional_roots, vec![root(&r1, Deny, Gated)]);
     // access_for is lexical and keeps answering from the frozen profile.
     assert_eq!(rw(&p, &r1.display().to_string()), (Deny, Gated));
+    // The recorded identities are those of the objects at profile time.
+    assert_eq!(p.identities(), identities.as_slice());
     // A new profile from the same config now sees the new targets.
-    let q = new(ProfileConfig { additional_roots: vec![root(&root_link, Deny, Gated)], ..config(&ws_link) });
+    let q = new(ProfileConfig { additional_roots: vec![root(&r1, Deny, Gated)], ..config(&ws_link) });
     assert_eq!(q.workspace_root(), w2.as_path());
     assert_ne!(q, p);
+    assert_ne!(q.identities()[1].ino, identities[1].ino);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -806,7 +804,6 @@ fn fingerprint_matches_the_v1_encoding() {
     let w = fx.dir("w");
     let a = fx.dir("a");
     let b = fx.dir("w/b");
-    let link = fx.link(&a, "link");
     for c in [
         config(&w),
         all_allow(&w),
@@ -815,7 +812,7 @@ fn fingerprint_matches_the_v1_encoding() {
         ProfileConfig {
             workspace_read: Gated,
             network: Allow,
-            additional_roots: vec![root(&b, Allow, Deny), root(&link, Gated, Allow)],
+            additional_roots: vec![root(&b, Allow, Deny), root(&a, Gated, Allow)],
             ..config(&w)
         },
     ] {
@@ -832,7 +829,6 @@ fn fingerprint_equal_for_equal_authority_spelled_differently() {
     let a = fx.dir("a");
     let b = fx.dir("w/b");
     let ws_link = fx.link(&w, "ws-link");
-    let a_link = fx.link(&a, "a-link");
     let reference = new(ProfileConfig {
         additional_roots: vec![root(&a, Deny, Gated), root(&b, Gated, Allow)],
         workspace_read: Gated,
@@ -845,7 +841,7 @@ fn fingerprint_equal_for_equal_authority_spelled_differently() {
             ..config(&w)
         },
         ProfileConfig {
-            additional_roots: vec![root(&a_link, Deny, Gated), root(&ws_link.join("b"), Gated, Allow)],
+            additional_roots: vec![root(&a.join("."), Deny, Gated), root(&b, Gated, Allow)],
             workspace_read: Gated,
             ..config(&ws_link)
         },
@@ -853,7 +849,7 @@ fn fingerprint_equal_for_equal_authority_spelled_differently() {
             additional_roots: vec![
                 root(&a, Deny, Gated),
                 root(&b.join("."), Gated, Allow),
-                root(&a_link, Deny, Gated),
+                root(&a, Deny, Gated),
                 root(&w.join("x/../b"), Gated, Allow),
             ],
             workspace_read: Gated,
@@ -1651,4 +1647,152 @@ fn non_utf8_roots_sort_by_bytes() {
     assert_eq!(got, vec![upper.as_path(), z.as_path(), high.as_path()]);
     assert_hex64(p.fingerprint());
     assert_eq!(p.fingerprint(), reference_fingerprint(p.config(), p.required_guarantees()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 12, classes 1 and 11: root identities, symlinked roots, pinned ancestors, private paths
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_root_given_through_a_symlink_is_refused_naming_the_field_and_the_real_path() {
+    let fx = Fx::new();
+    let w = fx.dir("w");
+    let decoy = fx.dir("w/decoy");
+    fx.dir("w/decoy/sub");
+    let codex = fx.link(&decoy, "w/.codex");
+    let w_link = fx.link(&w, "w-link");
+    // The link as the last component, in the middle, and `..` taken after a link.
+    for (path, real) in [
+        (codex.clone(), decoy.clone()),
+        (codex.join("sub"), decoy.join("sub")),
+        (w_link.join("decoy"), decoy.clone()),
+        (codex.join("sub/.."), decoy.clone()),
+    ] {
+        let c = ProfileConfig {
+            additional_roots: vec![root(&decoy.join("sub"), Allow, Allow), root(&path, Allow, Deny)],
+            ..all_allow(&w)
+        };
+        let detail = invalid(Profile::new(c));
+        assert!(detail.contains("additional_roots[1].path"), "{detail}");
+        assert!(detail.contains("symlink"), "{detail}");
+        assert!(detail.contains(&real.display().to_string()), "{detail}");
+    }
+    // Positive control: the real path, spelled with `.` and `..` that pass no link, is kept.
+    let p = new(ProfileConfig {
+        additional_roots: vec![root(&decoy.join("sub/.."), Allow, Deny), root(&decoy.join("./sub"), Deny, Deny)],
+        ..all_allow(&w)
+    });
+    assert_eq!(p.config().additional_roots[0].path, decoy);
+    // The workspace itself keeps being canonicalized (links above it are the host's layout).
+    assert_eq!(new(config(&w_link)).workspace_root(), w.as_path());
+}
+
+#[test]
+fn a_root_at_a_path_that_is_always_private_inside_is_refused() {
+    let fx = Fx::new();
+    let w = fx.dir("w");
+    for private in ["/tmp", "/dev", "/dev/shm", "/dev/pts", "/proc", "/sys", "/run", "/proc/sys"] {
+        if !Path::new(private).is_dir() || fs::canonicalize(private).unwrap() != Path::new(private) {
+            continue;
+        }
+        for (r, wr) in [(Deny, Deny), (Allow, Allow), (Allow, Deny)] {
+            let c = ProfileConfig { additional_roots: vec![root(Path::new(private), r, wr)], ..all_allow(&w) };
+            let detail = invalid(Profile::new(c));
+            assert!(detail.contains("additional_roots[0].path") && detail.contains(private), "{detail}");
+        }
+    }
+    // The same for a workspace the sandbox's own /dev, /dev/shm or procfs would replace.
+    for private in ["/dev", "/dev/shm", "/proc", "/proc/sys"] {
+        if Path::new(private).is_dir() && fs::canonicalize(private).unwrap() == Path::new(private) {
+            invalid_naming(Profile::new(all_allow(Path::new(private))), "workspace_root");
+        }
+    }
+    // Positive control: a root under /tmp (this fixture lives there) is honoured as before.
+    let under_tmp = fx.dir("under-tmp");
+    assert!(under_tmp.starts_with("/tmp") || std::env::temp_dir() != Path::new("/tmp"));
+    let p = new(ProfileConfig { additional_roots: vec![root(&under_tmp, Deny, Deny)], ..all_allow(&w) });
+    assert_eq!(p.config().additional_roots[0].path, under_tmp);
+}
+
+#[test]
+fn identities_record_every_area_and_pin_the_ancestors_up_to_the_enclosing_writable_area() {
+    use std::os::unix::fs::MetadataExt;
+    let fx = Fx::new();
+    let w = fx.dir("w");
+    let secrets = fx.dir("w/cfg/deep/secrets");
+    let hooks = fx.dir("w/.git/hooks");
+    let ro = fx.dir("w/ro");
+    let inner = fx.dir("w/ro/x/inner");
+    let outside = fx.dir("o/p/q");
+    let c = ProfileConfig {
+        additional_roots: vec![
+            root(&secrets, Deny, Deny),
+            root(&hooks, Allow, Deny),
+            root(&ro, Allow, Deny),
+            root(&inner, Deny, Deny),
+            root(&outside, Deny, Deny),
+        ],
+        ..all_allow(&w)
+    };
+    let p = new(c.clone());
+    let pins: Vec<PathBuf> = p.pins().map(Path::to_path_buf).collect();
+    // Up to the writable workspace (exclusive), not inside the read-only root; nothing outside
+    // the areas although the host is writable (all_allow): the fixture lies under /tmp, which
+    // the sandbox never binds from the host.
+    let mut got = pins.clone();
+    got.sort();
+    assert_eq!(got, vec![w.join(".git"), w.join("cfg"), w.join("cfg/deep")]);
+    assert!(!pins.contains(&ro.join("x")), "no pin inside a read-only root");
+    for i in p.identities() {
+        let m = fs::metadata(&i.path).unwrap();
+        assert_eq!((i.dev, i.ino), (m.dev(), m.ino()), "{}", i.path.display());
+        if i.role == IdentityRole::Root {
+            let parent = fs::metadata(i.path.parent().unwrap()).unwrap();
+            assert_eq!(i.parent, Some((parent.dev(), parent.ino())));
+            assert_eq!(i.entry_ino, Some(m.ino()));
+        }
+    }
+    assert_eq!(p.identities().iter().filter(|i| i.role == IdentityRole::Root).count(), 5);
+    assert_eq!(p.identities()[0].role, IdentityRole::Workspace);
+
+    // Host not writable: nothing outside the areas is pinned; a read-only workspace pins nothing.
+    let q = new(ProfileConfig { host_write: Deny, ..c.clone() });
+    let mut got: Vec<PathBuf> = q.pins().map(Path::to_path_buf).collect();
+    got.sort();
+    assert_eq!(got, vec![w.join(".git"), w.join("cfg"), w.join("cfg/deep")]);
+    let r = new(ProfileConfig { host_write: Deny, workspace_write: Deny, ..c.clone() });
+    assert_eq!(r.pins().count(), 0);
+    // Identities are not authority: the fingerprint ignores them.
+    let moved = fx.dir("w/cfg2");
+    fs::remove_dir(&moved).unwrap();
+    fs::rename(w.join("cfg"), &moved).unwrap();
+    fs::create_dir_all(&secrets).unwrap();
+    let again = new(c);
+    assert_eq!(again.fingerprint(), p.fingerprint());
+    assert_eq!(again, p);
+    assert_ne!(again.identities(), p.identities());
+
+    // Under a bound host entry with the host writable, ancestors are pinned up to the top-level
+    // entry (exclusive); with host write deny, none.
+    let var = tempfile::Builder::new().prefix("pins").tempdir_in("/var/tmp").unwrap();
+    let v = fs::canonicalize(var.path()).unwrap();
+    fs::create_dir_all(v.join("ws/a/b")).unwrap();
+    let c = ProfileConfig { additional_roots: vec![root(&v.join("ws/a/b"), Deny, Deny)], ..all_allow(&v.join("ws")) };
+    let mut got: Vec<PathBuf> = new(c.clone()).pins().map(Path::to_path_buf).collect();
+    got.sort();
+    let mut want = vec![v.join("ws/a"), PathBuf::from("/var/tmp"), v.clone()];
+    want.sort();
+    assert_eq!(got, want);
+    let got: Vec<PathBuf> = new(ProfileConfig { host_write: Deny, ..c }).pins().map(Path::to_path_buf).collect();
+    assert_eq!(got, vec![v.join("ws/a")]);
+
+    // A workspace at `/`: its nested roots are pinned up to the top-level entries, but never
+    // under the entries the sandbox does not bind from the host (/tmp here).
+    let c = ProfileConfig {
+        additional_roots: vec![root(&v.join("ws/a/b"), Deny, Deny), root(&secrets, Deny, Deny)],
+        ..all_allow(Path::new("/"))
+    };
+    let pins: Vec<PathBuf> = new(c).pins().map(Path::to_path_buf).collect();
+    assert!(pins.contains(&v.join("ws/a")) && pins.contains(&PathBuf::from("/var/tmp")), "{pins:?}");
+    assert!(!pins.iter().any(|p| p.starts_with("/tmp") || p == Path::new("/var")), "{pins:?}");
 }

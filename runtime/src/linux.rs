@@ -463,6 +463,7 @@ impl LinuxBackend {
         require: bool,
     ) -> Result<Launched, Error> {
         dl.check(&[])?;
+        check_identities(profile)?;
         // Grant spawns (single-use shapes) and PTY spawns (the terminal is made by the runtime)
         // always get a fresh container; so does the probe.
         let warmable = require && !input.tty && input.grants == GrantDeltas::default();
@@ -629,6 +630,10 @@ impl LinuxBackend {
         compiled: Option<(String, Bundle)>,
     ) -> Result<Launched, Error> {
         dl.check(&[])?;
+        if compiled.is_none() {
+            // (A compiled bundle comes from `launch`, which has just checked.)
+            check_identities(profile)?;
+        }
         let t0 = sandbox_linux::protocol::monotonic_us();
         let (id, bundle) = match compiled {
             Some(c) => c,
@@ -932,7 +937,7 @@ impl LinuxBackend {
             }
             Some(Stop::Lost) | None => {}
         }
-        let status = finish.status.map_err(|detail| Error::Runtime { detail })?;
+        let status = finish.status.map_err(setup_failed)?;
         Ok((Output { bytes, status }, finish.measured))
     }
 }
@@ -984,6 +989,49 @@ pub(crate) struct Finish {
     pub closed: bool,
     /// The deadline killed it after its output had ended.
     pub expired: Option<Error>,
+}
+
+/// Issue 12, class 1: before a container is built, the workspace, every root and every pinned
+/// ancestor must still be the directory the profile recorded, reached without any symlink. A
+/// difference fails the spawn (`InvalidProfile`: the profile no longer describes the disk; make
+/// a new one if the change was intended), never widens it. The init checks the mounts again
+/// (`sandbox.identities`), which closes the window between this check and the runtime's binds.
+pub(crate) fn check_identities(profile: &Profile) -> Result<(), Error> {
+    use sandbox_bundle::IdentityRole;
+    for i in profile.identities() {
+        let what = match i.role {
+            IdentityRole::Workspace => "workspace_root",
+            IdentityRole::Root => "additional_roots",
+            IdentityRole::Pin => "additional_roots (an ancestor pinned for a nested root)",
+        };
+        let now = sandbox_linux::TargetHandle::open(&i.path).and_then(|h| h.identity());
+        let detail = match now {
+            Ok(id) if id == (i.dev, i.ino) => continue,
+            Ok((dev, ino)) => format!(
+                "{what}: {} is not the directory the profile was made with (device {dev} inode {ino}, expected \
+                 device {} inode {}); make a new profile if the change is intended",
+                i.path.display(),
+                i.dev,
+                i.ino
+            ),
+            Err(e) => format!(
+                "{what}: {} cannot be reached as the profile recorded it (opened without following symlinks): {e}",
+                i.path.display()
+            ),
+        };
+        return Err(Error::InvalidProfile { detail });
+    }
+    Ok(())
+}
+
+/// The error for a spawn whose container failed before exec: a grant target that the init
+/// found swapped after it was verified is `GrantTargetChanged`, anything else `Runtime`.
+pub(crate) fn setup_failed(detail: String) -> Error {
+    if detail.starts_with("helper: identities: grant target") {
+        Error::GrantTargetChanged { detail }
+    } else {
+        Error::Runtime { detail }
+    }
 }
 
 fn libc_sigkill() -> i32 {

@@ -798,7 +798,14 @@ impl Executor {
                     Class::HostRead | Class::HostWrite => String::from("host:*"),
                     _ => String::new(),
                 };
-                grants::fit(class, class_kind(class), &scope, &p.target, &p.command)?;
+                grants::fit(class, class_kind(class), &scope, &p.target, &p.command).map_err(|e| match e {
+                    // The token's text was checked at issue (and is MAC-verified): a bound
+                    // target that no longer canonicalizes changed on disk (issue 12, 3b).
+                    Error::GrantMalformed { detail } if p.path_binding.is_some() => {
+                        Error::GrantTargetChanged { detail }
+                    }
+                    other => other,
+                })?;
                 if class == Class::ProxyTarget {
                     return Err(Error::GrantUnsupported { detail: String::from("no egress route") });
                 }
@@ -835,6 +842,15 @@ impl Executor {
             #[cfg(target_os = "linux")]
             if matches!(self.set.backend, Backend::Linux(_)) {
                 self.same_as_held(nonce, &binding.canonical_path)?;
+            }
+            // The init checks the mounted target against this identity (issue 12, 3b): a swap
+            // between this check and the runtime's bind fails the spawn.
+            if binding.existing_path == binding.canonical_path {
+                verified.deltas.identities.push((
+                    PathBuf::from(&binding.canonical_path),
+                    binding.identity.dev,
+                    binding.identity.ino,
+                ));
             }
             #[cfg(not(target_os = "linux"))]
             let _ = nonce;
@@ -1096,7 +1112,7 @@ impl PreparedProcess {
             // The container was never created: that is a failed start, not a process.
             let finish = linux.finish(launched, &self.set.closing, None, false)?;
             let detail = finish.status.err().unwrap_or_else(|| String::from("the container ended before it started"));
-            return Err(Error::Runtime { detail });
+            return Err(crate::linux::setup_failed(detail));
         }
         let outcome = Arc::new(crate::process::Outcome::default());
         let signaller: Arc<dyn crate::process::Signaller> = Arc::new(LinuxSignaller(launched.running.signal_handle()));
@@ -1110,7 +1126,7 @@ impl PreparedProcess {
                     Ok(f) if f.closed => Err(Error::ExecutorClosed { partial: Vec::new() }),
                     Ok(f) => match f.status {
                         Ok(status) => Ok(ProcessResult { status, started_at, finished_at: SystemTime::now() }),
-                        Err(detail) => Err(Error::Runtime { detail }),
+                        Err(detail) => Err(crate::linux::setup_failed(detail)),
                     },
                     Err(e) => Err(e),
                 };

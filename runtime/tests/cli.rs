@@ -802,3 +802,129 @@ fn a_fork_bomb_ends_at_its_timeout_and_leaves_nothing() {
         .count();
     assert_eq!(left, 0, "bomb processes survived the run");
 }
+
+/// Writes the issue's `P(roots…)` profile (workspace read-write, host read deny) into the area
+/// and returns its path.
+fn roots_profile(area: &Area, name: &str, roots: &[(&std::path::Path, &str, &str)]) -> std::path::PathBuf {
+    let roots: Vec<serde_json::Value> = roots
+        .iter()
+        .map(|(p, r, w)| serde_json::json!({"path": p.display().to_string(), "read": r, "write": w}))
+        .collect();
+    let profile = serde_json::json!({
+        "workspace_root": area.ws.display().to_string(),
+        "workspace_read": "allow",
+        "workspace_write": "allow",
+        "host_read": "deny",
+        "command": "allow",
+        "additional_roots": roots,
+    });
+    let file = area.dir.path().join(name);
+    fs::write(&file, profile.to_string()).unwrap();
+    file
+}
+
+fn run_sh(area: &Area, profile: &std::path::Path, script: &str) -> std::process::Output {
+    area.sandbox(&refs(&[
+        os("run"),
+        os("--scratch"),
+        os("../scratch"),
+        os("--profile"),
+        profile.as_os_str().to_owned(),
+        os("--"),
+        os("/bin/sh"),
+        os("-c"),
+        os(script),
+    ]))
+}
+
+/// Issue 12, 1a-1c through the CLI, which loads the same profile file for every run: run 1
+/// cannot rename, remove or replace a nested deny root, a read-only `.git/hooks` or their
+/// ancestors (positive control: ordinary entries move freely), so run 2 reads nothing; a root
+/// replaced by a symlink between runs (by the host) is refused before anything runs.
+#[test]
+fn nested_roots_survive_their_runs_through_the_cli() {
+    if !sandbox_runs_here("nested_roots_survive_their_runs_through_the_cli") {
+        return;
+    }
+    let area = Area::new();
+    fs::create_dir_all(area.ws.join("cfg/secrets")).unwrap();
+    fs::write(area.ws.join("cfg/secrets/key"), "TOP\n").unwrap();
+    fs::create_dir_all(area.ws.join(".git/hooks")).unwrap();
+    fs::write(area.ws.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+    fs::create_dir_all(area.ws.join("a/ro")).unwrap();
+    let (secrets, hooks, ro) = (area.ws.join("cfg/secrets"), area.ws.join(".git/hooks"), area.ws.join("a/ro"));
+    let p = roots_profile(
+        &area,
+        "p.json",
+        &[(&secrets, "deny", "deny"), (&hooks, "allow", "deny"), (&ro, "allow", "deny")],
+    );
+    let o = run_sh(
+        &area,
+        &p,
+        "for c in 'mv cfg cfg-moved' 'mkdir -p cfg2 && mv -T cfg2 cfg' 'mv .git .git-real' 'rmdir cfg/secrets' \
+         'mv a a-old' 'ln -sfn / a/ro' 'echo x >> .git/hooks/pre-commit'; do \
+           (eval \"$c\") >/dev/null 2>&1 && echo \"ESCAPED: $c\"; done; \
+         mkdir d && mv d d2 && rmdir d2 && echo controls-ok",
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out} {}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(out, "controls-ok\n");
+    let o = run_sh(&area, &p, "cat cfg-moved/secrets/key cfg/secrets/key .git-real/hooks/pre-commit 2>&1; true");
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("TOP"), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(fs::read_to_string(area.ws.join(".git/hooks/pre-commit")).unwrap(), "#!/bin/sh\n");
+    // The host replaces the read-only root by a symlink to / between runs: refused, nothing runs.
+    fs::rename(area.ws.join("a"), area.ws.join("a-old")).unwrap();
+    fs::create_dir(area.ws.join("a")).unwrap();
+    std::os::unix::fs::symlink("/", &ro).unwrap();
+    let o = run_sh(&area, &p, "touch ran; cat a/ro/etc/hostname");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(
+        err.starts_with("sandbox: invalid profile") && err.contains("additional_roots[") && err.contains("symlink"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty() && !area.ws.join("ran").exists());
+}
+
+/// Issue 12, 1d and 11 through the CLI: a root through a symlink, and a root exactly at a path
+/// the sandbox always makes private, are refused naming the root, before anything is written.
+/// Positive control: the real path, and a root under /tmp, run.
+#[test]
+fn symlinked_and_always_private_roots_are_refused_by_the_cli() {
+    let area = Area::new();
+    fs::create_dir(area.ws.join("decoy")).unwrap();
+    std::os::unix::fs::symlink(area.ws.join("decoy"), area.ws.join(".codex")).unwrap();
+    let before = area.snapshot();
+    let codex = area.ws.join(".codex");
+    let cases: Vec<(std::path::PathBuf, String)> = [
+        (codex.clone(), String::from("symlink")),
+        (std::path::PathBuf::from("/tmp"), String::from("private")),
+        (std::path::PathBuf::from("/dev/shm"), String::from("private")),
+        (std::path::PathBuf::from("/proc"), String::from("private")),
+        (std::path::PathBuf::from("/proc/self"), String::from("/proc")),
+    ]
+    .into_iter()
+    .filter(|(p, _)| p.exists())
+    .collect();
+    for (i, (path, why)) in cases.iter().enumerate() {
+        for (r, w) in [("deny", "deny"), ("allow", "allow")] {
+            let p = roots_profile(&area, &format!("p{i}.json"), &[(path, r, w)]);
+            let o = run_sh(&area, &p, "touch ran");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(125), "{}: {err}", path.display());
+            assert!(err.starts_with("sandbox: invalid profile") && err.contains("additional_roots[0].path"), "{err}");
+            assert!(err.contains(why.as_str()), "{}: {err}", path.display());
+            fs::remove_file(&p).unwrap();
+        }
+    }
+    assert_eq!(area.snapshot(), before, "a refused profile wrote something");
+    if !sandbox_runs_here("symlinked_and_always_private_roots_are_refused_by_the_cli") {
+        return;
+    }
+    let tmp = tempfile::Builder::new().prefix("sbx-cli").tempdir_in("/tmp").unwrap();
+    let t = fs::canonicalize(tmp.path()).unwrap();
+    fs::write(t.join("f"), "under tmp\n").unwrap();
+    let p = roots_profile(&area, "ok.json", &[(&area.ws.join("decoy"), "allow", "deny"), (&t, "allow", "deny")]);
+    let o = run_sh(&area, &p, &format!("cat {}/f; (echo x > decoy/f) 2>/dev/null || echo decoy-ro", t.display()));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "under tmp\ndecoy-ro\n", "{}", String::from_utf8_lossy(&o.stderr));
+}

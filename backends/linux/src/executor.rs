@@ -151,6 +151,15 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     // list standard runtimes apply) are built now and put in force after `go`: a warm container
     // has done the building before its process is known.
     let annotations = spec.annotations().clone().unwrap_or_default();
+    // The mounts are made: check that each area, pin and grant target is the object it was
+    // checked to be (the runtime resolved their sources by path; issue 12, 1 and 3b).
+    let expected: Vec<sandbox_bundle::ExpectedMount> = match annotations.get("sandbox.identities") {
+        Some(text) => serde_json::from_str(text).unwrap_or_else(|e| status.fail("identities", &e.to_string())),
+        None => status.fail("identities", "the bundle carries no sandbox.identities annotation"),
+    };
+    if let Err(e) = crate::verify::verify(&expected) {
+        status.fail("identities", &e);
+    }
     let rules: ruleset::Rules = match annotations.get("sandbox.landlock") {
         Some(text) => serde_json::from_str(text).unwrap_or_else(|e| status.fail("landlock", &e.to_string())),
         None => status.fail("landlock", "the bundle carries no sandbox.landlock annotation"),

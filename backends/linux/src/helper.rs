@@ -332,8 +332,13 @@ fn run() -> std::io::Result<()> {
     if setup_failure.is_none() {
         match read_status_line(&mut status, &mut pending, Duration::from_secs(30)) {
             Some(line) if line == "ready" => {}
+            // An early setup failure of the init (it has exited): that is the spawn's failure,
+            // not a later step's (raising `lo` in its gone namespaces would fail and hide it).
+            Some(line) if line.starts_with("error ") => {
+                setup_failure = Some(line["error ".len()..].to_owned());
+            }
             Some(line) => {
-                // An early setup failure of the init: keep it for the outcome below.
+                // Anything else early: keep it for the outcome below.
                 pending.splice(0..0, format!("{line}\n").into_bytes());
             }
             None => setup_failure = Some(String::from("helper: start: the init did not report ready")),

@@ -39,6 +39,8 @@ pub mod protocol;
 mod ruleset;
 #[cfg(target_os = "linux")]
 mod sys;
+#[cfg(target_os = "linux")]
+mod verify;
 
 #[cfg(target_os = "linux")]
 pub use helper::{HELPER_MARKER, dispatch_if_helper};

