@@ -38,6 +38,8 @@ pub mod protocol;
 #[cfg(target_os = "linux")]
 mod ruleset;
 #[cfg(target_os = "linux")]
+pub mod status;
+#[cfg(target_os = "linux")]
 mod sys;
 
 #[cfg(target_os = "linux")]
