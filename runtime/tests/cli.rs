@@ -471,3 +471,67 @@ fn nul_bytes_in_the_profile_json_name_the_field_and_write_nothing() {
     }
     assert_eq!(area.snapshot(), before, "a refused profile wrote something");
 }
+
+/// Issue 12, class 8: a HOME deeper than PATH_MAX (the issue's own loop; a shell's `cd` stops
+/// near PATH_MAX) does not replace the workload's status with a clean-up error, and leaves no
+/// set directory. Control: the same loop bounded to a shallow tree.
+#[test]
+fn a_home_deeper_than_path_max_keeps_the_status_and_leaves_no_set() {
+    if !sandbox_runs_here("a_home_deeper_than_path_max_keeps_the_status_and_leaves_no_set") {
+        return;
+    }
+    let area = Area::new();
+    for (command, code) in [
+        ("cd $HOME; while mkdir d && cd d; do :; done", 0),
+        ("cd $HOME; while mkdir d && cd d; do :; done; pwd | wc -c; exit 7", 7),
+        ("cd $HOME; i=0; while [ $i -lt 20 ] && mkdir d && cd d; do i=$((i+1)); done; exit 5", 5),
+    ] {
+        let o = area.sandbox(&refs(&[
+            os("run"),
+            os("--scratch"),
+            area.scratch.clone().into_os_string(),
+            os("--"),
+            os("sh"),
+            os("-c"),
+            os(command),
+        ]));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{command}: {err}");
+        assert!(!err.contains("sandbox:"), "{command}: {err}");
+        if code == 7 {
+            let depth_bytes: usize = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+            assert!(depth_bytes > 4000, "the tree is only {depth_bytes} bytes deep");
+        }
+        let left: Vec<_> = fs::read_dir(&area.scratch).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert!(left.is_empty(), "{command}: left in the scratch root: {left:?}");
+    }
+}
+
+/// Issue 12, class 5, through the CLI: the workload signals pid 1 with every signal it may
+/// send and tries to write the init's status pipe; the run still exits with the workload's own
+/// status and prints its output. Control: the workload's signal to its own child works.
+#[test]
+fn signals_and_writes_to_the_init_change_nothing() {
+    if !sandbox_runs_here("signals_and_writes_to_the_init_change_nothing") {
+        return;
+    }
+    let area = Area::new();
+    let script = "import os, signal, subprocess, time\n\
+                  try:\n    os.open('/proc/1/fd/3', os.O_WRONLY); print('opened')\n\
+                  except OSError as e:\n    print('status pipe', e.errno)\n\
+                  for s in range(1, 65):\n    s in (9, 19) or os.kill(1, s)\n\
+                  c = subprocess.Popen(['sleep', '30']); os.kill(c.pid, signal.SIGTERM); print('child', c.wait())\n\
+                  time.sleep(0.3); print('alive'); raise SystemExit(7)\n";
+    let o = area.sandbox(&refs(&[
+        os("run"),
+        os("--scratch"),
+        area.scratch.clone().into_os_string(),
+        os("--"),
+        os("python3"),
+        os("-c"),
+        os(script),
+    ]));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(7), "{out} {}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(out, "status pipe 13\nchild -15\nalive\n");
+}
