@@ -86,11 +86,7 @@ impl LinuxBackend {
         let uid = nix::unistd::getuid().as_raw();
         let gid = nix::unistd::getgid().as_raw();
         let layout = CgroupLayout::detect();
-        let cgroup_parent = match (&options.cgroup_parent, uid) {
-            (Some(p), _) => Some(p.to_string_lossy().into_owned()),
-            (None, 0) => Some(String::from("/sandbox")),
-            (None, _) => None,
-        };
+        let cgroup_parent = configured_cgroup_parent(options);
         if cgroup_parent.is_none() {
             return Err(Error::SandboxUnavailable {
                 detail: String::from(
@@ -715,7 +711,7 @@ impl LinuxBackend {
         let swept = sandbox_linux::sweep_container(
             self.layout,
             self.cgroup_path(&launched.id).as_deref(),
-            &self.state_root.join(&launched.id),
+            Some(&self.state_root.join(&launched.id)),
         );
         let _ = fsutil::remove_tree(&launched.dir);
         let swept = swept.map_or_else(|e| format!("; sweep: {e}"), |()| String::from("; leftovers swept"));
@@ -801,7 +797,7 @@ impl LinuxBackend {
             let swept = sandbox_linux::sweep_container(
                 self.layout,
                 self.cgroup_path(&launched.id).as_deref(),
-                &self.state_root.join(&launched.id),
+                Some(&self.state_root.join(&launched.id)),
             );
             let swept = swept.map_or_else(|e| format!("; sweep: {e}"), |()| String::from("; leftovers swept"));
             return Err(Error::Runtime { detail: format!("teardown unproven: the container was not deleted{swept}") });
@@ -923,16 +919,38 @@ fn with_partial(e: Error, partial: Vec<u8>) -> Error {
     }
 }
 
-/// Sweeps what a dead set left on Linux: the containers of its state directory (their cgroups
-/// under the parent the set recorded) before the directory itself is removed.
-pub(crate) fn sweep_set_containers(set_dir: &Path) {
-    let parent = std::fs::read_to_string(set_dir.join("cgroup-parent")).ok();
+/// The cgroup parent a set with `options` uses: the configured one, else `/sandbox` as root,
+/// else none (rootless without a delegated subtree).
+pub(crate) fn configured_cgroup_parent(options: &ExecutorSetOptions) -> Option<String> {
+    match (&options.cgroup_parent, nix::unistd::getuid().as_raw()) {
+        (Some(p), _) => Some(p.to_string_lossy().into_owned()),
+        (None, 0) => Some(String::from("/sandbox")),
+        (None, _) => None,
+    }
+}
+
+/// Sweeps what a set left on Linux: the containers of its state directory, before the set
+/// directory itself is removed. Nothing of the set directory decides what is killed (issue 12,
+/// class 6): the cgroup parent is `parent`, the sweeping set's own configured one (a dead set
+/// made under another parent is not killed in, only removed), entries are used only when their
+/// names have the form of this library's container ids, and `sweep_container` kills only in
+/// cgroups it verifies (cgroup filesystem, this uid, no symlink, normal path).
+pub(crate) fn sweep_set_containers(set_dir: &Path, parent: Option<&str>) {
     let layout = CgroupLayout::detect();
     let state = set_dir.join("state");
+    if !std::fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir()) {
+        return;
+    }
     for entry in std::fs::read_dir(&state).into_iter().flatten().flatten() {
-        let id = entry.file_name().to_string_lossy().into_owned();
-        let cgroup = parent.as_ref().map(|p| format!("{}/{id}", p.trim_end_matches('/')));
-        if let Err(e) = sandbox_linux::sweep_container(layout, cgroup.as_deref(), &entry.path()) {
+        let Some(id) = entry.file_name().to_str().map(str::to_owned) else { continue };
+        if !sandbox_linux::is_container_id(&id) {
+            tracing::warn!(set = %set_dir.display(), ?id, "sweep: not a container id of this library, ignored");
+            continue;
+        }
+        let cgroup = parent.map(|p| format!("{}/{id}", p.trim_end_matches('/')));
+        // The state directory goes with the set directory (removed by descriptor, never
+        // following a symlink): nothing is removed through a path here.
+        if let Err(e) = sandbox_linux::sweep_container(layout, cgroup.as_deref(), None) {
             tracing::warn!(set = %set_dir.display(), %id, "sweep: {e}");
         }
     }

@@ -535,3 +535,98 @@ fn signals_and_writes_to_the_init_change_nothing() {
     assert_eq!(o.status.code(), Some(7), "{out} {}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(out, "status pipe 13\nchild -15\nalive\n");
 }
+
+/// Issue 12, class 6, through the CLI: `sandbox run --scratch` on a scratch root where a
+/// workload planted dead-looking sets (a cgroup parent climbing to a fake `cgroup.procs` naming
+/// a host process and `-1`, FIFOs as the lock and the parent file, a state that is a symlink)
+/// kills nothing, does not hang, and runs. A scratch root inside the writable workspace is
+/// refused naming `scratch_root`; the control beside it runs.
+#[test]
+fn planted_dead_sets_and_a_writable_scratch_root() {
+    if !sandbox_runs_here("planted_dead_sets_and_a_writable_scratch_root") {
+        return;
+    }
+    let area = Area::new();
+    let root = area.ws.parent().unwrap().to_path_buf();
+    let mut victim = Command::new("sleep").arg("1000.333").spawn().unwrap();
+    let fake = root.join("fake/sbx-0000dead-1");
+    fs::create_dir_all(&fake).unwrap();
+    fs::write(fake.join("cgroup.procs"), format!("{}\n-1\n", victim.id())).unwrap();
+    let host_dir = root.join("host-state");
+    fs::create_dir_all(host_dir.join("sbx-0000dead-1")).unwrap();
+    let fifo = nix::sys::stat::Mode::from_bits_truncate(0o600);
+    for (n, kind) in ["traversal", "fifo", "symlink"].iter().enumerate() {
+        let d = area.scratch.join(format!("sandbox-executors-00000000000000a{n}"));
+        fs::create_dir(&d).unwrap();
+        match *kind {
+            "traversal" => {
+                fs::create_dir_all(d.join("state/sbx-0000dead-1")).unwrap();
+                fs::write(d.join("cgroup-parent"), format!("/../../../../..{}", root.join("fake").display())).unwrap();
+                fs::write(d.join("lock"), "").unwrap();
+            }
+            "fifo" => {
+                nix::unistd::mkfifo(&d.join("lock"), fifo).unwrap();
+                nix::unistd::mkfifo(&d.join("cgroup-parent"), fifo).unwrap();
+            }
+            _ => std::os::unix::fs::symlink(&host_dir, d.join("state")).unwrap(),
+        }
+        fs::File::open(&d)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(600))
+            .unwrap();
+    }
+    let start = std::time::Instant::now();
+    let mut child = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args(["run", "--scratch"])
+        .arg(&area.scratch)
+        .args(["--", "/bin/true"])
+        .spawn()
+        .unwrap();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("sandbox run hung on the planted scratch root");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        fs::read_to_string(format!("/proc/{}/stat", victim.id())).is_ok_and(|s| !s.contains(") Z ")),
+        "the victim was killed"
+    );
+    assert!(host_dir.join("sbx-0000dead-1").exists(), "removed through a planted symlink");
+    assert!(fake.join("cgroup.procs").exists());
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+
+    // A scratch root inside the (writable) workspace is refused before anything is made.
+    fs::create_dir(area.ws.join("inner")).unwrap();
+    let o = area.sandbox(&refs(&[os("run"), os("--scratch"), os("inner"), os("--"), os("/bin/true")]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(err.contains("scratch_root"), "{err}");
+    assert_eq!(fs::read_dir(area.ws.join("inner")).unwrap().count(), 0);
+    // Control: the read-only workspace lets it be.
+    fs::write(
+        area.ws.join("ro.json"),
+        format!(
+            r#"{{"workspace_root": "{}", "workspace_read": "allow", "host_read": "allow", "command": "allow"}}"#,
+            area.ws.display()
+        ),
+    )
+    .unwrap();
+    let o = area.sandbox(&refs(&[
+        os("run"),
+        os("--profile"),
+        os("ro.json"),
+        os("--scratch"),
+        os("inner"),
+        os("--"),
+        os("/bin/true"),
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+}
