@@ -86,7 +86,7 @@ fn empty_dir_by_descriptor(
     let dev = meta.dev();
     let identity = |d: &Dir| -> io::Result<(u64, u64)> {
         let st = fstat(d.as_raw_fd())?;
-        Ok((st.st_dev, st.st_ino))
+        Ok(dev_ino(&st))
     };
     // Opens a directory, owner rwx, reads its entries: files are unlinked at once, directories
     // of the same filesystem returned for a visit, mount points reported and left.
@@ -106,7 +106,7 @@ fn empty_dir_by_descriptor(
         for name in names {
             match fstatat(Some(fd), name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
                 Ok(st) if SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFDIR => {
-                    if st.st_dev == dev {
+                    if dev_ino(&st).0 == dev {
                         dirs.push(name);
                     } else {
                         failures.push((at().join(&name), io::Error::other("a mount point is in the way")));
@@ -182,6 +182,13 @@ fn empty_dir_by_descriptor(
             failures.push((at, e.into()));
         }
     }
+}
+
+/// `(st_dev, st_ino)` as u64 (their C types differ between Linux and macOS).
+#[cfg(unix)]
+#[allow(clippy::useless_conversion, clippy::unnecessary_cast, clippy::cast_sign_loss)]
+fn dev_ino(st: &nix::sys::stat::FileStat) -> (u64, u64) {
+    (st.st_dev as u64, st.st_ino as u64)
 }
 
 #[cfg(not(unix))]

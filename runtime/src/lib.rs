@@ -34,6 +34,8 @@ mod output;
 mod probe;
 mod process;
 pub mod proof;
+#[cfg(target_os = "linux")]
+mod registry;
 mod route;
 mod set;
 

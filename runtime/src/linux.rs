@@ -352,6 +352,7 @@ impl LinuxBackend {
             home_dir: input.home_dir.map(Path::to_path_buf),
             temp_dir: input.temp_dir.to_path_buf(),
             scratch_root: self.scratch_root.clone(),
+            other_scratch_roots: crate::registry::masked_roots(),
             uid: self.uid,
             gid: self.gid,
             landlock: self.probe.landlock == "full",

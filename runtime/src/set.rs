@@ -144,6 +144,11 @@ impl ExecutorSet {
             refuse_writable_scratch(profile, &scratch)?;
         }
         sweep_dead_sets(&scratch, &options);
+        // Every other sandbox of this user masks this scratch root from now on (class 7).
+        #[cfg(target_os = "linux")]
+        if profile.config().isolation == Isolation::Sandboxed {
+            crate::registry::register(&scratch)?;
+        }
         let dir = fsutil::private_dir(&scratch, SET_PREFIX)?;
         let lock = match lock_set(&dir) {
             Ok(l) => l,

@@ -630,3 +630,49 @@ fn planted_dead_sets_and_a_writable_scratch_root() {
     ]));
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// Issue 12, class 7, through the CLI: while one `sandbox run` (scratch root S1 under
+/// /var/tmp, host read allowed by the CLI's default profile) keeps a file in its HOME, another
+/// run on scratch root S2 cannot list S1 nor read that file. Control: each run reads its own
+/// HOME, and the second reads an ordinary host file beside S1.
+#[test]
+fn another_runs_home_is_unreadable() {
+    if !sandbox_runs_here("another_runs_home_is_unreadable") {
+        return;
+    }
+    let area = Area::new();
+    let root = area.ws.parent().unwrap().to_path_buf();
+    let s2 = root.join("scratch2");
+    fs::create_dir(&s2).unwrap();
+    fs::write(root.join("ordinary.txt"), "ordinary\n").unwrap();
+    let mut first = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args(["run", "--scratch"])
+        .arg(&area.scratch)
+        .args(["--", "sh", "-c", "echo b-secret > $HOME/secret; cat $HOME/secret; sleep 1000.5625"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = [0u8; 9];
+    std::io::Read::read_exact(first.stdout.as_mut().unwrap(), &mut line).unwrap();
+    assert_eq!(&line, b"b-secret\n", "control: the first run reads its own HOME");
+    let script = format!(
+        "ls {s1}; cat {s1}/sandbox-executors-*/home-*/secret; echo mine > $HOME/f; cat $HOME/f {root}/ordinary.txt",
+        s1 = area.scratch.display(),
+        root = root.display()
+    );
+    let o = area.sandbox(&refs(&[
+        os("run"),
+        os("--scratch"),
+        s2.clone().into_os_string(),
+        os("--"),
+        os("sh"),
+        os("-c"),
+        os(&script),
+    ]));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("b-secret") && !out.contains("sandbox-executors"), "{out}");
+    assert_eq!(out, "mine\nordinary\n", "{}", String::from_utf8_lossy(&o.stderr));
+    first.kill().unwrap();
+    first.wait().unwrap();
+}

@@ -846,6 +846,114 @@ elif mode == "signals":
         assert!(start.elapsed() < Duration::from_secs(5));
         set.close().unwrap();
     }
+
+    /// Issue 12, class 7: with host read allowed, a sandbox of set A cannot list or read set
+    /// B's HOME, TMPDIR, bundles or state, nor C's (whose scratch root lies in A's writable
+    /// workspace), wherever the scratch roots are (here under /var/tmp), nor the registry that
+    /// lists them; B made after A's executor is covered too. Controls: A reads its own HOME and
+    /// TMPDIR, an ordinary host file beside B's scratch root, and B (from its own sandbox)
+    /// reads its own HOME.
+    pub fn other_sets_data_is_unreadable() {
+        let f = Fixture::new();
+        let other = TestDirs::new("sbx-conf-other");
+        fs::write(other.root.join("ordinary.txt"), "ordinary\n").unwrap();
+        let set_a = f.set(f.config(), |o| o);
+        let a = set_a.executor("a").unwrap();
+        // A's HOME and TMPDIR hold files; warm up A's shape first (its containers predate B).
+        fs::write(a.home_dir().join("mine.txt"), "a-home\n").unwrap();
+        fs::write(a.temp_dir().join("mine.txt"), "a-tmp\n").unwrap();
+        for _ in 0..2 {
+            assert_eq!(a.run_argv(&dl(), &f.ws, &["/bin/true"]).unwrap().status, ExitStatus::Code(0));
+        }
+        let set_b = ExecutorSet::new(
+            &dl(),
+            &Profile::new(sandbox_tests::allow_config(&other.ws)).unwrap(),
+            other.set_options(2),
+        )
+        .unwrap();
+        let b = set_b.executor("b").unwrap();
+        fs::write(b.home_dir().join("secret.txt"), "b-home\n").unwrap();
+        fs::write(b.temp_dir().join("secret.txt"), "b-tmp\n").unwrap();
+        // B runs once, so that its bundles and state directories exist.
+        let p = b
+            .prepare_process(
+                &dl(),
+                sandbox::ProcessOptions {
+                    execution_id: String::from("b"),
+                    cwd: other.ws.clone(),
+                    command: String::from("cat \"$HOME/secret.txt\"; sleep 1000.4375"),
+                    ..sandbox::ProcessOptions::default()
+                },
+            )
+            .unwrap()
+            .start(&dl())
+            .unwrap();
+        let mut first = [0u8; 7];
+        std::io::Read::read_exact(&mut p.take_stdout().unwrap(), &mut first).unwrap();
+        assert_eq!(&first, b"b-home\n", "control: B reads its own HOME");
+        // C: a scratch root inside A's writable workspace (C's own profile does not write there).
+        let c_scratch = f.ws.join(".c-scratch");
+        fs::create_dir(&c_scratch).unwrap();
+        let c_profile =
+            Profile::new(ProfileConfig { workspace_write: Access::Deny, ..sandbox_tests::allow_config(&other.ws) })
+                .unwrap();
+        let set_c = ExecutorSet::new(
+            &dl(),
+            &c_profile,
+            sandbox_tests::test_options(ExecutorSetOptions::new(&c_scratch).max_executors(1)),
+        )
+        .unwrap();
+        let c = set_c.executor("c").unwrap();
+        fs::write(c.home_dir().join("secret.txt"), "c-home\n").unwrap();
+
+        let b_set = set_b.dir().display().to_string();
+        let bundles: Vec<String> = fs::read_dir(set_b.dir().join("bundles"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path().join("config.json").display().to_string())
+            .collect();
+        assert!(!bundles.is_empty(), "B has no bundle to attack");
+        let registry = format!("/tmp/sandbox-registry-{}", nix::unistd::geteuid());
+        let mut attacks = vec![
+            format!("read={}/secret.txt", b.home_dir().display()),
+            format!("read={}/secret.txt", b.temp_dir().display()),
+            format!("list={b_set}"),
+            format!("list={b_set}/state"),
+            format!("list={b_set}/bundles"),
+            format!("list={}", other.scratch.display()),
+            format!("exists={}", b.home_dir().display()),
+            format!("read={}/secret.txt", c.home_dir().display()),
+            format!("list={}", c_scratch.display()),
+            format!("exists={registry}"),
+        ];
+        attacks.extend(bundles.iter().map(|b| format!("read={b}")));
+        let controls = [
+            format!("read={}/mine.txt", a.home_dir().display()),
+            format!("read={}/mine.txt", a.temp_dir().display()),
+            format!("read={}/ordinary.txt", other.root.display()),
+            format!("list={}", other.ws.display()),
+        ];
+        let checks: Vec<String> = attacks.iter().chain(controls.iter()).cloned().collect();
+        for round in 0..2 {
+            // A fresh container of A's shape, then (round 1) a warm one made after B and C.
+            let v = if round == 0 { f.probe_now(&a, &checks) } else { f.probe(&a, &checks) };
+            for key in &attacks {
+                let got = &v[key];
+                let empty_mask = key.starts_with("list=") && got.ok && got.detail == "0 entries";
+                assert!(!got.ok || empty_mask, "round {round}: {key} reached another set's data: {got:?}");
+            }
+            assert_eq!(allowed(&v, &controls[0]).detail.trim(), "a-home");
+            assert_eq!(allowed(&v, &controls[1]).detail.trim(), "a-tmp");
+            assert_eq!(allowed(&v, &controls[2]).detail.trim(), "ordinary");
+            allowed(&v, &controls[3]);
+        }
+        p.signal(&dl(), sandbox::Signal::Kill).unwrap();
+        let _ = p.wait(&dl());
+        p.close(&dl()).unwrap();
+        set_c.close().unwrap();
+        set_b.close().unwrap();
+        set_a.close().unwrap();
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -880,6 +988,7 @@ fn main() -> std::process::ExitCode {
             ("rootless_without_a_cgroup_parent_fails_closed", rootless_without_a_cgroup_parent_fails_closed),
             ("the_init_is_unreachable_from_the_workload", the_init_is_unreachable_from_the_workload),
             ("signals_to_the_init_from_inside_change_nothing", signals_to_the_init_from_inside_change_nothing),
+            ("other_sets_data_is_unreadable", other_sets_data_is_unreadable),
         ])
     }
     #[cfg(not(target_os = "linux"))]
