@@ -95,10 +95,8 @@ impl LinuxBackend {
                 ),
             });
         }
-        if let Some(parent) = &cgroup_parent {
-            std::fs::write(set_dir.join("cgroup-parent"), parent)
-                .map_err(|e| Error::io(format!("writing {}", set_dir.join("cgroup-parent").display()), e))?;
-        }
+        // The parent is not recorded in the set directory: a sweep uses its own configured
+        // parent, never a file of the scratch root (issue 12, class 6).
         let state_root = set_dir.join("state");
         let bundles = set_dir.join("bundles");
         let skeletons = set_dir.join("rootfs");
