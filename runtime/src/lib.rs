@@ -24,12 +24,12 @@
 //! on the cgroup filesystem and owned by this uid, with pids from their `cgroup.procs`) and
 //! never blocks on or follows a planted file; removal walks descriptors, so no tree a workload
 //! makes (deeper than `PATH_MAX`, read-only, full of symlinks) defeats it, and a clean-up
-//! failure never replaces a run's status. Every sandboxed set registers its scratch root in an
+//! failure never replaces a run's status. Every sandboxed set registers its directory in an
 //! owner-only registry in the host's `/tmp` (`/tmp/sandbox-registry-<uid>`, which no sandbox
-//! sees), and every spawn masks every registered scratch root its view would expose: no
-//! sandbox reads another set's HOME, TMPDIR, bundles or state. A container's mounts are fixed
-//! when it is made, so a sandbox already running when another set first registers a new
-//! scratch root can see that root (with host read allowed) until it ends.
+//! sees) until it closes, and every spawn masks the scratch root of every registered set its
+//! view would expose: no sandbox reads another set's HOME, TMPDIR, bundles or state. A
+//! container's mounts are fixed when it is made, so a sandbox that started while no set lived
+//! on a scratch root can see a set made there later (with host read allowed) until it ends.
 //!
 //! Call [`init`] as the first statement of `main` in every binary that uses sandbox.
 //!

@@ -1,19 +1,21 @@
 //! The per-user registry of scratch roots (issue 12, class 7): no sandbox reads another set's
 //! HOME, TMPDIR, bundles or state, wherever the scratch roots are.
 //!
-//! **Decision.** Every sandboxed set registers its (canonical) scratch root in
-//! `/tmp/sandbox-registry-<uid>/` and every spawn masks every registered scratch root that its
-//! view would otherwise expose (a 64 KiB tmpfs over it, like its own scratch root). The
-//! registry lives in the host's `/tmp`, which no sandbox sees (each gets a private `/tmp`), and
-//! is masked itself as well. It is owner-only (0700, this uid, not a symlink, else sets fail
-//! with `SandboxUnavailable` naming it); an entry is one file, named by the SHA-256 of the
-//! path and holding the path, written to a temporary name and renamed (atomic). Entries stay
-//! while their scratch root exists (a later set on a scratch root is then covered at once) and
-//! are pruned when it is gone.
+//! **Decision.** Every sandboxed set registers its set directory in
+//! `/tmp/sandbox-registry-<uid>/` before its first spawn, and every spawn masks (a 64 KiB
+//! tmpfs, like its own scratch root) the scratch root of every registered set whose directory
+//! exists, wherever its view would otherwise expose it: so while any set lives on a scratch
+//! root, that whole root is hidden from every other sandbox of the user, including sets made
+//! there later. The registry lives in the host's `/tmp`, which no sandbox sees (each gets a
+//! private `/tmp`), and is masked itself as well. It is owner-only (0700, this uid, not a
+//! symlink, else sets fail with `SandboxUnavailable` naming it); an entry is one file, named by
+//! the SHA-256 of the set directory's path and holding that path, written to a temporary name
+//! and renamed (atomic). A set removes its entry when it closes; an entry whose set directory is
+//! gone (a crashed embedder's, once swept) is pruned when read.
 //!
 //! **What remains.** A container's mounts are fixed when it is made: a sandbox that started
-//! before another set first registered a new scratch root sees that root if its view exposes
-//! it (host read allowed), until its run ends. Set directories are owner-only (0700) as well,
+//! while no set lived on a scratch root sees a set made there later if its view exposes it
+//! (host read allowed), until its run ends. Set directories are owner-only (0700) as well,
 //! which keeps other users out but not the same user's other processes outside any sandbox.
 
 use std::io::Read;
@@ -62,12 +64,13 @@ fn entry_name(path: &Path) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Registers `scratch` (canonical) for the life of the directory.
-pub(crate) fn register(scratch: &Path) -> Result<(), Error> {
+/// Registers the set directory `set_dir` (canonical, in its scratch root) until
+/// [`unregister`] or its removal.
+pub(crate) fn register(set_dir: &Path) -> Result<(), Error> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let dir = ensure_dir()?;
-    let name = entry_name(scratch);
+    let name = entry_name(set_dir);
     let tmp = dir.join(format!(".new-{}", fsutil::random_hex(8)?));
     let written = (|| {
         let mut file = std::fs::OpenOptions::new()
@@ -76,14 +79,19 @@ pub(crate) fn register(scratch: &Path) -> Result<(), Error> {
             .mode(0o600)
             .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
             .open(&tmp)?;
-        file.write_all(scratch.as_os_str().as_encoded_bytes())?;
+        file.write_all(set_dir.as_os_str().as_encoded_bytes())?;
         std::fs::rename(&tmp, dir.join(&name))
     })();
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
-        return Err(Error::io(format!("registering the scratch root in {}", dir.display()), e));
+        return Err(Error::io(format!("registering the set directory in {}", dir.display()), e));
     }
     Ok(())
+}
+
+/// Removes the entry of `set_dir` (at close, once the directory is gone or being removed).
+pub(crate) fn unregister(set_dir: &Path) {
+    let _ = std::fs::remove_file(dir().join(entry_name(set_dir)));
 }
 
 /// Registry entries: (file name, registered scratch root).
@@ -110,9 +118,9 @@ fn read_entry(path: &Path) -> Option<PathBuf> {
     clean.then_some(p)
 }
 
-/// Every registered scratch root that exists now as a real directory, and the registry itself
-/// (the masks a spawn adds). Entries whose scratch root is gone are pruned. Never fails: an
-/// unreadable registry yields only itself.
+/// The scratch root of every registered set whose directory exists now as a real directory,
+/// and the registry itself (the masks a spawn adds). Entries whose set directory is gone are
+/// pruned. Never fails: an unreadable registry yields only itself.
 pub(crate) fn masked_roots() -> Vec<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let dir = dir();
@@ -144,9 +152,15 @@ pub(crate) fn masked_roots() -> Vec<PathBuf> {
             }
         }
     };
-    for (name, root) in entries {
-        match std::fs::symlink_metadata(&root) {
-            Ok(m) if m.is_dir() => out.push(root),
+    for (name, set_dir) in entries {
+        match std::fs::symlink_metadata(&set_dir) {
+            Ok(m) if m.is_dir() => {
+                if let Some(root) = set_dir.parent().filter(|r| *r != Path::new("/")) {
+                    if !out.iter().any(|o| o == root) {
+                        out.push(root.to_path_buf());
+                    }
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let _ = std::fs::remove_file(dir.join(name));
             }
@@ -162,25 +176,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn registered_roots_are_masked_until_they_are_gone() {
+    fn registered_sets_mask_their_scratch_root_until_they_are_gone() {
         let area = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(area.path()).unwrap();
-        register(&root).unwrap();
-        let entry = dir().join(entry_name(&root));
-        assert_eq!(std::fs::read(&entry).unwrap(), root.as_os_str().as_encoded_bytes());
+        let set = root.join("sandbox-executors-0123456789abcdef");
+        std::fs::create_dir(&set).unwrap();
+        register(&set).unwrap();
+        let entry = dir().join(entry_name(&set));
+        assert_eq!(std::fs::read(&entry).unwrap(), set.as_os_str().as_encoded_bytes());
         let masked = masked_roots();
         assert_eq!(masked.first(), Some(&dir()), "the registry masks itself");
-        assert!(masked.contains(&root));
-        // Registering again is idempotent.
-        register(&root).unwrap();
-        drop(area);
+        assert!(masked.contains(&root), "the set's scratch root is masked");
+        // Registering again is idempotent; unregistering ends the mask.
+        register(&set).unwrap();
+        unregister(&set);
+        assert!(!masked_roots().contains(&root));
+        // A set directory that is gone (its embedder crashed, a sweep removed it) is pruned.
+        register(&set).unwrap();
+        std::fs::remove_dir(&set).unwrap();
         assert!(!masked_roots().contains(&root));
         assert!(!entry.exists(), "the stale entry was not pruned");
         // A planted entry that is not a clean absolute path, or a symlink, masks nothing.
         std::fs::write(dir().join("planted"), "relative/../x").unwrap();
         std::os::unix::fs::symlink("/etc/hostname", dir().join("planted-link")).unwrap();
         let masked = masked_roots();
-        assert!(!masked.iter().any(|p| p == Path::new("relative/../x") || p == Path::new("/etc/hostname")));
+        assert!(!masked.iter().any(|p| p == Path::new("relative/..") || p == Path::new("/etc")));
         std::fs::remove_file(dir().join("planted")).unwrap();
         std::fs::remove_file(dir().join("planted-link")).unwrap();
     }

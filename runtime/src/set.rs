@@ -144,16 +144,21 @@ impl ExecutorSet {
             refuse_writable_scratch(profile, &scratch)?;
         }
         sweep_dead_sets(&scratch, &options);
+        let dir = fsutil::private_dir(&scratch, SET_PREFIX)?;
         // Every other sandbox of this user masks this scratch root from now on (class 7).
         #[cfg(target_os = "linux")]
         if profile.config().isolation == Isolation::Sandboxed {
-            crate::registry::register(&scratch)?;
+            if let Err(e) = crate::registry::register(&dir) {
+                let _ = fsutil::remove_tree(&dir);
+                return Err(e);
+            }
         }
-        let dir = fsutil::private_dir(&scratch, SET_PREFIX)?;
         let lock = match lock_set(&dir) {
             Ok(l) => l,
             Err(e) => {
                 let _ = fsutil::remove_tree(&dir);
+                #[cfg(target_os = "linux")]
+                crate::registry::unregister(&dir);
                 return Err(e);
             }
         };
@@ -165,6 +170,8 @@ impl ExecutorSet {
             Ok(b) => b,
             Err(e) => {
                 let _ = fsutil::remove_tree(&dir);
+                #[cfg(target_os = "linux")]
+                crate::registry::unregister(&dir);
                 return Err(e);
             }
         };
@@ -272,7 +279,13 @@ impl ExecutorSet {
                 let parent = crate::linux::configured_cgroup_parent(&inner.options);
                 crate::linux::sweep_set_containers(&inner.dir, parent.as_deref());
             }
-            fsutil::remove_tree(&inner.dir)
+            let removed = fsutil::remove_tree(&inner.dir);
+            // A set directory that could not be removed stays masked until a sweep removes it.
+            #[cfg(target_os = "linux")]
+            if removed.is_ok() {
+                crate::registry::unregister(&inner.dir);
+            }
+            removed
         } else {
             // Runs still use the directory: it stays, and a later set sweeps it once we are gone.
             Err(Error::Runtime { detail: String::from("close: runs did not drain within 60 s") })
