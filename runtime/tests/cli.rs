@@ -603,6 +603,48 @@ fn planted_dead_sets_and_a_writable_scratch_root() {
     victim.kill().unwrap();
     victim.wait().unwrap();
 
+    // Control: a genuine leftover (the set of a `sandbox run` killed mid-run) is still swept.
+    let mut killed = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args(["run", "--scratch"])
+        .arg(&area.scratch)
+        .args(["--", "sleep", "1000.777"])
+        .spawn()
+        .unwrap();
+    let running = |needle: &str| {
+        fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(needle))
+        })
+    };
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !running("sleep 1000.777") {
+        assert!(std::time::Instant::now() < end, "the run never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while running("sleep 1000.777") {
+        assert!(std::time::Instant::now() < end, "the killed run's workload survived");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let leftover: Vec<_> = fs::read_dir(&area.scratch).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(leftover.len(), 1, "{leftover:?}");
+    fs::File::open(&leftover[0])
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(600))
+        .unwrap();
+    let o = area.sandbox(&refs(&[
+        os("run"),
+        os("--scratch"),
+        area.scratch.clone().into_os_string(),
+        os("--"),
+        os("/bin/true"),
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(fs::read_dir(&area.scratch).unwrap().count(), 0, "the killed run's set was not swept");
+
     // A scratch root inside the (writable) workspace is refused before anything is made.
     fs::create_dir(area.ws.join("inner")).unwrap();
     let o = area.sandbox(&refs(&[os("run"), os("--scratch"), os("inner"), os("--"), os("/bin/true")]));

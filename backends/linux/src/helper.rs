@@ -586,8 +586,10 @@ fn raise_loopback(pid: Pid, rootless: bool) -> Result<(), String> {
 fn wait_ready(status: &mut File, channel: &mut StatusChannel, within: Duration) -> Result<(), String> {
     let end = Instant::now() + within;
     loop {
-        if !channel.messages().is_empty() {
-            return Ok(());
+        match channel.messages().first() {
+            None => {}
+            Some(Message::Ready | Message::Error(_)) => return Ok(()),
+            Some(other) => return Err(format!("status channel: {other:?} before `ready`")),
         }
         let left = end.saturating_duration_since(Instant::now());
         if left.is_zero() {
