@@ -550,6 +550,20 @@ mod linux {
             .set_modified(std::time::SystemTime::now() - Duration::from_secs(600))
             .unwrap();
 
+        // A container-named cgroup under our parent that this uid did not create (root only:
+        // chown needs it), holding a host process and named by a dead set: left alone.
+        let mut foreign_victim = Command::new("sleep").arg("1000.999").spawn().unwrap();
+        let foreign = container_cgroup("sbx-0000f00d-3");
+        if sandbox_tests::rootless_mode() {
+            println!("ROOTLESS: the cgroup-of-another-uid variant needs chown (root); the root run checks it");
+        } else {
+            fs::create_dir(&foreign).unwrap();
+            fs::write(foreign.join("cgroup.procs"), foreign_victim.id().to_string()).unwrap();
+            nix::unistd::chown(&foreign, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+            let d = f.scratch.join("sandbox-executors-00000000000000fe");
+            fs::create_dir_all(d.join("state").join("sbx-0000f00d-3")).unwrap();
+            fs::File::open(&d).unwrap().set_modified(std::time::SystemTime::now() - Duration::from_secs(600)).unwrap();
+        }
         let start = Instant::now();
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         let (profile, options) = (f.profile(), f.set_options(8));
@@ -578,6 +592,15 @@ mod linux {
         }
         victim.kill().unwrap();
         victim.wait().unwrap();
+        assert!(alive(foreign_victim.id()), "the sweep killed in a cgroup this uid did not create");
+        foreign_victim.kill().unwrap();
+        foreign_victim.wait().unwrap();
+        if !sandbox_tests::rootless_mode() {
+            wait_until("the foreign cgroup empties", Duration::from_secs(5), || {
+                fs::read_to_string(foreign.join("cgroup.procs")).is_ok_and(|p| p.trim().is_empty())
+            });
+            fs::remove_dir(&foreign).unwrap();
+        }
     }
 
     /// Issue 12, class 6: a scratch root inside an area the profile lets a workload write (the
