@@ -494,8 +494,18 @@ impl LinuxBackend {
         loop {
             let total: usize = warm.ready.values().map(std::collections::VecDeque::len).sum();
             let here = warm.ready.get(key).map_or(0, std::collections::VecDeque::len);
-            if warm.settled || here >= WARM_PER_SHAPE || total >= MAX_WARM {
+            if warm.settled || here >= WARM_PER_SHAPE {
                 return;
+            }
+            if total >= MAX_WARM {
+                // Shapes come and go (another set's scratch root masked or not, class 7): a
+                // warm container of another shape makes room, unused (dropping its control
+                // socket lets its worker tear it down).
+                let other = warm.ready.iter_mut().find(|(k, q)| k.as_str() != key && !q.is_empty());
+                let Some(evicted) = other.and_then(|(_, q)| q.pop_front()) else { return };
+                drop(evicted);
+                warm.ready.retain(|_, q| !q.is_empty());
+                continue;
             }
             let null = || std::fs::File::open("/dev/null").map(OwnedFd::from);
             let Ok(stdio) = (|| Ok::<_, std::io::Error>([null()?, null()?, null()?]))() else { return };
