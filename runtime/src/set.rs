@@ -330,7 +330,12 @@ fn refuse_writable_scratch(profile: &Profile, scratch: &Path) -> Result<(), Erro
         }
     }
     if c.home == Home::RealHome {
-        writable.push((String::from("the real HOME"), canonical(&real_home())));
+        // The real HOME is the workload's HOME: refused too (a HOME of `/` would refuse every
+        // scratch root, and says nothing about where the workload writes: skipped).
+        let home = canonical(&real_home());
+        if home != Path::new("/") {
+            writable.push((String::from("the real HOME"), home));
+        }
     }
     for (what, area) in writable {
         if scratch.starts_with(&area) {

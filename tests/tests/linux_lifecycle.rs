@@ -621,7 +621,15 @@ mod linux {
             }],
             ..f.allow_config()
         };
-        for (config, scratch) in [(f.allow_config(), inner.clone()), (writable_root, extra.join("scratch"))] {
+        // A scratch root inside the real HOME of a RealHome profile.
+        let home = fs::canonicalize(std::env::var_os("HOME").unwrap()).unwrap();
+        let in_home = tempfile::Builder::new().prefix("sbx-life-scratch").tempdir_in(&home).unwrap();
+        let real_home = sandbox::ProfileConfig { home: sandbox::Home::RealHome, ..f.allow_config() };
+        for (config, scratch) in [
+            (f.allow_config(), inner.clone()),
+            (writable_root, extra.join("scratch")),
+            (real_home, in_home.path().to_path_buf()),
+        ] {
             let profile = Profile::new(config).unwrap();
             let options = sandbox_tests::test_options(ExecutorSetOptions::new(&scratch).max_executors(2));
             match ExecutorSet::new(&dl(), &profile, options) {
