@@ -538,7 +538,7 @@ fn signals_and_writes_to_the_init_change_nothing() {
 
 /// Issue 12, class 6, through the CLI: `sandbox run --scratch` on a scratch root where a
 /// workload planted dead-looking sets (a cgroup parent climbing to a fake `cgroup.procs` naming
-/// a host process and `-1`, FIFOs as the lock and the parent file, a state that is a symlink)
+/// a host process, FIFOs as the lock and the parent file, a state that is a symlink)
 /// kills nothing, does not hang, and runs. A scratch root inside the writable workspace is
 /// refused naming `scratch_root`; the control beside it runs.
 #[test]
@@ -551,7 +551,9 @@ fn planted_dead_sets_and_a_writable_scratch_root() {
     let mut victim = Command::new("sleep").arg("1000.333").spawn().unwrap();
     let fake = root.join("fake/sbx-0000dead-1");
     fs::create_dir_all(&fake).unwrap();
-    fs::write(fake.join("cgroup.procs"), format!("{}\n-1\n", victim.id())).unwrap();
+    // Only the sacrificial process (`-1` is refused by a unit test of the pid parser, never
+    // planted here: a regression would signal every process of the host).
+    fs::write(fake.join("cgroup.procs"), format!("{}\n", victim.id())).unwrap();
     let host_dir = root.join("host-state");
     fs::create_dir_all(host_dir.join("sbx-0000dead-1")).unwrap();
     let fifo = nix::sys::stat::Mode::from_bits_truncate(0o600);
@@ -611,10 +613,12 @@ fn planted_dead_sets_and_a_writable_scratch_root() {
         .args(["--", "sleep", "1000.777"])
         .spawn()
         .unwrap();
+    // The workload itself (`comm` sleep), not the CLI whose argv also names it.
     let running = |needle: &str| {
         fs::read_dir("/proc").unwrap().flatten().any(|e| {
-            fs::read(e.path().join("cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(needle))
+            fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "sleep")
+                && fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(needle))
         })
     };
     let end = std::time::Instant::now() + std::time::Duration::from_secs(30);

@@ -453,7 +453,7 @@ mod linux {
     /// Plants, in `scratch`, dead-looking set directories a workload could have made where a
     /// scratch root is later used (issue 12, class 6), all naming `victim` (a host process) as
     /// a kill target in every way the v1 sweep trusted: a `cgroup-parent` that climbs out of
-    /// the cgroup tree to a fake `cgroup.procs` (with the victim, `-1`, `0` and `1`), FIFOs as
+    /// the cgroup tree to a fake `cgroup.procs` naming the victim, FIFOs as
     /// the lock, the parent file, the state directory and the fake `cgroup.procs`, a set
     /// directory that is a symlink, and a `state` that is a symlink to a host directory. Returns
     /// the host paths that must survive.
@@ -461,7 +461,10 @@ mod linux {
         let fake = root.join("fake-cgroup");
         let id = "sbx-0000dead-1";
         fs::create_dir_all(fake.join(id)).unwrap();
-        fs::write(fake.join(id).join("cgroup.procs"), format!("{victim}\n-1\n0\n1\n")).unwrap();
+        // Only the sacrificial process: `-1`, `0` and `1` are refused by a unit test of the pid
+        // parser (`sandbox-linux` `tests::kill_targets_are_never_one_or_less`), never planted
+        // here, where a regression would signal every process of the host.
+        fs::write(fake.join(id).join("cgroup.procs"), format!("{victim}\n")).unwrap();
         let climb = format!("/../../../../../..{}", fake.display());
         let make = |name: &str| {
             let dir = scratch.join(format!("sandbox-executors-{name}"));

@@ -175,7 +175,44 @@ fn cgroup_pids(dir: &std::os::fd::OwnedFd) -> Result<Vec<i32>, String> {
     }
     let mut text = String::new();
     file.take(MAX_PROCS_BYTES).read_to_string(&mut text).map_err(|e| format!("cgroup.procs: {e}"))?;
-    Ok(text.lines().filter_map(|l| l.trim().parse::<i32>().ok()).filter(|p| *p > 1).collect())
+    Ok(kill_targets(&text))
+}
+
+/// The pids of a `cgroup.procs` text that may be killed: plain decimal numbers above 1 (never
+/// `-1`, which would signal every process the caller may signal, nor 0, a process group, nor
+/// the init).
+fn kill_targets(text: &str) -> Vec<i32> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
+        .filter_map(|l| l.parse::<i32>().ok())
+        .filter(|p| *p > 1)
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kill_targets_are_never_one_or_less() {
+        let text = "-1\n0\n1\n+7\n 42 \n-42\n99999999999\nabc\n\n4194304\n";
+        assert_eq!(kill_targets(text), vec![42, 4194304]);
+    }
+
+    #[test]
+    fn only_our_container_ids_and_normal_paths() {
+        assert!(is_container_id("sbx-0123abcd-0") && is_container_id("sbx-deadbeef-123"));
+        for bad in ["sbx-0123abc-1", "sbx-0123abcg-1", "sbx-0123abcd-", "sbx-0123abcd-1a", "..", "sbx-0123ABCD-1", "x"]
+        {
+            assert!(!is_container_id(bad), "{bad}");
+        }
+        assert!(is_normal_cgroup_path("/sandbox/sbx-0123abcd-1"));
+        for bad in ["sandbox/x", "/", "/a//b", "/a/../b", "/a/./b", "/a/", "//a"] {
+            assert!(!is_normal_cgroup_path(bad), "{bad}");
+        }
+    }
 }
 
 /// Kills whatever is left in a container's own cgroup (`cgroup_path`, never a shared one),
