@@ -96,6 +96,10 @@ pub struct SpawnContext {
     pub temp_dir: PathBuf,
     /// The scratch root, masked wherever a bind covers it.
     pub scratch_root: PathBuf,
+    /// Other executor sets' scratch roots (and the registry that lists them), masked wherever
+    /// a bind covers them: no sandbox reads another set's HOME, TMPDIR, bundles or state.
+    /// Entries that are not clean absolute paths, `/`, or the own scratch root are ignored.
+    pub other_scratch_roots: Vec<PathBuf>,
     /// The caller's uid, mapped to container uid 0.
     pub uid: u32,
     /// The caller's gid, mapped to container gid 0.
@@ -592,6 +596,12 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
     };
     if exposed(&planner, &spawn.scratch_root) {
         planner.push(spawn.scratch_root.clone(), None, MountKind::Mask, false, Origin::ScratchMask, 9);
+    }
+    for other in &spawn.other_scratch_roots {
+        let usable = is_clean_absolute(other) && other.as_path() != Path::new("/") && *other != spawn.scratch_root;
+        if usable && exposed(&planner, other) {
+            planner.push(other.clone(), None, MountKind::Mask, false, Origin::ScratchMask, 9);
+        }
     }
     let var_run = PathBuf::from("/var/run");
     if host.var_run_is_dir && exposed(&planner, &var_run) {

@@ -212,6 +212,7 @@ pub fn export_bundle(
         home_dir: isolated.then(|| home.clone()),
         temp_dir: tmp.clone(),
         scratch_root: out.clone(),
+        other_scratch_roots: Vec::new(),
         uid: request.uid,
         gid: request.gid,
         landlock: false,

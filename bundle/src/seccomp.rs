@@ -193,6 +193,7 @@ mod tests {
             "ptrace",
             "process_vm_readv",
             "process_vm_writev",
+            "pidfd_getfd",
             "io_uring_setup",
             "io_uring_enter",
             "io_uring_register",

@@ -66,6 +66,7 @@ impl Fixture {
             home_dir: Some(self.p("scratch/sandbox-executors-x/home-a")),
             temp_dir: self.p("scratch/sandbox-executors-x/tmp-a"),
             scratch_root: self.p("scratch"),
+            other_scratch_roots: Vec::new(),
             uid: 0,
             gid: 0,
             landlock: false,

@@ -58,6 +58,7 @@ proptest! {
             home_dir: None,
             temp_dir: "/var/tmp/t".into(),
             scratch_root: "/var/tmp".into(),
+            other_scratch_roots: Vec::new(),
             uid: 0,
             gid: 0,
             landlock: false,

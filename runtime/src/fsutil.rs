@@ -26,6 +26,10 @@ pub(crate) fn private_dir(parent: &Path, prefix: &str) -> Result<PathBuf, Error>
 /// Removes `path` (CONTRACT.md §9 *removal*): never follows a symlink, never crosses a mount
 /// point, gives each directory owner `rwx` first so read-only trees go too. What cannot be
 /// removed is left and reported as one `Io` error after the rest is gone.
+///
+/// On Unix it walks by descriptor (`openat`, `fstatat`, `unlinkat`) holding one directory open
+/// at a time, so a tree deeper than `PATH_MAX` (a workload's `while mkdir d && cd d`) goes like
+/// any other and the walk never runs out of descriptors (issue 12, class 8).
 pub(crate) fn remove_tree(path: &Path) -> Result<(), Error> {
     let meta = match fs::symlink_metadata(path) {
         Ok(m) => m,
@@ -33,6 +37,18 @@ pub(crate) fn remove_tree(path: &Path) -> Result<(), Error> {
         Err(e) => return Err(Error::io(format!("inspecting {}", path.display()), e)),
     };
     let mut failures = Vec::new();
+    #[cfg(unix)]
+    if meta.is_dir() {
+        if let Err(e) = empty_dir_by_descriptor(path, &meta, &mut failures) {
+            failures.push((path.to_path_buf(), e));
+        }
+        if let Err(e) = fs::remove_dir(path) {
+            failures.push((path.to_path_buf(), e));
+        }
+    } else if let Err(e) = fs::remove_file(path) {
+        failures.push((path.to_path_buf(), e));
+    }
+    #[cfg(not(unix))]
     remove_inner(path, &meta, &mut failures);
     match failures.into_iter().next() {
         None => Ok(()),
@@ -40,6 +56,142 @@ pub(crate) fn remove_tree(path: &Path) -> Result<(), Error> {
     }
 }
 
+/// One directory of the walk below the root: its name in its parent, its identity, and the
+/// subdirectories still to visit.
+#[cfg(unix)]
+struct Frame {
+    name: std::ffi::OsString,
+    id: (u64, u64),
+    pending: Vec<std::ffi::OsString>,
+}
+
+/// Empties the directory `root` (whose metadata is `meta`) by descriptor. Failures of single
+/// entries are collected in `failures` (the walk goes on); Err: the walk itself had to stop.
+#[cfg(unix)]
+fn empty_dir_by_descriptor(
+    root: &Path,
+    meta: &fs::Metadata,
+    failures: &mut Vec<(PathBuf, io::Error)>,
+) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+
+    use nix::dir::Dir;
+    use nix::fcntl::{AtFlags, OFlag};
+    use nix::sys::stat::{Mode, SFlag, fchmod, fstat, fstatat};
+    use nix::unistd::{UnlinkatFlags, unlinkat};
+    use std::os::fd::AsRawFd;
+
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let dev = meta.dev();
+    let identity = |d: &Dir| -> io::Result<(u64, u64)> {
+        let st = fstat(d.as_raw_fd())?;
+        Ok(dev_ino(&st))
+    };
+    // Opens a directory, owner rwx, reads its entries: files are unlinked at once, directories
+    // of the same filesystem returned for a visit, mount points reported and left.
+    let visit = |d: &mut Dir, at: &dyn Fn() -> PathBuf, failures: &mut Vec<(PathBuf, io::Error)>| {
+        if let Ok(st) = fstat(d.as_raw_fd()) {
+            let mode = Mode::from_bits_truncate((st.st_mode & 0o7777) | 0o700);
+            let _ = fchmod(d.as_raw_fd(), mode);
+        }
+        let names: Vec<std::ffi::OsString> = d
+            .iter()
+            .filter_map(Result::ok)
+            .map(|e| std::ffi::OsStr::from_bytes(e.file_name().to_bytes()).to_os_string())
+            .filter(|n| n != "." && n != "..")
+            .collect();
+        let fd = d.as_raw_fd();
+        let mut dirs = Vec::new();
+        for name in names {
+            match fstatat(Some(fd), name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+                Ok(st) if SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFDIR => {
+                    if dev_ino(&st).0 == dev {
+                        dirs.push(name);
+                    } else {
+                        failures.push((at().join(&name), io::Error::other("a mount point is in the way")));
+                    }
+                }
+                Ok(_) => {
+                    if let Err(e) = unlinkat(Some(fd), name.as_os_str(), UnlinkatFlags::NoRemoveDir) {
+                        failures.push((at().join(&name), e.into()));
+                    }
+                }
+                Err(e) => failures.push((at().join(&name), e.into())),
+            }
+        }
+        dirs
+    };
+    // Where an entry is, for error messages only (a deep path is shortened, never used).
+    let shown = |stack: &[Frame]| -> PathBuf {
+        let mut p = root.to_path_buf();
+        if stack.len() > 8 {
+            p.push(format!("…({} levels)…", stack.len() - 1));
+            if let Some(last) = stack.last() {
+                p.push(&last.name);
+            }
+        } else {
+            for f in stack {
+                p.push(&f.name);
+            }
+        }
+        p
+    };
+
+    let mut cur = Dir::open(root, flags, Mode::empty())?;
+    if identity(&cur)? != (dev, meta.ino()) {
+        return Err(io::Error::other("replaced while being removed"));
+    }
+    let root_pending = visit(&mut cur, &|| root.to_path_buf(), failures);
+    let mut stack = vec![Frame { name: std::ffi::OsString::new(), id: (dev, meta.ino()), pending: root_pending }];
+    loop {
+        let Some(top) = stack.last_mut() else { return Ok(()) };
+        if let Some(name) = top.pending.pop() {
+            // Down: open the child relative to the directory we hold.
+            match Dir::openat(Some(cur.as_raw_fd()), name.as_os_str(), flags, Mode::empty()) {
+                Ok(mut child) => {
+                    let id = identity(&child)?;
+                    if id.0 != dev {
+                        failures.push((shown(&stack).join(&name), io::Error::other("a mount point is in the way")));
+                        continue;
+                    }
+                    let at = shown(&stack).join(&name);
+                    let pending = visit(&mut child, &|| at.clone(), failures);
+                    stack.push(Frame { name, id, pending });
+                    cur = child;
+                }
+                Err(e) => failures.push((shown(&stack).join(&name), e.into())),
+            }
+            continue;
+        }
+        // Up: this directory is done. Its parent is reached through `..`, which must be the
+        // directory we came from (nothing renamed it meanwhile), then the child is removed.
+        if stack.len() == 1 {
+            return Ok(());
+        }
+        let done = stack.pop().ok_or_else(|| io::Error::other("walk stack"))?;
+        let parent = Dir::openat(Some(cur.as_raw_fd()), "..", flags, Mode::empty())?;
+        let expected = stack.last().map(|f| f.id).ok_or_else(|| io::Error::other("walk stack"))?;
+        if identity(&parent)? != expected {
+            return Err(io::Error::other("a directory was moved while being removed"));
+        }
+        cur = parent;
+        if let Err(e) = unlinkat(Some(cur.as_raw_fd()), done.name.as_os_str(), UnlinkatFlags::RemoveDir) {
+            let mut at = shown(&stack);
+            at.push(&done.name);
+            failures.push((at, e.into()));
+        }
+    }
+}
+
+/// `(st_dev, st_ino)` as u64 (their C types differ between Linux and macOS).
+#[cfg(unix)]
+#[allow(clippy::useless_conversion, clippy::unnecessary_cast, clippy::cast_sign_loss)]
+fn dev_ino(st: &nix::sys::stat::FileStat) -> (u64, u64) {
+    (st.st_dev as u64, st.st_ino as u64)
+}
+
+#[cfg(not(unix))]
 fn remove_inner(path: &Path, meta: &fs::Metadata, failures: &mut Vec<(PathBuf, io::Error)>) {
     if !meta.is_dir() {
         if let Err(e) = fs::remove_file(path) {
@@ -47,25 +199,6 @@ fn remove_inner(path: &Path, meta: &fs::Metadata, failures: &mut Vec<(PathBuf, i
         }
         return;
     }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{MetadataExt, PermissionsExt};
-        let _ = fs::set_permissions(path, fs::Permissions::from_mode((meta.mode() & 0o7777) | 0o700));
-        let dev = meta.dev();
-        if let Ok(entries) = fs::read_dir(path) {
-            for entry in entries.flatten() {
-                let child = entry.path();
-                match fs::symlink_metadata(&child) {
-                    Ok(m) if m.is_dir() && m.dev() != dev => {
-                        failures.push((child, io::Error::other("a mount point is in the way")));
-                    }
-                    Ok(m) => remove_inner(&child, &m, failures),
-                    Err(e) => failures.push((child, e)),
-                }
-            }
-        }
-    }
-    #[cfg(not(unix))]
     if let Ok(entries) = fs::read_dir(path) {
         for entry in entries.flatten() {
             let child = entry.path();
@@ -101,5 +234,74 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = remove_tree(&self.path);
+    }
+}
+
+#[cfg(test)]
+#[cfg(unix)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    /// Makes `depth` nested directories `d` under `root` by descriptor (the path of the
+    /// deepest one is far longer than PATH_MAX), with a file in the deepest.
+    fn deep_tree(root: &Path, depth: usize) {
+        use nix::fcntl::OFlag;
+        use nix::sys::stat::Mode;
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        let mut cur = nix::dir::Dir::open(root, flags, Mode::empty()).unwrap();
+        for _ in 0..depth {
+            nix::sys::stat::mkdirat(Some(cur.as_raw_fd()), "d", Mode::from_bits_truncate(0o755)).unwrap();
+            cur = nix::dir::Dir::openat(Some(cur.as_raw_fd()), "d", flags, Mode::empty()).unwrap();
+        }
+        let fd = nix::fcntl::openat(
+            Some(cur.as_raw_fd()),
+            "leaf",
+            OFlag::O_CREAT | OFlag::O_WRONLY | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        nix::unistd::close(fd).unwrap();
+    }
+
+    #[test]
+    fn a_tree_deeper_than_path_max_is_removed() {
+        let area = tempfile::tempdir().unwrap();
+        let victim = area.path().join("home");
+        fs::create_dir(&victim).unwrap();
+        deep_tree(&victim, 2300);
+        // Path-based removal fails on it: the problem is real.
+        let deep: PathBuf = std::iter::repeat_n("d", 2300).collect();
+        assert!(fs::metadata(victim.join(&deep)).is_err_and(|e| e.raw_os_error() == Some(libc_enametoolong())));
+        remove_tree(&victim).unwrap();
+        assert!(!victim.exists());
+    }
+
+    fn libc_enametoolong() -> i32 {
+        nix::errno::Errno::ENAMETOOLONG as i32
+    }
+
+    #[test]
+    fn read_only_dirs_go_symlinks_are_not_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let area = tempfile::tempdir().unwrap();
+        let outside = area.path().join("outside");
+        fs::create_dir(&outside).unwrap();
+        fs::write(outside.join("keep"), "x").unwrap();
+        let victim = area.path().join("set");
+        fs::create_dir_all(victim.join("a/b/c")).unwrap();
+        fs::write(victim.join("a/b/c/f"), "y").unwrap();
+        std::os::unix::fs::symlink(&outside, victim.join("a/link")).unwrap();
+        std::os::unix::fs::symlink(outside.join("keep"), victim.join("a/b/filelink")).unwrap();
+        fs::set_permissions(victim.join("a/b/c"), fs::Permissions::from_mode(0o500)).unwrap();
+        fs::set_permissions(victim.join("a/b"), fs::Permissions::from_mode(0o000)).unwrap();
+        remove_tree(&victim).unwrap();
+        assert!(!victim.exists());
+        assert_eq!(fs::read_to_string(outside.join("keep")).unwrap(), "x", "a symlink was followed");
+        // A file and a missing path.
+        fs::write(area.path().join("f"), "z").unwrap();
+        remove_tree(&area.path().join("f")).unwrap();
+        remove_tree(&area.path().join("missing")).unwrap();
     }
 }

@@ -15,6 +15,22 @@
 //! **Not defended against:** kernel exploits, side channels, CPU and disk exhaustion,
 //! exfiltration over network a profile or grant opens (CONTRACT.md §1).
 //!
+//! **Scratch roots (Linux).** A set's directory (`<scratch>/sandbox-executors-<random>`, 0700)
+//! holds its HOMEs, TMPDIRs, bundles and runtime state. Nothing in a scratch root is trusted
+//! (issue 12): a scratch root inside an area the profile lets a workload write (the workspace,
+//! a writable additional root, the real HOME) is refused with `InvalidOptions` naming
+//! `scratch_root`; the sweep of dead sets takes no kill target from files there (it kills only
+//! in this library's own container cgroups under the set's configured cgroup parent, verified
+//! on the cgroup filesystem and owned by this uid, with pids from their `cgroup.procs`) and
+//! never blocks on or follows a planted file; removal walks descriptors, so no tree a workload
+//! makes (deeper than `PATH_MAX`, read-only, full of symlinks) defeats it, and a clean-up
+//! failure never replaces a run's status. Every sandboxed set registers its directory in an
+//! owner-only registry in the host's `/tmp` (`/tmp/sandbox-registry-<uid>`, which no sandbox
+//! sees) until it closes, and every spawn masks the scratch root of every registered set its
+//! view would expose: no sandbox reads another set's HOME, TMPDIR, bundles or state. A
+//! container's mounts are fixed when it is made, so a sandbox that started while no set lived
+//! on a scratch root can see a set made there later (with host read allowed) until it ends.
+//!
 //! Call [`init`] as the first statement of `main` in every binary that uses sandbox.
 //!
 //! MSRV: 1.87 (edition 2024).
@@ -34,6 +50,8 @@ mod output;
 mod probe;
 mod process;
 pub mod proof;
+#[cfg(target_os = "linux")]
+mod registry;
 mod route;
 mod set;
 

@@ -95,11 +95,7 @@ impl LinuxBackend {
         let gid = nix::unistd::getgid().as_raw();
         let layout = CgroupLayout::detect();
         let own_parent = options.cgroup_parent.is_none() && uid == 0;
-        let cgroup_parent = match (&options.cgroup_parent, uid) {
-            (Some(p), _) => Some(p.to_string_lossy().into_owned()),
-            (None, 0) => Some(String::from("/sandbox")),
-            (None, _) => None,
-        };
+        let cgroup_parent = configured_cgroup_parent(options);
         if cgroup_parent.is_none() {
             return Err(Error::SandboxUnavailable {
                 detail: String::from(
@@ -108,10 +104,8 @@ impl LinuxBackend {
                 ),
             });
         }
-        if let Some(parent) = &cgroup_parent {
-            std::fs::write(set_dir.join("cgroup-parent"), parent)
-                .map_err(|e| Error::io(format!("writing {}", set_dir.join("cgroup-parent").display()), e))?;
-        }
+        // The parent is not recorded in the set directory: a sweep uses its own configured
+        // parent, never a file of the scratch root (issue 12, class 6).
         let state_root = set_dir.join("state");
         let bundles = set_dir.join("bundles");
         let skeletons = set_dir.join("rootfs");
@@ -430,6 +424,7 @@ impl LinuxBackend {
             home_dir: input.home_dir.map(Path::to_path_buf),
             temp_dir: input.temp_dir.to_path_buf(),
             scratch_root: self.scratch_root.clone(),
+            other_scratch_roots: crate::registry::masked_roots(),
             uid: self.uid,
             gid: self.gid,
             landlock: self.probe.landlock == "full",
@@ -574,8 +569,18 @@ impl LinuxBackend {
         loop {
             let total: usize = warm.ready.values().map(std::collections::VecDeque::len).sum();
             let here = warm.ready.get(key).map_or(0, std::collections::VecDeque::len);
-            if warm.settled || here >= WARM_PER_SHAPE || total >= MAX_WARM {
+            if warm.settled || here >= WARM_PER_SHAPE {
                 return;
+            }
+            if total >= MAX_WARM {
+                // Shapes come and go (another set's scratch root masked or not, class 7): a
+                // warm container of another shape makes room, unused (dropping its control
+                // socket lets its worker tear it down).
+                let other = warm.ready.iter_mut().find(|(k, q)| k.as_str() != key && !q.is_empty());
+                let Some(evicted) = other.and_then(|(_, q)| q.pop_front()) else { return };
+                drop(evicted);
+                warm.ready.retain(|_, q| !q.is_empty());
+                continue;
             }
             let null = || std::fs::File::open("/dev/null").map(OwnedFd::from);
             let Ok(stdio) = (|| Ok::<_, std::io::Error>([null()?, null()?, null()?]))() else { return };
@@ -795,7 +800,7 @@ impl LinuxBackend {
         let swept = sandbox_linux::sweep_container(
             self.layout,
             self.cgroup_path(&launched.id).as_deref(),
-            &self.state_root.join(&launched.id),
+            Some(&self.state_root.join(&launched.id)),
         );
         let _ = fsutil::remove_tree(&launched.dir);
         let swept = swept.map_or_else(|e| format!("; sweep: {e}"), |()| String::from("; leftovers swept"));
@@ -881,7 +886,7 @@ impl LinuxBackend {
             let swept = sandbox_linux::sweep_container(
                 self.layout,
                 self.cgroup_path(&launched.id).as_deref(),
-                &self.state_root.join(&launched.id),
+                Some(&self.state_root.join(&launched.id)),
             );
             let swept = swept.map_or_else(|e| format!("; sweep: {e}"), |()| String::from("; leftovers swept"));
             return Err(Error::Runtime { detail: format!("teardown unproven: the container was not deleted{swept}") });
@@ -1046,16 +1051,38 @@ fn with_partial(e: Error, partial: Vec<u8>) -> Error {
     }
 }
 
-/// Sweeps what a dead set left on Linux: the containers of its state directory (their cgroups
-/// under the parent the set recorded) before the directory itself is removed.
-pub(crate) fn sweep_set_containers(set_dir: &Path) {
-    let parent = std::fs::read_to_string(set_dir.join("cgroup-parent")).ok();
+/// The cgroup parent a set with `options` uses: the configured one, else `/sandbox` as root,
+/// else none (rootless without a delegated subtree).
+pub(crate) fn configured_cgroup_parent(options: &ExecutorSetOptions) -> Option<String> {
+    match (&options.cgroup_parent, nix::unistd::getuid().as_raw()) {
+        (Some(p), _) => Some(p.to_string_lossy().into_owned()),
+        (None, 0) => Some(String::from("/sandbox")),
+        (None, _) => None,
+    }
+}
+
+/// Sweeps what a set left on Linux: the containers of its state directory, before the set
+/// directory itself is removed. Nothing of the set directory decides what is killed (issue 12,
+/// class 6): the cgroup parent is `parent`, the sweeping set's own configured one (a dead set
+/// made under another parent is not killed in, only removed), entries are used only when their
+/// names have the form of this library's container ids, and `sweep_container` kills only in
+/// cgroups it verifies (cgroup filesystem, this uid, no symlink, normal path).
+pub(crate) fn sweep_set_containers(set_dir: &Path, parent: Option<&str>) {
     let layout = CgroupLayout::detect();
     let state = set_dir.join("state");
+    if !std::fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir()) {
+        return;
+    }
     for entry in std::fs::read_dir(&state).into_iter().flatten().flatten() {
-        let id = entry.file_name().to_string_lossy().into_owned();
-        let cgroup = parent.as_ref().map(|p| format!("{}/{id}", p.trim_end_matches('/')));
-        if let Err(e) = sandbox_linux::sweep_container(layout, cgroup.as_deref(), &entry.path()) {
+        let Some(id) = entry.file_name().to_str().map(str::to_owned) else { continue };
+        if !sandbox_linux::is_container_id(&id) {
+            tracing::warn!(set = %set_dir.display(), ?id, "sweep: not a container id of this library, ignored");
+            continue;
+        }
+        let cgroup = parent.map(|p| format!("{}/{id}", p.trim_end_matches('/')));
+        // The state directory goes with the set directory (removed by descriptor, never
+        // following a symlink): nothing is removed through a path here.
+        if let Err(e) = sandbox_linux::sweep_container(layout, cgroup.as_deref(), None) {
             tracing::warn!(set = %set_dir.display(), %id, "sweep: {e}");
         }
     }

@@ -48,6 +48,7 @@ impl MacBackend {
             home_dir: dirs.0.map(Path::to_path_buf),
             temp_dir: dirs.1.to_path_buf(),
             scratch_root: self.scratch_root.clone(),
+            other_scratch_roots: Vec::new(),
             uid: 0,
             gid: 0,
             // Seatbelt expresses write-only access natively.

@@ -141,13 +141,24 @@ impl ExecutorSet {
         let options = ExecutorSetOptions { scratch_root: scratch.clone(), ..options };
         if profile.config().isolation == Isolation::Sandboxed {
             select_sandboxed_backend()?;
+            refuse_writable_scratch(profile, &scratch)?;
         }
-        sweep_dead_sets(&scratch);
+        sweep_dead_sets(&scratch, &options);
         let dir = fsutil::private_dir(&scratch, SET_PREFIX)?;
+        // Every other sandbox of this user masks this scratch root from now on (class 7).
+        #[cfg(target_os = "linux")]
+        if profile.config().isolation == Isolation::Sandboxed {
+            if let Err(e) = crate::registry::register(&dir) {
+                let _ = fsutil::remove_tree(&dir);
+                return Err(e);
+            }
+        }
         let lock = match lock_set(&dir) {
             Ok(l) => l,
             Err(e) => {
                 let _ = fsutil::remove_tree(&dir);
+                #[cfg(target_os = "linux")]
+                crate::registry::unregister(&dir);
                 return Err(e);
             }
         };
@@ -159,6 +170,8 @@ impl ExecutorSet {
             Ok(b) => b,
             Err(e) => {
                 let _ = fsutil::remove_tree(&dir);
+                #[cfg(target_os = "linux")]
+                crate::registry::unregister(&dir);
                 return Err(e);
             }
         };
@@ -263,9 +276,16 @@ impl ExecutorSet {
                 if let Backend::Linux(linux) = &inner.backend {
                     linux.settle();
                 }
-                crate::linux::sweep_set_containers(&inner.dir);
+                let parent = crate::linux::configured_cgroup_parent(&inner.options);
+                crate::linux::sweep_set_containers(&inner.dir, parent.as_deref());
             }
-            fsutil::remove_tree(&inner.dir)
+            let removed = fsutil::remove_tree(&inner.dir);
+            // A set directory that could not be removed stays masked until a sweep removes it.
+            #[cfg(target_os = "linux")]
+            if removed.is_ok() {
+                crate::registry::unregister(&inner.dir);
+            }
+            removed
         } else {
             // Runs still use the directory: it stays, and a later set sweeps it once we are gone.
             Err(Error::Runtime { detail: String::from("close: runs did not drain within 60 s") })
@@ -293,25 +313,86 @@ fn lock_set(dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, Error> {
         .map_err(|(_, e)| Error::io(format!("locking {}", path.display()), e.into()))
 }
 
+/// A scratch root inside an area the profile makes writable (the workspace, a writable
+/// additional root, the real HOME) is refused (issue 12, class 6): a workload could plant there
+/// what a later set on that scratch root would find. (Each run's own scratch root is also
+/// masked in its view, and live scratch roots are masked in every view: see `registry`.)
+fn refuse_writable_scratch(profile: &Profile, scratch: &Path) -> Result<(), Error> {
+    let c = profile.config();
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut writable: Vec<(String, PathBuf)> = Vec::new();
+    if c.workspace_write != Access::Deny {
+        writable.push((String::from("the workspace"), canonical(profile.workspace_root())));
+    }
+    for (i, r) in c.additional_roots.iter().enumerate() {
+        if r.write != Access::Deny {
+            writable.push((format!("additional_roots[{i}]"), canonical(&r.path)));
+        }
+    }
+    if c.home == Home::RealHome {
+        // The real HOME is the workload's HOME: refused too (a HOME of `/` would refuse every
+        // scratch root, and says nothing about where the workload writes: skipped).
+        let home = canonical(&real_home());
+        if home != Path::new("/") {
+            writable.push((String::from("the real HOME"), home));
+        }
+    }
+    for (what, area) in writable {
+        if scratch.starts_with(&area) {
+            return Err(Error::InvalidOptions {
+                detail: format!(
+                    "scratch_root: {} lies inside {what} ({}), which the profile lets a workload write; \
+                     choose a scratch root outside it",
+                    scratch.display(),
+                    area.display()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Removes sibling set directories whose owner is gone (their lock is free), with their
 /// containers, cgroups and files (CONTRACT.md §15.8). Only directories at least 10 s old are
 /// considered (a set between mkdir and lock holds no lock yet); one without a lock file only
 /// once it is a minute old.
-fn sweep_dead_sets(scratch: &Path) {
+///
+/// A scratch root may hold anything a workload could plant (issue 12, class 6): only real
+/// directories (not symlinks) owned by this uid are considered; the lock is opened without
+/// following a symlink or blocking (a FIFO never hangs the sweep) and must be a regular file;
+/// no file of the set directory names what is killed (see `sweep_set_containers`).
+fn sweep_dead_sets(scratch: &Path, options: &ExecutorSetOptions) {
+    #[cfg(unix)]
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    #[cfg(unix)]
+    let uid = nix::unistd::geteuid().as_raw();
     for entry in std::fs::read_dir(scratch).into_iter().flatten().flatten() {
         let name = entry.file_name();
         let path = entry.path();
-        let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
-        if !is_dir || !name.to_string_lossy().starts_with(SET_PREFIX) {
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        if !meta.is_dir() || !name.to_string_lossy().starts_with(SET_PREFIX) {
+            continue;
+        }
+        #[cfg(unix)]
+        if meta.uid() != uid {
+            tracing::warn!(set = %path.display(), "sweep: not owned by this user, left alone");
             continue;
         }
         // A set being created holds no lock for an instant: only older directories can be dead.
-        let age = std::fs::symlink_metadata(&path).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+        let age = meta.modified().ok().and_then(|t| t.elapsed().ok());
         if age.is_none_or(|a| a < Duration::from_secs(10)) {
             continue;
         }
-        let dead = match std::fs::File::open(path.join("lock")) {
-            Ok(file) => nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok(),
+        let mut open = std::fs::OpenOptions::new();
+        open.read(true);
+        #[cfg(unix)]
+        open.custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits());
+        let dead = match open.open(path.join("lock")) {
+            Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => {
+                nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok()
+            }
+            Ok(_) => age.is_some_and(|a| a > Duration::from_secs(60)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => age.is_some_and(|a| a > Duration::from_secs(60)),
             Err(_) => age.is_some_and(|a| a > Duration::from_secs(60)),
         };
         if !dead {
@@ -319,7 +400,12 @@ fn sweep_dead_sets(scratch: &Path) {
         }
         tracing::debug!(set = %path.display(), "sweeping a dead executor set");
         #[cfg(target_os = "linux")]
-        crate::linux::sweep_set_containers(&path);
+        {
+            let parent = crate::linux::configured_cgroup_parent(options);
+            crate::linux::sweep_set_containers(&path, parent.as_deref());
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = options;
         if let Err(e) = fsutil::remove_tree(&path) {
             tracing::warn!(set = %path.display(), "sweep: {e}");
         }

@@ -928,3 +928,254 @@ fn symlinked_and_always_private_roots_are_refused_by_the_cli() {
     let o = run_sh(&area, &p, &format!("cat {}/f; (echo x > decoy/f) 2>/dev/null || echo decoy-ro", t.display()));
     assert_eq!(String::from_utf8_lossy(&o.stdout), "under tmp\ndecoy-ro\n", "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// Issue 12, class 8: a HOME deeper than PATH_MAX (the issue's own loop; a shell's `cd` stops
+/// near PATH_MAX) does not replace the workload's status with a clean-up error, and leaves no
+/// set directory. Control: the same loop bounded to a shallow tree.
+#[test]
+fn a_home_deeper_than_path_max_keeps_the_status_and_leaves_no_set() {
+    if !sandbox_runs_here("a_home_deeper_than_path_max_keeps_the_status_and_leaves_no_set") {
+        return;
+    }
+    let area = Area::new();
+    for (command, code) in [
+        ("cd $HOME; while mkdir d && cd d; do :; done", 0),
+        ("cd $HOME; while mkdir d && cd d; do :; done; pwd | wc -c; exit 7", 7),
+        ("cd $HOME; i=0; while [ $i -lt 20 ] && mkdir d && cd d; do i=$((i+1)); done; exit 5", 5),
+    ] {
+        let o = area.sandbox(&refs(&[
+            os("run"),
+            os("--scratch"),
+            area.scratch.clone().into_os_string(),
+            os("--"),
+            os("sh"),
+            os("-c"),
+            os(command),
+        ]));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{command}: {err}");
+        assert!(!err.contains("sandbox:"), "{command}: {err}");
+        if code == 7 {
+            let depth_bytes: usize = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+            assert!(depth_bytes > 4000, "the tree is only {depth_bytes} bytes deep");
+        }
+        let left: Vec<_> = fs::read_dir(&area.scratch).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert!(left.is_empty(), "{command}: left in the scratch root: {left:?}");
+    }
+}
+
+/// Issue 12, class 5, through the CLI: the workload signals pid 1 with every signal it may
+/// send and tries to write the init's status pipe; the run still exits with the workload's own
+/// status and prints its output. Control: the workload's signal to its own child works.
+#[test]
+fn signals_and_writes_to_the_init_change_nothing() {
+    if !sandbox_runs_here("signals_and_writes_to_the_init_change_nothing") {
+        return;
+    }
+    let area = Area::new();
+    let script = "import os, signal, subprocess, time\n\
+                  try:\n    os.open('/proc/1/fd/3', os.O_WRONLY); print('opened')\n\
+                  except OSError as e:\n    print('status pipe', e.errno)\n\
+                  for s in range(1, 65):\n    s in (9, 19) or os.kill(1, s)\n\
+                  c = subprocess.Popen(['sleep', '30']); os.kill(c.pid, signal.SIGTERM); print('child', c.wait())\n\
+                  time.sleep(0.3); print('alive'); raise SystemExit(7)\n";
+    let o = area.sandbox(&refs(&[
+        os("run"),
+        os("--scratch"),
+        area.scratch.clone().into_os_string(),
+        os("--"),
+        os("python3"),
+        os("-c"),
+        os(script),
+    ]));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(7), "{out} {}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(out, "status pipe 13\nchild -15\nalive\n");
+}
+
+/// Issue 12, class 6, through the CLI: `sandbox run --scratch` on a scratch root where a
+/// workload planted dead-looking sets (a cgroup parent climbing to a fake `cgroup.procs` naming
+/// a host process, FIFOs as the lock and the parent file, a state that is a symlink)
+/// kills nothing, does not hang, and runs. A scratch root inside the writable workspace is
+/// refused naming `scratch_root`; the control beside it runs.
+#[test]
+fn planted_dead_sets_and_a_writable_scratch_root() {
+    if !sandbox_runs_here("planted_dead_sets_and_a_writable_scratch_root") {
+        return;
+    }
+    let area = Area::new();
+    let root = area.ws.parent().unwrap().to_path_buf();
+    let mut victim = Command::new("sleep").arg("1000.333").spawn().unwrap();
+    let fake = root.join("fake/sbx-0000dead-1");
+    fs::create_dir_all(&fake).unwrap();
+    // Only the sacrificial process (`-1` is refused by a unit test of the pid parser, never
+    // planted here: a regression would signal every process of the host).
+    fs::write(fake.join("cgroup.procs"), format!("{}\n", victim.id())).unwrap();
+    let host_dir = root.join("host-state");
+    fs::create_dir_all(host_dir.join("sbx-0000dead-1")).unwrap();
+    let fifo = nix::sys::stat::Mode::from_bits_truncate(0o600);
+    for (n, kind) in ["traversal", "fifo", "symlink"].iter().enumerate() {
+        let d = area.scratch.join(format!("sandbox-executors-00000000000000a{n}"));
+        fs::create_dir(&d).unwrap();
+        match *kind {
+            "traversal" => {
+                fs::create_dir_all(d.join("state/sbx-0000dead-1")).unwrap();
+                fs::write(d.join("cgroup-parent"), format!("/../../../../..{}", root.join("fake").display())).unwrap();
+                fs::write(d.join("lock"), "").unwrap();
+            }
+            "fifo" => {
+                nix::unistd::mkfifo(&d.join("lock"), fifo).unwrap();
+                nix::unistd::mkfifo(&d.join("cgroup-parent"), fifo).unwrap();
+            }
+            _ => std::os::unix::fs::symlink(&host_dir, d.join("state")).unwrap(),
+        }
+        fs::File::open(&d)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(600))
+            .unwrap();
+    }
+    let start = std::time::Instant::now();
+    let mut child = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args(["run", "--scratch"])
+        .arg(&area.scratch)
+        .args(["--", "/bin/true"])
+        .spawn()
+        .unwrap();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("sandbox run hung on the planted scratch root");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        fs::read_to_string(format!("/proc/{}/stat", victim.id())).is_ok_and(|s| !s.contains(") Z ")),
+        "the victim was killed"
+    );
+    assert!(host_dir.join("sbx-0000dead-1").exists(), "removed through a planted symlink");
+    assert!(fake.join("cgroup.procs").exists());
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+
+    // Control: a genuine leftover (the set of a `sandbox run` killed mid-run) is still swept.
+    let mut killed = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args(["run", "--scratch"])
+        .arg(&area.scratch)
+        .args(["--", "sleep", "1000.777"])
+        .spawn()
+        .unwrap();
+    // The workload itself (`comm` sleep), not the CLI whose argv also names it.
+    let running = |needle: &str| {
+        fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "sleep")
+                && fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(needle))
+        })
+    };
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !running("sleep 1000.777") {
+        assert!(std::time::Instant::now() < end, "the run never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while running("sleep 1000.777") {
+        assert!(std::time::Instant::now() < end, "the killed run's workload survived");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let leftover: Vec<_> = fs::read_dir(&area.scratch).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(leftover.len(), 1, "{leftover:?}");
+    fs::File::open(&leftover[0])
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(600))
+        .unwrap();
+    let o = area.sandbox(&refs(&[
+        os("run"),
+        os("--scratch"),
+        area.scratch.clone().into_os_string(),
+        os("--"),
+        os("/bin/true"),
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(fs::read_dir(&area.scratch).unwrap().count(), 0, "the killed run's set was not swept");
+
+    // A scratch root inside the (writable) workspace is refused before anything is made.
+    fs::create_dir(area.ws.join("inner")).unwrap();
+    let o = area.sandbox(&refs(&[os("run"), os("--scratch"), os("inner"), os("--"), os("/bin/true")]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(err.contains("scratch_root"), "{err}");
+    assert_eq!(fs::read_dir(area.ws.join("inner")).unwrap().count(), 0);
+    // Control: the read-only workspace lets it be.
+    fs::write(
+        area.ws.join("ro.json"),
+        format!(
+            r#"{{"workspace_root": "{}", "workspace_read": "allow", "host_read": "allow", "command": "allow"}}"#,
+            area.ws.display()
+        ),
+    )
+    .unwrap();
+    let o = area.sandbox(&refs(&[
+        os("run"),
+        os("--profile"),
+        os("ro.json"),
+        os("--scratch"),
+        os("inner"),
+        os("--"),
+        os("/bin/true"),
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Issue 12, class 7, through the CLI: while one `sandbox run` (scratch root S1 under
+/// /var/tmp, host read allowed by the CLI's default profile) keeps a file in its HOME, another
+/// run on scratch root S2 cannot list S1 nor read that file. Control: each run reads its own
+/// HOME, and the second reads an ordinary host file beside S1.
+#[test]
+fn another_runs_home_is_unreadable() {
+    if !sandbox_runs_here("another_runs_home_is_unreadable") {
+        return;
+    }
+    let area = Area::new();
+    let root = area.ws.parent().unwrap().to_path_buf();
+    let s2 = root.join("scratch2");
+    fs::create_dir(&s2).unwrap();
+    fs::write(root.join("ordinary.txt"), "ordinary\n").unwrap();
+    let mut first = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args(["run", "--scratch"])
+        .arg(&area.scratch)
+        .args(["--", "sh", "-c", "echo b-secret > $HOME/secret; cat $HOME/secret; sleep 1000.5625"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = [0u8; 9];
+    std::io::Read::read_exact(first.stdout.as_mut().unwrap(), &mut line).unwrap();
+    assert_eq!(&line, b"b-secret\n", "control: the first run reads its own HOME");
+    let script = format!(
+        "ls {s1}; cat {s1}/sandbox-executors-*/home-*/secret; echo mine > $HOME/f; cat $HOME/f {root}/ordinary.txt",
+        s1 = area.scratch.display(),
+        root = root.display()
+    );
+    let o = area.sandbox(&refs(&[
+        os("run"),
+        os("--scratch"),
+        s2.clone().into_os_string(),
+        os("--"),
+        os("sh"),
+        os("-c"),
+        os(&script),
+    ]));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("b-secret") && !out.contains("sandbox-executors"), "{out}");
+    assert_eq!(out, "mine\nordinary\n", "{}", String::from_utf8_lossy(&o.stderr));
+    first.kill().unwrap();
+    first.wait().unwrap();
+}

@@ -527,6 +527,69 @@ mod linux {
         assert!(processes_matching("sleep 1001.125").is_empty());
         set.close().unwrap();
     }
+
+    /// `n` nested `d` directories as one relative path (longer than PATH_MAX for n > 2048).
+    fn nested(n: usize) -> PathBuf {
+        std::iter::repeat_n("d", n).collect()
+    }
+
+    /// A HOME tree deeper than PATH_MAX (issue 12, class 8), made by the workload, must not
+    /// defeat removal: the run returns the workload's own status, `close()` removes the set
+    /// directory (by descriptor), and a dead set left with such a tree is swept by the next
+    /// set. Controls: the tree is really beyond path-based access (ENAMETOOLONG on the host),
+    /// and the workload may make it (its HOME is its own).
+    pub fn a_home_deeper_than_path_max_does_not_defeat_removal() {
+        let f = Fixture::new();
+        let set = f.set(|o| o);
+        let exec = set.executor("k").unwrap();
+        let home = exec.home_dir().to_path_buf();
+        let out = exec
+            .run_command(
+                &dl(),
+                &f.ws,
+                // Relative mkdir and chdir have no depth limit (a shell's `cd` stops near
+                // PATH_MAX, about 2000 levels: the CLI test runs that one).
+                "python3 -c 'import os\nos.chdir(os.environ[\"HOME\"])\nfor i in range(2300):\n    \
+                 os.mkdir(\"d\"); os.chdir(\"d\")\nopen(\"leaf\", \"w\").close()\nprint(\"depth\", i + 1)'; exit 3",
+            )
+            .unwrap();
+        assert_eq!(out.status, ExitStatus::Code(3), "{}", String::from_utf8_lossy(&out.bytes));
+        let text = String::from_utf8_lossy(&out.bytes).into_owned();
+        let depth: usize = text.trim().strip_prefix("depth ").and_then(|d| d.parse().ok()).unwrap_or(0);
+        assert!(depth > 2048, "the workload made only {depth} levels: {text}");
+        let deep = home.join(nested(depth));
+        let err = fs::symlink_metadata(&deep).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENAMETOOLONG), "the tree is reachable by path: {err}");
+        // Another run of the executor is unaffected.
+        assert_eq!(exec.run_command(&dl(), &f.ws, "echo still").unwrap().bytes, b"still\n");
+        let dir = set.dir().to_path_buf();
+        drop(exec);
+        set.close().unwrap();
+        assert!(!dir.exists(), "the set directory survived close");
+        assert_eq!(count_dir(&f.scratch), 0);
+
+        // A dead set (no lock, old) holding such a tree: the next set sweeps it.
+        let dead = f.scratch.join("sandbox-executors-00deadbeef00dead");
+        fs::create_dir(&dead).unwrap();
+        let held = fs::File::open(&dead).unwrap();
+        {
+            use nix::fcntl::OFlag;
+            use nix::sys::stat::Mode;
+            use std::os::fd::AsRawFd;
+            let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+            let mut cur = nix::dir::Dir::open(&dead, flags, Mode::empty()).unwrap();
+            for _ in 0..2200 {
+                nix::sys::stat::mkdirat(Some(cur.as_raw_fd()), "d", Mode::from_bits_truncate(0o700)).unwrap();
+                cur = nix::dir::Dir::openat(Some(cur.as_raw_fd()), "d", flags, Mode::empty()).unwrap();
+            }
+        }
+        held.set_modified(std::time::SystemTime::now() - Duration::from_secs(120)).unwrap();
+        drop(held);
+        let set = f.set(|o| o);
+        assert!(!dead.exists(), "the dead set with a deep tree was not swept");
+        set.close().unwrap();
+        assert_eq!(count_dir(&f.scratch), 0);
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -960,6 +1023,10 @@ fn main() -> std::process::ExitCode {
             (
                 "inotify_instances_stop_at_the_run_bound_and_the_host_keeps_its_own",
                 inotify::inotify_instances_stop_at_the_run_bound_and_the_host_keeps_its_own,
+            ),
+            (
+                "a_home_deeper_than_path_max_does_not_defeat_removal",
+                a_home_deeper_than_path_max_does_not_defeat_removal,
             ),
         ])
     }

@@ -313,10 +313,9 @@ mod linux {
         for dev in ["/dev/sda", "/dev/vda", "/dev/kmsg", "/dev/mem"] {
             assert!(!v[&format!("exists={dev}")].ok, "{dev} is visible");
         }
-        // pid 1 is the sandbox init (environment cleared), not the host's init.
-        let host_env = fs::read("/proc/1/environ").unwrap_or_default();
-        let inside_env = allowed(&v, "read=/proc/1/environ").detail;
-        assert!(inside_env.is_empty() || inside_env.as_bytes() != host_env.as_slice(), "{inside_env:?}");
+        // pid 1 is the sandbox init, not the host's init; it is not dumpable, so its
+        // environment is unreadable (issue 12, class 5: the_init_is_unreachable_from_the_workload).
+        denied(&v, "read=/proc/1/environ");
         let inside_cmd = v["read=/proc/1/cmdline"].detail.clone();
         let host_cmd = String::from_utf8_lossy(&fs::read("/proc/1/cmdline").unwrap_or_default()).trim().to_owned();
         assert_ne!(inside_cmd, host_cmd, "pid 1 inside is the host's init");
@@ -662,7 +661,7 @@ mod linux {
             (s("personality=1"), EPERM),      // PER_SVR4-style foreign personality
             (s("personality=fffffffe"), EPERM),
             (s("kcmp"), EPERM),
-            (s("pidfd-getfd"), EPERM),
+            (s("pidfd-getfd"), EACCES), // its own rule (issue 12 class 5)
             (s("syslog"), EPERM),
         ];
         let controls = [
@@ -1097,6 +1096,308 @@ mod linux {
         assert!(!marker.exists(), "nothing may be spawned");
         set.close().unwrap();
     }
+
+    /// The attacks on the container init (issue 12, class 5), run by the workload from inside:
+    /// every route to the init's descriptors, memory and environment, each printed as
+    /// `name ok|err:ERRNO`; then the same primitives on the workload's own child (positive
+    /// controls).
+    const INIT_ATTACKS: &str = r#"
+import ctypes, errno, os, platform, signal, subprocess, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+NR = {"x86_64": {"getfd": 438, "vm_readv": 310}, "aarch64": {"getfd": 438, "vm_readv": 270}}[platform.machine()]
+def attempt(name, fn):
+    try:
+        fn()
+        print(name, "ok", flush=True)
+    except OSError as e:
+        print(name, "err:" + errno.errorcode.get(e.errno, str(e.errno)), flush=True)
+def sys_call(*args):
+    r = libc.syscall(*args)
+    if r < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return r
+def getfd(pid, fd):
+    pfd = os.pidfd_open(pid)
+    try:
+        os.close(sys_call(NR["getfd"], pfd, fd, 0))
+    finally:
+        os.close(pfd)
+def getfd_any(pid):
+    errs = set()
+    for fd in range(0, 64):
+        try:
+            getfd(pid, fd)
+            return
+        except OSError as e:
+            errs.add(e.errno)
+    raise OSError(errs.pop() if len(errs) == 1 else errno.EIO, "every descriptor refused")
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+def vm_read(pid, addr):
+    buf = ctypes.create_string_buffer(8)
+    local = iovec(ctypes.cast(buf, ctypes.c_void_p), 8)
+    remote = iovec(addr, 8)
+    sys_call(NR["vm_readv"], pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+def first_readable(pid):
+    for line in open("/proc/%d/maps" % pid):
+        lo, perms = line.split()[0].split("-")[0], line.split()[1]
+        if perms.startswith("r"):
+            return int(lo, 16)
+    raise OSError(errno.ENOENT, "no mapping")
+def read_mem(pid, addr):
+    with open("/proc/%d/mem" % pid, "rb") as f:
+        f.seek(addr)
+        f.read(8)
+def write_status(fd):
+    f = os.open("/proc/1/fd/%d" % fd, os.O_WRONLY)
+    os.write(f, b"error helper: forged: x\n")
+mode = sys.argv[1]
+if mode == "init":
+    print("own-fds", sorted(int(n) for n in os.listdir("/proc/self/fd")), flush=True)
+    try:
+        print("init-fds", sorted(int(n) for n in os.listdir("/proc/1/fd")), flush=True)
+    except OSError as e:
+        print("init-fds", "err:" + errno.errorcode.get(e.errno, str(e.errno)), flush=True)
+    for fd in range(0, 4):
+        attempt("write-status-%d" % fd, lambda fd=fd: write_status(fd))
+        attempt("readlink-fd%d" % fd, lambda fd=fd: os.readlink("/proc/1/fd/%d" % fd))
+    attempt("mem", lambda: read_mem(1, 0x400000))
+    attempt("maps", lambda: first_readable(1))
+    attempt("environ", lambda: open("/proc/1/environ", "rb").read())
+    attempt("oom-score-adj", lambda: open("/proc/1/oom_score_adj", "w").write("1000"))
+    attempt("getfd", lambda: getfd_any(1))
+    attempt("vm-readv", lambda: vm_read(1, 0x400000))
+    attempt("ptrace-attach", lambda: sys_call(101 if platform.machine() == "x86_64" else 117, 16, 1, 0, 0))
+    child = subprocess.Popen(["sleep", "30"])
+    time.sleep(0.2)
+    c = child.pid
+    attempt("child-list-fd", lambda: os.listdir("/proc/%d/fd" % c))
+    attempt("child-readlink-fd0", lambda: os.readlink("/proc/%d/fd/0" % c))
+    attempt("child-environ", lambda: open("/proc/%d/environ" % c, "rb").read())
+    attempt("child-mem", lambda: read_mem(c, first_readable(c)))
+    attempt("child-getfd", lambda: getfd_any(c))
+    attempt("child-pidfd-signal", lambda: signal.pidfd_send_signal(os.pidfd_open(c), signal.SIGTERM))
+    child.wait()
+    print("child-status", child.returncode, flush=True)
+elif mode == "signals":
+    class siginfo(ctypes.Structure):
+        _fields_ = [("signo", ctypes.c_int), ("errno", ctypes.c_int), ("code", ctypes.c_int), ("pad", ctypes.c_int),
+                    ("pid", ctypes.c_int), ("uid", ctypes.c_int), ("rest", ctypes.c_byte * 104)]
+    nr_sigqueue = 129 if platform.machine() == "x86_64" else 138
+    sent, refused = 0, []
+    for sig in range(1, 65):
+        if sig in (9, 19):
+            continue
+        os.kill(1, sig)
+        sent += 1
+        # A forged sender: SI_QUEUE with si_pid 0 (what the helper's kill looks like), and a
+        # forged SI_USER (the kernel refuses that one).
+        for code in (-1, 0):
+            try:
+                sys_call(nr_sigqueue, 1, sig, ctypes.byref(siginfo(sig, 0, code, 0, 0, 0)))
+            except OSError as e:
+                refused.append((sig, code, e.errno))
+        # tgkill names the init's thread directly (SI_TKILL, with this process as sender).
+        sys_call(234 if platform.machine() == "x86_64" else 131, 1, 1, sig)
+    time.sleep(0.5)
+    print("sent", sent, "refused", sorted(set(c for _, c, _ in refused)), flush=True)
+    print("alive", flush=True)
+    sys.exit(7)
+"#;
+
+    pub fn the_init_is_unreachable_from_the_workload() {
+        let f = Fixture::new();
+        fs::write(f.ws.join("attacks.py"), INIT_ATTACKS).unwrap();
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        // Twice: a fresh container, then a warm one (the init that waited for `go`).
+        for round in 0..2 {
+            let out = exec.run_argv(&dl(), &f.ws, &["python3", "attacks.py", "init"]).unwrap();
+            let text = String::from_utf8_lossy(&out.bytes).into_owned();
+            assert_eq!(out.status, ExitStatus::Code(0), "round {round}: {text}");
+            let verdict = |name: &str| -> String {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(&format!("{name} ")))
+                    .unwrap_or_else(|| panic!("round {round}: no verdict for {name}: {text}"))
+                    .to_owned()
+            };
+            // The workload holds no descriptor beyond its stdio (the listing's own is the 4th).
+            assert_eq!(verdict("own-fds"), "[0, 1, 2, 3]", "round {round}");
+            // The names of the init's descriptors may be listed (a directory of numbers: 0-2 its
+            // stdio, 3 the status pipe); none of them can be opened or read.
+            let fds = verdict("init-fds");
+            assert!(fds == "[0, 1, 2, 3]" || fds.starts_with("err:"), "round {round}: {fds}");
+            let mut attacks: Vec<String> =
+                (0..4).flat_map(|fd| [format!("write-status-{fd}"), format!("readlink-fd{fd}")]).collect();
+            attacks.extend(
+                ["mem", "maps", "environ", "oom-score-adj", "getfd", "vm-readv", "ptrace-attach"].map(String::from),
+            );
+            for attack in &attacks {
+                let attack = attack.as_str();
+                let v = verdict(attack);
+                assert!(
+                    v == "err:EACCES" || v == "err:EPERM",
+                    "round {round}: {attack} on the init: {v} (expected EACCES or EPERM)\n{text}"
+                );
+            }
+            // Positive controls: the same primitives on the workload's own child work, except
+            // those the seccomp policy refuses everywhere.
+            for control in ["child-list-fd", "child-readlink-fd0", "child-environ", "child-mem", "child-pidfd-signal"] {
+                assert_eq!(verdict(control), "ok", "round {round}: {control}\n{text}");
+            }
+            assert_eq!(verdict("child-getfd"), "err:EACCES", "round {round}: pidfd_getfd is refused by seccomp");
+            assert_eq!(verdict("child-status"), "-15", "round {round}");
+        }
+        set.close().unwrap();
+    }
+
+    pub fn signals_to_the_init_from_inside_change_nothing() {
+        let f = Fixture::new();
+        fs::write(f.ws.join("attacks.py"), INIT_ATTACKS).unwrap();
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        for round in 0..2 {
+            // Every signal 1..=64 (but SIGKILL and SIGSTOP, which the kernel drops for a
+            // namespace init from inside), by kill(2) and forged with sigqueue: the run still
+            // returns the workload's own status and output (a forwarded SIGHUP or SIGTERM would
+            // have killed it; a panicking init would have lost both).
+            let out = exec.run_argv(&dl(), &f.ws, &["python3", "attacks.py", "signals"]).unwrap();
+            let text = String::from_utf8_lossy(&out.bytes).into_owned();
+            assert_eq!(out.status, ExitStatus::Code(7), "round {round}: {text}");
+            assert!(text.contains("sent 62 refused [0]\nalive\n"), "round {round}: {text}");
+        }
+        // A workload ended by a real-time signal is reported as such (nix's wait refused those).
+        let out = exec.run_argv(&dl(), &f.ws, &["python3", "-c", "import os; os.kill(os.getpid(), 40)"]).unwrap();
+        assert_eq!(out.status, ExitStatus::Signal(40));
+        let out = exec.run_command(&dl(), &f.ws, "kill -s USR1 $$").unwrap();
+        assert_eq!(out.status, ExitStatus::Signal(10));
+        // Positive controls: the helper's signals and the deadline still reach the tree.
+        let options = sandbox::ProcessOptions {
+            execution_id: String::from("signals"),
+            cwd: f.ws.clone(),
+            command: String::from("sleep 1000.375"),
+            ..sandbox::ProcessOptions::default()
+        };
+        let p = exec.prepare_process(&dl(), options).unwrap().start(&dl()).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        p.signal(&dl(), sandbox::Signal::Interrupt).unwrap();
+        assert_eq!(p.wait(&dl()).unwrap().status, ExitStatus::Signal(2));
+        p.close(&dl()).unwrap();
+        let start = Instant::now();
+        let err = exec.run_command(&Deadline::after(Duration::from_millis(500)), &f.ws, "sleep 1000.625").unwrap_err();
+        assert!(matches!(err, Error::DeadlineExceeded { .. }), "{err:?}");
+        assert!(start.elapsed() < Duration::from_secs(5));
+        set.close().unwrap();
+    }
+
+    /// Issue 12, class 7: with host read allowed, a sandbox of set A cannot list or read set
+    /// B's HOME, TMPDIR, bundles or state, nor C's (whose scratch root lies in A's writable
+    /// workspace), wherever the scratch roots are (here under /var/tmp), nor the registry that
+    /// lists them; B made after A's executor is covered too. Controls: A reads its own HOME and
+    /// TMPDIR, an ordinary host file beside B's scratch root, and B (from its own sandbox)
+    /// reads its own HOME.
+    pub fn other_sets_data_is_unreadable() {
+        let f = Fixture::new();
+        let other = TestDirs::new("sbx-conf-other");
+        fs::write(other.root.join("ordinary.txt"), "ordinary\n").unwrap();
+        let set_a = f.set(f.config(), |o| o);
+        let a = set_a.executor("a").unwrap();
+        // A's HOME and TMPDIR hold files; warm up A's shape first (its containers predate B).
+        fs::write(a.home_dir().join("mine.txt"), "a-home\n").unwrap();
+        fs::write(a.temp_dir().join("mine.txt"), "a-tmp\n").unwrap();
+        for _ in 0..2 {
+            assert_eq!(a.run_argv(&dl(), &f.ws, &["/bin/true"]).unwrap().status, ExitStatus::Code(0));
+        }
+        let set_b = ExecutorSet::new(
+            &dl(),
+            &Profile::new(sandbox_tests::allow_config(&other.ws)).unwrap(),
+            other.set_options(2),
+        )
+        .unwrap();
+        let b = set_b.executor("b").unwrap();
+        fs::write(b.home_dir().join("secret.txt"), "b-home\n").unwrap();
+        fs::write(b.temp_dir().join("secret.txt"), "b-tmp\n").unwrap();
+        // B runs once, so that its bundles and state directories exist.
+        let p = b
+            .prepare_process(
+                &dl(),
+                sandbox::ProcessOptions {
+                    execution_id: String::from("b"),
+                    cwd: other.ws.clone(),
+                    command: String::from("cat \"$HOME/secret.txt\"; sleep 1000.4375"),
+                    ..sandbox::ProcessOptions::default()
+                },
+            )
+            .unwrap()
+            .start(&dl())
+            .unwrap();
+        let mut first = [0u8; 7];
+        std::io::Read::read_exact(&mut p.take_stdout().unwrap(), &mut first).unwrap();
+        assert_eq!(&first, b"b-home\n", "control: B reads its own HOME");
+        // C: a scratch root inside A's writable workspace (C's own profile does not write there).
+        let c_scratch = f.ws.join(".c-scratch");
+        fs::create_dir(&c_scratch).unwrap();
+        let c_profile =
+            Profile::new(ProfileConfig { workspace_write: Access::Deny, ..sandbox_tests::allow_config(&other.ws) })
+                .unwrap();
+        let set_c = ExecutorSet::new(
+            &dl(),
+            &c_profile,
+            sandbox_tests::test_options(ExecutorSetOptions::new(&c_scratch).max_executors(1)),
+        )
+        .unwrap();
+        let c = set_c.executor("c").unwrap();
+        fs::write(c.home_dir().join("secret.txt"), "c-home\n").unwrap();
+
+        let b_set = set_b.dir().display().to_string();
+        let bundles: Vec<String> = fs::read_dir(set_b.dir().join("bundles"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path().join("config.json").display().to_string())
+            .collect();
+        assert!(!bundles.is_empty(), "B has no bundle to attack");
+        let registry = format!("/tmp/sandbox-registry-{}", nix::unistd::geteuid());
+        let mut attacks = vec![
+            format!("read={}/secret.txt", b.home_dir().display()),
+            format!("read={}/secret.txt", b.temp_dir().display()),
+            format!("list={b_set}"),
+            format!("list={b_set}/state"),
+            format!("list={b_set}/bundles"),
+            format!("list={}", other.scratch.display()),
+            format!("exists={}", b.home_dir().display()),
+            format!("read={}/secret.txt", c.home_dir().display()),
+            format!("list={}", c_scratch.display()),
+            format!("exists={registry}"),
+        ];
+        attacks.extend(bundles.iter().map(|b| format!("read={b}")));
+        let controls = [
+            format!("read={}/mine.txt", a.home_dir().display()),
+            format!("read={}/mine.txt", a.temp_dir().display()),
+            format!("read={}/ordinary.txt", other.root.display()),
+            format!("list={}", other.ws.display()),
+        ];
+        let checks: Vec<String> = attacks.iter().chain(controls.iter()).cloned().collect();
+        for round in 0..2 {
+            // A fresh container of A's shape, then (round 1) a warm one made after B and C.
+            let v = if round == 0 { f.probe_now(&a, &checks) } else { f.probe(&a, &checks) };
+            for key in &attacks {
+                let got = &v[key];
+                let empty_mask = key.starts_with("list=") && got.ok && got.detail == "0 entries";
+                assert!(!got.ok || empty_mask, "round {round}: {key} reached another set's data: {got:?}");
+            }
+            assert_eq!(allowed(&v, &controls[0]).detail.trim(), "a-home");
+            assert_eq!(allowed(&v, &controls[1]).detail.trim(), "a-tmp");
+            assert_eq!(allowed(&v, &controls[2]).detail.trim(), "ordinary");
+            allowed(&v, &controls[3]);
+        }
+        p.signal(&dl(), sandbox::Signal::Kill).unwrap();
+        let _ = p.wait(&dl());
+        p.close(&dl()).unwrap();
+        set_c.close().unwrap();
+        set_b.close().unwrap();
+        set_a.close().unwrap();
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -1133,6 +1434,9 @@ fn main() -> std::process::ExitCode {
             ("kernel_surface_is_closed", kernel_surface_is_closed),
             ("foreign_abi_syscalls_are_killed", foreign_abi_syscalls_are_killed),
             ("unix_sockets_and_vsock_follow_the_profile", unix_sockets_and_vsock_follow_the_profile),
+            ("the_init_is_unreachable_from_the_workload", the_init_is_unreachable_from_the_workload),
+            ("signals_to_the_init_from_inside_change_nothing", signals_to_the_init_from_inside_change_nothing),
+            ("other_sets_data_is_unreadable", other_sets_data_is_unreadable),
         ])
     }
     #[cfg(not(target_os = "linux"))]

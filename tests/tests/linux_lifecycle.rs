@@ -450,6 +450,207 @@ mod linux {
         assert_eq!(count_dir(&f.scratch), 0);
     }
 
+    /// Plants, in `scratch`, dead-looking set directories a workload could have made where a
+    /// scratch root is later used (issue 12, class 6), all naming `victim` (a host process) as
+    /// a kill target in every way the v1 sweep trusted: a `cgroup-parent` that climbs out of
+    /// the cgroup tree to a fake `cgroup.procs` naming the victim, FIFOs as
+    /// the lock, the parent file, the state directory and the fake `cgroup.procs`, a set
+    /// directory that is a symlink, and a `state` that is a symlink to a host directory. Returns
+    /// the host paths that must survive.
+    pub fn plant_fake_dead_sets(root: &Path, scratch: &Path, victim: u32) -> Vec<PathBuf> {
+        let fake = root.join("fake-cgroup");
+        let id = "sbx-0000dead-1";
+        fs::create_dir_all(fake.join(id)).unwrap();
+        // Only the sacrificial process: `-1`, `0` and `1` are refused by a unit test of the pid
+        // parser (`sandbox-linux` `tests::kill_targets_are_never_one_or_less`), never planted
+        // here, where a regression would signal every process of the host.
+        fs::write(fake.join(id).join("cgroup.procs"), format!("{victim}\n")).unwrap();
+        let climb = format!("/../../../../../..{}", fake.display());
+        let make = |name: &str| {
+            let dir = scratch.join(format!("sandbox-executors-{name}"));
+            fs::create_dir_all(dir.join("state").join(id)).unwrap();
+            dir
+        };
+        // The traversal, with a free lock file.
+        let d = make("0000000000000001");
+        fs::write(d.join("cgroup-parent"), &climb).unwrap();
+        fs::write(d.join("lock"), "").unwrap();
+        // The same with an id that is not ours, and an absolute parent.
+        let d = make("0000000000000002");
+        fs::write(d.join("cgroup-parent"), fake.display().to_string()).unwrap();
+        fs::create_dir(d.join("state").join("victim")).unwrap();
+        // FIFOs everywhere a file is read.
+        let d = scratch.join("sandbox-executors-0000000000000003");
+        fs::create_dir(&d).unwrap();
+        for name in ["lock", "cgroup-parent", "state"] {
+            nix::unistd::mkfifo(&d.join(name), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        }
+        let fifo_cg = root.join("fifo-cgroup").join(id);
+        fs::create_dir_all(&fifo_cg).unwrap();
+        nix::unistd::mkfifo(&fifo_cg.join("cgroup.procs"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let d = make("0000000000000004");
+        fs::write(d.join("cgroup-parent"), format!("/../../../../../..{}", root.join("fifo-cgroup").display()))
+            .unwrap();
+        // A set directory that is a symlink to a host directory, and a state that is one.
+        let host_dir = root.join("host-dir");
+        fs::create_dir_all(host_dir.join("state").join(id)).unwrap();
+        fs::write(host_dir.join("keep"), "keep").unwrap();
+        std::os::unix::fs::symlink(&host_dir, scratch.join("sandbox-executors-0000000000000005")).unwrap();
+        let d = scratch.join("sandbox-executors-0000000000000006");
+        fs::create_dir(&d).unwrap();
+        std::os::unix::fs::symlink(host_dir.join("state"), d.join("state")).unwrap();
+        fs::write(d.join("cgroup-parent"), &climb).unwrap();
+        // Every planted directory looks old enough to be dead.
+        let old = std::time::SystemTime::now() - Duration::from_secs(600);
+        for e in fs::read_dir(scratch).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                fs::File::open(e.path()).unwrap().set_modified(old).unwrap();
+            }
+        }
+        vec![fake.join(id).join("cgroup.procs"), host_dir.join("keep"), host_dir.join("state").join(id)]
+    }
+
+    /// The cgroup directory, in the pids hierarchy (v1) or the unified one (v2), of a container
+    /// `id` under the tests' cgroup parent.
+    fn container_cgroup(id: &str) -> PathBuf {
+        let parent = sandbox_tests::cgroup_parent().unwrap_or_else(|| String::from("/sandbox"));
+        let root = if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+            PathBuf::from("/sys/fs/cgroup")
+        } else {
+            PathBuf::from("/sys/fs/cgroup/pids")
+        };
+        root.join(parent.trim_start_matches('/')).join(id)
+    }
+
+    fn alive(pid: u32) -> bool {
+        fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+    }
+
+    /// Issue 12, class 6: the next `ExecutorSet::new` on a scratch root holding planted dead
+    /// sets kills nothing outside this library's own verified cgroups, never hangs on a FIFO,
+    /// follows no symlink, and still sweeps a genuine leftover: a container cgroup of this uid
+    /// under the configured parent, holding a process, recorded by a dead set (the positive
+    /// control: that process is killed and the cgroup removed).
+    pub fn planted_dead_sets_kill_nothing_and_never_hang() {
+        let f = Fixture::new();
+        // The parent cgroup exists once a set has run under it.
+        let set = f.set();
+        assert_eq!(set.executor("k").unwrap().run_command(&dl(), &f.ws, "true").unwrap().status, ExitStatus::Code(0));
+        set.close().unwrap();
+        let mut victim = Command::new("sleep").arg("1000.111").spawn().unwrap();
+        let survivors = plant_fake_dead_sets(&f.root, &f.scratch, victim.id());
+        // The genuine leftover: a cgroup of ours with a process in it, named by a dead set.
+        let mut leftover = Command::new("sleep").arg("1000.222").spawn().unwrap();
+        let id = "sbx-0000beef-7";
+        let cg = container_cgroup(id);
+        fs::create_dir(&cg).unwrap();
+        fs::write(cg.join("cgroup.procs"), leftover.id().to_string()).unwrap();
+        let genuine = f.scratch.join("sandbox-executors-00000000000000ff");
+        fs::create_dir_all(genuine.join("state").join(id)).unwrap();
+        fs::File::create(genuine.join("lock")).unwrap();
+        fs::File::open(&genuine)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - Duration::from_secs(600))
+            .unwrap();
+
+        // A container-named cgroup under our parent that this uid did not create (root only:
+        // chown needs it), holding a host process and named by a dead set: left alone.
+        let mut foreign_victim = Command::new("sleep").arg("1000.999").spawn().unwrap();
+        let foreign = container_cgroup("sbx-0000f00d-3");
+        if sandbox_tests::rootless_mode() {
+            println!("ROOTLESS: the cgroup-of-another-uid variant needs chown (root); the root run checks it");
+        } else {
+            fs::create_dir(&foreign).unwrap();
+            fs::write(foreign.join("cgroup.procs"), foreign_victim.id().to_string()).unwrap();
+            nix::unistd::chown(&foreign, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+            let d = f.scratch.join("sandbox-executors-00000000000000fe");
+            fs::create_dir_all(d.join("state").join("sbx-0000f00d-3")).unwrap();
+            fs::File::open(&d).unwrap().set_modified(std::time::SystemTime::now() - Duration::from_secs(600)).unwrap();
+        }
+        let start = Instant::now();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let (profile, options) = (f.profile(), f.set_options(8));
+        std::thread::spawn(move || {
+            let made = ExecutorSet::new(&dl(), &profile, options);
+            let _ = done_tx.send(made.map(|s| s.close()));
+        });
+        let made = done_rx.recv_timeout(Duration::from_secs(60)).expect("ExecutorSet::new hung on the planted sets");
+        made.unwrap().unwrap();
+        println!("the sweep took {:?}", start.elapsed());
+        assert!(alive(victim.id()), "the sweep killed a host process named by a planted file");
+        for path in &survivors {
+            assert!(fs::symlink_metadata(path).is_ok(), "the sweep removed {} through a planted path", path.display());
+        }
+        assert!(
+            fs::symlink_metadata(f.scratch.join("sandbox-executors-0000000000000005")).is_ok_and(|m| m.is_symlink())
+        );
+        // Control: the genuine leftover's process was killed and its cgroup removed.
+        let status = leftover.wait().unwrap();
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9), "{status:?}");
+        assert!(!cg.exists(), "the leftover cgroup is still there");
+        assert!(!genuine.exists());
+        // The planted directories that are real directories are gone too (they looked dead).
+        for n in 1..=4 {
+            assert!(!f.scratch.join(format!("sandbox-executors-000000000000000{n}")).exists(), "plant {n} left");
+        }
+        victim.kill().unwrap();
+        victim.wait().unwrap();
+        assert!(alive(foreign_victim.id()), "the sweep killed in a cgroup this uid did not create");
+        foreign_victim.kill().unwrap();
+        foreign_victim.wait().unwrap();
+        if !sandbox_tests::rootless_mode() {
+            wait_until("the foreign cgroup empties", Duration::from_secs(5), || {
+                fs::read_to_string(foreign.join("cgroup.procs")).is_ok_and(|p| p.trim().is_empty())
+            });
+            fs::remove_dir(&foreign).unwrap();
+        }
+    }
+
+    /// Issue 12, class 6: a scratch root inside an area the profile lets a workload write (the
+    /// workspace, a writable additional root) is refused with `InvalidOptions` naming
+    /// `scratch_root`, and nothing is created there. Control: the same directory under a
+    /// read-only workspace, and a sibling of the workspace, are accepted.
+    pub fn a_scratch_root_the_workload_could_write_is_refused() {
+        let f = Fixture::new();
+        let inner = f.ws.join("scratch-inside");
+        fs::create_dir(&inner).unwrap();
+        let extra = f.root.join("extra");
+        fs::create_dir_all(extra.join("scratch")).unwrap();
+        let writable_root = sandbox::ProfileConfig {
+            additional_roots: vec![sandbox::RootAccess {
+                path: extra.clone(),
+                read: sandbox::Access::Allow,
+                write: sandbox::Access::Allow,
+            }],
+            ..f.allow_config()
+        };
+        // A scratch root inside the real HOME of a RealHome profile.
+        let home = fs::canonicalize(std::env::var_os("HOME").unwrap()).unwrap();
+        let in_home = tempfile::Builder::new().prefix("sbx-life-scratch").tempdir_in(&home).unwrap();
+        let real_home = sandbox::ProfileConfig { home: sandbox::Home::RealHome, ..f.allow_config() };
+        for (config, scratch) in [
+            (f.allow_config(), inner.clone()),
+            (writable_root, extra.join("scratch")),
+            (real_home, in_home.path().to_path_buf()),
+        ] {
+            let profile = Profile::new(config).unwrap();
+            let options = sandbox_tests::test_options(ExecutorSetOptions::new(&scratch).max_executors(2));
+            match ExecutorSet::new(&dl(), &profile, options) {
+                Err(Error::InvalidOptions { detail }) => {
+                    assert!(detail.starts_with("scratch_root:"), "{detail}");
+                }
+                other => panic!("{}: {other:?}", scratch.display()),
+            }
+            assert_eq!(count_dir(&scratch), 0, "something was created in a refused scratch root");
+        }
+        let read_only = sandbox::ProfileConfig { workspace_write: sandbox::Access::Deny, ..f.allow_config() };
+        let options = sandbox_tests::test_options(ExecutorSetOptions::new(&inner).max_executors(2));
+        let set = ExecutorSet::new(&dl(), &Profile::new(read_only).unwrap(), options).unwrap();
+        set.close().unwrap();
+        let set = f.set();
+        set.close().unwrap();
+    }
+
     /// The `embedder` role: a process that runs a long command and gets SIGKILLed.
     pub fn embedder_role() {
         let ws = PathBuf::from(std::env::var_os("SANDBOX_TEST_WS").unwrap());
@@ -502,6 +703,8 @@ fn main() -> std::process::ExitCode {
                 "the_scratch_root_removed_under_us_gives_errors_not_panics",
                 the_scratch_root_removed_under_us_gives_errors_not_panics,
             ),
+            ("planted_dead_sets_kill_nothing_and_never_hang", planted_dead_sets_kill_nothing_and_never_hang),
+            ("a_scratch_root_the_workload_could_write_is_refused", a_scratch_root_the_workload_could_write_is_refused),
         ])
     }
     #[cfg(not(target_os = "linux"))]

@@ -13,8 +13,6 @@ use std::os::fd::AsRawFd;
 
 use libcontainer::oci_spec::runtime::Spec;
 use libcontainer::workload::{Executor, ExecutorError, ExecutorSetEnvsError, ExecutorValidationError};
-use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, setsid};
 
 use crate::protocol::GoProcess;
@@ -26,6 +24,9 @@ pub const STATUS_FD: i32 = 3;
 
 /// The descriptor number of the `go` pipe: the init waits on it after reporting `ready`.
 pub const GO_FD: i32 = 4;
+
+/// The largest process description a warm container's `go` may carry (argv and environment).
+const MAX_GO_BYTES: usize = 64 << 20;
 
 /// What the helper asks of the init for one spawn.
 #[derive(Clone, Debug)]
@@ -66,8 +67,15 @@ impl Status {
     }
 
     fn fail(&mut self, step: &str, reason: &str) -> ! {
-        let reason = reason.replace('\n', " ");
-        self.line(&format!("error helper: {step}: {reason}"));
+        // One line of printable text within the channel's bound (status.rs).
+        let mut detail = format!("error helper: {step}: ");
+        for c in reason.chars().map(|c| if c.is_control() { ' ' } else { c }) {
+            if detail.len() + c.len_utf8() > 1024 {
+                break;
+            }
+            detail.push(c);
+        }
+        self.line(detail.trim_end());
         sys::exit_now(0)
     }
 }
@@ -94,7 +102,11 @@ fn receive_go(go: &mut File, status: &mut Status) -> Option<GoProcess> {
             let mut len = [0u8; 4];
             let mut json = Vec::new();
             let read = std::io::Read::read_exact(go, &mut len).and_then(|()| {
-                json.resize(u32::from_le_bytes(len) as usize, 0);
+                let len = usize::try_from(u32::from_le_bytes(len)).unwrap_or(usize::MAX);
+                if len > MAX_GO_BYTES {
+                    return Err(std::io::Error::other("process too large"));
+                }
+                json.resize(len, 0);
                 std::io::Read::read_exact(go, &mut json)
             });
             if read.is_err() {
@@ -123,18 +135,18 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
         status.fail("parent-death signal", "prctl failed");
     }
     // The runtime made this process non-dumpable, which keeps a non-root helper out of its
-    // namespaces; the helper needs them to raise `lo`. The workload's exec resets the flag by
-    // its own rules, and seccomp keeps ptrace out of the container either way.
+    // namespaces; the helper needs them to raise `lo`, which it does before `go`. The init
+    // becomes non-dumpable again as soon as `go` arrives, before any workload exists.
     if sys::set_dumpable().is_err() {
         status.fail("dumpable", "prctl failed");
     }
-    // Every catchable signal is blocked from here on: the init takes them with sigwait and
-    // forwards them; the workload child restores the original mask before exec. SIGPIPE
-    // blocked turns a vanished helper into EPIPE on the status pipe.
-    let mut old_mask = SigSet::empty();
-    if let Err(e) = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::all()), Some(&mut old_mask)) {
-        status.fail("signals", &e.to_string());
-    }
+    // Every signal is blocked from here on (the raw mask: glibc's would leave 32 and 33 out):
+    // the init takes them with rt_sigtimedwait; the workload child restores the original mask
+    // before exec. SIGPIPE blocked turns a vanished helper into EPIPE on the status pipe.
+    let old_mask = match sys::set_signal_mask(sys::ALL_SIGNALS) {
+        Ok(old) => old,
+        Err(e) => status.fail("signals", &e.to_string()),
+    };
 
     // The OOM killer must pick the workload, never this init: pages of the private /tmp belong
     // to no process, so under a memory limit filled through /tmp every process looks alike and
@@ -173,6 +185,13 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     status.line("ready");
     let warm = receive_go(&mut go, &mut status);
     drop(go);
+    // From here on nothing joins this process: no descriptor (the status pipe, the
+    // oom_score_adj handle), no memory and no environment of the init may reach the workload
+    // through /proc/1, pidfd_getfd or process_vm_readv, which all need it dumpable (or a
+    // capability the workload never has).
+    if sys::set_non_dumpable().is_err() {
+        status.fail("dumpable", "prctl(PR_SET_DUMPABLE, 0) failed");
+    }
     if let Some(w) = &warm {
         if let Err(e) = nix::unistd::chdir(w.cwd.as_str()) {
             status.fail("cwd", &format!("{}: {e}", w.cwd));
@@ -203,19 +222,17 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
         Some(w) => (w.args, w.env),
         None => (process.args().clone().unwrap_or_default(), process.env().clone().unwrap_or_default()),
     };
-    if args.is_empty() {
-        status.fail("exec", "empty argv");
-    }
+    let Some(program) = args.first().cloned() else { status.fail("exec", "empty argv") };
     let argv: Vec<CString> = args.iter().map(|a| cstring(a, "argv", &mut status)).collect();
     let envp: Vec<CString> = env.iter().map(|e| cstring(e, "environment", &mut status)).collect();
     let path_var = env.iter().find_map(|e| e.strip_prefix("PATH=")).unwrap_or("/usr/local/bin:/usr/bin:/bin");
-    let candidates: Vec<CString> = if args[0].contains('/') {
-        vec![argv[0].clone()]
+    let candidates: Vec<CString> = if program.contains('/') {
+        argv.first().cloned().into_iter().collect()
     } else {
         path_var
             .split(':')
             .map(|d| if d.is_empty() { "." } else { d })
-            .filter_map(|d| CString::new(format!("{d}/{}", args[0])).ok())
+            .filter_map(|d| CString::new(format!("{d}/{program}")).ok())
             .collect()
     };
 
@@ -226,10 +243,13 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     }
     match sys::fork_single_threaded() {
         Err(e) => status.fail("fork", &e.to_string()),
-        Ok(ForkResult::Child) => exec_workload(&status, &old_mask, tty, &candidates, &argv, &envp, &args[0]),
+        Ok(ForkResult::Child) => exec_workload(&status, old_mask, tty, &candidates, &argv, &envp, &program),
         Ok(ForkResult::Parent { child }) => {
-            if let Some((file, original)) = &oom {
-                let _ = (&*file).write_all(original.as_bytes());
+            if let Some((file, original)) = oom {
+                let _ = (&file).write_all(original.as_bytes());
+                // The pre-Landlock handle goes now: nothing of it survives for the workload to
+                // take (the child's copy is close-on-exec).
+                drop(file);
             }
             supervise(status, child)
         }
@@ -239,7 +259,7 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
 #[allow(clippy::too_many_arguments)]
 fn exec_workload(
     status: &Status,
-    old_mask: &SigSet,
+    old_mask: sys::KernelSigset,
     tty: bool,
     candidates: &[CString],
     argv: &[CString],
@@ -258,7 +278,7 @@ fn exec_workload(
     } else {
         let _ = setsid();
     }
-    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(old_mask), None);
+    let _ = sys::set_signal_mask(old_mask);
     let mut last = nix::Error::ENOENT;
     let mut found = false;
     for path in candidates {
@@ -276,28 +296,39 @@ fn exec_workload(
     sys::exit_now(code)
 }
 
+/// Whether a signal taken by the init came from outside its pid namespace: `kill(2)` by the
+/// helper (or another process of an ancestor namespace), or the kernel. Those senders appear
+/// with `si_pid` 0. A process inside the namespace appears with its own pid, and cannot forge
+/// `SI_USER` or `SI_KERNEL` (rt_sigqueueinfo refuses non-negative codes for other processes);
+/// what it can make the kernel send on its behalf (F_SETSIG's `POLL_*` codes) is ignored too.
+fn from_outside(info: &sys::SignalInfo) -> bool {
+    info.pid == 0 && (info.code == libc::SI_USER || info.code == libc::SI_KERNEL)
+}
+
+/// The init's life after the fork: reaps everything, forwards signals from outside to the
+/// whole namespace, ignores signals from inside, and reports the workload's end. Nothing here
+/// can panic.
 fn supervise(mut status: Status, child: Pid) -> ! {
-    let all = SigSet::all();
     loop {
-        let Ok(sig) = all.wait() else { continue };
-        if sig == Signal::SIGCHLD {
-            loop {
-                match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-                    Ok(WaitStatus::Exited(pid, code)) if pid == child => {
+        let Ok(info) = sys::wait_signal(sys::ALL_SIGNALS) else { continue };
+        if info.signo == libc::SIGCHLD {
+            // Reaping is harmless whoever sent it (a forged SIGCHLD finds nothing to reap).
+            while let Some(reaped) = sys::reap_any_nohang() {
+                match reaped {
+                    sys::Reaped::Exited(pid, code) if pid == child.as_raw() => {
                         status.line(&format!("exited {code}"));
                         sys::exit_now(0);
                     }
-                    Ok(WaitStatus::Signaled(pid, sig, _)) if pid == child => {
-                        status.line(&format!("signalled {}", sig as i32));
+                    sys::Reaped::Signalled(pid, sig) if pid == child.as_raw() => {
+                        status.line(&format!("signalled {sig}"));
                         sys::exit_now(0);
                     }
-                    Ok(WaitStatus::StillAlive) | Err(_) => break,
-                    Ok(_) => {}
+                    _ => {}
                 }
             }
-        } else {
+        } else if from_outside(&info) {
             // Forward to every process of the namespace (all but this init).
-            let _ = kill(Pid::from_raw(-1), sig);
+            let _ = sys::kill_raw(-1, info.signo);
         }
     }
 }

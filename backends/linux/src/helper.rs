@@ -20,6 +20,7 @@ use nix::unistd::{ForkResult, Pid};
 
 use crate::executor::{GO_FD, STATUS_FD, SandboxExecutor};
 use crate::protocol::{Command, Event, Measured, Outcome, Request, monotonic_us};
+use crate::status::{Message, StatusChannel};
 use crate::sys;
 
 /// The argv[1] that makes a re-executed binary the helper. It never reaches a workload.
@@ -327,21 +328,18 @@ fn run() -> std::io::Result<()> {
     }
     // The init reports `ready` (it made itself dumpable, so that a non-root helper may join its
     // namespaces) and waits for `go`: `lo` is raised in between, before any workload exists.
+    // An early setup failure of the init stays in the channel for the outcome below.
     let mut status = status_r;
-    let mut pending = Vec::new();
+    let mut channel = StatusChannel::new();
     if setup_failure.is_none() {
-        match read_status_line(&mut status, &mut pending, Duration::from_secs(30)) {
-            Some(line) if line == "ready" => {}
-            // An early setup failure of the init (it has exited): that is the spawn's failure,
-            // not a later step's (raising `lo` in its gone namespaces would fail and hide it).
-            Some(line) if line.starts_with("error ") => {
-                setup_failure = Some(line["error ".len()..].to_owned());
+        match wait_ready(&mut status, &mut channel, Duration::from_secs(30)) {
+            Err(e) => setup_failure = Some(format!("helper: start: {e}")),
+            Ok(()) => {
+                if let Some(Message::Error(detail)) = channel.messages().first() {
+                    // The init failed before `ready`: that is the spawn's setup failure.
+                    setup_failure = Some(detail.clone());
+                }
             }
-            Some(line) => {
-                // Anything else early: keep it for the outcome below.
-                pending.splice(0..0, format!("{line}\n").into_bytes());
-            }
-            None => setup_failure = Some(String::from("helper: start: the init did not report ready")),
         }
     }
     measured.phases.push((String::from("ready"), monotonic_us()));
@@ -405,7 +403,7 @@ fn run() -> std::io::Result<()> {
     if !parent_alive {
         kill_members(procs.as_deref());
     }
-    let (lines, killed) = supervise(&mut control, status, pending, pid, parent_alive, procs.as_deref());
+    let (killed, violation) = supervise(&mut control, status, &mut channel, pid, parent_alive, procs.as_deref());
     measured.phases.push((String::from("status-eof"), monotonic_us()));
     let reaped = reap(pid);
     // Proven: the init is reaped (its pid namespace went with it) and the spawn's own cgroup
@@ -414,22 +412,21 @@ fn run() -> std::io::Result<()> {
     let proven = reaped && cgroup_empty(&request);
     measured.phases.push((String::from("reaped"), monotonic_us()));
     let mut outcome = None;
-    for line in &lines {
-        if let Some(rest) = line.strip_prefix("setup ") {
-            for field in rest.split(' ') {
-                match field.split_once('=') {
-                    Some(("landlock", v)) => measured.landlock = Some(v.to_owned()),
-                    Some(("seccomp", v)) => measured.seccomp = v.parse().unwrap_or(0),
-                    _ => {}
-                }
+    for message in channel.messages() {
+        match message {
+            Message::Ready => {}
+            Message::Setup { landlock, seccomp, .. } => {
+                measured.landlock = Some(landlock.clone());
+                measured.seccomp = *seccomp;
             }
-        } else if let Some(code) = line.strip_prefix("exited ") {
-            outcome = code.parse().ok().map(|code| Outcome::Exited { code });
-        } else if let Some(sig) = line.strip_prefix("signalled ") {
-            outcome = sig.parse().ok().map(|signal| Outcome::Signalled { signal });
-        } else if let Some(detail) = line.strip_prefix("error ") {
-            outcome = Some(Outcome::Failed { detail: detail.to_owned() });
+            Message::Exited(code) => outcome = Some(Outcome::Exited { code: *code }),
+            Message::Signalled(signal) => outcome = Some(Outcome::Signalled { signal: *signal }),
+            Message::Error(detail) => outcome = Some(Outcome::Failed { detail: detail.clone() }),
         }
+    }
+    if let Some(violation) = violation {
+        // Fail closed: whatever was read before, the run's outcome is this error.
+        outcome = Some(Outcome::Failed { detail: format!("helper: status channel: {violation}") });
     }
     let outcome = outcome.unwrap_or(if killed {
         Outcome::Signalled { signal: Signal::SIGKILL as i32 }
@@ -487,16 +484,17 @@ fn cgroup_empty(request: &Request) -> bool {
     std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|p| p.trim().is_empty())
 }
 
-/// Reads the status pipe until the init is gone, serving control commands meanwhile. Returns
-/// the status lines and whether the init was killed on request (or because the parent went).
+/// Reads the status pipe into `channel` until the init is gone, serving control commands
+/// meanwhile. Returns whether the init was killed on request (or because the parent went), and
+/// the channel's violation, if any (the init is then killed and nothing more is read).
 fn supervise(
     control: &mut Control,
     mut status: File,
-    mut buf: Vec<u8>,
+    channel: &mut StatusChannel,
     pid: Pid,
     mut parent_alive: bool,
     procs: Option<&Path>,
-) -> (Vec<String>, bool) {
+) -> (bool, Option<String>) {
     let mut killed = false;
     let mut control_buf = String::new();
     loop {
@@ -511,9 +509,21 @@ fn supervise(
         let control_ready = fds.get(1).and_then(|f| f.revents()).is_some_and(|r| !r.is_empty());
         if status_ready {
             let mut chunk = [0u8; 4096];
-            match status.read(&mut chunk) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            let fed = match status.read(&mut chunk) {
+                Ok(0) | Err(_) => {
+                    let end = channel.finish();
+                    if end.is_err() {
+                        let _ = kill(pid, Signal::SIGKILL);
+                        kill_members(procs);
+                    }
+                    return (killed, end.err());
+                }
+                Ok(n) => channel.feed(chunk.get(..n).unwrap_or_default()),
+            };
+            if let Err(e) = fed {
+                let _ = kill(pid, Signal::SIGKILL);
+                kill_members(procs);
+                return (killed, Some(e));
             }
         }
         if control_ready {
@@ -540,8 +550,6 @@ fn supervise(
             }
         }
     }
-    let lines = String::from_utf8_lossy(&buf).lines().map(str::to_owned).collect();
-    (lines, killed)
 }
 
 /// SIGKILLs every process of the spawn's own cgroup (`procs`: its `cgroup.procs`, a path the
@@ -647,30 +655,32 @@ fn raise_loopback(pid: Pid, rootless: bool) -> Result<(), String> {
     }
 }
 
-/// Reads one line from the status pipe (buffering anything after it in `pending`), waiting at
-/// most `within`. None on EOF or timeout.
-fn read_status_line(status: &mut File, pending: &mut Vec<u8>, within: Duration) -> Option<String> {
+/// Reads the status pipe into `channel` until its first message, waiting at most `within`.
+/// Ok: `ready`, or an early outcome of the init (kept in `channel`). Err: timeout, the end of
+/// the pipe without a message, or a violation of the channel's framing.
+fn wait_ready(status: &mut File, channel: &mut StatusChannel, within: Duration) -> Result<(), String> {
     let end = Instant::now() + within;
     loop {
-        if let Some(pos) = pending.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=pos).collect();
-            return Some(String::from_utf8_lossy(&line[..pos]).into_owned());
+        match channel.messages().first() {
+            None => {}
+            Some(Message::Ready | Message::Error(_)) => return Ok(()),
+            Some(other) => return Err(format!("status channel: {other:?} before `ready`")),
         }
         let left = end.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return None;
+            return Err(String::from("the init did not report ready"));
         }
         let ms = u16::try_from(left.as_millis().min(1000)).unwrap_or(1000);
         let mut fds = [PollFd::new(status.as_fd(), PollFlags::POLLIN)];
         match poll(&mut fds, PollTimeout::from(ms)) {
             Ok(0) | Err(nix::Error::EINTR) => continue,
             Ok(_) => {}
-            Err(_) => return None,
+            Err(e) => return Err(format!("polling the status pipe: {e}")),
         }
         let mut chunk = [0u8; 1024];
         match status.read(&mut chunk) {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => pending.extend_from_slice(&chunk[..n]),
+            Ok(0) | Err(_) => return Err(String::from("the init did not report ready")),
+            Ok(n) => channel.feed(chunk.get(..n).unwrap_or_default()).map_err(|e| format!("status channel: {e}"))?,
         }
     }
 }

@@ -14,6 +14,11 @@ use crate::helper::{HELPER_MARKER, SPAWN_FDS, ZYGOTE_FD, ZYGOTE_ROLE};
 use crate::protocol::{Command, Event, GoProcess, Measured, Outcome, Request};
 use crate::sys;
 
+/// The longest event line the parent reads from a helper (an outcome's detail is bounded by the
+/// status channel; measurements are small): anything longer fails the spawn, and the parent's
+/// memory stays bounded.
+const MAX_EVENT_BYTES: u64 = 1 << 20;
+
 /// A helper that has (or is about to have) a running container.
 #[derive(Debug)]
 pub struct Running {
@@ -276,12 +281,15 @@ impl Running {
                 }
             }
         }
-        let mut line = String::new();
-        match self.reader.read_line(&mut line) {
+        let mut line = Vec::new();
+        match std::io::Read::take(&mut self.reader, MAX_EVENT_BYTES).read_until(b'\n', &mut line) {
             Ok(0) => Err(WaitError::Helper(String::from("the helper exited without a result"))),
+            Ok(_) if !line.ends_with(b"\n") => Err(WaitError::Helper(format!(
+                "bad helper message: longer than {MAX_EVENT_BYTES} bytes or unterminated"
+            ))),
             Ok(_) => {
                 let event: Event =
-                    serde_json::from_str(&line).map_err(|e| WaitError::Helper(format!("bad helper message: {e}")))?;
+                    serde_json::from_slice(&line).map_err(|e| WaitError::Helper(format!("bad helper message: {e}")))?;
                 if let Event::Started { pid } = event {
                     self.pid = Some(pid);
                 }

@@ -38,6 +38,8 @@ pub mod protocol;
 #[cfg(target_os = "linux")]
 mod ruleset;
 #[cfg(target_os = "linux")]
+pub mod status;
+#[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]
 mod verify;
@@ -135,54 +137,183 @@ impl CgroupLayout {
     }
 }
 
+/// Whether `id` has the form of this library's container ids (`sbx-<8 hex>-<counter>`).
+pub fn is_container_id(id: &str) -> bool {
+    let Some(rest) = id.strip_prefix("sbx-") else { return false };
+    let Some((tag, counter)) = rest.split_once('-') else { return false };
+    tag.len() == 8
+        && tag.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && !counter.is_empty()
+        && counter.len() <= 20
+        && counter.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Whether `path` is an absolute cgroup path in normal form: `/`-separated plain names, no
+/// `.`, `..` or empty component.
+pub fn is_normal_cgroup_path(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix('/') else { return false };
+    !rest.is_empty() && rest.split('/').all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains('\0'))
+}
+
+/// The largest `cgroup.procs` a sweep reads (a container's cgroup holds at most `pids.max`).
+#[cfg(target_os = "linux")]
+const MAX_PROCS_BYTES: u64 = 1 << 20;
+
+/// A container cgroup directory verified as this library's, opened without following any
+/// symlink: on a cgroup filesystem and owned by this uid.
+#[cfg(target_os = "linux")]
+fn open_own_cgroup(dir: &std::path::Path) -> Result<std::os::fd::OwnedFd, String> {
+    use std::os::fd::AsRawFd;
+    let fd = sys::open_path_no_symlinks(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let magic = nix::sys::statfs::fstatfs(&fd).map_err(|e| format!("{}: statfs: {e}", dir.display()))?;
+    let kind = magic.filesystem_type();
+    if kind != nix::sys::statfs::CGROUP2_SUPER_MAGIC && kind != nix::sys::statfs::CGROUP_SUPER_MAGIC {
+        return Err(format!("{} is not on a cgroup filesystem", dir.display()));
+    }
+    let st = nix::sys::stat::fstat(fd.as_raw_fd()).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+        return Err(format!("{} is not a directory", dir.display()));
+    }
+    if st.st_uid != nix::unistd::geteuid().as_raw() {
+        return Err(format!("{} was not created by this user", dir.display()));
+    }
+    Ok(fd)
+}
+
+/// The pids of the verified cgroup `dir` (its kernel-made `cgroup.procs`, opened without
+/// following symlinks or blocking, a regular file, read within a bound); never 1 or less.
+#[cfg(target_os = "linux")]
+fn cgroup_pids(dir: &std::os::fd::OwnedFd) -> Result<Vec<i32>, String> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let flags = nix::fcntl::OFlag::O_RDONLY
+        | nix::fcntl::OFlag::O_NOFOLLOW
+        | nix::fcntl::OFlag::O_NONBLOCK
+        | nix::fcntl::OFlag::O_CLOEXEC;
+    let fd = nix::fcntl::openat(Some(dir.as_raw_fd()), "cgroup.procs", flags, nix::sys::stat::Mode::empty())
+        .map_err(|e| format!("cgroup.procs: {e}"))?;
+    let file = std::fs::File::from(sys::own_fd(fd));
+    let meta = file.metadata().map_err(|e| format!("cgroup.procs: {e}"))?;
+    if !meta.is_file() {
+        return Err(String::from("cgroup.procs is not a regular file"));
+    }
+    let mut text = String::new();
+    file.take(MAX_PROCS_BYTES).read_to_string(&mut text).map_err(|e| format!("cgroup.procs: {e}"))?;
+    Ok(kill_targets(&text))
+}
+
+/// The pids of a `cgroup.procs` text that may be killed: plain decimal numbers above 1 (never
+/// `-1`, which would signal every process the caller may signal, nor 0, a process group, nor
+/// the init).
+fn kill_targets(text: &str) -> Vec<i32> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
+        .filter_map(|l| l.parse::<i32>().ok())
+        .filter(|p| *p > 1)
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kill_targets_are_never_one_or_less() {
+        let text = "-1\n0\n1\n+7\n 42 \n-42\n99999999999\nabc\n\n4194304\n";
+        assert_eq!(kill_targets(text), vec![42, 4194304]);
+    }
+
+    #[test]
+    fn only_our_container_ids_and_normal_paths() {
+        assert!(is_container_id("sbx-0123abcd-0") && is_container_id("sbx-deadbeef-123"));
+        for bad in ["sbx-0123abc-1", "sbx-0123abcg-1", "sbx-0123abcd-", "sbx-0123abcd-1a", "..", "sbx-0123ABCD-1", "x"]
+        {
+            assert!(!is_container_id(bad), "{bad}");
+        }
+        assert!(is_normal_cgroup_path("/sandbox/sbx-0123abcd-1"));
+        for bad in ["sandbox/x", "/", "/a//b", "/a/../b", "/a/./b", "/a/", "//a"] {
+            assert!(!is_normal_cgroup_path(bad), "{bad}");
+        }
+    }
+}
+
 /// Kills whatever is left in a container's own cgroup (`cgroup_path`, never a shared one),
 /// removes its cgroup directories and its runtime state directory. Used after a helper died
 /// without tearing its container down, and by the sweep of a dead executor set.
+///
+/// Nothing here trusts the scratch root (issue 12, class 6): the path must be normal (no
+/// `..`) and end in one of this library's container ids, every directory is opened without
+/// following symlinks and must be on a cgroup filesystem and owned by this uid; the pids come
+/// only from that cgroup's own `cgroup.procs` (never 1 or less); nothing blocks on a planted
+/// file. A cgroup that fails a check is left alone and reported.
 #[cfg(target_os = "linux")]
 pub fn sweep_container(
     layout: CgroupLayout,
     cgroup_path: Option<&str>,
-    state_dir: &std::path::Path,
+    state_dir: Option<&std::path::Path>,
 ) -> Result<(), String> {
     use std::time::{Duration, Instant};
     let mut problems = Vec::new();
     if let Some(path) = cgroup_path {
-        for dir in layout.dirs(path) {
-            if !dir.is_dir() {
-                continue;
-            }
-            let end = Instant::now() + Duration::from_secs(5);
-            loop {
-                let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-                let pids: Vec<i32> = procs.lines().filter_map(|l| l.trim().parse().ok()).collect();
-                if pids.is_empty() {
-                    break;
+        let id = path.rsplit('/').next().unwrap_or_default();
+        if !is_normal_cgroup_path(path) || !is_container_id(id) {
+            problems.push(format!("{path:?} is not a container cgroup of this library: left alone"));
+        } else {
+            for dir in layout.dirs(path) {
+                if std::fs::symlink_metadata(&dir).is_err() {
+                    continue;
                 }
-                for pid in pids {
-                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+                let handle = match open_own_cgroup(&dir) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        problems.push(format!("{e}: left alone"));
+                        continue;
+                    }
+                };
+                let end = Instant::now() + Duration::from_secs(5);
+                loop {
+                    let pids = match cgroup_pids(&handle) {
+                        Ok(p) => p,
+                        Err(e) => {
+                            problems.push(format!("{}: {e}", dir.display()));
+                            break;
+                        }
+                    };
+                    if pids.is_empty() {
+                        break;
+                    }
+                    for pid in pids {
+                        let _ =
+                            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+                    }
+                    if Instant::now() > end {
+                        problems.push(format!("{} still has processes", dir.display()));
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
                 }
-                if Instant::now() > end {
-                    problems.push(format!("{} still has processes", dir.display()));
-                    break;
+                drop(handle);
+                let end = Instant::now() + Duration::from_secs(2);
+                while let Err(e) = std::fs::remove_dir(&dir) {
+                    if e.kind() == std::io::ErrorKind::NotFound {
+                        break;
+                    }
+                    if Instant::now() > end {
+                        problems.push(format!("removing {}: {e}", dir.display()));
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
                 }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            let end = Instant::now() + Duration::from_secs(2);
-            while let Err(e) = std::fs::remove_dir(&dir) {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    break;
-                }
-                if Instant::now() > end {
-                    problems.push(format!("removing {}: {e}", dir.display()));
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(5));
             }
         }
     }
-    if let Err(e) = std::fs::remove_dir_all(state_dir) {
-        if e.kind() != std::io::ErrorKind::NotFound {
-            problems.push(format!("removing {}: {e}", state_dir.display()));
+    if let Some(state_dir) = state_dir {
+        if let Err(e) = std::fs::remove_dir_all(state_dir) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                problems.push(format!("removing {}: {e}", state_dir.display()));
+            }
         }
     }
     if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }

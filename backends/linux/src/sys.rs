@@ -105,6 +105,113 @@ pub fn set_dumpable() -> io::Result<()> {
     Ok(())
 }
 
+/// `prctl(PR_SET_DUMPABLE, 0)`: `/proc/<pid>/{fd,mem,environ}`, `pidfd_getfd` and
+/// `process_vm_readv` on this process then need a capability the workload never has.
+pub fn set_non_dumpable() -> io::Result<()> {
+    // SAFETY: PR_SET_DUMPABLE takes an integer flag and touches no memory.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0 as libc::c_ulong, 0, 0, 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A kernel signal mask (the 64 signals of x86_64 and aarch64), as `rt_sigprocmask` and
+/// `rt_sigtimedwait` take it. glibc's wrappers silently drop its two reserved real-time
+/// signals (32 and 33) from a set: these raw calls do not.
+pub type KernelSigset = u64;
+
+/// Every signal (the kernel ignores SIGKILL and SIGSTOP in a mask).
+pub const ALL_SIGNALS: KernelSigset = !0;
+
+/// Sets the signal mask to `mask` (`rt_sigprocmask(SIG_SETMASK)`); returns the previous one.
+pub fn set_signal_mask(mask: KernelSigset) -> io::Result<KernelSigset> {
+    let mut old: KernelSigset = 0;
+    // SAFETY: rt_sigprocmask reads 8 bytes from `mask` and writes 8 bytes to `old`, both on
+    // this stack frame for the call (sigsetsize 8 is the kernel's size on every 64-bit target).
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &mask as *const KernelSigset,
+            &mut old as *mut KernelSigset,
+            std::mem::size_of::<KernelSigset>(),
+        )
+    };
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(old) }
+}
+
+/// One signal taken by [`wait_signal`]: its number, `si_code` and `si_pid` (the sender's pid
+/// as seen in this process's pid namespace: 0 for a sender outside it, or the kernel).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SignalInfo {
+    /// The signal number (1..=64).
+    pub signo: i32,
+    /// `si_code` (`SI_USER` 0 for kill(2), `SI_KERNEL` 0x80, negative for sigqueue and tkill).
+    pub code: i32,
+    /// `si_pid`.
+    pub pid: i32,
+}
+
+/// Takes the next pending signal of `set` (all blocked), waiting for one:
+/// `rt_sigtimedwait` with no timeout. Never panics on real-time signals.
+pub fn wait_signal(set: KernelSigset) -> io::Result<SignalInfo> {
+    // SAFETY: siginfo_t is plain old data; all-zero is a valid value.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: rt_sigtimedwait reads 8 bytes of `set` and writes one siginfo_t into `info`,
+    // both alive on this frame for the call; a null timeout waits.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigtimedwait,
+            &set as *const KernelSigset,
+            &mut info as *mut libc::siginfo_t,
+            std::ptr::null::<libc::timespec>(),
+            std::mem::size_of::<KernelSigset>(),
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: si_pid reads the union member the kernel filled for kill, sigqueue, tkill and
+    // SIGCHLD; for other codes it reads initialised (zeroed or kernel-written) memory.
+    let pid = unsafe { info.si_pid() };
+    Ok(SignalInfo { signo: info.si_signo, code: info.si_code, pid })
+}
+
+/// `kill(pid, signal)` with a raw signal number (real-time signals included).
+pub fn kill_raw(pid: i32, signal: i32) -> io::Result<()> {
+    // SAFETY: kill takes two integers and touches no memory.
+    if unsafe { libc::kill(pid, signal) } < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// How a reaped child ended, from its raw wait status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reaped {
+    /// It exited with this code.
+    Exited(i32, i32),
+    /// This signal (any of 1..=64) ended it.
+    Signalled(i32, i32),
+    /// Something else was reaped or reported (stopped, continued).
+    Other,
+}
+
+/// `waitpid(-1, WNOHANG)` on raw statuses (nix refuses real-time signals with EINVAL after
+/// reaping, which would lose the workload's status). None: nothing to reap now, or no child.
+pub fn reap_any_nohang() -> Option<Reaped> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: waitpid writes one int into `status`, alive on this frame.
+    let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+    if pid <= 0 {
+        return None;
+    }
+    Some(if libc::WIFEXITED(status) {
+        Reaped::Exited(pid, libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        Reaped::Signalled(pid, libc::WTERMSIG(status))
+    } else {
+        Reaped::Other
+    })
+}
+
 /// Executes `path` with `argv` and `envp`; returns only on failure.
 pub fn execve(path: &CString, argv: &[CString], envp: &[CString]) -> nix::Error {
     match nix::unistd::execve(path, argv, envp) {
@@ -214,14 +321,15 @@ pub fn close_from(first: RawFd) {
 
 /// Sets every catchable signal's disposition back to the default (before exec).
 pub fn reset_signal_dispositions() {
-    for sig in nix::sys::signal::Signal::iterator() {
-        if matches!(sig, nix::sys::signal::Signal::SIGKILL | nix::sys::signal::Signal::SIGSTOP) {
+    for sig in 1..=64 {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
             continue;
         }
         // SAFETY: installing SIG_DFL installs no Rust handler, so no handler can observe
-        // inconsistent state; this runs in a single-threaded child right before exec.
+        // inconsistent state; this runs in a single-threaded child right before exec. Numbers
+        // the C library reserves answer EINVAL, which changes nothing.
         unsafe {
-            let _ = nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigDfl);
+            libc::signal(sig, libc::SIG_DFL);
         }
     }
 }

@@ -50,6 +50,7 @@ impl Fixture {
             home_dir: Some(self.p("scratch/set/home-a")),
             temp_dir: self.p("scratch/set/tmp-a"),
             scratch_root: self.p("scratch"),
+            other_scratch_roots: Vec::new(),
             uid: 501,
             gid: 20,
             landlock: true,
