@@ -465,24 +465,50 @@ mod linux {
             grant_swap_loop(false, by_workload);
             grant_swap_loop(true, by_workload);
         }
+        // The granted file's directory swapped instead of the file (a directory symlink in an
+        // ancestor), by a host thread.
+        grant_swap_loop_in(Swap::Ancestor, false);
+    }
+
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Swap {
+        File,
+        Tree,
+        Ancestor,
+    }
+
+    fn grant_swap_loop(tree: bool, by_workload: bool) {
+        grant_swap_loop_in(if tree { Swap::Tree } else { Swap::File }, by_workload);
     }
 
     /// One class of 3b: a path-read grant of a file (`tree` false) or a tree-read grant of a
     /// directory (`tree` true), its target swapped for a symlink to a secret in a loop by a host
     /// thread, or (`by_workload`) by a sandboxed workload of another set that may write the
     /// workspace.
-    fn grant_swap_loop(tree: bool, by_workload: bool) {
+    fn grant_swap_loop_in(swap: Swap, by_workload: bool) {
+        let tree = swap == Swap::Tree;
         let d = TestDirs::new("sbx-roots");
-        let (target_path, secret, cmd) = if tree {
-            fs::create_dir(d.ws.join("t")).unwrap();
-            fs::write(d.ws.join("t/f"), "granted\n").unwrap();
-            fs::create_dir(d.root.join("secret-dir")).unwrap();
-            fs::write(d.root.join("secret-dir/f"), "SECRET\n").unwrap();
-            (d.ws.join("t"), d.root.join("secret-dir"), "cat t/f")
-        } else {
-            fs::write(d.ws.join("f"), "granted\n").unwrap();
-            fs::write(d.root.join("secret"), "SECRET\n").unwrap();
-            (d.ws.join("f"), d.root.join("secret"), "cat f")
+        // (the granted target, what the swapper replaces, the symlink's target, the command)
+        let (target_path, swapped, secret, cmd) = match swap {
+            Swap::Tree => {
+                fs::create_dir(d.ws.join("t")).unwrap();
+                fs::write(d.ws.join("t/f"), "granted\n").unwrap();
+                fs::create_dir(d.root.join("secret-dir")).unwrap();
+                fs::write(d.root.join("secret-dir/f"), "SECRET\n").unwrap();
+                (d.ws.join("t"), d.ws.join("t"), d.root.join("secret-dir"), "cat t/f")
+            }
+            Swap::File => {
+                fs::write(d.ws.join("f"), "granted\n").unwrap();
+                fs::write(d.root.join("secret"), "SECRET\n").unwrap();
+                (d.ws.join("f"), d.ws.join("f"), d.root.join("secret"), "cat f")
+            }
+            Swap::Ancestor => {
+                fs::create_dir(d.ws.join("g")).unwrap();
+                fs::write(d.ws.join("g/f"), "granted\n").unwrap();
+                fs::create_dir(d.root.join("secret-dir")).unwrap();
+                fs::write(d.root.join("secret-dir/f"), "SECRET\n").unwrap();
+                (d.ws.join("g/f"), d.ws.join("g"), d.root.join("secret-dir"), "cat g/f")
+            }
         };
         let profile = Profile::new(ProfileConfig {
             workspace_read: Access::Gated,
@@ -525,7 +551,7 @@ mod linux {
         let swapper = if by_workload {
             let writer = Profile::new(config(&d, vec![])).unwrap();
             let (ws, opts) = (d.ws.clone(), d.set_options(2));
-            let args = [target_path.clone(), d.ws.join("aside"), secret.clone(), stop_file.clone()];
+            let args = [swapped.clone(), d.ws.join("aside"), secret.clone(), stop_file.clone()];
             let args: Vec<String> = args.iter().map(|p| p.display().to_string()).collect();
             let handle = std::thread::spawn(move || {
                 let set = ExecutorSet::new(&dl(), &writer, opts).unwrap();
@@ -551,7 +577,7 @@ mod linux {
             std::thread::sleep(Duration::from_millis(200));
             handle
         } else {
-            let (stop, f, aside) = (Arc::clone(&stop), target_path.clone(), d.ws.join("aside"));
+            let (stop, f, aside) = (Arc::clone(&stop), swapped.clone(), d.ws.join("aside"));
             std::thread::spawn(move || {
                 let mut swaps = 0u64;
                 while !stop.load(Ordering::SeqCst) {
@@ -567,7 +593,11 @@ mod linux {
             })
         };
         let (mut granted, mut changed_before, mut changed_inside, mut other) = (0, 0, 0, 0);
-        let by = if by_workload { "a sandboxed workload" } else { "a host thread" };
+        let by = match (by_workload, swap) {
+            (true, _) => "a sandboxed workload",
+            (false, Swap::Ancestor) => "a host thread, in the target's directory",
+            (false, _) => "a host thread",
+        };
         let end = Instant::now() + Duration::from_secs(25);
         for (i, t) in tokens.into_iter().enumerate() {
             if Instant::now() > end {
