@@ -215,7 +215,15 @@ impl HostView {
             } else {
                 continue;
             };
-            if alias != path && !out.contains(&alias) {
+            // A later mount on the way (deeper, or stacked on the same point) shows something
+            // else there: that mount is an alias in its own right or none.
+            let depth = |p: &Path| p.components().count();
+            let shadowed = self.mounts.iter().enumerate().any(|(j, o)| {
+                j != i
+                    && alias.starts_with(&o.mount_point)
+                    && (depth(&o.mount_point) > depth(&m.mount_point) || (o.mount_point == m.mount_point && j > i))
+            });
+            if alias != path && !shadowed && !out.contains(&alias) {
                 out.push(alias);
             }
         }
@@ -264,6 +272,12 @@ mod tests {
         };
         assert_eq!(host.aliases(Path::new("/home/u/.ssh")), vec![PathBuf::from("/mnt/disk/data/u/.ssh")]);
         assert!(host.aliases(Path::new("/etc")).is_empty());
+        // An alias path that another mount covers shows that mount, not the directory.
+        let host = HostView {
+            mounts: vec![m("254:0", "/", "/"), m("254:0", "/", "/mnt/all"), m("8:1", "/", "/mnt/all/w")],
+            ..HostView::default()
+        };
+        assert!(host.aliases(Path::new("/w/ws/secrets")).is_empty());
         assert_eq!(unescape("/a\\040b\\134c"), PathBuf::from("/a b\\c"));
     }
 }
