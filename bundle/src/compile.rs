@@ -483,6 +483,35 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         planner.push(pin.to_path_buf(), Some(pin.to_path_buf()), kind, false, Origin::Area, 2);
     }
 
+    // 2c. Aliases: where the host shows a masked, read-only or write-only root's directory at
+    // another path too (a bind mount of the workspace or of an ancestor elsewhere, the same
+    // filesystem mounted twice), that path gets the same treatment wherever the plan makes it
+    // visible: a mask or a bind at the root's own path protects only that path, and Landlock
+    // has no deny rule to catch the other one (issue 12, class 1).
+    let guarded: Vec<(PathBuf, MountKind)> = planner
+        .ops
+        .iter()
+        .filter(|op| op.origin == Origin::Area || op.origin == Origin::AreaMask)
+        .filter(|op| matches!(op.kind, MountKind::Mask | MountKind::ReadOnly | MountKind::WriteOnly))
+        .filter(|op| config.additional_roots.iter().any(|r| r.path == op.destination))
+        .map(|op| (op.destination.clone(), op.kind))
+        .collect();
+    for (root, kind) in guarded {
+        for alias in host.aliases(&root) {
+            let visible = planner.innermost(&alias, false).is_some_and(|op| Planner::is_bind(op.kind));
+            if !visible {
+                continue;
+            }
+            match kind {
+                MountKind::ReadOnly if effective(Axis::Write, &alias) => {
+                    planner.push(alias.clone(), Some(alias), MountKind::ReadOnly, false, Origin::AreaMask, 9);
+                }
+                MountKind::ReadOnly => {}
+                _ => planner.push(alias, None, MountKind::Mask, false, Origin::AreaMask, 9),
+            }
+        }
+    }
+
     // An area the sandbox always replaces with its own mount is never honoured silently
     // (issue 12, 11): the exact private paths are refused by `Profile::new`; the executor's
     // own directories and the scratch root are known only here.

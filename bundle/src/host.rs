@@ -81,6 +81,58 @@ pub struct HostView {
     pub closure: Vec<ClosureEntry>,
     /// `/var/run` is a real directory (not the usual symlink to `/run`).
     pub var_run_is_dir: bool,
+    /// The host's mounts (`/proc/self/mountinfo`), in mount order: where one filesystem
+    /// directory is visible at more than one path (see [`HostView::aliases`]).
+    pub mounts: Vec<HostMount>,
+}
+
+/// One host mount: which filesystem (`major:minor`), which of its directories (`root`) and
+/// where it is visible.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostMount {
+    /// `major:minor` of the filesystem.
+    pub device: String,
+    /// The directory of the filesystem shown at `mount_point` (`/` for a whole filesystem).
+    pub root: PathBuf,
+    /// Where it is mounted.
+    pub mount_point: PathBuf,
+}
+
+/// Undoes mountinfo's octal escapes (`\040` for a space, …).
+fn unescape(field: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b.get(i + 1..i + 4).filter(|d| b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match octal {
+            Some(d) => {
+                out.push(d.iter().fold(0u8, |acc, c| acc.wrapping_mul(8).wrapping_add(c - b'0')));
+                i += 4;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(std::ffi::OsString::from_vec(out))
+}
+
+/// The mounts of `/proc/self/mountinfo` (none when unreadable).
+fn read_mounts() -> Vec<HostMount> {
+    let Ok(text) = fs::read_to_string("/proc/self/mountinfo") else { return Vec::new() };
+    text.lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split(' ').collect();
+            Some(HostMount {
+                device: (*f.get(2)?).to_owned(),
+                root: unescape(f.get(3)?),
+                mount_point: unescape(f.get(4)?),
+            })
+        })
+        .collect()
 }
 
 fn kind_of(path: &Path) -> Option<EntryKind> {
@@ -129,6 +181,103 @@ impl HostView {
             })
             .collect();
         let var_run_is_dir = matches!(kind_of(Path::new("/var/run")), Some(EntryKind::Dir));
-        HostView { entries, closure, var_run_is_dir }
+        HostView { entries, closure, var_run_is_dir, mounts: read_mounts() }
+    }
+
+    /// Other host paths where the directory `path` (or part of it) is visible: the same
+    /// filesystem directory mounted again elsewhere (a bind mount of an ancestor, of `path`, or
+    /// of a directory inside it; a filesystem mounted twice). A mask or a read-only bind at
+    /// `path` alone would leave its contents open there (issue 12, class 1). Mounts at or
+    /// under `path` itself are not aliases.
+    pub fn aliases(&self, path: &Path) -> Vec<PathBuf> {
+        // The mount that shows `path`: the deepest mount point above it, the last on ties
+        // (the one on top).
+        let Some((at, shown)) = self
+            .mounts
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| path.starts_with(&m.mount_point))
+            .max_by_key(|(i, m)| (m.mount_point.components().count(), *i))
+        else {
+            return Vec::new();
+        };
+        let Ok(rel) = path.strip_prefix(&shown.mount_point) else { return Vec::new() };
+        let in_fs = shown.root.join(rel);
+        let mut out: Vec<PathBuf> = Vec::new();
+        for (i, m) in self.mounts.iter().enumerate() {
+            if i == at || m.device != shown.device || m.mount_point.starts_with(path) {
+                continue;
+            }
+            let alias = if let Ok(below) = in_fs.strip_prefix(&m.root) {
+                if below.as_os_str().is_empty() { m.mount_point.clone() } else { m.mount_point.join(below) }
+            } else if m.root.starts_with(&in_fs) {
+                m.mount_point.clone()
+            } else {
+                continue;
+            };
+            // A later mount on the way (deeper, or stacked on the same point) shows something
+            // else there: that mount is an alias in its own right or none.
+            let depth = |p: &Path| p.components().count();
+            let shadowed = self.mounts.iter().enumerate().any(|(j, o)| {
+                j != i
+                    && alias.starts_with(&o.mount_point)
+                    && (depth(&o.mount_point) > depth(&m.mount_point) || (o.mount_point == m.mount_point && j > i))
+            });
+            if alias != path && !shadowed && !out.contains(&alias) {
+                out.push(alias);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn m(device: &str, root: &str, at: &str) -> HostMount {
+        HostMount { device: device.into(), root: root.into(), mount_point: at.into() }
+    }
+
+    #[test]
+    fn aliases_are_other_mounts_of_the_same_directory_above_at_or_below_it() {
+        let host = HostView {
+            mounts: vec![
+                m("254:0", "/", "/"),
+                m("0:5", "/", "/proc"),
+                // The workspace bound elsewhere, the root itself bound elsewhere, a directory
+                // inside the root bound elsewhere, the whole filesystem again, and a mount
+                // under the root (not an alias).
+                m("254:0", "/w/ws", "/alias"),
+                m("254:0", "/w/ws/cfg/secrets", "/srv/s"),
+                m("254:0", "/w/ws/cfg/secrets/sub", "/mnt/sub"),
+                m("254:0", "/", "/mnt/all"),
+                m("254:0", "/other", "/w/ws/cfg/secrets/inner"),
+                // Another filesystem with the same directory names: not an alias.
+                m("8:1", "/w/ws", "/media/x"),
+            ],
+            ..HostView::default()
+        };
+        let got = host.aliases(Path::new("/w/ws/cfg/secrets"));
+        let want: Vec<PathBuf> = ["/alias/cfg/secrets", "/srv/s", "/mnt/sub", "/mnt/all/w/ws/cfg/secrets"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(got, want);
+        // Under a mount of another directory: the filesystem path counts, not the host path.
+        let host = HostView {
+            mounts: vec![m("254:0", "/", "/"), m("254:1", "/data", "/home"), m("254:1", "/", "/mnt/disk")],
+            ..HostView::default()
+        };
+        assert_eq!(host.aliases(Path::new("/home/u/.ssh")), vec![PathBuf::from("/mnt/disk/data/u/.ssh")]);
+        assert!(host.aliases(Path::new("/etc")).is_empty());
+        // An alias path that another mount covers shows that mount, not the directory.
+        let host = HostView {
+            mounts: vec![m("254:0", "/", "/"), m("254:0", "/", "/mnt/all"), m("8:1", "/", "/mnt/all/w")],
+            ..HostView::default()
+        };
+        assert!(host.aliases(Path::new("/w/ws/secrets")).is_empty());
+        assert_eq!(unescape("/a\\040b\\134c"), PathBuf::from("/a b\\c"));
     }
 }

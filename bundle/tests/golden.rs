@@ -121,6 +121,7 @@ fn host() -> HostView {
             closure_file("/etc/group"),
         ],
         var_run_is_dir: false,
+        mounts: Vec::new(),
     }
 }
 

@@ -886,6 +886,130 @@ fn nested_roots_survive_their_runs_through_the_cli() {
     assert!(o.stdout.is_empty() && !area.ws.join("ran").exists());
 }
 
+/// Issue 12, class 1 through the CLI: the init ties each pinned ancestor's mount to its name
+/// and retries while the parent changes. Another `sandbox run` (the default profile: the same
+/// workspace writable, no roots) creates and removes files in the workspace root in a loop,
+/// so the parent of the pinned `cfg` changes all the time; every run of the profile with the
+/// nested deny root must still run (and read nothing of the root). With the former bound of 16
+/// attempts about half of these runs failed with "its parent kept changing". Positive control:
+/// the churner ran all along (its count), and each run reads a plain file beside the root.
+#[test]
+fn runs_with_nested_roots_work_while_another_run_churns_the_workspace() {
+    if !sandbox_runs_here("runs_with_nested_roots_work_while_another_run_churns_the_workspace") {
+        return;
+    }
+    let area = Area::new();
+    fs::create_dir_all(area.ws.join("cfg/secrets")).unwrap();
+    fs::write(area.ws.join("cfg/secrets/key"), "TOP\n").unwrap();
+    fs::write(area.ws.join("cfg/plain"), "plain\n").unwrap();
+    let secrets = area.ws.join("cfg/secrets");
+    let p = roots_profile(&area, "p.json", &[(&secrets, "deny", "deny")]);
+    fs::create_dir(area.ws.join("../scratch2")).unwrap();
+    let churn = "import os,time\nopen('started','w').close()\nt=time.time(); n=0\n\
+                 while time.time()-t<15:\n  fd=os.open('churn',os.O_CREAT|os.O_WRONLY); os.close(fd); \
+                 os.unlink('churn'); n+=1\nos.unlink('started')\nprint(n)\n";
+    let churner = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args(["run", "--scratch", "../scratch2", "--timeout", "60", "--", "python3", "-c", churn])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waited = std::time::Instant::now();
+    while !area.ws.join("started").exists() {
+        assert!(waited.elapsed() < std::time::Duration::from_secs(30), "the churner never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut failed = Vec::new();
+    let mut ran = 0;
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < end && ran + failed.len() < 12 {
+        let o = run_sh(&area, &p, "cat cfg/plain; cat cfg/secrets/key 2>/dev/null || echo masked");
+        if o.status.code() == Some(0) {
+            assert_eq!(String::from_utf8_lossy(&o.stdout), "plain\nmasked\n");
+            ran += 1;
+        } else {
+            failed.push(String::from_utf8_lossy(&o.stderr).into_owned());
+        }
+    }
+    let out = churner.wait_with_output().unwrap();
+    let count: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0);
+    eprintln!("{ran} runs ran, {} failed, while the churner made {count} changes", failed.len());
+    assert!(count > 10_000, "the churner did not run: {count} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(failed.is_empty(), "runs failed under a churned parent: {failed:?}");
+    assert!(ran >= 4, "too few runs: {ran}");
+}
+
+/// Issue 12, class 1 through the CLI: a host mount that shows the workspace (or a directory
+/// inside it) at a second path. Before, the deny root was masked at its own path only, so
+/// `cat <alias>/cfg/secrets/key` printed the secret under host read allow, and a read-only
+/// `.git/hooks` was writable through a bind of `.git` inside the workspace. Now every alias the
+/// plan makes visible gets the root's mask or read-only bind. Positive controls: the same
+/// aliases read (and, inside the workspace, write) ordinary files. Root only: the aliases are
+/// bind mounts in a private mount namespace (`unshare -m`), which an unprivileged caller cannot
+/// make on the host.
+#[test]
+fn a_root_visible_at_a_host_bind_alias_is_guarded_there_too() {
+    if !sandbox_runs_here("a_root_visible_at_a_host_bind_alias_is_guarded_there_too") {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!(
+            "!!!!!!!! SKIPPED cli::a_root_visible_at_a_host_bind_alias_is_guarded_there_too: needs root (bind mounts) !!!!!!!!"
+        );
+        return;
+    }
+    let area = Area::new();
+    fs::create_dir_all(area.ws.join("cfg/secrets")).unwrap();
+    fs::write(area.ws.join("cfg/secrets/key"), "TOP\n").unwrap();
+    fs::write(area.ws.join("cfg/plain"), "plain\n").unwrap();
+    fs::create_dir_all(area.ws.join(".git/hooks")).unwrap();
+    fs::write(area.ws.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+    fs::create_dir(area.ws.join("galias")).unwrap();
+    let alias = area.dir.path().join("alias");
+    fs::create_dir(&alias).unwrap();
+    let (secrets, hooks) = (area.ws.join("cfg/secrets"), area.ws.join(".git/hooks"));
+    let file = area.dir.path().join("p.json");
+    let roots = serde_json::json!([
+        {"path": secrets.display().to_string(), "read": "deny", "write": "deny"},
+        {"path": hooks.display().to_string(), "read": "allow", "write": "deny"},
+    ]);
+    let profile = serde_json::json!({
+        "workspace_root": area.ws.display().to_string(),
+        "workspace_read": "allow",
+        "workspace_write": "allow",
+        "host_read": "allow",
+        "command": "allow",
+        "additional_roots": roots,
+    });
+    fs::write(&file, profile.to_string()).unwrap();
+    let a = alias.display().to_string();
+    let script = format!(
+        "cat {a}/cfg/plain galias/hooks/pre-commit && echo new > galias/new && echo controls-ok; \
+         for f in cfg/secrets/key {a}/cfg/secrets/key; do cat $f 2>/dev/null && echo \"ESCAPED: read $f\"; done; \
+         (echo evil >> galias/hooks/pre-commit) 2>/dev/null && echo 'ESCAPED: wrote galias/hooks'; \
+         (echo evil > galias/hooks/new) 2>/dev/null && echo 'ESCAPED: created in galias/hooks'; true"
+    );
+    let outer = format!(
+        "mount --bind {ws} {a} && mount --bind {ws}/.git {ws}/galias && exec {sbx} run --scratch ../scratch \
+         --profile {p} -- /bin/sh -c \"$0\"",
+        ws = area.ws.display(),
+        sbx = SANDBOX,
+        p = file.display()
+    );
+    let o = Command::new("unshare")
+        .current_dir(&area.ws)
+        .args(["-m", "--propagation", "private", "/bin/sh", "-c", &outer, &script])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out} {}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(out, "plain\n#!/bin/sh\ncontrols-ok\n", "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(fs::read_to_string(hooks.join("pre-commit")).unwrap(), "#!/bin/sh\n");
+    assert_eq!(fs::read_to_string(area.ws.join(".git/new")).unwrap(), "new\n");
+    assert!(!hooks.join("new").exists());
+}
+
 /// Issue 12, 1d and 11 through the CLI: a root through a symlink, and a root exactly at a path
 /// the sandbox always makes private, are refused naming the root, before anything is written.
 /// Positive control: the real path, and a root under /tmp, run.

@@ -369,6 +369,89 @@ mod linux {
         assert_eq!(sh_ok(&exec, &d, probe), "decoy\n");
     }
 
+    /// The init's name check (class 1) against a parent that another sandbox keeps changing:
+    /// a workload of another set (a profile without the root, the workspace writable) creates
+    /// and removes a file in the workspace root in a loop, which changes the ctime of the
+    /// parent of the pinned `cfg` all the time, while spawns of the profile with the nested
+    /// deny root run. Every spawn must run (the check retries until it sees the parent
+    /// unchanged) and none reads the secret. With the old bound (16 attempts) about half of
+    /// these spawns failed with "its parent kept changing". Positive control: the churner ran
+    /// all along (its count), and the same spawns read an ordinary file beside the root.
+    pub fn a_parent_changed_constantly_by_another_sandbox_does_not_fail_spawns() {
+        let d = TestDirs::new("sbx-roots");
+        fs::create_dir_all(d.ws.join("cfg/secrets")).unwrap();
+        fs::write(d.ws.join("cfg/secrets/key"), "TOP\n").unwrap();
+        fs::write(d.ws.join("cfg/plain"), "plain\n").unwrap();
+        // Host read allowed, as the CLI's default: the workspace's own parent is then a host
+        // bind and checked too.
+        let profile = Profile::new(ProfileConfig {
+            additional_roots: vec![root(&d.ws.join("cfg/secrets"), Access::Deny, Access::Deny)],
+            ..d.allow_config()
+        })
+        .unwrap();
+        let set = set_of(&d, &profile);
+        let exec = set.executor("k").unwrap();
+        let probe = "cat cfg/plain; cat cfg/secrets/key 2>/dev/null || echo masked";
+        assert_eq!(sh_ok(&exec, &d, probe), "plain\nmasked\n");
+        let other = set_of(&d, &Profile::new(config(&d, vec![])).unwrap());
+        let churner = other.executor("churn").unwrap();
+        let churn = {
+            let d_ws = d.ws.clone();
+            std::thread::spawn(move || {
+                // Two processes (one per core of a small CI machine), each with its own file.
+                let script = format!(
+                    "import os,time\nopen({s:?},'w').close()\npid=os.fork()\nf='churn%d'%(pid==0)\n\
+                     t=time.time(); n=0\nwhile time.time()-t<14:\n  fd=os.open(f,os.O_CREAT|os.O_WRONLY); \
+                     os.close(fd); os.unlink(f); n+=1\nprint(n, flush=True)\nif pid: os.waitpid(pid,0)\n",
+                    s = d_ws.join("churn-started").display().to_string()
+                );
+                churner.run_argv(&dl(), &d_ws, &["python3", "-c", &script]).unwrap()
+            })
+        };
+        let waited = Instant::now();
+        while !d.ws.join("churn-started").exists() {
+            assert!(waited.elapsed() < Duration::from_secs(20), "the churner never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // And the host itself (a build or `git` in the workspace), from a thread.
+        let stop = Arc::new(AtomicBool::new(false));
+        let host_churn = {
+            let (stop, f) = (Arc::clone(&stop), d.ws.join("host-churn"));
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(Ordering::SeqCst) {
+                    fs::write(&f, "").unwrap();
+                    fs::remove_file(&f).unwrap();
+                    n += 1;
+                }
+                n
+            })
+        };
+        let (mut ran, mut failed) = (0, Vec::new());
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end && ran + failed.len() < 30 {
+            match sh(&exec, &d, probe) {
+                Ok((0, out)) => {
+                    assert_eq!(out, "plain\nmasked\n");
+                    ran += 1;
+                }
+                Ok((code, out)) => panic!("{code}: {out}"),
+                Err(e) => failed.push(format!("{e}")),
+            }
+        }
+        stop.store(true, Ordering::SeqCst);
+        let host_count = host_churn.join().unwrap();
+        let out = churn.join().unwrap();
+        let count: u64 = String::from_utf8_lossy(&out.bytes).lines().filter_map(|l| l.trim().parse::<u64>().ok()).sum();
+        println!(
+            "  {ran} spawns ran, {} failed, while the sandboxed churner made {count} changes and the host {host_count}",
+            failed.len()
+        );
+        assert!(count > 10_000 && host_count > 1_000, "a churner did not run: {count} {host_count}");
+        assert!(failed.is_empty(), "spawns failed under a churned parent: {failed:?}");
+        assert!(ran >= 5, "too few spawns: {ran}");
+    }
+
     fn in_ms(ms: i64) -> i64 {
         i64::try_from(SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis()).unwrap() + ms
     }
@@ -382,24 +465,50 @@ mod linux {
             grant_swap_loop(false, by_workload);
             grant_swap_loop(true, by_workload);
         }
+        // The granted file's directory swapped instead of the file (a directory symlink in an
+        // ancestor), by a host thread.
+        grant_swap_loop_in(Swap::Ancestor, false);
+    }
+
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Swap {
+        File,
+        Tree,
+        Ancestor,
+    }
+
+    fn grant_swap_loop(tree: bool, by_workload: bool) {
+        grant_swap_loop_in(if tree { Swap::Tree } else { Swap::File }, by_workload);
     }
 
     /// One class of 3b: a path-read grant of a file (`tree` false) or a tree-read grant of a
     /// directory (`tree` true), its target swapped for a symlink to a secret in a loop by a host
     /// thread, or (`by_workload`) by a sandboxed workload of another set that may write the
     /// workspace.
-    fn grant_swap_loop(tree: bool, by_workload: bool) {
+    fn grant_swap_loop_in(swap: Swap, by_workload: bool) {
+        let tree = swap == Swap::Tree;
         let d = TestDirs::new("sbx-roots");
-        let (target_path, secret, cmd) = if tree {
-            fs::create_dir(d.ws.join("t")).unwrap();
-            fs::write(d.ws.join("t/f"), "granted\n").unwrap();
-            fs::create_dir(d.root.join("secret-dir")).unwrap();
-            fs::write(d.root.join("secret-dir/f"), "SECRET\n").unwrap();
-            (d.ws.join("t"), d.root.join("secret-dir"), "cat t/f")
-        } else {
-            fs::write(d.ws.join("f"), "granted\n").unwrap();
-            fs::write(d.root.join("secret"), "SECRET\n").unwrap();
-            (d.ws.join("f"), d.root.join("secret"), "cat f")
+        // (the granted target, what the swapper replaces, the symlink's target, the command)
+        let (target_path, swapped, secret, cmd) = match swap {
+            Swap::Tree => {
+                fs::create_dir(d.ws.join("t")).unwrap();
+                fs::write(d.ws.join("t/f"), "granted\n").unwrap();
+                fs::create_dir(d.root.join("secret-dir")).unwrap();
+                fs::write(d.root.join("secret-dir/f"), "SECRET\n").unwrap();
+                (d.ws.join("t"), d.ws.join("t"), d.root.join("secret-dir"), "cat t/f")
+            }
+            Swap::File => {
+                fs::write(d.ws.join("f"), "granted\n").unwrap();
+                fs::write(d.root.join("secret"), "SECRET\n").unwrap();
+                (d.ws.join("f"), d.ws.join("f"), d.root.join("secret"), "cat f")
+            }
+            Swap::Ancestor => {
+                fs::create_dir(d.ws.join("g")).unwrap();
+                fs::write(d.ws.join("g/f"), "granted\n").unwrap();
+                fs::create_dir(d.root.join("secret-dir")).unwrap();
+                fs::write(d.root.join("secret-dir/f"), "SECRET\n").unwrap();
+                (d.ws.join("g/f"), d.ws.join("g"), d.root.join("secret-dir"), "cat g/f")
+            }
         };
         let profile = Profile::new(ProfileConfig {
             workspace_read: Access::Gated,
@@ -442,7 +551,7 @@ mod linux {
         let swapper = if by_workload {
             let writer = Profile::new(config(&d, vec![])).unwrap();
             let (ws, opts) = (d.ws.clone(), d.set_options(2));
-            let args = [target_path.clone(), d.ws.join("aside"), secret.clone(), stop_file.clone()];
+            let args = [swapped.clone(), d.ws.join("aside"), secret.clone(), stop_file.clone()];
             let args: Vec<String> = args.iter().map(|p| p.display().to_string()).collect();
             let handle = std::thread::spawn(move || {
                 let set = ExecutorSet::new(&dl(), &writer, opts).unwrap();
@@ -468,7 +577,7 @@ mod linux {
             std::thread::sleep(Duration::from_millis(200));
             handle
         } else {
-            let (stop, f, aside) = (Arc::clone(&stop), target_path.clone(), d.ws.join("aside"));
+            let (stop, f, aside) = (Arc::clone(&stop), swapped.clone(), d.ws.join("aside"));
             std::thread::spawn(move || {
                 let mut swaps = 0u64;
                 while !stop.load(Ordering::SeqCst) {
@@ -484,7 +593,11 @@ mod linux {
             })
         };
         let (mut granted, mut changed_before, mut changed_inside, mut other) = (0, 0, 0, 0);
-        let by = if by_workload { "a sandboxed workload" } else { "a host thread" };
+        let by = match (by_workload, swap) {
+            (true, _) => "a sandboxed workload",
+            (false, Swap::Ancestor) => "a host thread, in the target's directory",
+            (false, _) => "a host thread",
+        };
         let end = Instant::now() + Duration::from_secs(25);
         for (i, t) in tokens.into_iter().enumerate() {
             if Instant::now() > end {
@@ -606,6 +719,10 @@ fn main() -> std::process::ExitCode {
             (
                 "a_deny_root_swapped_in_a_loop_during_spawns_is_never_exposed",
                 a_deny_root_swapped_in_a_loop_during_spawns_is_never_exposed,
+            ),
+            (
+                "a_parent_changed_constantly_by_another_sandbox_does_not_fail_spawns",
+                a_parent_changed_constantly_by_another_sandbox_does_not_fail_spawns,
             ),
             (
                 "a_path_grant_target_swapped_in_a_loop_never_binds_another_file",

@@ -9,13 +9,21 @@
 //! to its name reads the parent's ctime before and after and retries when a rename happened.
 
 use std::os::unix::ffi::OsStrExt;
+use std::time::{Duration, Instant};
 
 use sandbox_bundle::ExpectedMount;
 
 use crate::sys;
 
-/// How often a check is retried while renames happen in the parent.
-const ATTEMPTS: usize = 16;
+/// A check is retried while the parent changes (a rename there, but also any file created or
+/// removed: the ctime cannot tell them apart) for at least this many attempts and at most
+/// `RETRY_FOR`: a parent that a concurrent process keeps changing (a build or `git` writing
+/// in a workspace root while the spawn starts) must not fail the spawn after a few attempts,
+/// as 16 attempts did for about half of the spawns while another sandbox created and removed
+/// files in the workspace root in a Python loop.
+const MIN_ATTEMPTS: usize = 16;
+/// See `MIN_ATTEMPTS`.
+const RETRY_FOR: Duration = Duration::from_secs(2);
 
 /// Checks every expected mount; Err names the first that does not hold.
 pub fn verify(expected: &[ExpectedMount]) -> Result<(), String> {
@@ -30,7 +38,10 @@ fn check(e: &ExpectedMount) -> Result<(), String> {
     let parent = e.path.parent().ok_or_else(|| String::from("has no parent"))?;
     let name = e.path.file_name().ok_or_else(|| String::from("has no name"))?;
     let pfd = sys::open_path_no_symlinks(parent).map_err(|err| format!("opening its parent: {err}"))?;
-    for _ in 0..ATTEMPTS {
+    let start = Instant::now();
+    let mut attempts = 0usize;
+    loop {
+        attempts += 1;
         let before = sys::statx_identity(&pfd).map_err(|err| format!("statx of its parent: {err}"))?;
         if (before.dev, before.ino) != parent_id {
             return Err(format!(
@@ -47,6 +58,10 @@ fn check(e: &ExpectedMount) -> Result<(), String> {
         });
         let after = sys::statx_identity(&pfd).map_err(|err| format!("statx of its parent: {err}"))?;
         if after.ctime != before.ctime {
+            if attempts >= MIN_ATTEMPTS && start.elapsed() >= RETRY_FOR {
+                break;
+            }
+            std::thread::yield_now();
             continue;
         }
         return match found? {
@@ -55,7 +70,10 @@ fn check(e: &ExpectedMount) -> Result<(), String> {
             None => Err(String::from("is missing from its parent")),
         };
     }
-    Err(format!("its parent kept changing while it was checked ({ATTEMPTS} attempts)"))
+    Err(format!(
+        "its parent kept changing while it was checked ({attempts} attempts in {} ms)",
+        start.elapsed().as_millis()
+    ))
 }
 
 /// The object at the path: a mount root; for a bind the recorded object, for a mask a tmpfs.

@@ -85,6 +85,7 @@ fn host() -> HostView {
         ],
         closure: Vec::new(),
         var_run_is_dir: false,
+        mounts: Vec::new(),
     }
 }
 
