@@ -419,8 +419,9 @@ pub fn restrict(base: &Profile, ceiling: &Profile) -> Result<Profile, Error> {
     Profile::new(config)
 }
 
-/// `path` with `.` and empty components dropped and `..` applied lexically (absolute input).
-fn lexically_clean(path: &Path) -> PathBuf {
+/// `path` with `.` and empty components dropped and `..` applied lexically (absolute input; a
+/// relative one is taken from `/`).
+pub fn lexically_clean(path: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");
     for c in path.components() {
         match c {

@@ -1032,17 +1032,7 @@ impl Executor {
 
 fn absolute_lexical(p: &Path) -> PathBuf {
     let joined = if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir().unwrap_or_default().join(p) };
-    let mut out = PathBuf::from("/");
-    for c in joined.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::Normal(n) => out.push(n),
-            _ => {}
-        }
-    }
-    out
+    sandbox_bundle::profile::lexically_clean(&joined)
 }
 
 fn seed(home: &Path, src: &Path, rel: &Path) -> Result<(), Error> {
