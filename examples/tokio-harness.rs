@@ -9,14 +9,19 @@ use sandbox::{Access, Deadline, ExecutorSet, ExecutorSetOptions, Profile, Profil
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     sandbox::init();
-    let workspace = std::env::temp_dir().join(format!("sandbox-tokio-example-{}", std::process::id()));
+    let base = std::env::temp_dir().join(format!("sandbox-tokio-example-{}", std::process::id()));
+    let workspace = base.join("ws");
+    // The scratch root lies beside the workspace, never inside it: a scratch root the workload
+    // could write is refused (`InvalidOptions` naming `scratch_root`).
+    let scratch = base.join("scratch");
     std::fs::create_dir_all(&workspace)?;
-    let result = harness(&workspace);
-    let _ = std::fs::remove_dir_all(&workspace);
+    std::fs::create_dir_all(&scratch)?;
+    let result = harness(&workspace, &scratch);
+    let _ = std::fs::remove_dir_all(&base);
     result
 }
 
-fn harness(workspace: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+fn harness(workspace: &std::path::Path, scratch: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
     let profile = Profile::new(ProfileConfig {
         workspace_root: workspace.to_path_buf(),
         workspace_read: Access::Allow,
@@ -25,12 +30,10 @@ fn harness(workspace: &std::path::Path) -> Result<(), Box<dyn std::error::Error>
         command: Access::Allow,
         ..ProfileConfig::default()
     })?;
-    let scratch = workspace.join(".scratch");
-    std::fs::create_dir_all(&scratch)?;
     let set = Arc::new(ExecutorSet::new(
         &Deadline::after(Duration::from_secs(30)),
         &profile,
-        ExecutorSetOptions::new(&scratch).max_executors(4),
+        ExecutorSetOptions::new(scratch).max_executors(4),
     )?);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(4).build()?;
     let calls = ["echo one", "echo two; echo two-err >&2", "pwd", "sh -c 'exit 3'", "uname -s", "echo six"];
