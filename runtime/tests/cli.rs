@@ -1303,3 +1303,30 @@ fn another_runs_home_is_unreadable() {
     first.kill().unwrap();
     first.wait().unwrap();
 }
+
+/// Issue 12, class 6, for the CLI's default: a run whose workspace holds the temp dir (a user in
+/// `/tmp`) gets a default scratch root outside it, never one the workload could write; an
+/// explicit `--scratch` inside the workspace is refused naming it (the control: the refusal is
+/// real, and the fallback is what avoids it).
+#[test]
+fn the_default_scratch_root_avoids_a_workspace_that_holds_the_temp_dir() {
+    if !sandbox_runs_here("the_default_scratch_root_avoids_a_workspace_that_holds_the_temp_dir") {
+        return;
+    }
+    let area = Area::new();
+    let tmp = area.ws.join("tmp");
+    fs::create_dir(&tmp).unwrap();
+    let o = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .env("TMPDIR", &tmp)
+        .args(["run", "--", "sh", "-c", "echo ran; ls -A tmp"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "ran\n", "nothing may be made in the workspace's temp dir");
+    assert_eq!(fs::read_dir(&tmp).unwrap().count(), 0);
+    let o =
+        Command::new(SANDBOX).current_dir(&area.ws).args(["run", "--scratch", "tmp", "--", "true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("scratch_root"), "{}", String::from_utf8_lossy(&o.stderr));
+}

@@ -725,7 +725,8 @@ mod cpu {
             let watcher = s.spawn(|| {
                 let end = Instant::now() + deadline;
                 while Instant::now() < end {
-                    if let Some(dir) = pids_with(&marker).first().and_then(|p| cpu_cgroup(*p)) {
+                    // Any process of the bomb will do: most live for a moment only.
+                    if let Some(dir) = pids_with(&marker).iter().find_map(|p| cpu_cgroup(*p)) {
                         return Some(dir);
                     }
                     std::thread::sleep(Duration::from_millis(100));

@@ -57,7 +57,8 @@ struct RunArgs {
     /// The working directory of the command (default: the current directory).
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
-    /// The scratch root (default: `<tmp>/sandbox-cli-<uid>`, owner-only; the run's own
+    /// The scratch root (default: `<tmp>/sandbox-cli-<uid>`, owner-only, or `/var/tmp` or
+    /// `/dev/shm` instead when `<tmp>` lies in a writable area of the profile; the run's own
     /// directory inside is removed afterwards, and one left by a killed run is swept).
     #[arg(long, value_name = "DIR")]
     scratch: Option<PathBuf>,
@@ -247,7 +248,7 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
     let profile = load_profile(args.profile.as_deref(), &current)?;
     let scratch = match &args.scratch {
         Some(s) => resolve(&current, Some(s.clone())),
-        None => default_scratch()?,
+        None => default_scratch(&profile)?,
     };
     let setup = Deadline::after(Duration::from_secs(60));
     let mut options = ExecutorSetOptions::new(&scratch).max_executors(1);
@@ -354,10 +355,31 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
 /// The default scratch root: `<tmp>/sandbox-cli-<uid>`, created owner-only, shared by this
 /// user's runs. Each run's set directory inside is removed when the run ends, and one left by
 /// a killed run is swept by the next (a per-run directory would be leaked by a killed run).
-fn default_scratch() -> Result<PathBuf, Error> {
+/// A scratch root the workload could write is refused by the library (issue 12, class 6), so
+/// when `<tmp>` lies inside an area the profile makes writable (a run from `/tmp` itself), the
+/// next of `/var/tmp` and `/dev/shm` outside every such area is used instead; with none (a
+/// workspace at `/`, host write allowed), the first is kept and the library's error says why.
+fn default_scratch(profile: &Profile) -> Result<PathBuf, Error> {
     let (uid, _) = ids();
-    let base = std::fs::canonicalize(std::env::temp_dir()).map_err(|e| Error::io("resolving the temp dir", e))?;
-    let dir = base.join(format!("sandbox-cli-{uid}"));
+    let tmp = std::fs::canonicalize(std::env::temp_dir()).map_err(|e| Error::io("resolving the temp dir", e))?;
+    let config = profile.config();
+    let mut writable: Vec<&Path> = Vec::new();
+    if config.workspace_write != sandbox::Access::Deny {
+        writable.push(profile.workspace_root());
+    }
+    writable
+        .extend(config.additional_roots.iter().filter(|r| r.write != sandbox::Access::Deny).map(|r| r.path.as_path()));
+    let everything = config.host_write != sandbox::Access::Deny;
+    let candidates: Vec<PathBuf> = [tmp.clone(), PathBuf::from("/var/tmp"), PathBuf::from("/dev/shm")]
+        .into_iter()
+        .filter_map(|b| std::fs::canonicalize(b).ok())
+        .map(|b| b.join(format!("sandbox-cli-{uid}")))
+        .collect();
+    let dir = candidates
+        .iter()
+        .find(|c| !everything && !writable.iter().any(|w| c.starts_with(w)))
+        .cloned()
+        .unwrap_or_else(|| tmp.join(format!("sandbox-cli-{uid}")));
     let mut builder = std::fs::DirBuilder::new();
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
