@@ -998,7 +998,17 @@ fn build_spec(
         serde_json::to_string(&standard_report.entries).map_err(|e| Error::argument(format!("report: {e}")))?;
     let landlock_json = serde_json::to_string(landlock).map_err(|e| Error::argument(format!("landlock rules: {e}")))?;
     let identities_json = serde_json::to_string(expected).map_err(|e| Error::argument(format!("identities: {e}")))?;
-    let value = json!({
+    // Masks over other sets' scratch roots (issue 12, class 7): such a directory may be removed
+    // between this compile and the mount (its set closed and its owner deleted it). A runtime
+    // that finds one gone has nothing to hide there and may drop that mask (the Linux helper
+    // does, instead of failing the spawn); every other mount stays mandatory.
+    let optional_masks: Vec<String> = plan
+        .mounts
+        .iter()
+        .filter(|m| m.origin == Origin::ScratchMask && m.destination != spawn.scratch_root)
+        .map(|m| path_str(&m.destination))
+        .collect::<Result<_, _>>()?;
+    let mut value = json!({
         "ociVersion": "1.0.2",
         "process": {
             "terminal": spawn.tty,
@@ -1029,6 +1039,10 @@ fn build_spec(
             "sandbox.report": report_json,
         }
     });
+    if !optional_masks.is_empty() {
+        value["annotations"]["sandbox.optional-masks"] =
+            json!(serde_json::to_string(&optional_masks).unwrap_or_default());
+    }
     serde_json::from_value(value).map_err(|e| Error::argument(format!("spec: {e}")))
 }
 

@@ -255,23 +255,42 @@ fn run() -> std::io::Result<()> {
         require_seccomp: request.require_seccomp,
         kernel_abi,
     };
-    let built = ContainerBuilder::new(request.id.clone(), SyscallType::default())
-        .with_root_path(&request.state_root)
-        .and_then(|b| {
-            b.with_stdin(stdin)
-                .with_stdout(stdout)
-                .with_stderr(stderr)
-                .with_preserved_fds(2)
-                .with_executor(executor)
-                .validate_id()
-        })
-        .and_then(|b| {
-            b.with_console_socket(console.as_ref().map(|c| c.path.clone()))
-                .as_init(&request.bundle)
-                .with_systemd(false)
-                .with_detach(console.is_some())
-                .build()
-        });
+    // A mask over another set's scratch root whose directory is gone has nothing to hide and
+    // would fail the mount (issue 12, class 7): drop such masks now, and again, with a fresh
+    // attempt, when a build fails because one went away meanwhile (nothing has run yet).
+    drop_vanished_masks(&request.bundle);
+    let build = |stdin: std::os::fd::OwnedFd, stdout: std::os::fd::OwnedFd, stderr: std::os::fd::OwnedFd| {
+        ContainerBuilder::new(request.id.clone(), SyscallType::default())
+            .with_root_path(&request.state_root)
+            .and_then(|b| {
+                b.with_stdin(stdin)
+                    .with_stdout(stdout)
+                    .with_stderr(stderr)
+                    .with_preserved_fds(2)
+                    .with_executor(executor.clone())
+                    .validate_id()
+            })
+            .and_then(|b| {
+                b.with_console_socket(console.as_ref().map(|c| c.path.clone()))
+                    .as_init(&request.bundle)
+                    .with_systemd(false)
+                    .with_detach(console.is_some())
+                    .build()
+            })
+    };
+    let mut attempts = 0;
+    let built = loop {
+        let result = build(stdin.try_clone()?, stdout.try_clone()?, stderr.try_clone()?);
+        attempts += 1;
+        if result.is_err() && attempts < 4 && console.is_none() && drop_vanished_masks(&request.bundle) {
+            if let Ok(mut c) = Container::load(request.state_root.join(&request.id)) {
+                let _ = c.delete(true);
+            }
+            continue;
+        }
+        break result;
+    };
+    drop((stdin, stdout, stderr));
     phases.push((String::from("built"), monotonic_us()));
     let _ = nix::unistd::close(STATUS_FD);
     let _ = nix::unistd::close(GO_FD);
@@ -720,4 +739,33 @@ impl Drop for ConsoleSocket {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// Drops from the bundle's `config.json` the masks over other sets' scratch roots (listed in the
+/// `sandbox.optional-masks` annotation) whose directory no longer exists on the host; returns
+/// whether it dropped any. Only those masks are optional: a gone directory has nothing to
+/// hide, and a set made there later is registered anew and masked by later spawns.
+fn drop_vanished_masks(bundle: &Path) -> bool {
+    let path = bundle.join("config.json");
+    let Ok(text) = std::fs::read_to_string(&path) else { return false };
+    let Ok(mut spec) = serde_json::from_str::<serde_json::Value>(&text) else { return false };
+    let optional: Vec<String> = spec["annotations"]["sandbox.optional-masks"]
+        .as_str()
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_default();
+    let gone: Vec<&String> = optional
+        .iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound))
+        .collect();
+    if gone.is_empty() {
+        return false;
+    }
+    let Some(mounts) = spec["mounts"].as_array_mut() else { return false };
+    let before = mounts.len();
+    mounts.retain(|m| !(m["type"] == "tmpfs" && gone.iter().any(|g| m["destination"] == g.as_str())));
+    if mounts.len() == before {
+        return false;
+    }
+    tracing::debug!(?gone, "dropping masks over scratch roots that are gone");
+    serde_json::to_vec(&spec).is_ok_and(|bytes| std::fs::write(&path, bytes).is_ok())
 }
