@@ -84,19 +84,27 @@ pub struct SpawnRules {
     pub unix_sockets_open: bool,
 }
 
+/// The committed policy, parsed once per process (every compile needs it).
+fn parsed() -> &'static SeccompPolicy {
+    static POLICY: std::sync::OnceLock<SeccompPolicy> = std::sync::OnceLock::new();
+    POLICY.get_or_init(|| {
+        serde_json::from_str(POLICY_JSON).unwrap_or_else(|_| SeccompPolicy {
+            comment: String::from("unparsable policy: every rule dropped (caught by the policy tests)"),
+            rules: Vec::new(),
+        })
+    })
+}
+
 /// The committed policy.
 pub fn policy() -> SeccompPolicy {
-    serde_json::from_str(POLICY_JSON).unwrap_or_else(|_| SeccompPolicy {
-        comment: String::from("unparsable policy: every rule dropped (caught by the policy tests)"),
-        rules: Vec::new(),
-    })
+    parsed().clone()
 }
 
 /// The rules that apply to one spawn.
 pub fn rules_for(spawn: SpawnRules) -> Vec<SeccompRule> {
-    policy()
+    parsed()
         .rules
-        .into_iter()
+        .iter()
         .filter(|r| match r.when.as_deref() {
             None => true,
             Some("broad-network") => spawn.broad_network,
@@ -104,6 +112,7 @@ pub fn rules_for(spawn: SpawnRules) -> Vec<SeccompRule> {
             Some("unix-sockets-closed") => !spawn.unix_sockets_open,
             Some(_) => false,
         })
+        .cloned()
         .collect()
 }
 

@@ -1092,19 +1092,51 @@ pub(crate) fn sweep_set_containers(set_dir: &Path, parent: Option<&str>) {
 /// process's argv, environment and working directory, and the container's own cgroup). Spawns
 /// of one shape can run in one another's warm containers.
 fn shape_key(bundle: &Bundle) -> Result<String, Error> {
-    use std::hash::{Hash, Hasher};
-    let mut value = serde_json::to_value(&bundle.spec).map_err(|e| Error::Runtime { detail: format!("spec: {e}") })?;
-    if let Some(process) = value.get_mut("process").and_then(serde_json::Value::as_object_mut) {
-        for field in ["args", "env", "cwd"] {
-            process.remove(field);
+    use std::hash::Hasher;
+    /// Feeds serialized bytes straight into the hasher (no JSON value or string is built).
+    struct HashWriter(std::collections::hash_map::DefaultHasher);
+    impl std::io::Write for HashWriter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.write(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
         }
     }
-    if let Some(linux) = value.get_mut("linux").and_then(serde_json::Value::as_object_mut) {
-        linux.remove("cgroupsPath");
+    let mut spec = bundle.spec.clone();
+    let mut writer = HashWriter(std::collections::hash_map::DefaultHasher::new());
+    // Hash maps serialize in an order of their own: these go in sorted. The others the
+    // compiler never sets; one there would only make equal shapes differ (no warm reuse).
+    fn sorted(
+        map: Option<&std::collections::HashMap<String, String>>,
+    ) -> Option<std::collections::BTreeMap<&String, &String>> {
+        map.map(|m| m.iter().collect())
     }
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    value.to_string().hash(&mut hasher);
-    Ok(format!("{:016x}", hasher.finish()))
+    let maps = (
+        sorted(spec.annotations().as_ref()),
+        spec.linux().as_ref().and_then(|l| sorted(l.sysctl().as_ref())),
+        spec.linux().as_ref().and_then(|l| l.resources().as_ref()).and_then(|r| sorted(r.unified().as_ref())),
+    );
+    serde_json::to_writer(&mut writer, &maps).map_err(|e| Error::Runtime { detail: format!("spec: {e}") })?;
+    spec.set_annotations(None);
+    if let Some(mut process) = spec.process().clone() {
+        process.set_args(None);
+        process.set_env(None);
+        process.set_cwd(PathBuf::new());
+        spec.set_process(Some(process));
+    }
+    if let Some(mut linux) = spec.linux().clone() {
+        linux.set_cgroups_path(None);
+        linux.set_sysctl(None);
+        if let Some(mut resources) = linux.resources().clone() {
+            resources.set_unified(None);
+            linux.set_resources(Some(resources));
+        }
+        spec.set_linux(Some(linux));
+    }
+    serde_json::to_writer(&mut writer, &spec).map_err(|e| Error::Runtime { detail: format!("spec: {e}") })?;
+    Ok(format!("{:016x}", writer.0.finish()))
 }
 
 /// inotify instances a run may hold (issue 12, class 10). The host allows each uid 128 by
@@ -1181,6 +1213,51 @@ mod tests {
             ..sandbox_bundle::ProfileConfig::default()
         })
         .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_shape_key_ignores_the_process_and_cgroup_and_sees_everything_else() {
+        let ctx = |argv: &str, cwd: &str, id: &str| sandbox_bundle::SpawnContext {
+            argv: vec![argv.to_owned()],
+            cwd: PathBuf::from(cwd),
+            env: vec![(String::from("X"), argv.to_owned())],
+            tty: false,
+            home_dir: None,
+            temp_dir: PathBuf::from("/nonexistent/tmp"),
+            scratch_root: PathBuf::from("/nonexistent"),
+            other_scratch_roots: Vec::new(),
+            uid: 1000,
+            gid: 1000,
+            landlock: true,
+            egress_route: false,
+            launch: sandbox_bundle::Launch::Embedded {
+                cgroups_path: Some(format!("/sandbox/{id}")),
+                pids_max: Some(128),
+                memory_max: None,
+            },
+            grants: GrantDeltas::default(),
+        };
+        let host = HostView::scan();
+        let key = |p: &Profile, c: &sandbox_bundle::SpawnContext| {
+            shape_key(&compile(p, c, &host).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let first = key(&profile(), &ctx("/bin/true", "/", "a"));
+        // Each compile builds its annotation maps anew (a new hash order): the key holds.
+        for i in 0..20 {
+            assert_eq!(key(&profile(), &ctx(&format!("/bin/echo{i}"), "/usr", &format!("b{i}"))), first);
+        }
+        let writable = Profile::new(sandbox_bundle::ProfileConfig {
+            workspace_root: PathBuf::from("/"),
+            workspace_read: Access::Allow,
+            workspace_write: Access::Allow,
+            command: Access::Allow,
+            ..sandbox_bundle::ProfileConfig::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_ne!(key(&writable, &ctx("/bin/true", "/", "a")), first);
+        let mut tty = ctx("/bin/true", "/", "a");
+        tty.tty = true;
+        assert_ne!(key(&profile(), &tty), first);
     }
 
     #[test]

@@ -160,8 +160,8 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     });
 
     // Landlock (from the bundle's annotation) and seccomp (from its linux.seccomp, the same rule
-    // list standard runtimes apply) are built now and put in force after `go`: a warm container
-    // has done the building before its process is known.
+    // list standard runtimes apply) are built and put in force before `ready`: a warm container
+    // has done all of it before its process is known.
     let annotations = spec.annotations().clone().unwrap_or_default();
     // The mounts are made: check that each area, pin and grant target is the object it was
     // checked to be (the runtime resolved their sources by path; issue 12, 1 and 3b).
@@ -180,6 +180,30 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     let section = spec.linux().as_ref().and_then(|l| l.seccomp().clone());
     let programs = section.map(|section| filter::compile(&section).unwrap_or_else(|e| status.fail("seccomp", &e)));
 
+    // Landlock and seccomp are put in force on the init itself before it says it is ready: a
+    // warm container then has nothing of them left to do once its process is known (the
+    // filter's install is most of the time between `go` and exec), and the init lives its
+    // remaining life (waiting for `go`, the fork, the supervision) already confined. Nothing
+    // the init does after this needs a right the rules withhold: reading `go` from descriptors
+    // it holds, chdir (Landlock has no right for it), fork, waiting, signalling its own
+    // namespace and writing its status.
+    let landlock = ruleset::restrict(prepared).unwrap_or_else(|e| status.fail("landlock", &e));
+    if cfg.require_landlock && landlock != ruleset::Enforced::Full {
+        status.fail("landlock", &format!("ruleset {}, full enforcement required", landlock.as_str()));
+    }
+    let mut seccomp = 0;
+    if let Some(programs) = programs {
+        for p in &programs {
+            if let Err(e) = seccompiler::apply_filter(p) {
+                status.fail("seccomp", &e.to_string());
+            }
+        }
+        seccomp = seccomp_mode().unwrap_or(0);
+    }
+    if cfg.require_seccomp && seccomp != 2 {
+        status.fail("seccomp", &format!("filter mode {seccomp} after install"));
+    }
+
     // Ready; wait for the helper's go (EOF: the helper is gone, and so is this spawn). A warm
     // container's go carries the process to run and its stdio.
     status.line("ready");
@@ -196,23 +220,6 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
         if let Err(e) = nix::unistd::chdir(w.cwd.as_str()) {
             status.fail("cwd", &format!("{}: {e}", w.cwd));
         }
-    }
-
-    let landlock = ruleset::restrict(prepared).unwrap_or_else(|e| status.fail("landlock", &e));
-    if cfg.require_landlock && landlock != ruleset::Enforced::Full {
-        status.fail("landlock", &format!("ruleset {}, full enforcement required", landlock.as_str()));
-    }
-    let mut seccomp = 0;
-    if let Some(programs) = programs {
-        for p in &programs {
-            if let Err(e) = seccompiler::apply_filter(p) {
-                status.fail("seccomp", &e.to_string());
-            }
-        }
-        seccomp = seccomp_mode().unwrap_or(0);
-    }
-    if cfg.require_seccomp && seccomp != 2 {
-        status.fail("seccomp", &format!("filter mode {seccomp} after install"));
     }
 
     // Everything the child needs, prepared before the fork.
