@@ -19,7 +19,7 @@ cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo check for macOS (aarch64-apple-darwin)"
-cargo check --locked --target aarch64-apple-darwin -p sandbox-bundle -p sandbox-seatbelt -p sandbox
+cargo check --locked --target aarch64-apple-darwin -p sandbox-bundle -p sandbox-seatbelt -p sandbox -p sandbox-cli
 echo "== cargo test --workspace"
 cargo test --workspace --locked 2>&1 | tee target/test-output.txt
 if [ "${SANDBOX_REQUIRE_PRIVILEGED:-}" = 1 ] && grep -q "SKIPPED privileged test" target/test-output.txt; then
@@ -37,7 +37,7 @@ if [ "$(id -u)" = 0 ]; then
   cargo run --locked --release --quiet --example stage-11-sandbox-process
   node scripts/docs/run-examples.mjs
   echo "== the spawn benchmark, short mode (no thresholds: it only must not rot)"
-  cargo build --locked --release -p sandbox --bin sandbox
+  cargo build --locked --release -p sandbox-cli --bin sandbox
   cargo run --locked --release -p sandbox-tests --bin spawn-bench -- --quick --throughput --json target/spawn-bench.json
   echo "== the Linux suites again as an unprivileged user (rootless)"
   bash scripts/rootless.sh
