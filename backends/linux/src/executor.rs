@@ -9,7 +9,7 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 
 use libcontainer::oci_spec::runtime::Spec;
 use libcontainer::workload::{Executor, ExecutorError, ExecutorSetEnvsError, ExecutorValidationError};
@@ -93,9 +93,10 @@ fn cstring(s: &str, what: &str, status: &mut Status) -> CString {
 /// stdout and stderr attached, then the length and JSON of the process to run instead. The
 /// descriptors replace this init's 0, 1 and 2 (the workload inherits them; the init keeps its
 /// copies until it ends, so readers see EOF only when the container is gone).
+#[allow(unsafe_code, reason = "replacing the init's stdio (see the SAFETY comment)")]
 fn receive_go(go: &mut File, status: &mut Status) -> Option<GoProcess> {
     let mut byte = [0u8; 1];
-    let (n, fds) = sys::recv_with_fds(go.as_raw_fd(), &mut byte).unwrap_or_else(|_| sys::exit_now(1));
+    let (n, fds) = sys::recv_with_fds(go.as_fd(), &mut byte).unwrap_or_else(|_| sys::exit_now(1));
     match (n, byte[0]) {
         (1, b'g') => None,
         (1, b'w') if fds.len() == 3 => {
@@ -113,7 +114,9 @@ fn receive_go(go: &mut File, status: &mut Status) -> Option<GoProcess> {
                 sys::exit_now(1);
             }
             for (fd, target) in fds.iter().zip(0..) {
-                if let Err(e) = sys::dup_to(fd.as_raw_fd(), target) {
+                // SAFETY: no object of the init owns 0, 1 or 2: the runtime set them up by
+                // number, and its frames never run again (`run_init` never returns).
+                if let Err(e) = unsafe { sys::dup_to(fd.as_fd(), target) } {
                     status.fail("stdio", &e.to_string());
                 }
             }
@@ -124,13 +127,19 @@ fn receive_go(go: &mut File, status: &mut Status) -> Option<GoProcess> {
     }
 }
 
+#[allow(unsafe_code, reason = "the inherited descriptors and the fork (see the SAFETY comments)")]
 fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     // The runtime only marked the helper's other descriptors close-on-exec, and this init never
     // execs: close them, so that the helper's death shows here as EOF on `go` and EPIPE on the
     // status pipe (and no helper descriptor ever reaches the workload).
-    sys::close_from(GO_FD + 1);
-    let mut status = Status(File::from(sys::own_fd(STATUS_FD)));
-    let mut go = File::from(sys::own_fd(GO_FD));
+    // SAFETY: this function never returns into libcontainer, so the objects of its frames that
+    // own descriptors from GO_FD + 1 up are never used or dropped again; none is opened here yet.
+    unsafe { sys::close_from(GO_FD + 1) };
+    // SAFETY: the helper installed the status pipe at STATUS_FD and libcontainer kept it open
+    // (`with_preserved_fds`) without wrapping it in any object: this is its only owner.
+    let mut status = Status(File::from(unsafe { sys::own_fd(STATUS_FD) }));
+    // SAFETY: likewise for the `go` socket at GO_FD.
+    let mut go = File::from(unsafe { sys::own_fd(GO_FD) });
     if sys::die_with_parent().is_err() {
         status.fail("parent-death signal", "prctl failed");
     }
@@ -248,7 +257,9 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     if let Some((file, _)) = &oom {
         let _ = (&*file).write_all(b"1000");
     }
-    match sys::fork_single_threaded() {
+    // SAFETY: the init is single-threaded: libcontainer cloned it from a single-threaded process
+    // (a clone copies only the calling thread) and nothing in it starts a thread.
+    match unsafe { sys::fork_single_threaded() } {
         Err(e) => status.fail("fork", &e.to_string()),
         Ok(ForkResult::Child) => exec_workload(&status, old_mask, tty, &candidates, &argv, &envp, &program),
         Ok(ForkResult::Parent { child }) => {

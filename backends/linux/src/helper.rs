@@ -5,7 +5,7 @@
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -73,11 +73,14 @@ pub fn dispatch_if_helper() {
 /// executed helper would, and answers with the worker's pid and a pidfd for it. It reaps its
 /// workers as they end; on its socket's end (the embedder closed the set, or died) it waits for
 /// the workers still tearing down, then exits.
+#[allow(unsafe_code, reason = "the inherited socket, and the fork of each worker (see the SAFETY comments)")]
 fn run_zygote() -> std::io::Result<()> {
     sys::set_name("sbx-zygote");
-    let sock = sys::own_fd(nix::fcntl::fcntl(ZYGOTE_FD, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?);
+    // SAFETY: the embedder placed the zygote's socket at ZYGOTE_FD before exec; nothing in this
+    // process owns it, and it stays open until the close just below.
+    let sock = sys::dup_high_cloexec(unsafe { BorrowedFd::borrow_raw(ZYGOTE_FD) })?;
     nix::unistd::close(ZYGOTE_FD)?;
-    let mut workers: Vec<(Pid, std::os::fd::OwnedFd)> = Vec::new();
+    let mut workers: Vec<(Pid, OwnedFd)> = Vec::new();
     let mut open = true;
     while open || !workers.is_empty() {
         let (sock_ready, exited) = {
@@ -109,7 +112,7 @@ fn run_zygote() -> std::io::Result<()> {
             continue;
         }
         let mut buf = [0u8; 16];
-        let (n, fds) = match sys::recv_with_fds(sock.as_raw_fd(), &mut buf) {
+        let (n, fds) = match sys::recv_with_fds(sock.as_fd(), &mut buf) {
             Ok((0, _)) | Err(_) => {
                 open = false;
                 continue;
@@ -117,22 +120,37 @@ fn run_zygote() -> std::io::Result<()> {
             Ok(r) => r,
         };
         if &buf[..n] != b"spawn" || fds.len() != SPAWN_FDS {
-            let _ = sys::send_with_fds(sock.as_raw_fd(), &0i32.to_le_bytes(), &[]);
+            let _ = sys::send_with_fds(sock.as_fd(), &0i32.to_le_bytes(), &[]);
             continue;
         }
-        match sys::fork_single_threaded() {
+        // SAFETY: the zygote is single-threaded: `dispatch_if_helper` checked that it was the
+        // process's only thread, and nothing in the zygote starts one.
+        match unsafe { sys::fork_single_threaded() } {
             Ok(ForkResult::Child) => {
                 // The worker: the spawn's descriptors go where a re-executed helper finds
                 // them (stdio, control at 3, descriptor socket at 4); nothing else stays open.
-                let raw: Vec<RawFd> = fds.into_iter().map(std::os::fd::IntoRawFd::into_raw_fd).collect();
+                // The zygote's own descriptors are the worker's to close (below), not to use.
                 std::mem::forget(workers);
                 std::mem::forget(sock);
+                // Copies from 10 up first: a received descriptor may sit at a number that is
+                // about to be replaced.
+                let high: Vec<Option<OwnedFd>> = fds.iter().map(|fd| sys::dup_high(fd.as_fd()).ok()).collect();
+                drop(fds);
                 let mut placed = true;
-                let high: Vec<RawFd> = raw.iter().map(|fd| sys::dup_high(*fd).unwrap_or(-1)).collect();
                 for (target, fd) in [0, 1, 2, CONTROL_FD, FDPASS_FD].into_iter().zip([2usize, 3, 4, 0, 1]) {
-                    placed &= high[fd] >= 0 && sys::dup_to(high[fd], target).is_ok();
+                    placed &= match high.get(fd) {
+                        // SAFETY: no live object owns a descriptor below 10 in the worker: the
+                        // received ones were dropped just above, the zygote's were forgotten,
+                        // and 0-2 are the zygote's /dev/null, which no object owns.
+                        Some(Some(copy)) => unsafe { sys::dup_to(copy.as_fd(), target) }.is_ok(),
+                        _ => false,
+                    };
                 }
-                sys::close_from(FDPASS_FD + 1);
+                drop(high);
+                // SAFETY: every object that owned a descriptor from FDPASS_FD + 1 up was forgotten
+                // (the zygote's socket and pidfds) or dropped (the copies) above; `run` opens
+                // its own afterwards.
+                unsafe { sys::close_from(FDPASS_FD + 1) };
                 sys::set_name("sbx-worker");
                 // Its own process group, which libcontainer's intermediate process joins: the
                 // zygote kills the group when the worker ends.
@@ -151,20 +169,19 @@ fn run_zygote() -> std::io::Result<()> {
                 drop(fds);
                 match sys::pidfd_open(child) {
                     Ok(pidfd) => {
-                        let _ =
-                            sys::send_with_fds(sock.as_raw_fd(), &child.as_raw().to_le_bytes(), &[pidfd.as_raw_fd()]);
+                        let _ = sys::send_with_fds(sock.as_fd(), &child.as_raw().to_le_bytes(), &[pidfd.as_fd()]);
                         workers.push((child, pidfd));
                     }
                     Err(_) => {
                         let _ = kill(child, Signal::SIGKILL);
                         let _ = waitpid(child, None);
-                        let _ = sys::send_with_fds(sock.as_raw_fd(), &0i32.to_le_bytes(), &[]);
+                        let _ = sys::send_with_fds(sock.as_fd(), &0i32.to_le_bytes(), &[]);
                     }
                 }
             }
             Err(_) => {
                 drop(fds);
-                let _ = sys::send_with_fds(sock.as_raw_fd(), &0i32.to_le_bytes(), &[]);
+                let _ = sys::send_with_fds(sock.as_fd(), &0i32.to_le_bytes(), &[]);
             }
         }
     }
@@ -204,12 +221,17 @@ impl Control {
     }
 }
 
+#[allow(unsafe_code, reason = "the inherited sockets at fixed numbers (see the SAFETY comments)")]
 fn run() -> std::io::Result<()> {
     let mut phases = vec![(String::from("helper-main"), monotonic_us())];
     // The control socket arrives at fd 3; move it out of the way (close-on-exec) so that fd 3
     // can carry the status pipe into the container (dup2 below replaces it atomically).
-    let control_fd = nix::fcntl::fcntl(CONTROL_FD, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?;
-    let fdpass = File::from(sys::own_fd(nix::fcntl::fcntl(FDPASS_FD, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?));
+    // SAFETY: the parent (or the zygote) placed the control socket at CONTROL_FD; nothing in
+    // this process owns it, and it stays open until the dup2 below replaces it.
+    let control_file = File::from(sys::dup_high_cloexec(unsafe { BorrowedFd::borrow_raw(CONTROL_FD) })?);
+    // SAFETY: the parent (or the zygote) placed the descriptor socket at FDPASS_FD; nothing in
+    // this process owns it, and it stays open until the close just below.
+    let fdpass = File::from(sys::dup_high_cloexec(unsafe { BorrowedFd::borrow_raw(FDPASS_FD) })?);
     nix::unistd::close(FDPASS_FD)?;
     // Our ends of both pipes move above 10 first, so that installing the container's ends at
     // 3 and 4 can never clobber one of them.
@@ -219,16 +241,12 @@ fn run() -> std::io::Result<()> {
         use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
         socketpair(AddressFamily::Unix, SockType::Stream, None, SockFlag::SOCK_CLOEXEC)?
     };
-    let high = |fd: std::os::fd::OwnedFd| -> std::io::Result<File> {
-        let moved = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?;
-        Ok(File::from(sys::own_fd(moved)))
-    };
+    let high = |fd: OwnedFd| -> std::io::Result<File> { Ok(File::from(sys::dup_high_cloexec(fd.as_fd())?)) };
     let (status_r, go_w) = (high(status_r)?, high(go_w)?);
     let (status_w, go_r) = (high(status_w)?, high(go_r)?);
     nix::unistd::dup2(status_w.as_raw_fd(), STATUS_FD)?;
     nix::unistd::dup2(go_r.as_raw_fd(), GO_FD)?;
     drop((status_w, go_r));
-    let control_file = File::from(sys::own_fd(control_fd));
     let mut control = Control { reader: BufReader::new(control_file.try_clone()?), writer: control_file };
     let mut line = String::new();
     control.reader.read_line(&mut line)?;
@@ -314,7 +332,7 @@ fn run() -> std::io::Result<()> {
 
     let mut setup_failure = None;
     if let Some(console) = &console {
-        if let Err(e) = console.forward_master(fdpass.as_raw_fd()) {
+        if let Err(e) = console.forward_master(fdpass.as_fd()) {
             setup_failure = Some(format!("helper: pty: {e}"));
         }
     }
@@ -406,10 +424,11 @@ fn run() -> std::io::Result<()> {
     }
     measured.phases.push((String::from("go"), monotonic_us()));
     let (payload, stdio) = go_message;
-    let raw: Vec<RawFd> = stdio.iter().map(AsRawFd::as_raw_fd).collect();
-    if sys::send_with_fds(go_w.as_raw_fd(), &payload[..1], &raw).is_ok() {
+    let borrowed: Vec<BorrowedFd<'_>> = stdio.iter().map(AsFd::as_fd).collect();
+    if sys::send_with_fds(go_w.as_fd(), &payload[..1], &borrowed).is_ok() {
         let _ = (&go_w).write_all(&payload[1..]);
     }
+    drop(borrowed);
     drop(stdio);
     drop(go_w);
     let parent_alive = control.send(&Event::Started { pid: pid.as_raw() }).is_ok();
@@ -463,7 +482,7 @@ fn run() -> std::io::Result<()> {
 }
 
 /// The bytes for the init's `go` socket and the descriptors that go with them.
-type GoMessage = (Vec<u8>, Vec<std::os::fd::OwnedFd>);
+type GoMessage = (Vec<u8>, Vec<OwnedFd>);
 
 /// A warm container waits here for its process: `Go` on the control socket, then the workload's
 /// stdin, stdout and stderr on the descriptor socket. Returns the message for the init's `go`
@@ -480,7 +499,7 @@ fn wait_for_go(control: &mut Control, fdpass: &File) -> std::io::Result<Option<G
         match serde_json::from_str(&line) {
             Ok(Command::Go(process)) => {
                 let mut byte = [0u8; 1];
-                let (_, fds) = sys::recv_with_fds(fdpass.as_raw_fd(), &mut byte)?;
+                let (_, fds) = sys::recv_with_fds(fdpass.as_fd(), &mut byte)?;
                 if fds.len() != 3 {
                     return Err(std::io::Error::other(format!("{} stdio descriptors, expected 3", fds.len())));
                 }
@@ -623,9 +642,12 @@ fn reap(pid: Pid) -> bool {
 /// the container's user namespace (gaining CAP_SYS_RESOURCE there, as its owner or as root) and
 /// writes that namespace's own maximum, which only its `/proc/sys/user` view shows, then reads
 /// it back. The workload cannot raise it: it has no capability, and `/proc/sys` is read-only.
+#[allow(unsafe_code, reason = "the fork of the short-lived child (see the SAFETY comment)")]
 fn bound_inotify(pid: Pid, instances: u64, watches: u64) -> Result<(), String> {
     let pidfd = sys::pidfd_open(pid).map_err(|e| format!("pidfd_open: {e}"))?;
-    match sys::fork_single_threaded().map_err(|e| format!("fork: {e}"))? {
+    // SAFETY: the helper is single-threaded: `dispatch_if_helper` checked that it was the
+    // process's only thread, and neither the helper nor libcontainer starts one.
+    match unsafe { sys::fork_single_threaded() }.map_err(|e| format!("fork: {e}"))? {
         ForkResult::Child => {
             let set = |file: &str, value: u64| {
                 let path = format!("/proc/sys/user/{file}");
@@ -653,10 +675,13 @@ fn bound_inotify(pid: Pid, instances: u64, watches: u64) -> Result<(), String> {
 /// Raises `lo` from a short-lived child that joins the container's user (rootless) and
 /// network namespaces (CONTRACT.md §15.8), through a pidfd: `/proc/<pid>/ns/*` would need
 /// ptrace access to the (non-dumpable) init, which a non-root helper lacks.
+#[allow(unsafe_code, reason = "the fork of the short-lived child (see the SAFETY comment)")]
 fn raise_loopback(pid: Pid, rootless: bool) -> Result<(), String> {
     let pidfd = sys::pidfd_open(pid).map_err(|e| format!("pidfd_open: {e}"))?;
     let flags = if rootless { CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET } else { CloneFlags::CLONE_NEWNET };
-    match sys::fork_single_threaded().map_err(|e| format!("fork: {e}"))? {
+    // SAFETY: the helper is single-threaded: `dispatch_if_helper` checked that it was the
+    // process's only thread, and neither the helper nor libcontainer starts one.
+    match unsafe { sys::fork_single_threaded() }.map_err(|e| format!("fork: {e}"))? {
         ForkResult::Child => {
             let code = match setns(&pidfd, flags) {
                 Err(_) => 2,
@@ -721,7 +746,7 @@ impl ConsoleSocket {
 
     /// Accepts the runtime's connection, receives the master, sets the initial 24 x 80 window
     /// and sends the master to the parent.
-    fn forward_master(&self, fdpass: RawFd) -> Result<(), String> {
+    fn forward_master(&self, fdpass: BorrowedFd<'_>) -> Result<(), String> {
         self.listener.set_nonblocking(true).map_err(|e| e.to_string())?;
         let mut fds = [PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
         if !matches!(poll(&mut fds, PollTimeout::from(10_000u16)), Ok(n) if n > 0) {
@@ -729,9 +754,9 @@ impl ConsoleSocket {
         }
         let (conn, _) = self.listener.accept().map_err(|e| format!("accept: {e}"))?;
         conn.set_nonblocking(false).map_err(|e| e.to_string())?;
-        let master = sys::recv_fd(conn.as_raw_fd()).map_err(|e| format!("receiving the master: {e}"))?;
-        sys::set_winsize(master.as_raw_fd(), 24, 80).map_err(|e| format!("window size: {e}"))?;
-        sys::send_fd(fdpass, master.as_raw_fd()).map_err(|e| format!("passing the master: {e}"))
+        let master = sys::recv_fd(conn.as_fd()).map_err(|e| format!("receiving the master: {e}"))?;
+        sys::set_winsize(master.as_fd(), 24, 80).map_err(|e| format!("window size: {e}"))?;
+        sys::send_fd(fdpass, master.as_fd()).map_err(|e| format!("passing the master: {e}"))
     }
 }
 
