@@ -25,7 +25,7 @@ use nix::unistd::Pid;
 
 use crate::executor::{GO_FD, STATUS_FD, SandboxExecutor};
 use crate::protocol::{Command, Event, Measured, Outcome, Request, monotonic_us};
-use crate::status::{Message, StatusChannel};
+use crate::status::{Failure, Message, StatusChannel};
 use crate::sys;
 
 /// The argv[1] that makes a re-executed binary the helper. It never reaches a workload.
@@ -302,7 +302,7 @@ enum SetupError {
     /// The init did not report `ready` (in time, or at all), or broke the status channel.
     NotReady(String),
     /// The init reported its own set-up failure instead of `ready`.
-    Init(String),
+    Init(Failure),
     /// `lo` could not be raised.
     Loopback(String),
     /// The run's inotify bound could not be set.
@@ -327,7 +327,7 @@ impl std::fmt::Display for SetupError {
             }
             SetupError::Start(e) => write!(f, "container start: {e:?}"),
             SetupError::NotReady(e) => write!(f, "helper: start: {e}"),
-            SetupError::Init(detail) => f.write_str(detail),
+            SetupError::Init(failure) => std::fmt::Display::fmt(failure, f),
             SetupError::Loopback(e) => write!(f, "helper: loopback: {e}"),
             SetupError::Inotify(e) => write!(f, "helper: inotify bound: {e}"),
             SetupError::Cancelled => f.write_str("helper: start: cancelled before the workload started"),
@@ -368,7 +368,7 @@ fn start(container: &mut Container, status: &mut File, channel: &mut StatusChann
     container.start().map_err(SetupError::Start)?;
     supervise::wait_ready(status, channel, Duration::from_secs(30)).map_err(SetupError::NotReady)?;
     match channel.messages().first() {
-        Some(Message::Error(detail)) => Err(SetupError::Init(detail.clone())),
+        Some(Message::Error(failure)) => Err(SetupError::Init(failure.clone())),
         _ => Ok(()),
     }
 }
@@ -506,7 +506,10 @@ mod tests {
             ),
             (SetupError::NotReady(String::from("no")), "helper: start: no"),
             (
-                SetupError::Init(String::from("helper: identities: grant target x")),
+                SetupError::Init(Failure {
+                    stage: crate::status::Stage::Identities,
+                    reason: String::from("grant target x"),
+                }),
                 "helper: identities: grant target x",
             ),
             (SetupError::Loopback(String::from("down")), "helper: loopback: down"),

@@ -186,7 +186,7 @@ pub(super) fn outcome(
             }
             Message::Exited(code) => outcome = Some(Outcome::Exited { code: *code }),
             Message::Signalled(signal) => outcome = Some(Outcome::Signalled { signal: *signal }),
-            Message::Error(detail) => outcome = Some(Outcome::Failed { detail: detail.clone() }),
+            Message::Error(failure) => outcome = Some(Outcome::Failed { detail: failure.to_string() }),
         }
     }
     if let Some(violation) = violation {
