@@ -15,7 +15,7 @@ use libcontainer::oci_spec::runtime::Spec;
 use libcontainer::workload::{Executor, ExecutorError, ExecutorSetEnvsError, ExecutorValidationError};
 use nix::unistd::{ForkResult, Pid, setsid};
 
-use crate::protocol::GoProcess;
+use crate::protocol::{GoProcess, LandlockStatus};
 use crate::status::{self, Stage};
 use crate::{filter, ruleset, sys};
 
@@ -192,8 +192,8 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     // it holds, chdir (Landlock has no right for it), fork, waiting, signalling its own
     // namespace and writing its status.
     let landlock = ruleset::restrict(prepared).unwrap_or_else(|e| status.fail(Stage::Landlock, &e));
-    if cfg.require_landlock && landlock != ruleset::Enforced::Full {
-        status.fail(Stage::Landlock, &format!("ruleset {}, full enforcement required", landlock.as_str()));
+    if cfg.require_landlock && !matches!(landlock, LandlockStatus::Full) {
+        status.fail(Stage::Landlock, &format!("ruleset {landlock}, full enforcement required"));
     }
     let mut seccomp = 0;
     if let Some(programs) = programs {
@@ -247,7 +247,7 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
             .collect()
     };
 
-    status.line(&format!("setup landlock={} abi={} seccomp={seccomp}", landlock.as_str(), cfg.kernel_abi));
+    status.line(&format!("setup landlock={landlock} abi={} seccomp={seccomp}", cfg.kernel_abi));
 
     if let Some((file, _)) = &oom {
         let _ = (&*file).write_all(b"1000");

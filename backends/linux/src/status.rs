@@ -15,6 +15,8 @@
 //! out-of-order message, anything after the final one, is a violation that fails the run
 //! closed, and the helper never holds more than one line of pending bytes.
 
+use crate::protocol::LandlockStatus;
+
 /// The longest line accepted, newline excluded.
 pub const MAX_LINE: usize = 4096;
 
@@ -28,8 +30,8 @@ pub enum Message {
     Ready,
     /// What the init put in force.
     Setup {
-        /// `full`, `partial` or `none`.
-        landlock: String,
+        /// How much of the ruleset is enforced.
+        landlock: LandlockStatus,
         /// The kernel's Landlock ABI.
         abi: u32,
         /// The seccomp mode read back.
@@ -255,12 +257,13 @@ pub fn parse_line(line: &[u8]) -> Result<Message, String> {
             return Err(String::from("`setup` needs exactly landlock=, abi= and seccomp="));
         };
         let landlock = landlock.strip_prefix("landlock=").ok_or("`setup`: landlock= expected")?;
-        if !matches!(landlock, "full" | "partial" | "none") {
-            return Err(String::from("`setup`: unknown landlock status"));
-        }
+        let landlock = LandlockStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == landlock)
+            .ok_or("`setup`: unknown landlock status")?;
         let abi = number(abi.strip_prefix("abi=").ok_or("`setup`: abi= expected")?, "abi")?;
         let seccomp = number(seccomp.strip_prefix("seccomp=").ok_or("`setup`: seccomp= expected")?, "seccomp")?;
-        return Ok(Message::Setup { landlock: landlock.to_owned(), abi, seccomp });
+        return Ok(Message::Setup { landlock, abi, seccomp });
     }
     if let Some(code) = text.strip_prefix("exited ") {
         let code: i32 = number(code, "exit code")?;
@@ -307,7 +310,7 @@ mod tests {
             m,
             vec![
                 Message::Ready,
-                Message::Setup { landlock: String::from("full"), abi: 7, seccomp: 2 },
+                Message::Setup { landlock: LandlockStatus::Full, abi: 7, seccomp: 2 },
                 Message::Exited(3)
             ]
         );

@@ -181,7 +181,7 @@ pub(super) fn outcome(
         match message {
             Message::Ready => {}
             Message::Setup { landlock, seccomp, .. } => {
-                measured.landlock = Some(landlock.clone());
+                measured.landlock = Some(*landlock);
                 measured.seccomp = *seccomp;
             }
             Message::Exited(code) => outcome = Some(Outcome::Exited { code: *code }),
