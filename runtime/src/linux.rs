@@ -11,7 +11,7 @@ use sandbox_bundle::{
     Access, Bundle, CompileReport, Error, GrantDeltas, Guarantees, HostView, Launch, Level, Profile, ReportEntry,
     SpawnContext, Status, compile, rootfs_key, write_bundle_on, write_rootfs,
 };
-use sandbox_linux::protocol::{Event, Limit, Measured, Outcome, Request};
+use sandbox_linux::protocol::{Event, LandlockStatus, Limit, Measured, Outcome, Request};
 use sandbox_linux::{CgroupLayout, WaitError};
 
 use crate::output::{ExitStatus, Output, Stop, drain, pump};
@@ -20,7 +20,7 @@ use crate::{Deadline, ExecutorSetOptions, fsutil};
 /// What the probe container measured on this host, once per set.
 #[derive(Clone, Debug)]
 pub(crate) struct Probe {
-    pub landlock: String,
+    pub landlock: LandlockStatus,
     pub landlock_abi: u32,
     pub seccomp: bool,
     pub loopback: Option<bool>,
@@ -133,7 +133,7 @@ impl LinuxBackend {
             prepared: std::sync::Mutex::default(),
             warm: std::sync::Mutex::default(),
             probe: Probe {
-                landlock: String::from("none"),
+                landlock: LandlockStatus::None,
                 landlock_abi: 0,
                 seccomp: false,
                 loopback: None,
@@ -177,7 +177,7 @@ impl LinuxBackend {
             });
         }
         backend.probe = Probe {
-            landlock: measured.landlock.clone().unwrap_or_else(|| String::from("none")),
+            landlock: measured.landlock.unwrap_or(LandlockStatus::None),
             landlock_abi: measured.landlock_abi,
             seccomp: measured.seccomp == 2,
             loopback: measured.loopback,
@@ -275,7 +275,7 @@ impl LinuxBackend {
     /// A broad network grant needs Landlock's TCP rules (ABI 4) and abstract unix scoping (ABI 6)
     /// in force.
     pub fn broad_grants_enforceable(&self) -> bool {
-        self.probe.landlock == "full" && self.probe.landlock_abi >= 6
+        matches!(self.probe.landlock, LandlockStatus::Full) && self.probe.landlock_abi >= 6
     }
 
     /// Whether a spawn compiled with one filesystem grant binds its target as granted.
@@ -317,7 +317,7 @@ impl LinuxBackend {
     ) -> (Level, Guarantees, CompileReport) {
         let p = &self.probe;
         let network = profile.config().network;
-        let landlock_full = p.landlock == "full";
+        let landlock_full = matches!(p.landlock, LandlockStatus::Full);
         let guarantees = Guarantees {
             process_boundary: true,
             write_boundary: true,
@@ -427,7 +427,7 @@ impl LinuxBackend {
             other_scratch_roots: crate::registry::masked_roots(),
             uid: self.uid,
             gid: self.gid,
-            landlock: self.probe.landlock == "full",
+            landlock: matches!(self.probe.landlock, LandlockStatus::Full),
             egress_route: false,
             launch: Launch::Embedded {
                 cgroups_path: self.cgroup_path(id),
@@ -662,7 +662,7 @@ impl LinuxBackend {
             rootless: self.uid != 0,
             loopback: private_net,
             require_loopback: require && private_net && self.probe.loopback == Some(true),
-            require_landlock: require && self.probe.landlock == "full",
+            require_landlock: require && matches!(self.probe.landlock, LandlockStatus::Full),
             require_seccomp: require && self.probe.seccomp,
             limits: self.limits(&id),
             require_limits: require && self.probe.limits.is_ok(),
@@ -1173,7 +1173,7 @@ fn with_broad_dns(env: &[(String, String)], broad: bool) -> Vec<(String, String)
 mod tests {
     use super::*;
 
-    fn backend(limits: Result<String, String>, landlock: &str, seccomp: bool) -> LinuxBackend {
+    fn backend(limits: Result<String, String>, landlock: LandlockStatus, seccomp: bool) -> LinuxBackend {
         LinuxBackend {
             state_root: PathBuf::from("/nonexistent/state"),
             bundles: PathBuf::from("/nonexistent/bundles"),
@@ -1195,8 +1195,8 @@ mod tests {
             prepared: std::sync::Mutex::default(),
             warm: std::sync::Mutex::default(),
             probe: Probe {
-                landlock: landlock.to_owned(),
-                landlock_abi: if landlock == "full" { 7 } else { 0 },
+                landlock,
+                landlock_abi: if matches!(landlock, LandlockStatus::Full) { 7 } else { 0 },
                 seccomp,
                 loopback: Some(true),
                 loopback_error: None,
@@ -1262,14 +1262,14 @@ mod tests {
 
     #[test]
     fn limits_that_did_not_read_back_are_not_claimed_and_the_report_names_the_fix() {
-        let b = backend(Err(String::from("no cgroup parent")), "full", true);
+        let b = backend(Err(String::from("no cgroup parent")), LandlockStatus::Full, true);
         let (level, g, report) = b.assess(&profile(), &[], String::from("env"));
         assert!(!g.resource_limits);
         assert_eq!(level, Level::Full, "limits never change the level");
         let entry = report.get("resource-limits").unwrap_or_else(|| panic!("no entry"));
         assert_eq!(entry.status, Status::Unenforced);
         assert!(entry.detail.contains("cgroup_parent"), "{}", entry.detail);
-        let b = backend(Ok(String::from("pids.max 4096")), "full", true);
+        let b = backend(Ok(String::from("pids.max 4096")), LandlockStatus::Full, true);
         assert!(b.assess(&profile(), &[], String::from("env")).1.resource_limits);
     }
 
@@ -1293,7 +1293,7 @@ mod tests {
             (Access::Deny, Access::Allow, true, Status::Vacuous, false),
         ];
         for (unix, network, seccomp, want, caveat) in cases {
-            let b = backend(Ok(String::from("x")), "full", seccomp);
+            let b = backend(Ok(String::from("x")), LandlockStatus::Full, seccomp);
             let (_, g, report) = b.assess(&config(unix, network), &[], String::from("env"));
             let entry = report.get("unix-sockets").unwrap_or_else(|| panic!("no unix-sockets entry"));
             assert_eq!(entry.status, want, "{unix:?} {network:?} seccomp {seccomp}: {entry:?}");
@@ -1311,7 +1311,9 @@ mod tests {
 
     #[test]
     fn a_missing_layer_degrades_the_level_and_says_so() {
-        for (landlock, seccomp, feature) in [("none", true, "landlock"), ("full", false, "seccomp")] {
+        for (landlock, seccomp, feature) in
+            [(LandlockStatus::None, true, "landlock"), (LandlockStatus::Full, false, "seccomp")]
+        {
             let b = backend(Ok(String::from("x")), landlock, seccomp);
             let (level, g, report) = b.assess(&profile(), &[], String::from("env"));
             assert_eq!(level, Level::Degraded);

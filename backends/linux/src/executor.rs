@@ -9,13 +9,14 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 
 use libcontainer::oci_spec::runtime::Spec;
 use libcontainer::workload::{Executor, ExecutorError, ExecutorSetEnvsError, ExecutorValidationError};
 use nix::unistd::{ForkResult, Pid, setsid};
 
-use crate::protocol::GoProcess;
+use crate::protocol::{GoProcess, LandlockStatus};
+use crate::status::{self, Stage};
 use crate::{filter, ruleset, sys};
 
 /// The descriptor number of the status pipe inside the container (kept by
@@ -66,16 +67,10 @@ impl Status {
         }
     }
 
-    fn fail(&mut self, step: &str, reason: &str) -> ! {
-        // One line of printable text within the channel's bound (status.rs).
-        let mut detail = format!("error helper: {step}: ");
-        for c in reason.chars().map(|c| if c.is_control() { ' ' } else { c }) {
-            if detail.len() + c.len_utf8() > 1024 {
-                break;
-            }
-            detail.push(c);
-        }
-        self.line(detail.trim_end());
+    /// Reports the failure of `stage` (one line of printable text within the channel's bound)
+    /// and ends the init.
+    fn fail(&mut self, stage: Stage, reason: &str) -> ! {
+        self.line(&status::error_line(stage, reason));
         sys::exit_now(0)
     }
 }
@@ -86,16 +81,17 @@ fn seccomp_mode() -> Option<u32> {
 }
 
 fn cstring(s: &str, what: &str, status: &mut Status) -> CString {
-    CString::new(s).unwrap_or_else(|_| status.fail("exec", &format!("{what} contains NUL")))
+    CString::new(s).unwrap_or_else(|_| status.fail(Stage::Exec, &format!("{what} contains NUL")))
 }
 
 /// Reads the helper's go: `g` (run the bundle's process), or `w` with the workload's stdin,
 /// stdout and stderr attached, then the length and JSON of the process to run instead. The
 /// descriptors replace this init's 0, 1 and 2 (the workload inherits them; the init keeps its
 /// copies until it ends, so readers see EOF only when the container is gone).
+#[allow(unsafe_code, reason = "replacing the init's stdio (see the SAFETY comment)")]
 fn receive_go(go: &mut File, status: &mut Status) -> Option<GoProcess> {
     let mut byte = [0u8; 1];
-    let (n, fds) = sys::recv_with_fds(go.as_raw_fd(), &mut byte).unwrap_or_else(|_| sys::exit_now(1));
+    let (n, fds) = sys::recv_with_fds(go.as_fd(), &mut byte).unwrap_or_else(|_| sys::exit_now(1));
     match (n, byte[0]) {
         (1, b'g') => None,
         (1, b'w') if fds.len() == 3 => {
@@ -113,39 +109,47 @@ fn receive_go(go: &mut File, status: &mut Status) -> Option<GoProcess> {
                 sys::exit_now(1);
             }
             for (fd, target) in fds.iter().zip(0..) {
-                if let Err(e) = sys::dup_to(fd.as_raw_fd(), target) {
-                    status.fail("stdio", &e.to_string());
+                // SAFETY: no object of the init owns 0, 1 or 2: the runtime set them up by
+                // number, and its frames never run again (`run_init` never returns).
+                if let Err(e) = unsafe { sys::dup_to(fd.as_fd(), target) } {
+                    status.fail(Stage::Stdio, &e.to_string());
                 }
             }
             drop(fds);
-            Some(serde_json::from_slice(&json).unwrap_or_else(|e| status.fail("go", &e.to_string())))
+            Some(serde_json::from_slice(&json).unwrap_or_else(|e| status.fail(Stage::Go, &e.to_string())))
         }
         _ => sys::exit_now(1),
     }
 }
 
+#[allow(unsafe_code, reason = "the inherited descriptors and the fork (see the SAFETY comments)")]
 fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     // The runtime only marked the helper's other descriptors close-on-exec, and this init never
     // execs: close them, so that the helper's death shows here as EOF on `go` and EPIPE on the
     // status pipe (and no helper descriptor ever reaches the workload).
-    sys::close_from(GO_FD + 1);
-    let mut status = Status(File::from(sys::own_fd(STATUS_FD)));
-    let mut go = File::from(sys::own_fd(GO_FD));
+    // SAFETY: this function never returns into libcontainer, so the objects of its frames that
+    // own descriptors from GO_FD + 1 up are never used or dropped again; none is opened here yet.
+    unsafe { sys::close_from(GO_FD + 1) };
+    // SAFETY: the helper installed the status pipe at STATUS_FD and libcontainer kept it open
+    // (`with_preserved_fds`) without wrapping it in any object: this is its only owner.
+    let mut status = Status(File::from(unsafe { sys::own_fd(STATUS_FD) }));
+    // SAFETY: likewise for the `go` socket at GO_FD.
+    let mut go = File::from(unsafe { sys::own_fd(GO_FD) });
     if sys::die_with_parent().is_err() {
-        status.fail("parent-death signal", "prctl failed");
+        status.fail(Stage::ParentDeath, "prctl failed");
     }
     // The runtime made this process non-dumpable, which keeps a non-root helper out of its
     // namespaces; the helper needs them to raise `lo`, which it does before `go`. The init
     // becomes non-dumpable again as soon as `go` arrives, before any workload exists.
     if sys::set_dumpable().is_err() {
-        status.fail("dumpable", "prctl failed");
+        status.fail(Stage::Dumpable, "prctl failed");
     }
     // Every signal is blocked from here on (the raw mask: glibc's would leave 32 and 33 out):
     // the init takes them with rt_sigtimedwait; the workload child restores the original mask
     // before exec. SIGPIPE blocked turns a vanished helper into EPIPE on the status pipe.
     let old_mask = match sys::set_signal_mask(sys::ALL_SIGNALS) {
         Ok(old) => old,
-        Err(e) => status.fail("signals", &e.to_string()),
+        Err(e) => status.fail(Stage::Signals, &e.to_string()),
     };
 
     // The OOM killer must pick the workload, never this init: pages of the private /tmp belong
@@ -166,19 +170,19 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     // The mounts are made: check that each area, pin and grant target is the object it was
     // checked to be (the runtime resolved their sources by path; issue 12, 1 and 3b).
     let expected: Vec<sandbox_bundle::ExpectedMount> = match annotations.get("sandbox.identities") {
-        Some(text) => serde_json::from_str(text).unwrap_or_else(|e| status.fail("identities", &e.to_string())),
-        None => status.fail("identities", "the bundle carries no sandbox.identities annotation"),
+        Some(text) => serde_json::from_str(text).unwrap_or_else(|e| status.fail(Stage::Identities, &e.to_string())),
+        None => status.fail(Stage::Identities, "the bundle carries no sandbox.identities annotation"),
     };
     if let Err(e) = crate::verify::verify(&expected) {
-        status.fail("identities", &e);
+        status.fail(Stage::Identities, &e);
     }
     let rules: ruleset::Rules = match annotations.get("sandbox.landlock") {
-        Some(text) => serde_json::from_str(text).unwrap_or_else(|e| status.fail("landlock", &e.to_string())),
-        None => status.fail("landlock", "the bundle carries no sandbox.landlock annotation"),
+        Some(text) => serde_json::from_str(text).unwrap_or_else(|e| status.fail(Stage::Landlock, &e.to_string())),
+        None => status.fail(Stage::Landlock, "the bundle carries no sandbox.landlock annotation"),
     };
-    let prepared = ruleset::prepare(&rules, cfg.kernel_abi).unwrap_or_else(|e| status.fail("landlock", &e));
+    let prepared = ruleset::prepare(&rules, cfg.kernel_abi).unwrap_or_else(|e| status.fail(Stage::Landlock, &e));
     let section = spec.linux().as_ref().and_then(|l| l.seccomp().clone());
-    let programs = section.map(|section| filter::compile(&section).unwrap_or_else(|e| status.fail("seccomp", &e)));
+    let programs = section.map(|section| filter::compile(&section).unwrap_or_else(|e| status.fail(Stage::Seccomp, &e)));
 
     // Landlock and seccomp are put in force on the init itself before it says it is ready: a
     // warm container then has nothing of them left to do once its process is known (the
@@ -187,21 +191,21 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     // the init does after this needs a right the rules withhold: reading `go` from descriptors
     // it holds, chdir (Landlock has no right for it), fork, waiting, signalling its own
     // namespace and writing its status.
-    let landlock = ruleset::restrict(prepared).unwrap_or_else(|e| status.fail("landlock", &e));
-    if cfg.require_landlock && landlock != ruleset::Enforced::Full {
-        status.fail("landlock", &format!("ruleset {}, full enforcement required", landlock.as_str()));
+    let landlock = ruleset::restrict(prepared).unwrap_or_else(|e| status.fail(Stage::Landlock, &e));
+    if cfg.require_landlock && !matches!(landlock, LandlockStatus::Full) {
+        status.fail(Stage::Landlock, &format!("ruleset {landlock}, full enforcement required"));
     }
     let mut seccomp = 0;
     if let Some(programs) = programs {
         for p in &programs {
             if let Err(e) = seccompiler::apply_filter(p) {
-                status.fail("seccomp", &e.to_string());
+                status.fail(Stage::Seccomp, &e.to_string());
             }
         }
         seccomp = seccomp_mode().unwrap_or(0);
     }
     if cfg.require_seccomp && seccomp != 2 {
-        status.fail("seccomp", &format!("filter mode {seccomp} after install"));
+        status.fail(Stage::Seccomp, &format!("filter mode {seccomp} after install"));
     }
 
     // Ready; wait for the helper's go (EOF: the helper is gone, and so is this spawn). A warm
@@ -214,22 +218,22 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     // through /proc/1, pidfd_getfd or process_vm_readv, which all need it dumpable (or a
     // capability the workload never has).
     if sys::set_non_dumpable().is_err() {
-        status.fail("dumpable", "prctl(PR_SET_DUMPABLE, 0) failed");
+        status.fail(Stage::Dumpable, "prctl(PR_SET_DUMPABLE, 0) failed");
     }
     if let Some(w) = &warm {
         if let Err(e) = nix::unistd::chdir(w.cwd.as_str()) {
-            status.fail("cwd", &format!("{}: {e}", w.cwd));
+            status.fail(Stage::Cwd, &format!("{}: {e}", w.cwd));
         }
     }
 
     // Everything the child needs, prepared before the fork.
-    let process = spec.process().clone().unwrap_or_else(|| status.fail("exec", "the bundle has no process"));
+    let process = spec.process().clone().unwrap_or_else(|| status.fail(Stage::Exec, "the bundle has no process"));
     let tty = process.terminal() == Some(true);
     let (args, env): (Vec<String>, Vec<String>) = match warm {
         Some(w) => (w.args, w.env),
         None => (process.args().clone().unwrap_or_default(), process.env().clone().unwrap_or_default()),
     };
-    let Some(program) = args.first().cloned() else { status.fail("exec", "empty argv") };
+    let Some(program) = args.first().cloned() else { status.fail(Stage::Exec, "empty argv") };
     let argv: Vec<CString> = args.iter().map(|a| cstring(a, "argv", &mut status)).collect();
     let envp: Vec<CString> = env.iter().map(|e| cstring(e, "environment", &mut status)).collect();
     let path_var = env.iter().find_map(|e| e.strip_prefix("PATH=")).unwrap_or("/usr/local/bin:/usr/bin:/bin");
@@ -243,13 +247,15 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
             .collect()
     };
 
-    status.line(&format!("setup landlock={} abi={} seccomp={seccomp}", landlock.as_str(), cfg.kernel_abi));
+    status.line(&format!("setup landlock={landlock} abi={} seccomp={seccomp}", cfg.kernel_abi));
 
     if let Some((file, _)) = &oom {
         let _ = (&*file).write_all(b"1000");
     }
-    match sys::fork_single_threaded() {
-        Err(e) => status.fail("fork", &e.to_string()),
+    // SAFETY: the init is single-threaded: libcontainer cloned it from a single-threaded process
+    // (a clone copies only the calling thread) and nothing in it starts a thread.
+    match unsafe { sys::fork_single_threaded() } {
+        Err(e) => status.fail(Stage::Fork, &e.to_string()),
         Ok(ForkResult::Child) => exec_workload(&status, old_mask, tty, &candidates, &argv, &envp, &program),
         Ok(ForkResult::Parent { child }) => {
             if let Some((file, original)) = oom {

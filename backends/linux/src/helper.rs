@@ -2,25 +2,30 @@
 //! before any application code or thread runs, so libcontainer is only ever called from a
 //! single-threaded process (CONTRACT.md §15.8, FIGURES.md P1).
 
+mod console;
+mod limits;
+mod namespaces;
+mod supervise;
+mod zygote;
+
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, RawFd};
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use libcontainer::container::Container;
 use libcontainer::container::builder::ContainerBuilder;
+use libcontainer::error::LibcontainerError;
 use libcontainer::syscall::syscall::SyscallType;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sched::{CloneFlags, setns};
 use nix::sys::signal::{Signal, kill};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::{ForkResult, Pid};
+use nix::unistd::Pid;
 
 use crate::executor::{GO_FD, STATUS_FD, SandboxExecutor};
 use crate::protocol::{Command, Event, Measured, Outcome, Request, monotonic_us};
-use crate::status::{Message, StatusChannel};
+use crate::status::{Failure, Message, StatusChannel};
 use crate::sys;
 
 /// The argv[1] that makes a re-executed binary the helper. It never reaches a workload.
@@ -53,7 +58,7 @@ pub fn dispatch_if_helper() {
         let code = if threads != 1 {
             2
         } else if args.next().as_deref() == Some(OsStr::new(ZYGOTE_ROLE)) {
-            match run_zygote() {
+            match zygote::run_zygote() {
                 Ok(()) => 0,
                 Err(_) => 1,
             }
@@ -66,109 +71,6 @@ pub fn dispatch_if_helper() {
         #[expect(clippy::exit, reason = "the helper role ends the re-executed process; main never runs")]
         std::process::exit(code)
     }
-}
-
-/// The zygote: a warm, single-threaded helper per executor set. For each request (descriptors
-/// attached, see [`SPAWN_FDS`]) it forks a worker that runs one spawn exactly as a freshly
-/// executed helper would, and answers with the worker's pid and a pidfd for it. It reaps its
-/// workers as they end; on its socket's end (the embedder closed the set, or died) it waits for
-/// the workers still tearing down, then exits.
-fn run_zygote() -> std::io::Result<()> {
-    sys::set_name("sbx-zygote");
-    let sock = sys::own_fd(nix::fcntl::fcntl(ZYGOTE_FD, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?);
-    nix::unistd::close(ZYGOTE_FD)?;
-    let mut workers: Vec<(Pid, std::os::fd::OwnedFd)> = Vec::new();
-    let mut open = true;
-    while open || !workers.is_empty() {
-        let (sock_ready, exited) = {
-            let mut fds: Vec<PollFd<'_>> =
-                workers.iter().map(|(_, fd)| PollFd::new(fd.as_fd(), PollFlags::POLLIN)).collect();
-            if open {
-                fds.push(PollFd::new(sock.as_fd(), PollFlags::POLLIN));
-            }
-            match poll(&mut fds, PollTimeout::NONE) {
-                Ok(_) => {}
-                Err(nix::Error::EINTR) => continue,
-                Err(e) => return Err(e.into()),
-            }
-            let ready: Vec<bool> = fds.iter().map(|f| f.revents().is_some_and(|r| !r.is_empty())).collect();
-            let sock_ready = open && ready.last().copied().unwrap_or(false);
-            let exited: Vec<usize> = (0..workers.len()).filter(|i| ready[*i]).collect();
-            (sock_ready, exited)
-        };
-        for i in exited.into_iter().rev() {
-            let (pid, _fd) = workers.swap_remove(i);
-            // The worker is a zombie now (its pid cannot be reused before the reap): anything
-            // left in its process group goes with it. libcontainer's intermediate process has
-            // no parent-death signal and blocks forever on its channel when a worker is killed
-            // while it builds.
-            let _ = nix::sys::signal::killpg(pid, Signal::SIGKILL);
-            let _ = waitpid(pid, None);
-        }
-        if !sock_ready {
-            continue;
-        }
-        let mut buf = [0u8; 16];
-        let (n, fds) = match sys::recv_with_fds(sock.as_raw_fd(), &mut buf) {
-            Ok((0, _)) | Err(_) => {
-                open = false;
-                continue;
-            }
-            Ok(r) => r,
-        };
-        if &buf[..n] != b"spawn" || fds.len() != SPAWN_FDS {
-            let _ = sys::send_with_fds(sock.as_raw_fd(), &0i32.to_le_bytes(), &[]);
-            continue;
-        }
-        match sys::fork_single_threaded() {
-            Ok(ForkResult::Child) => {
-                // The worker: the spawn's descriptors go where a re-executed helper finds
-                // them (stdio, control at 3, descriptor socket at 4); nothing else stays open.
-                let raw: Vec<RawFd> = fds.into_iter().map(std::os::fd::IntoRawFd::into_raw_fd).collect();
-                std::mem::forget(workers);
-                std::mem::forget(sock);
-                let mut placed = true;
-                let high: Vec<RawFd> = raw.iter().map(|fd| sys::dup_high(*fd).unwrap_or(-1)).collect();
-                for (target, fd) in [0, 1, 2, CONTROL_FD, FDPASS_FD].into_iter().zip([2usize, 3, 4, 0, 1]) {
-                    placed &= high[fd] >= 0 && sys::dup_to(high[fd], target).is_ok();
-                }
-                sys::close_from(FDPASS_FD + 1);
-                sys::set_name("sbx-worker");
-                // Its own process group, which libcontainer's intermediate process joins: the
-                // zygote kills the group when the worker ends.
-                let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
-                let code = if placed {
-                    match run() {
-                        Ok(()) => 0,
-                        Err(_) => 1,
-                    }
-                } else {
-                    1
-                };
-                sys::exit_now(code)
-            }
-            Ok(ForkResult::Parent { child }) => {
-                drop(fds);
-                match sys::pidfd_open(child) {
-                    Ok(pidfd) => {
-                        let _ =
-                            sys::send_with_fds(sock.as_raw_fd(), &child.as_raw().to_le_bytes(), &[pidfd.as_raw_fd()]);
-                        workers.push((child, pidfd));
-                    }
-                    Err(_) => {
-                        let _ = kill(child, Signal::SIGKILL);
-                        let _ = waitpid(child, None);
-                        let _ = sys::send_with_fds(sock.as_raw_fd(), &0i32.to_le_bytes(), &[]);
-                    }
-                }
-            }
-            Err(_) => {
-                drop(fds);
-                let _ = sys::send_with_fds(sock.as_raw_fd(), &0i32.to_le_bytes(), &[]);
-            }
-        }
-    }
-    Ok(())
 }
 
 struct Control {
@@ -204,12 +106,17 @@ impl Control {
     }
 }
 
+#[allow(unsafe_code, reason = "the inherited sockets at fixed numbers (see the SAFETY comments)")]
 fn run() -> std::io::Result<()> {
     let mut phases = vec![(String::from("helper-main"), monotonic_us())];
     // The control socket arrives at fd 3; move it out of the way (close-on-exec) so that fd 3
     // can carry the status pipe into the container (dup2 below replaces it atomically).
-    let control_fd = nix::fcntl::fcntl(CONTROL_FD, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?;
-    let fdpass = File::from(sys::own_fd(nix::fcntl::fcntl(FDPASS_FD, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?));
+    // SAFETY: the parent (or the zygote) placed the control socket at CONTROL_FD; nothing in
+    // this process owns it, and it stays open until the dup2 below replaces it.
+    let control_file = File::from(sys::dup_high_cloexec(unsafe { BorrowedFd::borrow_raw(CONTROL_FD) })?);
+    // SAFETY: the parent (or the zygote) placed the descriptor socket at FDPASS_FD; nothing in
+    // this process owns it, and it stays open until the close just below.
+    let fdpass = File::from(sys::dup_high_cloexec(unsafe { BorrowedFd::borrow_raw(FDPASS_FD) })?);
     nix::unistd::close(FDPASS_FD)?;
     // Our ends of both pipes move above 10 first, so that installing the container's ends at
     // 3 and 4 can never clobber one of them.
@@ -219,16 +126,12 @@ fn run() -> std::io::Result<()> {
         use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
         socketpair(AddressFamily::Unix, SockType::Stream, None, SockFlag::SOCK_CLOEXEC)?
     };
-    let high = |fd: std::os::fd::OwnedFd| -> std::io::Result<File> {
-        let moved = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?;
-        Ok(File::from(sys::own_fd(moved)))
-    };
+    let high = |fd: OwnedFd| -> std::io::Result<File> { Ok(File::from(sys::dup_high_cloexec(fd.as_fd())?)) };
     let (status_r, go_w) = (high(status_r)?, high(go_w)?);
     let (status_w, go_r) = (high(status_w)?, high(go_r)?);
     nix::unistd::dup2(status_w.as_raw_fd(), STATUS_FD)?;
     nix::unistd::dup2(go_r.as_raw_fd(), GO_FD)?;
     drop((status_w, go_r));
-    let control_file = File::from(sys::own_fd(control_fd));
     let mut control = Control { reader: BufReader::new(control_file.try_clone()?), writer: control_file };
     let mut line = String::new();
     control.reader.read_line(&mut line)?;
@@ -247,7 +150,7 @@ fn run() -> std::io::Result<()> {
 
     // PTY mode: the runtime connects to this socket and sends the master it created in the
     // container's devpts. Bound by a relative name from the bundle dir (socket paths are short).
-    let console = if request.tty { Some(ConsoleSocket::bind(&request.bundle)?) } else { None };
+    let console = if request.tty { Some(console::ConsoleSocket::bind(&request.bundle)?) } else { None };
 
     let kernel_abi = sys::landlock_abi();
     let executor = SandboxExecutor {
@@ -312,104 +215,34 @@ fn run() -> std::io::Result<()> {
         return control.send(&Event::Finished { outcome, measured, teardown: true });
     };
 
-    let mut setup_failure = None;
-    if let Some(console) = &console {
-        if let Err(e) = console.forward_master(fdpass.as_raw_fd()) {
-            setup_failure = Some(format!("helper: pty: {e}"));
-        }
-    }
-    drop(console);
-    for limit in request.limits.iter().filter(|l| l.write) {
-        if let Err(e) = std::fs::write(&limit.file, limit.value.to_string()) {
-            if request.require_limits {
-                setup_failure = Some(format!("helper: cgroup limits: writing {}: {e}", limit.file.display()));
-            }
-        }
-    }
-    measured.readback =
-        request.limits.iter().map(|l| std::fs::read_to_string(&l.file).ok().map(|s| s.trim().to_owned())).collect();
-    if request.require_limits && setup_failure.is_none() {
-        for (limit, read) in request.limits.iter().zip(&measured.readback) {
-            if !read.as_deref().is_some_and(|r| limit.holds(r)) {
-                setup_failure = Some(format!(
-                    "helper: cgroup limits: {} reads {read:?}, expected {}",
-                    limit.file.display(),
-                    limit.value
-                ));
-            }
-        }
-    }
-    measured.phases.push((String::from("limits"), monotonic_us()));
-    if setup_failure.is_none() {
-        if let Err(e) = container.start() {
-            setup_failure = Some(format!("container start: {e:?}"));
-        }
-    }
-    // The init reports `ready` (it made itself dumpable, so that a non-root helper may join its
-    // namespaces) and waits for `go`: `lo` is raised in between, before any workload exists.
-    // An early setup failure of the init stays in the channel for the outcome below.
     let mut status = status_r;
     let mut channel = StatusChannel::new();
-    if setup_failure.is_none() {
-        match wait_ready(&mut status, &mut channel, Duration::from_secs(30)) {
-            Err(e) => setup_failure = Some(format!("helper: start: {e}")),
-            Ok(()) => {
-                if let Some(Message::Error(detail)) = channel.messages().first() {
-                    // The init failed before `ready`: that is the spawn's setup failure.
-                    setup_failure = Some(detail.clone());
-                }
-            }
-        }
-    }
+    // The set-up once the container exists, in three steps between the phase stamps: the first
+    // failure skips the rest and takes the one failure path below.
+    let prepared = prepare(&request, console, &fdpass, &mut measured);
+    measured.phases.push((String::from("limits"), monotonic_us()));
+    let started = prepared.and_then(|()| start(&mut container, &mut status, &mut channel));
     measured.phases.push((String::from("ready"), monotonic_us()));
-    if request.loopback && setup_failure.is_none() {
-        let up = raise_loopback(pid, request.rootless);
-        measured.phases.push((String::from("loopback"), monotonic_us()));
-        measured.loopback = Some(up.is_ok());
-        measured.loopback_error = up.as_ref().err().cloned();
-        if let Err(e) = up {
-            if request.require_loopback {
-                setup_failure = Some(format!("helper: loopback: {e}"));
+    let armed = started.and_then(|()| arm(&request, pid, &mut control, &fdpass, &mut measured));
+    let (payload, stdio) = match armed {
+        Ok(go) => go,
+        Err(failure) => {
+            let _ = kill(pid, Signal::SIGKILL);
+            let teardown = supervise::reap(pid) && container.delete(true).is_ok();
+            if request.warm {
+                // An unused warm container's bundle is nobody else's to remove.
+                let _ = std::fs::remove_dir_all(&request.bundle);
             }
+            let outcome = Outcome::Failed { detail: failure.to_string() };
+            return control.send(&Event::Finished { outcome, measured, teardown });
         }
-    }
-    if let (Some((instances, watches)), None) = (request.inotify, &setup_failure) {
-        if let Err(e) = bound_inotify(pid, instances, watches) {
-            if request.require_limits {
-                setup_failure = Some(format!("helper: inotify bound: {e}"));
-            }
-            measured.inotify_error = Some(e);
-        }
-        measured.phases.push((String::from("inotify"), monotonic_us()));
-    }
-    // Nothing may start for an embedder that is gone or asked to kill meanwhile (a closed set,
-    // a passed deadline): the command is admitted but not yet spawned.
-    if setup_failure.is_none() && !control.still_wanted() {
-        setup_failure = Some(String::from("helper: start: cancelled before the workload started"));
-    }
-    let mut go_message = (b"g".to_vec(), Vec::new());
-    if request.warm && setup_failure.is_none() {
-        match wait_for_go(&mut control, &fdpass) {
-            Ok(Some(message)) => go_message = message,
-            Ok(None) => setup_failure = Some(String::from("helper: start: the warm container was not used")),
-            Err(e) => setup_failure = Some(format!("helper: go: {e}")),
-        }
-    }
-    if let Some(detail) = setup_failure {
-        let _ = kill(pid, Signal::SIGKILL);
-        let teardown = reap(pid) && container.delete(true).is_ok();
-        if request.warm {
-            // An unused warm container's bundle is nobody else's to remove.
-            let _ = std::fs::remove_dir_all(&request.bundle);
-        }
-        return control.send(&Event::Finished { outcome: Outcome::Failed { detail }, measured, teardown });
-    }
+    };
     measured.phases.push((String::from("go"), monotonic_us()));
-    let (payload, stdio) = go_message;
-    let raw: Vec<RawFd> = stdio.iter().map(AsRawFd::as_raw_fd).collect();
-    if sys::send_with_fds(go_w.as_raw_fd(), &payload[..1], &raw).is_ok() {
+    let borrowed: Vec<BorrowedFd<'_>> = stdio.iter().map(AsFd::as_fd).collect();
+    if sys::send_with_fds(go_w.as_fd(), &payload[..1], &borrowed).is_ok() {
         let _ = (&go_w).write_all(&payload[1..]);
     }
+    drop(borrowed);
     drop(stdio);
     drop(go_w);
     let parent_alive = control.send(&Event::Started { pid: pid.as_raw() }).is_ok();
@@ -420,38 +253,18 @@ fn run() -> std::io::Result<()> {
 
     let procs = request.limits.first().and_then(|l| l.file.parent()).map(|d| d.join("cgroup.procs"));
     if !parent_alive {
-        kill_members(procs.as_deref());
+        supervise::kill_members(procs.as_deref());
     }
-    let (killed, violation) = supervise(&mut control, status, &mut channel, pid, parent_alive, procs.as_deref());
+    let (killed, violation) =
+        supervise::supervise(&mut control, status, &mut channel, pid, parent_alive, procs.as_deref());
     measured.phases.push((String::from("status-eof"), monotonic_us()));
-    let reaped = reap(pid);
+    let reaped = supervise::reap(pid);
     // Proven: the init is reaped (its pid namespace went with it) and the spawn's own cgroup
     // holds no process. Removing the cgroup, the state and the bundle happens after the
     // answer, off the caller's path; a failure there is swept by the set.
-    let proven = reaped && cgroup_empty(&request);
+    let proven = reaped && supervise::cgroup_empty(&request);
     measured.phases.push((String::from("reaped"), monotonic_us()));
-    let mut outcome = None;
-    for message in channel.messages() {
-        match message {
-            Message::Ready => {}
-            Message::Setup { landlock, seccomp, .. } => {
-                measured.landlock = Some(landlock.clone());
-                measured.seccomp = *seccomp;
-            }
-            Message::Exited(code) => outcome = Some(Outcome::Exited { code: *code }),
-            Message::Signalled(signal) => outcome = Some(Outcome::Signalled { signal: *signal }),
-            Message::Error(detail) => outcome = Some(Outcome::Failed { detail: detail.clone() }),
-        }
-    }
-    if let Some(violation) = violation {
-        // Fail closed: whatever was read before, the run's outcome is this error.
-        outcome = Some(Outcome::Failed { detail: format!("helper: status channel: {violation}") });
-    }
-    let outcome = outcome.unwrap_or(if killed {
-        Outcome::Signalled { signal: Signal::SIGKILL as i32 }
-    } else {
-        Outcome::Failed { detail: String::from("the container init ended without reporting an outcome") }
-    });
+    let outcome = supervise::outcome(&channel, violation, killed, &mut measured);
     if !proven {
         let deleted = container.delete(true).is_ok();
         return control.send(&Event::Finished { outcome, measured, teardown: reaped && deleted });
@@ -462,8 +275,156 @@ fn run() -> std::io::Result<()> {
     std::fs::remove_dir_all(&request.bundle)
 }
 
+/// Why a spawn's set-up failed once its container was built. Its `Display` is the detail the
+/// runtime gets in `Outcome::Failed` (the runtime and the tests match on these prefixes).
+#[derive(Debug)]
+enum SetupError {
+    /// The PTY master could not be passed to the parent.
+    Pty(String),
+    /// A cgroup limit file could not be written.
+    LimitNotWritten {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A cgroup limit reads back as something other than what was asked.
+    LimitNotHeld {
+        /// The file.
+        file: PathBuf,
+        /// What it reads (None: unreadable).
+        read: Option<String>,
+        /// The value asked for.
+        expected: u64,
+    },
+    /// The runtime could not start the container.
+    Start(LibcontainerError),
+    /// The init did not report `ready` (in time, or at all), or broke the status channel.
+    NotReady(String),
+    /// The init reported its own set-up failure instead of `ready`.
+    Init(Failure),
+    /// `lo` could not be raised.
+    Loopback(String),
+    /// The run's inotify bound could not be set.
+    Inotify(String),
+    /// The embedder went away, or asked for a kill, before the workload started.
+    Cancelled,
+    /// The embedder let a warm container go without giving it a process.
+    Unused,
+    /// A warm container's process could not be received.
+    Go(std::io::Error),
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetupError::Pty(e) => write!(f, "helper: pty: {e}"),
+            SetupError::LimitNotWritten { file, error } => {
+                write!(f, "helper: cgroup limits: writing {}: {error}", file.display())
+            }
+            SetupError::LimitNotHeld { file, read, expected } => {
+                write!(f, "helper: cgroup limits: {} reads {read:?}, expected {expected}", file.display())
+            }
+            SetupError::Start(e) => write!(f, "container start: {e:?}"),
+            SetupError::NotReady(e) => write!(f, "helper: start: {e}"),
+            SetupError::Init(failure) => std::fmt::Display::fmt(failure, f),
+            SetupError::Loopback(e) => write!(f, "helper: loopback: {e}"),
+            SetupError::Inotify(e) => write!(f, "helper: inotify bound: {e}"),
+            SetupError::Cancelled => f.write_str("helper: start: cancelled before the workload started"),
+            SetupError::Unused => f.write_str("helper: start: the warm container was not used"),
+            SetupError::Go(e) => write!(f, "helper: go: {e}"),
+        }
+    }
+}
+
+/// The first set-up step, before the container starts: the PTY master goes to the parent (PTY
+/// mode), the cgroup limits are written and read back (into `measured`) and checked.
+fn prepare(
+    request: &Request,
+    console: Option<console::ConsoleSocket>,
+    fdpass: &File,
+    measured: &mut Measured,
+) -> Result<(), SetupError> {
+    let pty = match &console {
+        Some(console) => console.forward_master(fdpass.as_fd()).map_err(SetupError::Pty),
+        None => Ok(()),
+    };
+    drop(console);
+    let written = limits::write(request);
+    measured.readback = limits::read_back(request);
+    // A limit that could not be written outranks a PTY failure.
+    written?;
+    pty?;
+    if request.require_limits {
+        limits::check(request, &measured.readback)?;
+    }
+    Ok(())
+}
+
+/// The second step: the container starts and its init reports `ready` (it made itself dumpable,
+/// so that a non-root helper may join its namespaces, and waits for `go`). An early set-up
+/// failure of the init stays in `channel` and is the error.
+fn start(container: &mut Container, status: &mut File, channel: &mut StatusChannel) -> Result<(), SetupError> {
+    container.start().map_err(SetupError::Start)?;
+    supervise::wait_ready(status, channel, Duration::from_secs(30)).map_err(SetupError::NotReady)?;
+    match channel.messages().first() {
+        Some(Message::Error(failure)) => Err(SetupError::Init(failure.clone())),
+        _ => Ok(()),
+    }
+}
+
+/// The last step, between `ready` and `go`, before any workload exists: `lo` is raised, the
+/// inotify bound set, the embedder asked whether it still wants the run, and a warm container
+/// waits for its process. Returns what the init's `go` socket gets.
+fn arm(
+    request: &Request,
+    pid: Pid,
+    control: &mut Control,
+    fdpass: &File,
+    measured: &mut Measured,
+) -> Result<GoMessage, SetupError> {
+    if request.loopback {
+        let up = namespaces::raise_loopback(pid, request.rootless);
+        measured.phases.push((String::from("loopback"), monotonic_us()));
+        measured.loopback = Some(up.is_ok());
+        measured.loopback_error = up.as_ref().err().cloned();
+        if let Err(e) = up {
+            if request.require_loopback {
+                return Err(SetupError::Loopback(e));
+            }
+        }
+    }
+    if let Some((instances, watches)) = request.inotify {
+        let bound = namespaces::bound_inotify(pid, instances, watches);
+        let failure = match bound {
+            Err(e) => {
+                measured.inotify_error = Some(e.clone());
+                request.require_limits.then_some(SetupError::Inotify(e))
+            }
+            Ok(()) => None,
+        };
+        measured.phases.push((String::from("inotify"), monotonic_us()));
+        if let Some(failure) = failure {
+            return Err(failure);
+        }
+    }
+    // Nothing may start for an embedder that is gone or asked to kill meanwhile (a closed set,
+    // a passed deadline): the command is admitted but not yet spawned.
+    if !control.still_wanted() {
+        return Err(SetupError::Cancelled);
+    }
+    if !request.warm {
+        return Ok((b"g".to_vec(), Vec::new()));
+    }
+    match wait_for_go(control, fdpass) {
+        Ok(Some(message)) => Ok(message),
+        Ok(None) => Err(SetupError::Unused),
+        Err(e) => Err(SetupError::Go(e)),
+    }
+}
+
 /// The bytes for the init's `go` socket and the descriptors that go with them.
-type GoMessage = (Vec<u8>, Vec<std::os::fd::OwnedFd>);
+type GoMessage = (Vec<u8>, Vec<OwnedFd>);
 
 /// A warm container waits here for its process: `Go` on the control socket, then the workload's
 /// stdin, stdout and stderr on the descriptor socket. Returns the message for the init's `go`
@@ -480,7 +441,7 @@ fn wait_for_go(control: &mut Control, fdpass: &File) -> std::io::Result<Option<G
         match serde_json::from_str(&line) {
             Ok(Command::Go(process)) => {
                 let mut byte = [0u8; 1];
-                let (_, fds) = sys::recv_with_fds(fdpass.as_raw_fd(), &mut byte)?;
+                let (_, fds) = sys::recv_with_fds(fdpass.as_fd(), &mut byte)?;
                 if fds.len() != 3 {
                     return Err(std::io::Error::other(format!("{} stdio descriptors, expected 3", fds.len())));
                 }
@@ -494,250 +455,6 @@ fn wait_for_go(control: &mut Control, fdpass: &File) -> std::io::Result<Option<G
             Ok(Command::Signal { signal }) if signal == Signal::SIGKILL as i32 => return Ok(None),
             _ => {}
         }
-    }
-}
-
-/// Whether the spawn's own cgroup holds no process (true when it has none: no limits).
-fn cgroup_empty(request: &Request) -> bool {
-    let Some(dir) = request.limits.first().and_then(|l| l.file.parent()) else { return true };
-    std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|p| p.trim().is_empty())
-}
-
-/// Reads the status pipe into `channel` until the init is gone, serving control commands
-/// meanwhile. Returns whether the init was killed on request (or because the parent went), and
-/// the channel's violation, if any (the init is then killed and nothing more is read).
-fn supervise(
-    control: &mut Control,
-    mut status: File,
-    channel: &mut StatusChannel,
-    pid: Pid,
-    mut parent_alive: bool,
-    procs: Option<&Path>,
-) -> (bool, Option<String>) {
-    let mut killed = false;
-    let mut control_buf = String::new();
-    loop {
-        let mut fds = vec![PollFd::new(status.as_fd(), PollFlags::POLLIN)];
-        if parent_alive {
-            fds.push(PollFd::new(control.reader.get_ref().as_fd(), PollFlags::POLLIN));
-        }
-        if poll(&mut fds, PollTimeout::NONE).is_err() {
-            continue;
-        }
-        let status_ready = fds[0].revents().is_some_and(|r| !r.is_empty());
-        let control_ready = fds.get(1).and_then(|f| f.revents()).is_some_and(|r| !r.is_empty());
-        if status_ready {
-            let mut chunk = [0u8; 4096];
-            let fed = match status.read(&mut chunk) {
-                Ok(0) | Err(_) => {
-                    let end = channel.finish();
-                    if end.is_err() {
-                        let _ = kill(pid, Signal::SIGKILL);
-                        kill_members(procs);
-                    }
-                    return (killed, end.err());
-                }
-                Ok(n) => channel.feed(chunk.get(..n).unwrap_or_default()),
-            };
-            if let Err(e) = fed {
-                let _ = kill(pid, Signal::SIGKILL);
-                kill_members(procs);
-                return (killed, Some(e));
-            }
-        }
-        if control_ready {
-            control_buf.clear();
-            match control.reader.read_line(&mut control_buf) {
-                Ok(0) | Err(_) => {
-                    // The embedder is gone: nothing may outlive it.
-                    parent_alive = false;
-                    killed = true;
-                    let _ = kill(pid, Signal::SIGKILL);
-                    kill_members(procs);
-                }
-                Ok(_) => {
-                    if let Ok(Command::Signal { signal }) = serde_json::from_str(&control_buf) {
-                        if let Ok(sig) = Signal::try_from(signal) {
-                            killed |= sig == Signal::SIGKILL;
-                            let _ = kill(pid, sig);
-                            if sig == Signal::SIGKILL {
-                                kill_members(procs);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// SIGKILLs every process of the spawn's own cgroup (`procs`: its `cgroup.procs`, a path the
-/// library made, never one the workload can reach), a few passes to catch children forked
-/// meanwhile. Killing the init alone ends the pid namespace only once the init itself gets to
-/// run its exit, which under a fork bomb in a low-weight cgroup took tens of seconds (issue 12,
-/// class 13): a killed process forks no more, so the tree stops growing at once.
-fn kill_members(procs: Option<&Path>) {
-    let Some(procs) = procs else { return };
-    for _ in 0..4 {
-        let Ok(text) = std::fs::read_to_string(procs) else { return };
-        let mut any = false;
-        for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()).filter(|p| *p > 1) {
-            any = true;
-            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-        }
-        if !any {
-            return;
-        }
-    }
-}
-
-/// Reaps the init (it has closed the status pipe, so it is exiting); SIGKILLs it if it lingers.
-/// Waits on a pidfd, not by sleeping: the init usually ends within a fraction of a millisecond.
-fn reap(pid: Pid) -> bool {
-    let pidfd = sys::pidfd_open(pid).ok();
-    let start = Instant::now();
-    loop {
-        match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::StillAlive) => {
-                if start.elapsed() > Duration::from_secs(2) {
-                    let _ = kill(pid, Signal::SIGKILL);
-                }
-                match &pidfd {
-                    Some(fd) => {
-                        sys::pidfd_exited(fd, 100);
-                    }
-                    None => std::thread::sleep(Duration::from_millis(1)),
-                }
-            }
-            Ok(_) => return true,
-            Err(nix::Error::ECHILD) => return true,
-            Err(_) => return false,
-        }
-    }
-}
-
-/// Bounds the run's inotify instances and watches (issue 12, class 10). inotify is counted per
-/// user in every user namespace up to the initial one, against each namespace's own maximum;
-/// the container's user namespace starts unbounded, so the run could take all of its host
-/// uid's instances (`fs.inotify.max_user_instances`, 128 by default). A short-lived child joins
-/// the container's user namespace (gaining CAP_SYS_RESOURCE there, as its owner or as root) and
-/// writes that namespace's own maximum, which only its `/proc/sys/user` view shows, then reads
-/// it back. The workload cannot raise it: it has no capability, and `/proc/sys` is read-only.
-fn bound_inotify(pid: Pid, instances: u64, watches: u64) -> Result<(), String> {
-    let pidfd = sys::pidfd_open(pid).map_err(|e| format!("pidfd_open: {e}"))?;
-    match sys::fork_single_threaded().map_err(|e| format!("fork: {e}"))? {
-        ForkResult::Child => {
-            let set = |file: &str, value: u64| {
-                let path = format!("/proc/sys/user/{file}");
-                std::fs::write(&path, value.to_string()).is_ok()
-                    && std::fs::read_to_string(&path).is_ok_and(|r| r.trim() == value.to_string())
-            };
-            let code = match setns(&pidfd, CloneFlags::CLONE_NEWUSER) {
-                Err(_) => 2,
-                Ok(()) if !set("max_inotify_instances", instances) => 3,
-                Ok(()) if !set("max_inotify_watches", watches) => 4,
-                Ok(()) => 0,
-            };
-            sys::exit_now(code)
-        }
-        ForkResult::Parent { child } => match waitpid(child, None) {
-            Ok(WaitStatus::Exited(_, 0)) => Ok(()),
-            Ok(WaitStatus::Exited(_, 2)) => Err(String::from("setns into the container's user namespace failed")),
-            Ok(WaitStatus::Exited(_, 3)) => Err(String::from("max_inotify_instances did not take the value")),
-            Ok(WaitStatus::Exited(_, 4)) => Err(String::from("max_inotify_watches did not take the value")),
-            other => Err(format!("the inotify child failed ({other:?})")),
-        },
-    }
-}
-
-/// Raises `lo` from a short-lived child that joins the container's user (rootless) and
-/// network namespaces (CONTRACT.md §15.8), through a pidfd: `/proc/<pid>/ns/*` would need
-/// ptrace access to the (non-dumpable) init, which a non-root helper lacks.
-fn raise_loopback(pid: Pid, rootless: bool) -> Result<(), String> {
-    let pidfd = sys::pidfd_open(pid).map_err(|e| format!("pidfd_open: {e}"))?;
-    let flags = if rootless { CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET } else { CloneFlags::CLONE_NEWNET };
-    match sys::fork_single_threaded().map_err(|e| format!("fork: {e}"))? {
-        ForkResult::Child => {
-            let code = match setns(&pidfd, flags) {
-                Err(_) => 2,
-                Ok(()) if sys::loopback_up().is_err() => 3,
-                Ok(()) => 0,
-            };
-            sys::exit_now(code)
-        }
-        ForkResult::Parent { child } => match waitpid(child, None) {
-            Ok(WaitStatus::Exited(_, 0)) => Ok(()),
-            Ok(WaitStatus::Exited(_, 2)) => Err(String::from("setns into the container's namespaces failed")),
-            Ok(WaitStatus::Exited(_, 3)) => Err(String::from("SIOCSIFFLAGS on lo failed")),
-            other => Err(format!("raising lo failed ({other:?})")),
-        },
-    }
-}
-
-/// Reads the status pipe into `channel` until its first message, waiting at most `within`.
-/// Ok: `ready`, or an early outcome of the init (kept in `channel`). Err: timeout, the end of
-/// the pipe without a message, or a violation of the channel's framing.
-fn wait_ready(status: &mut File, channel: &mut StatusChannel, within: Duration) -> Result<(), String> {
-    let end = Instant::now() + within;
-    loop {
-        match channel.messages().first() {
-            None => {}
-            Some(Message::Ready | Message::Error(_)) => return Ok(()),
-            Some(other) => return Err(format!("status channel: {other:?} before `ready`")),
-        }
-        let left = end.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(String::from("the init did not report ready"));
-        }
-        let ms = u16::try_from(left.as_millis().min(1000)).unwrap_or(1000);
-        let mut fds = [PollFd::new(status.as_fd(), PollFlags::POLLIN)];
-        match poll(&mut fds, PollTimeout::from(ms)) {
-            Ok(0) | Err(nix::Error::EINTR) => continue,
-            Ok(_) => {}
-            Err(e) => return Err(format!("polling the status pipe: {e}")),
-        }
-        let mut chunk = [0u8; 1024];
-        match status.read(&mut chunk) {
-            Ok(0) | Err(_) => return Err(String::from("the init did not report ready")),
-            Ok(n) => channel.feed(chunk.get(..n).unwrap_or_default()).map_err(|e| format!("status channel: {e}"))?,
-        }
-    }
-}
-
-/// The listening end of the runtime's console socket (PTY mode).
-struct ConsoleSocket {
-    listener: std::os::unix::net::UnixListener,
-    path: std::path::PathBuf,
-}
-
-impl ConsoleSocket {
-    fn bind(dir: &std::path::Path) -> std::io::Result<ConsoleSocket> {
-        let previous = std::env::current_dir()?;
-        std::env::set_current_dir(dir)?;
-        let listener = std::os::unix::net::UnixListener::bind("console.sock");
-        std::env::set_current_dir(previous)?;
-        Ok(ConsoleSocket { listener: listener?, path: dir.join("console.sock") })
-    }
-
-    /// Accepts the runtime's connection, receives the master, sets the initial 24 x 80 window
-    /// and sends the master to the parent.
-    fn forward_master(&self, fdpass: RawFd) -> Result<(), String> {
-        self.listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-        let mut fds = [PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
-        if !matches!(poll(&mut fds, PollTimeout::from(10_000u16)), Ok(n) if n > 0) {
-            return Err(String::from("the runtime did not connect to the console socket"));
-        }
-        let (conn, _) = self.listener.accept().map_err(|e| format!("accept: {e}"))?;
-        conn.set_nonblocking(false).map_err(|e| e.to_string())?;
-        let master = sys::recv_fd(conn.as_raw_fd()).map_err(|e| format!("receiving the master: {e}"))?;
-        sys::set_winsize(master.as_raw_fd(), 24, 80).map_err(|e| format!("window size: {e}"))?;
-        sys::send_fd(fdpass, master.as_raw_fd()).map_err(|e| format!("passing the master: {e}"))
-    }
-}
-
-impl Drop for ConsoleSocket {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
     }
 }
 
@@ -768,4 +485,44 @@ fn drop_vanished_masks(bundle: &Path) -> bool {
     }
     tracing::debug!(?gone, "dropping masks over scratch roots that are gone");
     serde_json::to_vec(&spec).is_ok_and(|bytes| std::fs::write(&path, bytes).is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setup_failures_read_as_the_runtime_expects() {
+        let file = PathBuf::from("/sys/fs/cgroup/x/pids.max");
+        let cases = [
+            (SetupError::Pty(String::from("accept: EIO")), "helper: pty: accept: EIO"),
+            (
+                SetupError::LimitNotWritten { file: file.clone(), error: std::io::Error::other("denied") },
+                "helper: cgroup limits: writing /sys/fs/cgroup/x/pids.max: denied",
+            ),
+            (
+                SetupError::LimitNotHeld { file, read: Some(String::from("max")), expected: 64 },
+                "helper: cgroup limits: /sys/fs/cgroup/x/pids.max reads Some(\"max\"), expected 64",
+            ),
+            (SetupError::NotReady(String::from("no")), "helper: start: no"),
+            (
+                SetupError::Init(Failure {
+                    stage: crate::status::Stage::Identities,
+                    reason: String::from("grant target x"),
+                }),
+                "helper: identities: grant target x",
+            ),
+            (SetupError::Loopback(String::from("down")), "helper: loopback: down"),
+            (SetupError::Inotify(String::from("no")), "helper: inotify bound: no"),
+            (SetupError::Cancelled, "helper: start: cancelled before the workload started"),
+            (SetupError::Unused, "helper: start: the warm container was not used"),
+            (
+                SetupError::Go(std::io::Error::other("2 stdio descriptors, expected 3")),
+                "helper: go: 2 stdio descriptors, expected 3",
+            ),
+        ];
+        for (error, text) in cases {
+            assert_eq!(error.to_string(), text);
+        }
+    }
 }

@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
@@ -83,7 +83,7 @@ impl Worker {
 
     /// SIGKILLs the worker and waits (at most 5 s) until it is gone.
     fn kill(&self) {
-        let _ = sys::pidfd_send_signal(self.pidfd.as_raw_fd(), nix::sys::signal::Signal::SIGKILL as i32);
+        let _ = sys::pidfd_send_signal(self.pidfd.as_fd(), nix::sys::signal::Signal::SIGKILL as i32);
         let end = Instant::now() + std::time::Duration::from_secs(5);
         while !sys::pidfd_exited(&self.pidfd, 100) && Instant::now() < end {}
     }
@@ -111,6 +111,7 @@ struct ZygoteProcess {
 }
 
 impl ZygoteProcess {
+    #[allow(unsafe_code, reason = "the descriptor set-up between fork and exec (see the SAFETY comments)")]
     fn start() -> std::io::Result<ZygoteProcess> {
         tracing::debug!("starting the helper zygote");
         use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
@@ -124,7 +125,19 @@ impl ZygoteProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        sys::pre_exec(&mut command, move || sys::dup_to(theirs_fd, ZYGOTE_FD));
+        let place_socket = move || {
+            // SAFETY: `theirs` is open in the parent until `spawn` returns, so the forked child
+            // has it at the same number while this closure runs.
+            let theirs = unsafe { BorrowedFd::borrow_raw(theirs_fd) };
+            // SAFETY: in the child between fork and exec, ZYGOTE_FD holds at most a
+            // close-on-exec descriptor of the parent that the child never uses (the socket pair
+            // is made before the spawn, so std's exec-error pipe, made after it, is not at the
+            // lowest free number), and the child runs no other code of ours.
+            unsafe { sys::dup_to(theirs, ZYGOTE_FD) }
+        };
+        // SAFETY: the closure calls only fcntl and dup2 (async-signal-safe), allocates nothing,
+        // and names `theirs`, open in the parent until the spawn returns.
+        unsafe { sys::pre_exec(&mut command, place_socket) };
         let child = command.spawn()?;
         drop(theirs);
         Ok(ZygoteProcess { child, sock: ours })
@@ -137,7 +150,7 @@ impl ZygoteProcess {
     /// zygote is replaced.
     fn fork_worker(
         &self,
-        fds: &[RawFd; SPAWN_FDS],
+        fds: &[BorrowedFd<'_>; SPAWN_FDS],
         within: std::time::Duration,
     ) -> Result<OwnedFd, (bool, std::io::Error)> {
         let within = within.clamp(std::time::Duration::from_millis(1), std::time::Duration::from_secs(10));
@@ -147,9 +160,9 @@ impl ZygoteProcess {
         );
         nix::sys::socket::setsockopt(&self.sock, nix::sys::socket::sockopt::ReceiveTimeout, &timeout)
             .map_err(|e| (false, e.into()))?;
-        sys::send_with_fds(self.sock.as_raw_fd(), b"spawn", fds).map_err(|e| (false, e))?;
+        sys::send_with_fds(self.sock.as_fd(), b"spawn", fds).map_err(|e| (false, e))?;
         let mut buf = [0u8; 4];
-        let (n, mut received) = sys::recv_with_fds(self.sock.as_raw_fd(), &mut buf).map_err(|e| (true, e))?;
+        let (n, mut received) = sys::recv_with_fds(self.sock.as_fd(), &mut buf).map_err(|e| (true, e))?;
         match (n, received.pop()) {
             (4, Some(pidfd)) if i32::from_le_bytes(buf) > 0 => Ok(pidfd),
             (0, _) => Err((true, std::io::Error::other("the zygote ended without an answer"))),
@@ -180,8 +193,7 @@ impl Zygote {
         let (ours, theirs) = UnixStream::pair()?;
         let (fdpass, fdpass_theirs) = UnixStream::pair()?;
         fdpass.set_read_timeout(Some(std::time::Duration::from_secs(60)))?;
-        let fds =
-            [theirs.as_raw_fd(), fdpass_theirs.as_raw_fd(), stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()];
+        let fds = [theirs.as_fd(), fdpass_theirs.as_fd(), stdin.as_fd(), stdout.as_fd(), stderr.as_fd()];
         let pidfd = {
             let mut slot = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if slot.shut {
@@ -317,8 +329,8 @@ impl Running {
             let file = self.writer.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             send_all(&file, line.as_bytes())?;
         }
-        let fds = [stdio[0].as_raw_fd(), stdio[1].as_raw_fd(), stdio[2].as_raw_fd()];
-        sys::send_with_fds(self.fdpass.as_raw_fd(), b"s", &fds)
+        let fds = [stdio[0].as_fd(), stdio[1].as_fd(), stdio[2].as_fd()];
+        sys::send_with_fds(self.fdpass.as_fd(), b"s", &fds)
     }
 
     /// Asks the helper to send `signal` to the container's init.
@@ -328,7 +340,7 @@ impl Running {
 
     /// The PTY master of a PTY-mode spawn, sent by the helper before `Started`.
     pub fn take_console(&mut self) -> std::io::Result<OwnedFd> {
-        sys::recv_fd(self.fdpass.as_raw_fd())
+        sys::recv_fd(self.fdpass.as_fd())
     }
 
     /// A handle that can signal the container from another thread.

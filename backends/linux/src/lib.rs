@@ -185,14 +185,13 @@ fn open_own_cgroup(dir: &std::path::Path) -> Result<std::os::fd::OwnedFd, String
 #[cfg(target_os = "linux")]
 fn cgroup_pids(dir: &std::os::fd::OwnedFd) -> Result<Vec<i32>, String> {
     use std::io::Read;
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
     let flags = nix::fcntl::OFlag::O_RDONLY
         | nix::fcntl::OFlag::O_NOFOLLOW
         | nix::fcntl::OFlag::O_NONBLOCK
         | nix::fcntl::OFlag::O_CLOEXEC;
-    let fd = nix::fcntl::openat(Some(dir.as_raw_fd()), "cgroup.procs", flags, nix::sys::stat::Mode::empty())
-        .map_err(|e| format!("cgroup.procs: {e}"))?;
-    let file = std::fs::File::from(sys::own_fd(fd));
+    let fd = sys::open_at(dir.as_fd(), "cgroup.procs", flags).map_err(|e| format!("cgroup.procs: {e}"))?;
+    let file = std::fs::File::from(fd);
     let meta = file.metadata().map_err(|e| format!("cgroup.procs: {e}"))?;
     if !meta.is_file() {
         return Err(String::from("cgroup.procs is not a regular file"));
@@ -322,8 +321,7 @@ pub fn sweep_container(
 /// Sets the window size of a PTY master.
 #[cfg(target_os = "linux")]
 pub fn set_winsize(master: std::os::fd::BorrowedFd<'_>, rows: u16, cols: u16) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    sys::set_winsize(master.as_raw_fd(), rows, cols)
+    sys::set_winsize(master, rows, cols)
 }
 
 /// Gives a direct (unconfined) child a new PTY as its controlling terminal; returns the master.

@@ -116,11 +116,44 @@ pub enum Outcome {
     },
 }
 
+/// How much of its Landlock ruleset the kernel enforces on a container (on the wire: `full`,
+/// `partial`, `none`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LandlockStatus {
+    /// Every handled right is enforced.
+    Full,
+    /// Some are.
+    Partial,
+    /// None (no Landlock in this kernel).
+    None,
+}
+
+impl LandlockStatus {
+    /// Every status.
+    pub const ALL: [LandlockStatus; 3] = [LandlockStatus::Full, LandlockStatus::Partial, LandlockStatus::None];
+
+    /// The wire name (the JSON value, the status pipe's `landlock=` and the report's text).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LandlockStatus::Full => "full",
+            LandlockStatus::Partial => "partial",
+            LandlockStatus::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for LandlockStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What the helper measured for the spawn.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Measured {
-    /// Landlock as the init measured it: `full`, `partial`, `none` (absent when setup failed).
-    pub landlock: Option<String>,
+    /// Landlock as the init measured it (absent when setup failed).
+    pub landlock: Option<LandlockStatus>,
     /// The kernel's Landlock ABI.
     pub landlock_abi: u32,
     /// The seccomp mode read from `/proc/self/status` after install (2 = filter).
@@ -168,4 +201,24 @@ pub enum Event {
         /// Teardown was proven (init reaped, container deleted).
         teardown: bool,
     },
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_landlock_status_keeps_its_lowercase_wire_names() {
+        for status in LandlockStatus::ALL {
+            let measured = Measured { landlock: Some(status), ..Measured::default() };
+            let json = serde_json::to_string(&measured).unwrap();
+            assert!(json.contains(&format!("\"landlock\":\"{status}\"")), "{json}");
+            assert_eq!(serde_json::from_str::<Measured>(&json).unwrap(), measured);
+        }
+        let json = serde_json::to_string(&Measured::default()).unwrap();
+        assert!(json.contains("\"landlock\":null"), "{json}");
+        assert!(serde_json::from_str::<LandlockStatus>("\"Full\"").is_err());
+        assert_eq!(LandlockStatus::ALL.map(LandlockStatus::as_str), ["full", "partial", "none"]);
+    }
 }

@@ -10,6 +10,8 @@ use landlock::{
 };
 use serde::Deserialize;
 
+use crate::protocol::LandlockStatus;
+
 /// The annotation's shape (written by `sandbox_bundle::compile`).
 #[derive(Debug, Default, Deserialize)]
 pub struct Rules {
@@ -30,28 +32,6 @@ pub struct PathRule {
     pub path: PathBuf,
     /// Right names.
     pub access: Vec<String>,
-}
-
-/// What was enforced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Enforced {
-    /// Every handled right is enforced.
-    Full,
-    /// Some are.
-    Partial,
-    /// None (no Landlock in this kernel).
-    None,
-}
-
-impl Enforced {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Enforced::Full => "full",
-            Enforced::Partial => "partial",
-            Enforced::None => "none",
-        }
-    }
 }
 
 fn right(name: &str) -> Option<AccessFs> {
@@ -155,12 +135,12 @@ pub fn prepare(rules: &Rules, kernel_abi: u32) -> Result<Prepared, String> {
 }
 
 /// Puts a prepared ruleset in force for this process and everything it starts.
-pub fn restrict(prepared: Prepared) -> Result<Enforced, String> {
-    let Some(created) = prepared.0 else { return Ok(Enforced::None) };
+pub fn restrict(prepared: Prepared) -> Result<LandlockStatus, String> {
+    let Some(created) = prepared.0 else { return Ok(LandlockStatus::None) };
     let status = created.restrict_self().map_err(|e| format!("restrict self: {e}"))?;
     Ok(match status.ruleset {
-        RulesetStatus::FullyEnforced => Enforced::Full,
-        RulesetStatus::PartiallyEnforced => Enforced::Partial,
-        RulesetStatus::NotEnforced => Enforced::None,
+        RulesetStatus::FullyEnforced => LandlockStatus::Full,
+        RulesetStatus::PartiallyEnforced => LandlockStatus::Partial,
+        RulesetStatus::NotEnforced => LandlockStatus::None,
     })
 }

@@ -5,13 +5,17 @@
 //! ```text
 //! ready                                        (first, at most once)
 //! setup landlock=<full|partial|none> abi=<n> seccomp=<n>   (at most once)
-//! exited <0..=255> | signalled <1..=64> | error <printable text>   (last)
+//! exited <0..=255> | signalled <1..=64> | error helper: <stage>: <printable text>   (last)
 //! ```
+//!
+//! `<stage>` is one of the init's set-up steps ([`Stage`]); the parser yields it typed.
 //!
 //! The init is not dumpable once its workload can exist, so no workload can reach the pipe;
 //! the parser still trusts nothing: an oversized or unterminated line, an unknown or
 //! out-of-order message, anything after the final one, is a violation that fails the run
 //! closed, and the helper never holds more than one line of pending bytes.
+
+use crate::protocol::LandlockStatus;
 
 /// The longest line accepted, newline excluded.
 pub const MAX_LINE: usize = 4096;
@@ -26,8 +30,8 @@ pub enum Message {
     Ready,
     /// What the init put in force.
     Setup {
-        /// `full`, `partial` or `none`.
-        landlock: String,
+        /// How much of the ruleset is enforced.
+        landlock: LandlockStatus,
         /// The kernel's Landlock ABI.
         abi: u32,
         /// The seccomp mode read back.
@@ -37,8 +41,128 @@ pub enum Message {
     Exited(i32),
     /// A signal ended the workload.
     Signalled(i32),
-    /// A setup step failed (`helper: <step>: <reason>`).
-    Error(String),
+    /// A set-up step of the init failed.
+    Error(Failure),
+}
+
+/// A set-up step of the container init that can fail: the `<stage>` of an `error` line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// The parent-death signal could not be set.
+    ParentDeath,
+    /// The init could not change whether it is dumpable.
+    Dumpable,
+    /// The init could not block its signals.
+    Signals,
+    /// A mount is not the object it was checked to be (or the check could not run).
+    Identities,
+    /// Landlock could not be prepared or put in force (as required).
+    Landlock,
+    /// The seccomp filter could not be compiled or installed (as required).
+    Seccomp,
+    /// A warm container's process could not be read.
+    Go,
+    /// A warm container's stdio could not be installed.
+    Stdio,
+    /// A warm container's working directory could not be entered.
+    Cwd,
+    /// The process to exec is unusable (no process, empty argv, a NUL byte).
+    Exec,
+    /// The workload could not be forked.
+    Fork,
+}
+
+impl Stage {
+    /// Every stage.
+    pub const ALL: [Stage; 11] = [
+        Stage::ParentDeath,
+        Stage::Dumpable,
+        Stage::Signals,
+        Stage::Identities,
+        Stage::Landlock,
+        Stage::Seccomp,
+        Stage::Go,
+        Stage::Stdio,
+        Stage::Cwd,
+        Stage::Exec,
+        Stage::Fork,
+    ];
+
+    /// The wire name (the runtime and the tests match on the detail's prefix, e.g.
+    /// `helper: identities: grant target`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::ParentDeath => "parent-death signal",
+            Stage::Dumpable => "dumpable",
+            Stage::Signals => "signals",
+            Stage::Identities => "identities",
+            Stage::Landlock => "landlock",
+            Stage::Seccomp => "seccomp",
+            Stage::Go => "go",
+            Stage::Stdio => "stdio",
+            Stage::Cwd => "cwd",
+            Stage::Exec => "exec",
+            Stage::Fork => "fork",
+        }
+    }
+
+    fn from_wire(name: &str) -> Option<Stage> {
+        Stage::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A set-up failure of the init. Its `Display` is the run's failure detail,
+/// `helper: <stage>: <reason>`, exactly as the `error` line carried it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// The step that failed.
+    pub stage: Stage,
+    /// Why (printable text; may be empty).
+    pub reason: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.reason.is_empty() {
+            write!(f, "helper: {}:", self.stage)
+        } else {
+            write!(f, "helper: {}: {}", self.stage, self.reason)
+        }
+    }
+}
+
+/// The most bytes of an `error` line [`error_line`] writes (newline excluded).
+const MAX_ERROR_LINE: usize = 1024;
+
+/// The `error` line (without its newline) that reports `stage` failing for `reason`: control
+/// characters become spaces, the line is cut to at most 1024 bytes and its trailing blanks
+/// dropped, so that it is one line of printable text within the channel's bound.
+pub fn error_line(stage: Stage, reason: &str) -> String {
+    let mut line = format!("error helper: {stage}: ");
+    for c in reason.chars().map(|c| if c.is_control() { ' ' } else { c }) {
+        if line.len() + c.len_utf8() > MAX_ERROR_LINE {
+            break;
+        }
+        line.push(c);
+    }
+    line.truncate(line.trim_end().len());
+    line
+}
+
+/// Parses the text after `error ` (`helper: <stage>: <reason>`); None when it has no known stage.
+fn parse_failure(detail: &str) -> Option<Failure> {
+    let rest = detail.strip_prefix("helper: ")?;
+    let (stage, reason) = match rest.split_once(": ") {
+        Some(split) => split,
+        None => (rest.strip_suffix(':')?, ""),
+    };
+    Some(Failure { stage: Stage::from_wire(stage)?, reason: reason.to_owned() })
 }
 
 impl Message {
@@ -133,12 +257,13 @@ pub fn parse_line(line: &[u8]) -> Result<Message, String> {
             return Err(String::from("`setup` needs exactly landlock=, abi= and seccomp="));
         };
         let landlock = landlock.strip_prefix("landlock=").ok_or("`setup`: landlock= expected")?;
-        if !matches!(landlock, "full" | "partial" | "none") {
-            return Err(String::from("`setup`: unknown landlock status"));
-        }
+        let landlock = LandlockStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == landlock)
+            .ok_or("`setup`: unknown landlock status")?;
         let abi = number(abi.strip_prefix("abi=").ok_or("`setup`: abi= expected")?, "abi")?;
         let seccomp = number(seccomp.strip_prefix("seccomp=").ok_or("`setup`: seccomp= expected")?, "seccomp")?;
-        return Ok(Message::Setup { landlock: landlock.to_owned(), abi, seccomp });
+        return Ok(Message::Setup { landlock, abi, seccomp });
     }
     if let Some(code) = text.strip_prefix("exited ") {
         let code: i32 = number(code, "exit code")?;
@@ -160,7 +285,8 @@ pub fn parse_line(line: &[u8]) -> Result<Message, String> {
         if detail.trim().is_empty() {
             return Err(String::from("`error` without a detail"));
         }
-        return Ok(Message::Error(detail.to_owned()));
+        let failure = parse_failure(detail).ok_or("`error`: not `helper: <stage>: <reason>` with a known stage")?;
+        return Ok(Message::Error(failure));
     }
     Err(String::from("an unknown message"))
 }
@@ -184,7 +310,7 @@ mod tests {
             m,
             vec![
                 Message::Ready,
-                Message::Setup { landlock: String::from("full"), abi: 7, seccomp: 2 },
+                Message::Setup { landlock: LandlockStatus::Full, abi: 7, seccomp: 2 },
                 Message::Exited(3)
             ]
         );
@@ -194,7 +320,7 @@ mod tests {
         );
         assert_eq!(
             fed(b"error helper: landlock: no\n").unwrap(),
-            vec![Message::Error(String::from("helper: landlock: no"))]
+            vec![Message::Error(Failure { stage: Stage::Landlock, reason: String::from("no") })]
         );
         assert_eq!(fed(b"ready\nerror helper: cwd: /x: ENOENT\n").unwrap().len(), 2);
         assert_eq!(fed(b"").unwrap(), Vec::new());
@@ -227,7 +353,7 @@ mod tests {
         }
         assert!(c.pending.capacity() <= 2 * MAX_LINE + 64, "{}", c.pending.capacity());
         // Exactly MAX_LINE bytes is fine.
-        let mut line = b"error ".to_vec();
+        let mut line = b"error helper: exec: ".to_vec();
         line.resize(MAX_LINE, b'e');
         line.push(b'\n');
         assert!(fed(&line).is_ok());
@@ -256,6 +382,10 @@ mod tests {
             b"setup landlock=full abi=7 seccomp=2 extra=1\n",
             b"setup landlock=full seccomp=2 abi=7\n",
             b"exited 0\0\n",
+            b"error helper: forged: x\n",
+            b"error helper: landlock no\n",
+            b"error landlock: no\n",
+            b"error eeee\n",
         ] {
             assert!(fed(bad).is_err(), "accepted {:?}", String::from_utf8_lossy(bad));
         }
@@ -278,5 +408,21 @@ mod tests {
         let mut c = StatusChannel::new();
         c.feed(b"ready\nexited 0").unwrap();
         assert!(c.finish().is_err());
+    }
+
+    #[test]
+    fn every_stage_round_trips_to_the_same_detail() {
+        for stage in Stage::ALL {
+            for reason in ["prctl failed", "/x: ENOENT: no such file", "", "  indented", "a\tb\u{1b}c"] {
+                let line = error_line(stage, reason);
+                let Message::Error(failure) = parse_line(line.as_bytes()).unwrap() else { panic!("{line}") };
+                assert_eq!(failure.stage, stage);
+                assert_eq!(format!("error {failure}"), line);
+            }
+        }
+        assert_eq!(error_line(Stage::ParentDeath, "prctl failed"), "error helper: parent-death signal: prctl failed");
+        assert_eq!(error_line(Stage::Exec, "x\n"), "error helper: exec: x");
+        let long = error_line(Stage::Landlock, &"é".repeat(2000));
+        assert!(long.len() <= 1024 && long.starts_with("error helper: landlock: é"), "{}", long.len());
     }
 }

@@ -4,7 +4,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 use nix::unistd::ForkResult;
 
@@ -18,10 +18,15 @@ pub fn landlock_abi() -> u32 {
 
 /// `fork()` for a process that is single-threaded at the time of the call (the helper and the
 /// container's init are), so the child may run arbitrary code.
-pub fn fork_single_threaded() -> nix::Result<ForkResult> {
-    // SAFETY: callers are single-threaded processes (the helper before it starts any thread,
-    // the container init, which never starts one), so no lock can be held by another thread
-    // in the child.
+///
+/// # Safety
+///
+/// The calling process must have exactly one thread at the time of the call: no lock (of the
+/// allocator, of std's environment, of stdio) may be held by a thread that does not exist in
+/// the child.
+pub unsafe fn fork_single_threaded() -> nix::Result<ForkResult> {
+    // SAFETY: the caller guarantees this process has a single thread (this function's
+    // contract), which is everything `fork` asks of a child that then runs arbitrary code.
     unsafe { nix::unistd::fork() }
 }
 
@@ -59,59 +64,60 @@ pub fn loopback_up() -> io::Result<()> {
     Ok(())
 }
 
-/// Makes `fd` the descriptor number `target` in a child between fork and exec, without
-/// `FD_CLOEXEC`. Only async-signal-safe calls.
-pub fn dup_to(fd: RawFd, target: RawFd) -> io::Result<()> {
-    if fd == target {
-        // SAFETY: fcntl on a descriptor we own; clearing FD_CLOEXEC touches no memory.
-        let r = unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
-        return if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) };
+/// Makes `fd` the descriptor number `target` (`dup2`), without `FD_CLOEXEC` (cleared when `fd`
+/// already is `target`). Only async-signal-safe calls, allocates nothing: usable between fork
+/// and exec.
+///
+/// # Safety
+///
+/// Whatever descriptor `target` is now is closed and replaced: no object of this process may
+/// own `target` and still be used or dropped afterwards (typically: a child between fork and
+/// exec, or one that set its descriptors up itself), unless `target` is `fd` itself.
+pub unsafe fn dup_to(fd: BorrowedFd<'_>, target: RawFd) -> io::Result<()> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    if fd.as_raw_fd() == target {
+        fcntl(fd.as_raw_fd(), FcntlArg::F_SETFD(FdFlag::empty()))?;
+        return Ok(());
     }
-    // SAFETY: dup2 onto `target` only replaces that descriptor; it is async-signal-safe.
-    if unsafe { libc::dup2(fd, target) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    nix::unistd::dup2(fd.as_raw_fd(), target)?;
     Ok(())
 }
 
 /// Runs `f` in the child between fork and exec of `command` (see `CommandExt::pre_exec`).
-pub fn pre_exec<F>(command: &mut std::process::Command, f: F)
+///
+/// # Safety
+///
+/// `f` runs in a child forked from a process that may have other threads: it may only call
+/// async-signal-safe functions (no allocation, no lock, no `std` environment or stdio), and
+/// every descriptor it names must be open in the parent when `command` is spawned.
+pub unsafe fn pre_exec<F>(command: &mut std::process::Command, f: F)
 where
     F: FnMut() -> io::Result<()> + Send + Sync + 'static,
 {
     use std::os::unix::process::CommandExt;
-    // SAFETY: the closures passed here only call async-signal-safe functions (dup2, fcntl,
-    // prctl) and allocate nothing, as pre_exec requires in a multithreaded parent.
+    // SAFETY: the caller guarantees that `f` keeps to async-signal-safe calls (this
+    // function's contract), which is what `pre_exec` requires.
     unsafe {
         command.pre_exec(f);
     }
 }
 
-/// `prctl(PR_SET_PDEATHSIG, SIGKILL)`, async-signal-safe for use in `pre_exec`.
+/// `prctl(PR_SET_PDEATHSIG, SIGKILL)`, async-signal-safe.
 pub fn die_with_parent() -> io::Result<()> {
-    // SAFETY: PR_SET_PDEATHSIG takes a signal number and touches no memory.
-    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
     Ok(())
 }
 
 /// `prctl(PR_SET_DUMPABLE, 1)`.
 pub fn set_dumpable() -> io::Result<()> {
-    // SAFETY: PR_SET_DUMPABLE takes an integer flag and touches no memory.
-    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1 as libc::c_ulong, 0, 0, 0) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    nix::sys::prctl::set_dumpable(true)?;
     Ok(())
 }
 
 /// `prctl(PR_SET_DUMPABLE, 0)`: `/proc/<pid>/{fd,mem,environ}`, `pidfd_getfd` and
 /// `process_vm_readv` on this process then need a capability the workload never has.
 pub fn set_non_dumpable() -> io::Result<()> {
-    // SAFETY: PR_SET_DUMPABLE takes an integer flag and touches no memory.
-    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0 as libc::c_ulong, 0, 0, 0) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    nix::sys::prctl::set_dumpable(false)?;
     Ok(())
 }
 
@@ -229,56 +235,78 @@ pub fn pidfd_open(pid: nix::unistd::Pid) -> io::Result<std::os::fd::OwnedFd> {
         return Err(io::Error::last_os_error());
     }
     let fd = RawFd::try_from(fd).map_err(|_| io::Error::other("pidfd out of range"))?;
-    Ok(own_fd(fd))
+    // SAFETY: pidfd_open just returned this descriptor: it is open and nothing owns it yet.
+    Ok(unsafe { own_fd(fd) })
 }
 
-/// Takes ownership of a raw descriptor that nothing else in the process owns: the helper's
-/// inherited control and descriptor sockets, the init's status and `go` pipes at 3 and 4, and
-/// descriptors just returned by the kernel (pidfd_open, F_DUPFD, SCM_RIGHTS).
-pub fn own_fd(fd: RawFd) -> std::os::fd::OwnedFd {
-    // SAFETY: every caller passes a descriptor that is open and owned by no other object (see
-    // the list above), so the OwnedFd is its only owner and closes it exactly once.
-    unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }
+/// Takes ownership of a raw descriptor.
+///
+/// # Safety
+///
+/// `fd` must be open and owned by no other object of this process (a descriptor inherited at a
+/// fixed number, or one the kernel has just returned), and nothing may close it by number
+/// afterwards: the returned `OwnedFd` is its only owner and closes it exactly once.
+pub unsafe fn own_fd(fd: RawFd) -> OwnedFd {
+    // SAFETY: the caller guarantees `fd` is open and has no other owner (this function's
+    // contract), which is what `from_raw_fd` requires.
+    unsafe { OwnedFd::from_raw_fd(fd) }
 }
 
-/// `fcntl(F_DUPFD, 10)` without close-on-exec, async-signal-safe (for `pre_exec`).
-pub fn dup_high(fd: RawFd) -> io::Result<RawFd> {
-    // SAFETY: F_DUPFD duplicates a descriptor we hold; it touches no memory.
-    let r = unsafe { libc::fcntl(fd, libc::F_DUPFD, 10) };
-    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r) }
+/// A copy of `fd` at the lowest free number from 10 up (`F_DUPFD`, without close-on-exec),
+/// async-signal-safe.
+pub fn dup_high(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    let fd = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_DUPFD(10))?;
+    // SAFETY: F_DUPFD just returned this descriptor: it is open and nothing owns it yet.
+    Ok(unsafe { own_fd(fd) })
+}
+
+/// A close-on-exec copy of `fd` at the lowest free number from 10 up (`F_DUPFD_CLOEXEC`), out of
+/// the way of the low numbers the helper and the init give fixed meanings.
+pub fn dup_high_cloexec(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    let fd = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?;
+    // SAFETY: F_DUPFD_CLOEXEC just returned this descriptor: it is open and nothing owns it yet.
+    Ok(unsafe { own_fd(fd) })
+}
+
+/// Opens `name` relative to the directory `dir` (`openat`).
+pub fn open_at(dir: BorrowedFd<'_>, name: &str, flags: nix::fcntl::OFlag) -> io::Result<OwnedFd> {
+    let fd = nix::fcntl::openat(Some(dir.as_raw_fd()), name, flags, nix::sys::stat::Mode::empty())?;
+    // SAFETY: openat just returned this descriptor: it is open and nothing owns it yet.
+    Ok(unsafe { own_fd(fd) })
 }
 
 /// Sends `fd` over the unix socket `sock` (one byte of payload, SCM_RIGHTS).
-pub fn send_fd(sock: RawFd, fd: RawFd) -> io::Result<()> {
+pub fn send_fd(sock: BorrowedFd<'_>, fd: BorrowedFd<'_>) -> io::Result<()> {
     use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
     let iov = [std::io::IoSlice::new(b"f")];
-    let fds = [fd];
-    sendmsg::<()>(sock, &iov, &[ControlMessage::ScmRights(&fds)], MsgFlags::empty(), None)?;
+    let fds = [fd.as_raw_fd()];
+    sendmsg::<()>(sock.as_raw_fd(), &iov, &[ControlMessage::ScmRights(&fds)], MsgFlags::empty(), None)?;
     Ok(())
 }
 
 /// Receives one descriptor sent by [`send_fd`] on `sock`.
-pub fn recv_fd(sock: RawFd) -> io::Result<std::os::fd::OwnedFd> {
+pub fn recv_fd(sock: BorrowedFd<'_>) -> io::Result<OwnedFd> {
     use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
     let mut byte = [0u8; 1];
     let mut iov = [std::io::IoSliceMut::new(&mut byte)];
     let mut space = nix::cmsg_space!([RawFd; 1]);
-    let msg = recvmsg::<()>(sock, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC)?;
+    let msg = recvmsg::<()>(sock.as_raw_fd(), &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC)?;
+    let mut received = Vec::new();
     for cmsg in msg.cmsgs()? {
         if let ControlMessageOwned::ScmRights(fds) = cmsg {
-            if let Some(fd) = fds.first() {
-                return Ok(own_fd(*fd));
-            }
+            // SAFETY: SCM_RIGHTS just installed these descriptors in this process: each is
+            // open and nothing owns it yet.
+            received.extend(fds.into_iter().map(|fd| unsafe { own_fd(fd) }));
         }
     }
-    Err(io::Error::other("no descriptor received"))
+    received.into_iter().next().ok_or_else(|| io::Error::other("no descriptor received"))
 }
 
 /// Sets the window size of the terminal `fd`.
-pub fn set_winsize(fd: RawFd, rows: u16, cols: u16) -> io::Result<()> {
+pub fn set_winsize(fd: BorrowedFd<'_>, rows: u16, cols: u16) -> io::Result<()> {
     let ws = libc::winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
     // SAFETY: TIOCSWINSZ reads a winsize that lives on this stack frame for the call.
-    if unsafe { libc::ioctl(fd, libc::TIOCSWINSZ, &ws) } < 0 {
+    if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCSWINSZ, &ws) } < 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
@@ -299,23 +327,32 @@ pub fn attach_pty(command: &mut std::process::Command, rows: u16, cols: u16) -> 
     let pty = nix::pty::openpty(Some(&ws), None)?;
     let slave = std::fs::File::from(pty.slave);
     command.stdin(slave.try_clone()?).stdout(slave.try_clone()?).stderr(slave);
-    pre_exec(command, || {
+    let controlling_terminal = || {
         nix::unistd::setsid()?;
         // SAFETY: TIOCSCTTY on fd 0 (the PTY slave) takes an integer argument; no memory.
         if unsafe { libc::ioctl(0, libc::TIOCSCTTY, 0) } < 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(())
-    });
+    };
+    // SAFETY: the closure calls only setsid and ioctl, both async-signal-safe, allocates
+    // nothing, and names only fd 0, which the child has as the PTY slave set just above.
+    unsafe { pre_exec(command, controlling_terminal) };
     nix::fcntl::fcntl(pty.master.as_raw_fd(), nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))?;
     Ok(pty.master)
 }
 
-/// Closes every descriptor from `first` up (`close_range`), in a process that owns them all.
-pub fn close_from(first: RawFd) {
+/// Closes every descriptor from `first` up (`close_range`).
+///
+/// # Safety
+///
+/// No object of this process that will still be used or dropped may own a descriptor at or
+/// above `first` (objects that own one must have been forgotten, or belong to frames that
+/// never run again): it would act on a closed, or reused, number.
+pub unsafe fn close_from(first: RawFd) {
     let first = libc::c_uint::try_from(first).unwrap_or(0);
-    // SAFETY: close_range only closes descriptors of this process; the init holds no Rust
-    // object that owns any descriptor at or above `first`.
+    // SAFETY: close_range takes three integers and touches no memory; the caller guarantees
+    // that no live object owns a descriptor it closes (this function's contract).
     unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0u32) };
 }
 
@@ -361,7 +398,8 @@ fn open_no_symlinks(path: &std::path::Path, flags: i32) -> io::Result<std::os::f
         return Err(io::Error::last_os_error());
     }
     let fd = RawFd::try_from(fd).map_err(|_| io::Error::other("descriptor out of range"))?;
-    Ok(own_fd(fd))
+    // SAFETY: openat2 just returned this descriptor: it is open and nothing owns it yet.
+    Ok(unsafe { own_fd(fd) })
 }
 
 /// What `statx` says about an open object.
@@ -447,12 +485,13 @@ pub fn dir_entry_ino(dir: std::os::fd::OwnedFd, name: &[u8]) -> io::Result<Optio
 
 /// Sends `payload` with `fds` attached (SCM_RIGHTS) on the unix socket `sock`, never raising
 /// SIGPIPE.
-pub fn send_with_fds(sock: RawFd, payload: &[u8], fds: &[RawFd]) -> io::Result<()> {
+pub fn send_with_fds(sock: BorrowedFd<'_>, payload: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
     use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
     let iov = [std::io::IoSlice::new(payload)];
-    let cmsgs = if fds.is_empty() { Vec::new() } else { vec![ControlMessage::ScmRights(fds)] };
+    let raw: Vec<RawFd> = fds.iter().map(AsRawFd::as_raw_fd).collect();
+    let cmsgs = if raw.is_empty() { Vec::new() } else { vec![ControlMessage::ScmRights(&raw)] };
     loop {
-        match sendmsg::<()>(sock, &iov, &cmsgs, MsgFlags::MSG_NOSIGNAL, None) {
+        match sendmsg::<()>(sock.as_raw_fd(), &iov, &cmsgs, MsgFlags::MSG_NOSIGNAL, None) {
             Ok(_) => return Ok(()),
             Err(nix::Error::EINTR) => {}
             Err(e) => return Err(e.into()),
@@ -462,12 +501,12 @@ pub fn send_with_fds(sock: RawFd, payload: &[u8], fds: &[RawFd]) -> io::Result<(
 
 /// Receives one message of at most `buf.len()` bytes and up to eight descriptors (close-on-exec)
 /// from `sock`. `Ok((0, _))` is the peer's end.
-pub fn recv_with_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<(usize, Vec<std::os::fd::OwnedFd>)> {
+pub fn recv_with_fds(sock: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
     use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
     let mut space = nix::cmsg_space!([RawFd; 8]);
     let mut iov = [std::io::IoSliceMut::new(buf)];
     let msg = loop {
-        match recvmsg::<()>(sock, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC) {
+        match recvmsg::<()>(sock.as_raw_fd(), &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC) {
             Ok(m) => break m,
             Err(nix::Error::EINTR) => {}
             Err(e) => return Err(e.into()),
@@ -476,16 +515,19 @@ pub fn recv_with_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<(usize, Vec<std:
     let mut fds = Vec::new();
     for cmsg in msg.cmsgs()? {
         if let ControlMessageOwned::ScmRights(received) = cmsg {
-            fds.extend(received.into_iter().map(own_fd));
+            // SAFETY: SCM_RIGHTS just installed these descriptors in this process: each is
+            // open and nothing owns it yet.
+            fds.extend(received.into_iter().map(|fd| unsafe { own_fd(fd) }));
         }
     }
     Ok((msg.bytes, fds))
 }
 
 /// `pidfd_send_signal(2)`: signals the process behind `pidfd` (never a recycled pid).
-pub fn pidfd_send_signal(pidfd: RawFd, signal: i32) -> io::Result<()> {
+pub fn pidfd_send_signal(pidfd: BorrowedFd<'_>, signal: i32) -> io::Result<()> {
     // SAFETY: the syscall takes a descriptor, a signal number and two null/zero arguments.
-    let r = unsafe { libc::syscall(libc::SYS_pidfd_send_signal, pidfd, signal, std::ptr::null::<u8>(), 0u32) };
+    let r =
+        unsafe { libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), signal, std::ptr::null::<u8>(), 0u32) };
     if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
 }
 

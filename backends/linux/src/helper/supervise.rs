@@ -1,0 +1,201 @@
+//! Following the container init through its status pipe: `ready`, then the run until the init
+//! is gone, serving the embedder's signals meanwhile; reaping the init and killing what is left
+//! of the spawn's cgroup.
+
+use std::fs::File;
+use std::io::{BufRead, Read};
+use std::os::fd::AsFd;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{Signal, kill};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+use super::Control;
+use crate::protocol::{Command, Measured, Outcome, Request};
+use crate::status::{Message, StatusChannel};
+use crate::sys;
+
+/// Reads the status pipe into `channel` until its first message, waiting at most `within`.
+/// Ok: `ready`, or an early outcome of the init (kept in `channel`). Err: timeout, the end of
+/// the pipe without a message, or a violation of the channel's framing.
+pub(super) fn wait_ready(status: &mut File, channel: &mut StatusChannel, within: Duration) -> Result<(), String> {
+    let end = Instant::now() + within;
+    loop {
+        match channel.messages().first() {
+            None => {}
+            Some(Message::Ready | Message::Error(_)) => return Ok(()),
+            Some(other) => return Err(format!("status channel: {other:?} before `ready`")),
+        }
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(String::from("the init did not report ready"));
+        }
+        let ms = u16::try_from(left.as_millis().min(1000)).unwrap_or(1000);
+        let mut fds = [PollFd::new(status.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::from(ms)) {
+            Ok(0) | Err(nix::Error::EINTR) => continue,
+            Ok(_) => {}
+            Err(e) => return Err(format!("polling the status pipe: {e}")),
+        }
+        let mut chunk = [0u8; 1024];
+        match status.read(&mut chunk) {
+            Ok(0) | Err(_) => return Err(String::from("the init did not report ready")),
+            Ok(n) => channel.feed(chunk.get(..n).unwrap_or_default()).map_err(|e| format!("status channel: {e}"))?,
+        }
+    }
+}
+
+/// Whether the spawn's own cgroup holds no process (true when it has none: no limits).
+pub(super) fn cgroup_empty(request: &Request) -> bool {
+    let Some(dir) = request.limits.first().and_then(|l| l.file.parent()) else { return true };
+    std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|p| p.trim().is_empty())
+}
+
+/// Reads the status pipe into `channel` until the init is gone, serving control commands
+/// meanwhile. Returns whether the init was killed on request (or because the parent went), and
+/// the channel's violation, if any (the init is then killed and nothing more is read).
+pub(super) fn supervise(
+    control: &mut Control,
+    mut status: File,
+    channel: &mut StatusChannel,
+    pid: Pid,
+    mut parent_alive: bool,
+    procs: Option<&Path>,
+) -> (bool, Option<String>) {
+    let mut killed = false;
+    let mut control_buf = String::new();
+    loop {
+        let mut fds = vec![PollFd::new(status.as_fd(), PollFlags::POLLIN)];
+        if parent_alive {
+            fds.push(PollFd::new(control.reader.get_ref().as_fd(), PollFlags::POLLIN));
+        }
+        if poll(&mut fds, PollTimeout::NONE).is_err() {
+            continue;
+        }
+        let status_ready = fds[0].revents().is_some_and(|r| !r.is_empty());
+        let control_ready = fds.get(1).and_then(|f| f.revents()).is_some_and(|r| !r.is_empty());
+        if status_ready {
+            let mut chunk = [0u8; 4096];
+            let fed = match status.read(&mut chunk) {
+                Ok(0) | Err(_) => {
+                    let end = channel.finish();
+                    if end.is_err() {
+                        let _ = kill(pid, Signal::SIGKILL);
+                        kill_members(procs);
+                    }
+                    return (killed, end.err());
+                }
+                Ok(n) => channel.feed(chunk.get(..n).unwrap_or_default()),
+            };
+            if let Err(e) = fed {
+                let _ = kill(pid, Signal::SIGKILL);
+                kill_members(procs);
+                return (killed, Some(e));
+            }
+        }
+        if control_ready {
+            control_buf.clear();
+            match control.reader.read_line(&mut control_buf) {
+                Ok(0) | Err(_) => {
+                    // The embedder is gone: nothing may outlive it.
+                    parent_alive = false;
+                    killed = true;
+                    let _ = kill(pid, Signal::SIGKILL);
+                    kill_members(procs);
+                }
+                Ok(_) => {
+                    if let Ok(Command::Signal { signal }) = serde_json::from_str(&control_buf) {
+                        if let Ok(sig) = Signal::try_from(signal) {
+                            killed |= sig == Signal::SIGKILL;
+                            let _ = kill(pid, sig);
+                            if sig == Signal::SIGKILL {
+                                kill_members(procs);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// SIGKILLs every process of the spawn's own cgroup (`procs`: its `cgroup.procs`, a path the
+/// library made, never one the workload can reach), a few passes to catch children forked
+/// meanwhile. Killing the init alone ends the pid namespace only once the init itself gets to
+/// run its exit, which under a fork bomb in a low-weight cgroup took tens of seconds (issue 12,
+/// class 13): a killed process forks no more, so the tree stops growing at once.
+pub(super) fn kill_members(procs: Option<&Path>) {
+    let Some(procs) = procs else { return };
+    for _ in 0..4 {
+        let Ok(text) = std::fs::read_to_string(procs) else { return };
+        let mut any = false;
+        for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()).filter(|p| *p > 1) {
+            any = true;
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        if !any {
+            return;
+        }
+    }
+}
+
+/// Reaps the init (it has closed the status pipe, so it is exiting); SIGKILLs it if it lingers.
+/// Waits on a pidfd, not by sleeping: the init usually ends within a fraction of a millisecond.
+pub(super) fn reap(pid: Pid) -> bool {
+    let pidfd = sys::pidfd_open(pid).ok();
+    let start = Instant::now();
+    loop {
+        match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => {
+                if start.elapsed() > Duration::from_secs(2) {
+                    let _ = kill(pid, Signal::SIGKILL);
+                }
+                match &pidfd {
+                    Some(fd) => {
+                        sys::pidfd_exited(fd, 100);
+                    }
+                    None => std::thread::sleep(Duration::from_millis(1)),
+                }
+            }
+            Ok(_) => return true,
+            Err(nix::Error::ECHILD) => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// The run's outcome from what the init reported on the status pipe, and what it measured (into
+/// `measured`). A violation of the channel outranks whatever was read before it; no outcome at
+/// all is a SIGKILL when the init was killed, and a failure otherwise.
+pub(super) fn outcome(
+    channel: &StatusChannel,
+    violation: Option<String>,
+    killed: bool,
+    measured: &mut Measured,
+) -> Outcome {
+    let mut outcome = None;
+    for message in channel.messages() {
+        match message {
+            Message::Ready => {}
+            Message::Setup { landlock, seccomp, .. } => {
+                measured.landlock = Some(*landlock);
+                measured.seccomp = *seccomp;
+            }
+            Message::Exited(code) => outcome = Some(Outcome::Exited { code: *code }),
+            Message::Signalled(signal) => outcome = Some(Outcome::Signalled { signal: *signal }),
+            Message::Error(failure) => outcome = Some(Outcome::Failed { detail: failure.to_string() }),
+        }
+    }
+    if let Some(violation) = violation {
+        // Fail closed: whatever was read before, the run's outcome is this error.
+        outcome = Some(Outcome::Failed { detail: format!("helper: status channel: {violation}") });
+    }
+    outcome.unwrap_or(if killed {
+        Outcome::Signalled { signal: Signal::SIGKILL as i32 }
+    } else {
+        Outcome::Failed { detail: String::from("the container init ended without reporting an outcome") }
+    })
+}
