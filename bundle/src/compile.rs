@@ -371,8 +371,9 @@ impl Planner {
 /// Compiles one spawn of `profile` into a bundle.
 ///
 /// Fails with [`Error::InvalidArgument`] when the spawn itself is unusable (empty argv, relative
-/// or invisible cwd, an unconfined profile) and never touches the filesystem: host facts come
-/// from `host`.
+/// or invisible cwd, an unconfined profile), with [`Error::Runtime`] when the embedded seccomp
+/// policy is invalid (no bundle runs with an empty filter), and never touches the filesystem:
+/// host facts come from `host`.
 pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Result<Bundle, Error> {
     let config = profile.config();
     if config.isolation == Isolation::Unconfined {
@@ -983,13 +984,14 @@ fn build_spec(
     for m in plan.mounts.iter().filter(|m| m.kind == MountKind::Mask) {
         readonly.push(path_str(&m.destination)?);
     }
+    let seccomp = seccomp::oci_section(seccomp_rules)?;
     let mut linux = json!({
         "namespaces": namespaces,
         "uidMappings": [{"containerID": 0, "hostID": spawn.uid, "size": 1}],
         "gidMappings": [{"containerID": 0, "hostID": spawn.gid, "size": 1}],
         "maskedPaths": MASKED_PATHS,
         "readonlyPaths": readonly,
-        "seccomp": seccomp::oci_section(seccomp_rules),
+        "seccomp": seccomp,
     });
     if let Launch::Embedded { cgroups_path: Some(path), pids_max, memory_max } = &spawn.launch {
         linux["cgroupsPath"] = json!(path);
