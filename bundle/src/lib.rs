@@ -39,7 +39,7 @@ pub mod profile;
 pub mod report;
 pub mod seccomp;
 
-pub use access::{Access, Home, Isolation, ProfileConfig, RootAccess};
+pub use access::{Access, Home, Isolation, RootAccess};
 pub use compile::{
     Bundle, ExpectedMount, GrantDeltas, LandlockPathRule, LandlockRules, Launch, MountKind, MountPlan, Origin,
     PlannedMount, SpawnContext, compile, spec_json, unix_sockets_entry,
@@ -51,6 +51,7 @@ pub use export::{
 };
 pub use host::{ClosureEntry, EntryKind, HostEntry, HostView};
 pub use profile::{
-    ACCESS_VERSION, Axis, IdentityRole, PRIVATE_PATHS, PathIdentity, Profile, RootSettings, Settings, restrict,
+    ACCESS_VERSION, Axis, IdentityRole, PRIVATE_PATHS, PathIdentity, Profile, ProfileConfig, RootSettings, Settings,
+    restrict,
 };
 pub use report::{CompileReport, Guarantees, Level, ReportEntry, Status, check_invariants};
