@@ -31,7 +31,8 @@ pub use plan::{MountKind, MountPlan, Origin, PlannedMount};
 pub use report::unix_sockets_entry;
 pub use spec::spec_json;
 
-use plan::{Authority, Planned, is_clean_absolute};
+use crate::path::is_clean_absolute;
+use plan::{Authority, Planned};
 
 /// Grants that apply to one spawn, already verified by the runtime: each lifts one Gated axis.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

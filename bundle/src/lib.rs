@@ -35,6 +35,7 @@ pub mod env;
 pub mod error;
 pub mod export;
 pub mod host;
+pub mod path;
 pub mod profile;
 pub mod report;
 pub mod seccomp;

@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::access::{Access, Home, Isolation, RootAccess};
 use crate::error::Error;
+use crate::path::is_clean_absolute;
 use crate::report::Guarantees;
 
 mod identity;
@@ -443,8 +444,8 @@ fn canonical_dir(field: &str, path: &Path) -> Result<PathBuf, Error> {
     Ok(canonical)
 }
 
-/// Checks that `text` is a clean absolute path: starts with `/`, no empty, `.` or `..`
-/// component, no trailing `/` except `/` itself.
+/// Checks that `text` is a clean absolute path ([`is_clean_absolute`]) without NUL, naming
+/// what is wrong.
 pub(crate) fn clean_path(field: &str, text: &str) -> Result<PathBuf, Error> {
     if text.is_empty() {
         return Err(Error::profile(format!("{field}: path is empty")));
@@ -452,7 +453,7 @@ pub(crate) fn clean_path(field: &str, text: &str) -> Result<PathBuf, Error> {
     if !text.starts_with('/') {
         return Err(Error::profile(format!("{field}: {text:?} is not absolute")));
     }
-    if text != "/" && (text.ends_with('/') || text[1..].split('/').any(|c| c.is_empty() || c == "." || c == "..")) {
+    if !is_clean_absolute(Path::new(text)) {
         return Err(Error::profile(format!("{field}: {text:?} is not a clean path")));
     }
     if text.contains('\0') {

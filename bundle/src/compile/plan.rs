@@ -11,6 +11,7 @@ use super::SpawnContext;
 use crate::access::{Access, Home};
 use crate::error::Error;
 use crate::host::{EntryKind, HOST_EXCLUDED, HostView};
+use crate::path::is_clean_absolute;
 use crate::profile::{Axis, Profile};
 
 /// What a planned mount does.
@@ -87,31 +88,17 @@ pub struct MountPlan {
     pub rootfs_symlinks: Vec<(String, PathBuf)>,
 }
 
-/// A clean absolute path: starts with `/`, no empty, `.` or `..` component, no trailing `/`.
-pub(super) fn is_clean_absolute(p: &Path) -> bool {
-    let b = p.as_os_str().as_encoded_bytes();
-    b == b"/"
-        || (b.first() == Some(&b'/')
-            && b.last() != Some(&b'/')
-            && b[1..].split(|c| *c == b'/').all(|c| !c.is_empty() && c != b"." && c != b".."))
-}
-
 fn depth(p: &Path) -> usize {
     p.components().count()
 }
 
-/// `p.starts_with(r)`, by bytes when both are plain absolute paths (no empty, `.` or `..`
-/// component, no trailing slash: what the planner's canonical paths are), which the planner's
-/// quadratic lookups call thousands of times per compile; anything else by components.
+/// `p.starts_with(r)`, by bytes when both are clean absolute paths ([`is_clean_absolute`]:
+/// what the planner's canonical paths are), which the planner's quadratic lookups call
+/// thousands of times per compile; anything else by components.
 pub(super) fn within(p: &Path, r: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
-    fn plain(x: &[u8]) -> bool {
-        x == b"/"
-            || (x.first() == Some(&b'/')
-                && x[1..].split(|c| *c == b'/').all(|c| !c.is_empty() && c != b"." && c != b".."))
-    }
     let (a, b) = (p.as_os_str().as_bytes(), r.as_os_str().as_bytes());
-    if plain(a) && plain(b) {
+    if is_clean_absolute(p) && is_clean_absolute(r) {
         b == b"/" || (a.starts_with(b) && (a.len() == b.len() || a[b.len()] == b'/'))
     } else {
         p.starts_with(r)
