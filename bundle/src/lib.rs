@@ -7,7 +7,8 @@
 //!
 //! **Guarantees.** Every [`Profile`] value is valid and canonical; compilation never spawns a
 //! process and never reads the host except through a [`HostView`] handed in; a spec is built
-//! field by field, never from `Spec::default()`. Bad input is an [`Error`] naming the field,
+//! field by field with oci-spec's typed builders (every field set, so none comes from oci-spec's
+//! defaults), never from `Spec::default()`. Bad input is an [`Error`] naming the field,
 //! never a panic.
 //!
 //! **Not here.** Nothing in this crate enforces anything: the Linux backend runs bundles with

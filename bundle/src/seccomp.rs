@@ -3,8 +3,12 @@
 //! The same rule list is written into `linux.seccomp` for standard runtimes and compiled by the
 //! Linux backend with seccompiler (CONTRACT.md §15.6).
 
+use oci_spec::OciSpecError;
+use oci_spec::runtime::{
+    Arch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompArgBuilder, LinuxSeccompBuilder, LinuxSeccompOperator,
+    LinuxSyscallBuilder,
+};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::error::Error;
 
@@ -159,37 +163,56 @@ pub fn native_arch() -> &'static str {
     }
 }
 
+/// The seccomp architecture of [`native_arch`], as oci-spec's type.
+fn native_oci_arch() -> Arch {
+    if cfg!(target_arch = "x86_64") {
+        Arch::ScmpArchX86_64
+    } else if cfg!(target_arch = "aarch64") {
+        Arch::ScmpArchAarch64
+    } else {
+        Arch::ScmpArchNative
+    }
+}
+
 /// The `linux.seccomp` section for one spawn; [`Error::Runtime`] when the embedded policy is
 /// invalid (no spec is built with a filter that lost its rules).
-pub(crate) fn oci_section(spawn: SpawnRules) -> Result<Value, Error> {
-    let syscalls: Vec<Value> = rules_for(spawn)?
+pub(crate) fn oci_section(spawn: SpawnRules) -> Result<LinuxSeccomp, Error> {
+    let built = |e: OciSpecError| Error::argument(format!("spec: {e}"));
+    let syscalls = rules_for(spawn)?
         .iter()
         .map(|r| {
-            let mut entry = json!({
-                "names": r.syscalls,
-                "action": "SCMP_ACT_ERRNO",
-                "errnoRet": r.errno_number(),
-            });
+            let mut syscall = LinuxSyscallBuilder::default()
+                .names(r.syscalls.clone())
+                .action(LinuxSeccompAction::ScmpActErrno)
+                .errno_ret(r.errno_number());
             if !r.args.is_empty() {
-                entry["args"] = r
+                let args = r
                     .args
                     .iter()
-                    .map(|a| match a.op.as_str() {
-                        "masked_eq" => json!({"index": a.index, "value": a.value,
-                            "valueTwo": a.value_two.unwrap_or(0), "op": "SCMP_CMP_MASKED_EQ"}),
-                        "ne" => json!({"index": a.index, "value": a.value, "op": "SCMP_CMP_NE"}),
-                        _ => json!({"index": a.index, "value": a.value, "op": "SCMP_CMP_EQ"}),
+                    .map(|a| {
+                        let arg = LinuxSeccompArgBuilder::default().index(usize::from(a.index)).value(a.value);
+                        match a.op.as_str() {
+                            "masked_eq" => {
+                                arg.value_two(a.value_two.unwrap_or(0)).op(LinuxSeccompOperator::ScmpCmpMaskedEq)
+                            }
+                            "ne" => arg.op(LinuxSeccompOperator::ScmpCmpNe),
+                            _ => arg.op(LinuxSeccompOperator::ScmpCmpEq),
+                        }
+                        .build()
+                        .map_err(built)
                     })
-                    .collect();
+                    .collect::<Result<Vec<_>, _>>()?;
+                syscall = syscall.args(args);
             }
-            entry
+            syscall.build().map_err(built)
         })
-        .collect();
-    Ok(json!({
-        "defaultAction": "SCMP_ACT_ALLOW",
-        "architectures": [native_arch()],
-        "syscalls": syscalls,
-    }))
+        .collect::<Result<Vec<_>, _>>()?;
+    LinuxSeccompBuilder::default()
+        .default_action(LinuxSeccompAction::ScmpActAllow)
+        .architectures(vec![native_oci_arch()])
+        .syscalls(syscalls)
+        .build()
+        .map_err(built)
 }
 
 #[cfg(test)]

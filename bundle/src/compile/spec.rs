@@ -1,10 +1,16 @@
-//! The OCI runtime spec of one spawn, built field by field from its plan (never from
-//! `Spec::default()`), and its deterministic JSON form.
+//! The OCI runtime spec of one spawn, built field by field from its plan with oci-spec's typed
+//! builders (a mistyped field does not compile), never from `Spec::default()`; and its
+//! deterministic JSON form.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
-use oci_spec::runtime::Spec;
-use serde_json::{Value, json};
+use oci_spec::OciSpecError;
+use oci_spec::runtime::{
+    Capabilities, Linux, LinuxBuilder, LinuxCapabilitiesBuilder, LinuxIdMappingBuilder, LinuxMemoryBuilder,
+    LinuxNamespaceBuilder, LinuxNamespaceType, LinuxPidsBuilder, LinuxResourcesBuilder, Mount, MountBuilder,
+    PosixRlimitBuilder, PosixRlimitType, Process, ProcessBuilder, RootBuilder, Spec, SpecBuilder, UserBuilder,
+};
 
 use super::expected::ExpectedMount;
 use super::landlock::LandlockRules;
@@ -34,30 +40,145 @@ fn path_str(p: &Path) -> Result<String, Error> {
     p.to_str().map(str::to_owned).ok_or_else(|| Error::argument(format!("path {} is not valid UTF-8", p.display())))
 }
 
-fn oci_mount(m: &PlannedMount) -> Result<Value, Error> {
-    let dest = path_str(&m.destination)?;
-    let bind = |options: &[&str]| -> Result<Value, Error> {
-        let source = path_str(m.source.as_deref().unwrap_or(&m.destination))?;
-        Ok(json!({"destination": dest, "type": "bind", "source": source, "options": options}))
+/// A builder's failure (a field it refused) as the compile error it always was.
+fn spec_error(e: OciSpecError) -> Error {
+    Error::argument(format!("spec: {e}"))
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn oci_mount(m: &PlannedMount) -> Result<Mount, Error> {
+    let dest = PathBuf::from(path_str(&m.destination)?);
+    let mount = |typ: &str, source: PathBuf, options: &[&str]| {
+        MountBuilder::default()
+            .destination(dest.clone())
+            .typ(typ)
+            .source(source)
+            .options(strings(options))
+            .build()
+            .map_err(spec_error)
     };
-    let tmpfs = |options: &[&str]| json!({"destination": dest, "type": "tmpfs", "source": "tmpfs", "options": options});
-    Ok(match (m.kind, m.file) {
-        (MountKind::ReadOnly, false) => bind(&["rbind", "rro", "nosuid", "nodev"])?,
-        (MountKind::ReadOnly, true) => bind(&["bind", "ro", "nosuid", "nodev"])?,
-        (MountKind::ReadWrite, true) if m.destination == Path::new("/dev/null") => bind(&["bind", "nosuid"])?,
-        (MountKind::ReadWrite | MountKind::WriteOnly, true) => bind(&["bind", "nosuid", "nodev"])?,
-        (MountKind::ReadWrite | MountKind::WriteOnly | MountKind::Private, _) => bind(&["rbind", "nosuid", "nodev"])?,
+    let bind = |options: &[&str]| -> Result<Mount, Error> {
+        let source = path_str(m.source.as_deref().unwrap_or(&m.destination))?;
+        mount("bind", PathBuf::from(source), options)
+    };
+    let tmpfs = |options: &[&str]| mount("tmpfs", PathBuf::from("tmpfs"), options);
+    match (m.kind, m.file) {
+        (MountKind::ReadOnly, false) => bind(&["rbind", "rro", "nosuid", "nodev"]),
+        (MountKind::ReadOnly, true) => bind(&["bind", "ro", "nosuid", "nodev"]),
+        (MountKind::ReadWrite, true) if m.destination == Path::new("/dev/null") => bind(&["bind", "nosuid"]),
+        (MountKind::ReadWrite | MountKind::WriteOnly, true) => bind(&["bind", "nosuid", "nodev"]),
+        (MountKind::ReadWrite | MountKind::WriteOnly | MountKind::Private, _) => bind(&["rbind", "nosuid", "nodev"]),
         (MountKind::Mask, _) => tmpfs(&["nosuid", "nodev", "noexec", "mode=755", "size=64k"]),
         (MountKind::Tmp, _) => tmpfs(&["nosuid", "nodev", "mode=1777"]),
         (MountKind::Dev, _) => tmpfs(&["nosuid", "strictatime", "mode=755", "size=65536k"]),
         (MountKind::DevShm, _) => tmpfs(&["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"]),
-        (MountKind::Proc, _) => json!({"destination": dest, "type": "proc", "source": "proc",
-            "options": ["nosuid", "noexec", "nodev"]}),
-        (MountKind::DevPts, _) => json!({"destination": dest, "type": "devpts", "source": "devpts",
-            "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]}),
-    })
+        (MountKind::Proc, _) => mount("proc", PathBuf::from("proc"), &["nosuid", "noexec", "nodev"]),
+        (MountKind::DevPts, _) => {
+            mount("devpts", PathBuf::from("devpts"), &["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"])
+        }
+    }
 }
 
+/// The process: the spawn's argv, env and cwd as uid 0 of the user namespace, with no
+/// capability in any set, no new privileges, no core files and 1024/4096 open files.
+fn process(spawn: &SpawnContext) -> Result<Process, Error> {
+    let env: Vec<String> = spawn.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let no_capabilities = LinuxCapabilitiesBuilder::default()
+        .bounding(Capabilities::new())
+        .effective(Capabilities::new())
+        .inheritable(Capabilities::new())
+        .permitted(Capabilities::new())
+        .ambient(Capabilities::new())
+        .build()
+        .map_err(spec_error)?;
+    let rlimit = |typ: PosixRlimitType, soft: u64, hard: u64| {
+        PosixRlimitBuilder::default().typ(typ).soft(soft).hard(hard).build().map_err(spec_error)
+    };
+    ProcessBuilder::default()
+        .terminal(spawn.tty)
+        .user(UserBuilder::default().uid(0u32).gid(0u32).build().map_err(spec_error)?)
+        .args(spawn.argv.clone())
+        .env(env)
+        .cwd(PathBuf::from(path_str(&spawn.cwd)?))
+        .capabilities(no_capabilities)
+        .rlimits(vec![rlimit(PosixRlimitType::RlimitCore, 0, 0)?, rlimit(PosixRlimitType::RlimitNofile, 1024, 4096)?])
+        .no_new_privileges(true)
+        .build()
+        .map_err(spec_error)
+}
+
+/// The `linux` section: namespaces (network only when private), the one-id user mapping,
+/// masked and read-only paths, the seccomp filter and, with a cgroup, its path and limits.
+fn linux(
+    spawn: &SpawnContext,
+    plan: &MountPlan,
+    private_network: bool,
+    seccomp_rules: seccomp::SpawnRules,
+) -> Result<Linux, Error> {
+    let mut kinds = vec![
+        LinuxNamespaceType::User,
+        LinuxNamespaceType::Mount,
+        LinuxNamespaceType::Pid,
+        LinuxNamespaceType::Ipc,
+        LinuxNamespaceType::Uts,
+        LinuxNamespaceType::Cgroup,
+    ];
+    if private_network {
+        kinds.push(LinuxNamespaceType::Network);
+    }
+    let namespaces = kinds
+        .into_iter()
+        .map(|typ| LinuxNamespaceBuilder::default().typ(typ).build().map_err(spec_error))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut readonly = strings(READONLY_PATHS);
+    for m in plan.mounts.iter().filter(|m| m.kind == MountKind::Mask) {
+        readonly.push(path_str(&m.destination)?);
+    }
+    let one = |id: u32| {
+        LinuxIdMappingBuilder::default().container_id(0u32).host_id(id).size(1u32).build().map_err(spec_error)
+    };
+    let mut linux = LinuxBuilder::default()
+        .namespaces(namespaces)
+        .uid_mappings(vec![one(spawn.uid)?])
+        .gid_mappings(vec![one(spawn.gid)?])
+        .masked_paths(strings(MASKED_PATHS))
+        .readonly_paths(readonly)
+        .seccomp(seccomp::oci_section(seccomp_rules)?)
+        .build()
+        .map_err(spec_error)?;
+    // What the builder would take from oci-spec's defaults unless set: a cgroup path and
+    // resources only as below.
+    linux.set_cgroups_path(None);
+    linux.set_resources(None);
+    if let Launch::Embedded { cgroups_path: Some(path), pids_max, memory_max } = &spawn.launch {
+        linux.set_cgroups_path(Some(PathBuf::from(path)));
+        // No `resources` at all without limits: its mere presence makes a v1 runtime write
+        // device rules, which only root may (rootless limits are then written by the helper).
+        if pids_max.is_some() || memory_max.is_some() {
+            let mut resources = LinuxResourcesBuilder::default().build().map_err(spec_error)?;
+            if let Some(pids) = pids_max {
+                resources
+                    .set_pids(Some(LinuxPidsBuilder::default().limit(i64::from(*pids)).build().map_err(spec_error)?));
+            }
+            if let Some(mem) = memory_max {
+                let limit = i64::try_from(*mem)
+                    .map_err(|_| Error::argument(format!("spec: memory limit {mem} is too large")))?;
+                resources.set_memory(Some(LinuxMemoryBuilder::default().limit(limit).build().map_err(spec_error)?));
+            }
+            linux.set_resources(Some(resources));
+        }
+    }
+    Ok(linux)
+}
+
+/// The spec of one spawn, built with oci-spec's builders so that every field is a typed one.
+///
+/// A builder takes every field left unset from oci-spec's `Default` (youki's shell, default
+/// capabilities, mounts and hostname): every field is set here, and the goldens catch one that
+/// is not.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn build_spec(
     profile: &Profile,
@@ -71,47 +192,6 @@ pub(super) fn build_spec(
     expected: &[ExpectedMount],
 ) -> Result<Spec, Error> {
     let mounts = plan.mounts.iter().map(oci_mount).collect::<Result<Vec<_>, _>>()?;
-    let mut namespaces = vec![
-        json!({"type": "user"}),
-        json!({"type": "mount"}),
-        json!({"type": "pid"}),
-        json!({"type": "ipc"}),
-        json!({"type": "uts"}),
-        json!({"type": "cgroup"}),
-    ];
-    if private_network {
-        namespaces.push(json!({"type": "network"}));
-    }
-    let mut readonly: Vec<String> = READONLY_PATHS.iter().map(|s| (*s).to_owned()).collect();
-    for m in plan.mounts.iter().filter(|m| m.kind == MountKind::Mask) {
-        readonly.push(path_str(&m.destination)?);
-    }
-    let seccomp = seccomp::oci_section(seccomp_rules)?;
-    let mut linux = json!({
-        "namespaces": namespaces,
-        "uidMappings": [{"containerID": 0, "hostID": spawn.uid, "size": 1}],
-        "gidMappings": [{"containerID": 0, "hostID": spawn.gid, "size": 1}],
-        "maskedPaths": MASKED_PATHS,
-        "readonlyPaths": readonly,
-        "seccomp": seccomp,
-    });
-    if let Launch::Embedded { cgroups_path: Some(path), pids_max, memory_max } = &spawn.launch {
-        linux["cgroupsPath"] = json!(path);
-        // No `resources` at all without limits: its mere presence makes a v1 runtime write
-        // device rules, which only root may (rootless limits are then written by the helper).
-        let mut resources = json!({});
-        if let Some(pids) = pids_max {
-            resources["pids"] = json!({"limit": pids});
-        }
-        if let Some(mem) = memory_max {
-            resources["memory"] = json!({"limit": mem});
-        }
-        if pids_max.is_some() || memory_max.is_some() {
-            linux["resources"] = resources;
-        }
-    }
-    let empty: [&str; 0] = [];
-    let env: Vec<String> = spawn.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let report_json =
         serde_json::to_string(&standard_report.entries).map_err(|e| Error::argument(format!("report: {e}")))?;
     let landlock_json = serde_json::to_string(landlock).map_err(|e| Error::argument(format!("landlock rules: {e}")))?;
@@ -126,42 +206,31 @@ pub(super) fn build_spec(
         .filter(|m| m.origin == Origin::ScratchMask && m.destination != spawn.scratch_root)
         .map(|m| path_str(&m.destination))
         .collect::<Result<_, _>>()?;
-    let mut value = json!({
-        "ociVersion": "1.0.2",
-        "process": {
-            "terminal": spawn.tty,
-            "user": {"uid": 0, "gid": 0},
-            "args": spawn.argv,
-            "env": env,
-            "cwd": path_str(&spawn.cwd)?,
-            "capabilities": {
-                "bounding": empty, "effective": empty, "inheritable": empty,
-                "permitted": empty, "ambient": empty
-            },
-            "rlimits": [
-                {"type": "RLIMIT_CORE", "hard": 0, "soft": 0},
-                {"type": "RLIMIT_NOFILE", "hard": 4096, "soft": 1024}
-            ],
-            "noNewPrivileges": true
-        },
-        "root": {"path": "rootfs", "readonly": true},
-        "hostname": "sandbox",
-        "mounts": mounts,
-        "linux": linux,
-        "annotations": {
-            "sandbox.version": "1",
-            "sandbox.fingerprint": profile.fingerprint(),
-            "sandbox.landlock": landlock_json,
-            "sandbox.identities": identities_json,
-            "sandbox.guarantees": standard_guarantees.bits().to_string(),
-            "sandbox.report": report_json,
-        }
-    });
+    let mut annotations: HashMap<String, String> = [
+        ("sandbox.version", String::from("1")),
+        ("sandbox.fingerprint", profile.fingerprint().to_owned()),
+        ("sandbox.landlock", landlock_json),
+        ("sandbox.identities", identities_json),
+        ("sandbox.guarantees", standard_guarantees.bits().to_string()),
+        ("sandbox.report", report_json),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
     if !optional_masks.is_empty() {
-        value["annotations"]["sandbox.optional-masks"] =
-            json!(serde_json::to_string(&optional_masks).unwrap_or_default());
+        annotations
+            .insert(String::from("sandbox.optional-masks"), serde_json::to_string(&optional_masks).unwrap_or_default());
     }
-    serde_json::from_value(value).map_err(|e| Error::argument(format!("spec: {e}")))
+    SpecBuilder::default()
+        .version("1.0.2")
+        .process(process(spawn)?)
+        .root(RootBuilder::default().path("rootfs").readonly(true).build().map_err(spec_error)?)
+        .hostname("sandbox")
+        .mounts(mounts)
+        .linux(linux(spawn, plan, private_network, seccomp_rules)?)
+        .annotations(annotations)
+        .build()
+        .map_err(spec_error)
 }
 
 /// The spec as deterministic, pretty JSON (keys sorted), as written to `config.json`.
