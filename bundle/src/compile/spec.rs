@@ -149,8 +149,8 @@ fn linux(
         .seccomp(seccomp::oci_section(seccomp_rules)?)
         .build()
         .map_err(spec_error)?;
-    // What the builder would take from oci-spec's defaults unless set: a cgroup path and
-    // resources only as below.
+    // The builder fills unset fields from oci-spec's `Linux::default()`, whose `resources` is
+    // not empty (an empty device list): both are cleared and set only as below.
     linux.set_cgroups_path(None);
     linux.set_resources(None);
     if let Launch::Embedded { cgroups_path: Some(path), pids_max, memory_max } = &spawn.launch {
