@@ -238,3 +238,94 @@ pub fn spec_json(spec: &Spec) -> Result<String, Error> {
     let value = serde_json::to_value(spec).map_err(|e| Error::argument(format!("spec: {e}")))?;
     serde_json::to_string_pretty(&value).map_err(|e| Error::argument(format!("spec: {e}")))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::path::PathBuf;
+
+    use oci_spec::runtime::Spec;
+
+    use super::spec_json;
+    use crate::access::Access;
+    use crate::compile::{GrantDeltas, Launch, SpawnContext, compile};
+    use crate::host::HostView;
+    use crate::profile::{Profile, ProfileConfig};
+
+    /// The builders take an unset field from oci-spec's defaults: `config.json` has exactly the
+    /// fields set here (no shell, capabilities, hostname or resources of youki's), and the spec
+    /// read back from it is the spec, with and without a cgroup and limits.
+    #[test]
+    fn the_built_spec_is_what_its_json_says() {
+        let profile = Profile::new(ProfileConfig {
+            workspace_root: PathBuf::from("/"),
+            workspace_read: Access::Allow,
+            ..ProfileConfig::default()
+        })
+        .unwrap();
+        let launches = [
+            Launch::Export,
+            Launch::Embedded { cgroups_path: None, pids_max: None, memory_max: None },
+            Launch::Embedded { cgroups_path: Some(String::from("/sandbox/c")), pids_max: None, memory_max: None },
+            Launch::Embedded {
+                cgroups_path: Some(String::from("/sandbox/c")),
+                pids_max: Some(64),
+                memory_max: Some(1 << 30),
+            },
+        ];
+        for launch in launches {
+            let spawn = SpawnContext {
+                argv: vec![String::from("/bin/true")],
+                cwd: PathBuf::from("/"),
+                env: vec![(String::from("PATH"), String::from("/bin"))],
+                tty: false,
+                home_dir: Some(PathBuf::from("/nonexistent/home")),
+                temp_dir: PathBuf::from("/nonexistent/tmp"),
+                scratch_root: PathBuf::from("/nonexistent"),
+                other_scratch_roots: Vec::new(),
+                uid: 1000,
+                gid: 1000,
+                landlock: true,
+                egress_route: false,
+                launch: launch.clone(),
+                grants: GrantDeltas::default(),
+            };
+            let bundle = compile(&profile, &spawn, &HostView::default()).unwrap();
+            let json = spec_json(&bundle.spec).unwrap();
+            let back: Spec = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, bundle.spec, "{launch:?}");
+            let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+            let keys = |v: &serde_json::Value| -> Vec<String> {
+                v.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default()
+            };
+            let (cgroup, limits) = match &launch {
+                Launch::Embedded { cgroups_path: Some(_), pids_max, memory_max } => {
+                    (true, pids_max.is_some() || memory_max.is_some())
+                }
+                _ => (false, false),
+            };
+            assert_eq!(
+                keys(&v),
+                ["annotations", "hostname", "linux", "mounts", "ociVersion", "process", "root"],
+                "{launch:?}"
+            );
+            assert_eq!(
+                keys(&v["process"]),
+                ["args", "capabilities", "cwd", "env", "noNewPrivileges", "rlimits", "terminal", "user"]
+            );
+            let mut linux = vec!["gidMappings", "maskedPaths", "namespaces", "readonlyPaths", "seccomp", "uidMappings"];
+            if cgroup {
+                linux.push("cgroupsPath");
+            }
+            if limits {
+                linux.push("resources");
+            }
+            linux.sort_unstable();
+            assert_eq!(keys(&v["linux"]), linux, "{launch:?}");
+            assert_eq!(v["hostname"], "sandbox");
+            for set in ["ambient", "bounding", "effective", "inheritable", "permitted"] {
+                assert_eq!(v["process"]["capabilities"][set], serde_json::json!([]), "{set}");
+            }
+        }
+    }
+}
