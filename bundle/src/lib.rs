@@ -7,7 +7,8 @@
 //!
 //! **Guarantees.** Every [`Profile`] value is valid and canonical; compilation never spawns a
 //! process and never reads the host except through a [`HostView`] handed in; a spec is built
-//! field by field, never from `Spec::default()`. Bad input is an [`Error`] naming the field,
+//! field by field with oci-spec's typed builders (every field set, so none comes from oci-spec's
+//! defaults), never from `Spec::default()`. Bad input is an [`Error`] naming the field,
 //! never a panic.
 //!
 //! **Not here.** Nothing in this crate enforces anything: the Linux backend runs bundles with
@@ -35,11 +36,12 @@ pub mod env;
 pub mod error;
 pub mod export;
 pub mod host;
+pub mod path;
 pub mod profile;
 pub mod report;
 pub mod seccomp;
 
-pub use access::{Access, Home, Isolation, ProfileConfig, RootAccess};
+pub use access::{Access, Home, Isolation, RootAccess};
 pub use compile::{
     Bundle, ExpectedMount, GrantDeltas, LandlockPathRule, LandlockRules, Launch, MountKind, MountPlan, Origin,
     PlannedMount, SpawnContext, compile, spec_json, unix_sockets_entry,
@@ -51,6 +53,7 @@ pub use export::{
 };
 pub use host::{ClosureEntry, EntryKind, HostEntry, HostView};
 pub use profile::{
-    ACCESS_VERSION, Axis, IdentityRole, PRIVATE_PATHS, PathIdentity, Profile, RootSettings, Settings, restrict,
+    ACCESS_VERSION, Axis, IdentityRole, PRIVATE_PATHS, PathIdentity, Profile, ProfileConfig, RootSettings, Settings,
+    restrict,
 };
 pub use report::{CompileReport, Guarantees, Level, ReportEntry, Status, check_invariants};

@@ -1,16 +1,24 @@
-//! The immutable, canonical, fingerprinted `Profile` (CONTRACT.md §4, §5).
+//! What the caller asks for ([`ProfileConfig`], with its JSON form in `json`) and the immutable,
+//! canonical, fingerprinted [`Profile`] made from it (CONTRACT.md §3, §4, §5); the identities
+//! of its paths are in `identity`, the read side (`access_for`) in [`crate::access`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::access::{Access, Isolation, ProfileConfig, RootAccess};
+use crate::access::{Access, Home, Isolation, RootAccess};
 use crate::error::Error;
-use crate::host::HOST_EXCLUDED;
+use crate::path::is_clean_absolute;
 use crate::report::Guarantees;
+
+mod identity;
+mod json;
+
+use identity::identities;
+pub use identity::{IdentityRole, PathIdentity};
 
 /// The version of the access vocabulary `access_for` answers in. Consumers fail closed on any
 /// other value; 0 is reserved for "no valid profile".
@@ -33,41 +41,6 @@ struct Inner {
     identities: Vec<PathIdentity>,
 }
 
-/// What a recorded identity belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum IdentityRole {
-    /// The workspace root.
-    Workspace,
-    /// An additional root.
-    Root,
-    /// An ancestor of an area, between it and the innermost enclosing writable area (exclusive
-    /// both ends): bound onto itself so that it is a mount point inside, which the workload
-    /// cannot rename or remove.
-    Pin,
-}
-
-/// The object a profile path resolved to when the profile was made (CONTRACT.md §4, issue 12
-/// class 1): every spawn checks it before building the container and again inside, after
-/// mounting; a mismatch fails the spawn, never widens it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct PathIdentity {
-    /// Which kind of path this is.
-    pub role: IdentityRole,
-    /// The canonical path.
-    pub path: PathBuf,
-    /// `st_dev` of the directory.
-    pub dev: u64,
-    /// `st_ino` of the directory.
-    pub ino: u64,
-    /// `(st_dev, st_ino)` of the lexical parent, and the inode number the parent's directory
-    /// entry names (`d_ino`, the covered inode when the path is a host mount point): they tie a
-    /// mount inside to its name (None where they could not be read).
-    pub parent: Option<(u64, u64)>,
-    /// See `parent`.
-    pub entry_ino: Option<u64>,
-}
-
 /// Paths that are always private inside a sandbox (the compiler mounts its own there): an
 /// additional root exactly there would be replaced silently, so it is refused (issue 12, 11).
 pub const PRIVATE_PATHS: &[&str] = &["/tmp", "/dev", "/dev/pts", "/dev/shm", "/proc", "/sys", "/run"];
@@ -75,6 +48,40 @@ pub const PRIVATE_PATHS: &[&str] = &["/tmp", "/dev", "/dev/pts", "/dev/shm", "/p
 /// Where a workspace would be replaced by the sandbox's own `/dev`, `/dev/pts` or `/dev/shm`
 /// (a workspace at `/proc` or under it is refused too): the compiler's mounts there win.
 const WORKSPACE_REPLACED: &[&str] = &["/dev", "/dev/pts", "/dev/shm"];
+
+/// What the caller asks for; [`crate::Profile::new`] validates and canonicalises it.
+///
+/// `Default` is the safest value on every axis (everything `Deny`, isolated HOME, sandboxed).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProfileConfig {
+    /// The workspace tree (absolute, existing directory).
+    pub workspace_root: PathBuf,
+    /// Read access to the workspace.
+    pub workspace_read: Access,
+    /// Write access to the workspace.
+    pub workspace_write: Access,
+    /// Read access to everything not covered by the workspace, a root or the executor's own dirs.
+    pub host_read: Access,
+    /// Write access to the same.
+    pub host_write: Access,
+    /// Outbound network.
+    pub network: Access,
+    /// Whether a command may start at all.
+    pub command: Access,
+    /// Which HOME the process gets.
+    pub home: Home,
+    /// Sandboxed or acknowledged-unconfined.
+    pub isolation: Isolation,
+    /// Extra trees with their own authority.
+    pub additional_roots: Vec<RootAccess>,
+    /// Required (and only allowed) with `Isolation::Unconfined`.
+    pub ack_unconfined: bool,
+    /// Whether the workload may make unix sockets (`socket(AF_UNIX)`) while the network is not
+    /// `Allow`: `Deny` (default) or `Allow`, which makes path-named unix sockets in readable
+    /// areas connectable (reported `unix-sockets/widened`). `Gated` is refused: no grant lifts it.
+    /// With network `Allow` unix sockets are open whatever this says. `socketpair` works always.
+    pub unix_sockets: Access,
+}
 
 /// Which filesystem axis a question is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -285,34 +292,6 @@ impl Profile {
         }
     }
 
-    /// The dependency-free read side for approval systems (CONTRACT.md §5).
-    pub fn access_for(&self, kind: &str, scope: &str) -> Result<Access, Error> {
-        let c = &self.inner.config;
-        let axis = match kind {
-            "command.execute" | "network" => {
-                if !scope.is_empty() {
-                    return Err(Error::profile(format!("scope: {kind} takes an empty scope")));
-                }
-                return Ok(if kind == "network" { c.network } else { c.command });
-            }
-            "filesystem.read" => Axis::Read,
-            "filesystem.write" => Axis::Write,
-            other => return Err(Error::profile(format!("kind: unknown kind {other:?}"))),
-        };
-        if let Some(rest) = scope.strip_prefix("host:") {
-            if rest != "*" {
-                return Err(Error::profile("scope: host: must be followed by *"));
-            }
-            return Ok(self.host(axis));
-        }
-        if let Some(rest) = scope.strip_prefix("tree:") {
-            let p = clean_path("scope", rest)?;
-            return Ok(self.tree_value(axis, &p));
-        }
-        let p = clean_path("scope", scope)?;
-        Ok(self.path_value(axis, &p))
-    }
-
     pub(crate) fn host(&self, axis: Axis) -> Access {
         pick(axis, self.inner.config.host_read, self.inner.config.host_write)
     }
@@ -450,99 +429,6 @@ fn private_reason(path: &Path) -> Option<&'static str> {
     None
 }
 
-/// The ancestors to pin, and the identities of every area and pin (see [`PathIdentity`]).
-///
-/// An area's ancestors are pinned up to the innermost enclosing area when that area may be
-/// written (its write is not deny), or up to the top-level host entry when no area encloses it
-/// and the host may be read and written: renaming any of them would move the area's
-/// protection away from its name (issue 12, 1a-1c). Top-level entries are host binds (mount
-/// points) already; nothing is pinned where the sandbox never binds the host (`HOST_EXCLUDED`).
-fn identities(c: &ProfileConfig) -> Result<Vec<PathIdentity>, Error> {
-    let areas: Vec<(&Path, Access)> = std::iter::once((c.workspace_root.as_path(), c.workspace_write))
-        .chain(c.additional_roots.iter().map(|r| (r.path.as_path(), r.write)))
-        .collect();
-    let mut pins: Vec<PathBuf> = Vec::new();
-    for (area, _) in &areas {
-        let enclosing =
-            areas.iter().filter(|(r, _)| area.starts_with(r) && r != area).max_by_key(|(r, _)| r.components().count());
-        let (stop, writable) = match enclosing {
-            Some((r, write)) => (r.components().count().max(2), *write != Access::Deny),
-            None => (2, c.host_write != Access::Deny && c.host_read != Access::Deny),
-        };
-        // Where the host entries (not an area's bind) carry the ancestors, never under the
-        // top-level entries the sandbox does not bind from the host: a pin there would expose
-        // the host's /tmp, /run, … (and an area there sits in the sandbox's own mount anyway).
-        let carried_by_host = enclosing.is_none_or(|(r, _)| *r == Path::new("/"));
-        let excluded = area.components().nth(1).is_some_and(|top| HOST_EXCLUDED.iter().any(|x| top.as_os_str() == *x));
-        if !writable || (carried_by_host && excluded) {
-            continue;
-        }
-        for p in area.ancestors().skip(1).take_while(|p| p.components().count() > stop) {
-            if !pins.iter().any(|q| q == p) && !areas.iter().any(|(r, _)| r == &p) {
-                pins.push(p.to_path_buf());
-            }
-        }
-    }
-    pins.sort_by_key(|p| (p.components().count(), p.as_os_str().as_encoded_bytes().to_vec()));
-    let mut out = Vec::new();
-    let stat = |field: &str, p: &Path| -> Result<(u64, u64), Error> {
-        let m = std::fs::metadata(p).map_err(|e| Error::profile(format!("{field}: {}: {e}", p.display())))?;
-        Ok(dev_ino(&m))
-    };
-    // The parent's identity and the name's `d_ino` there: they tie a mount to its name.
-    let entry = |p: &Path| -> (Option<(u64, u64)>, Option<u64>) {
-        let Some(parent_dir) = p.parent() else { return (None, None) };
-        let parent = std::fs::metadata(parent_dir).ok().map(|m| dev_ino(&m));
-        let entry_ino = p.file_name().and_then(|name| {
-            std::fs::read_dir(parent_dir).ok()?.flatten().find(|e| e.file_name() == name).and_then(|e| entry_ino(&e))
-        });
-        (parent, entry_ino)
-    };
-    let (dev, ino) = stat("workspace_root", &c.workspace_root)?;
-    let (parent, entry_ino) = entry(&c.workspace_root);
-    out.push(PathIdentity {
-        role: IdentityRole::Workspace,
-        path: c.workspace_root.clone(),
-        dev,
-        ino,
-        parent,
-        entry_ino,
-    });
-    for (i, r) in c.additional_roots.iter().enumerate() {
-        let (dev, ino) = stat(&format!("additional_roots[{i}].path"), &r.path)?;
-        let (parent, entry_ino) = entry(&r.path);
-        out.push(PathIdentity { role: IdentityRole::Root, path: r.path.clone(), dev, ino, parent, entry_ino });
-    }
-    for p in pins {
-        let (dev, ino) = stat("additional_roots", &p)?;
-        let (parent, entry_ino) = entry(&p);
-        out.push(PathIdentity { role: IdentityRole::Pin, path: p, dev, ino, parent, entry_ino });
-    }
-    Ok(out)
-}
-
-#[cfg(unix)]
-fn dev_ino(m: &std::fs::Metadata) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    (m.dev(), m.ino())
-}
-
-#[cfg(not(unix))]
-fn dev_ino(_: &std::fs::Metadata) -> (u64, u64) {
-    (0, 0)
-}
-
-#[cfg(unix)]
-fn entry_ino(e: &std::fs::DirEntry) -> Option<u64> {
-    use std::os::unix::fs::DirEntryExt;
-    Some(e.ino())
-}
-
-#[cfg(not(unix))]
-fn entry_ino(_: &std::fs::DirEntry) -> Option<u64> {
-    None
-}
-
 fn canonical_dir(field: &str, path: &Path) -> Result<PathBuf, Error> {
     if path.as_os_str().is_empty() {
         return Err(Error::profile(format!("{field}: must not be empty")));
@@ -558,8 +444,8 @@ fn canonical_dir(field: &str, path: &Path) -> Result<PathBuf, Error> {
     Ok(canonical)
 }
 
-/// Checks that `text` is a clean absolute path: starts with `/`, no empty, `.` or `..`
-/// component, no trailing `/` except `/` itself.
+/// Checks that `text` is a clean absolute path ([`is_clean_absolute`]) without NUL, naming
+/// what is wrong.
 pub(crate) fn clean_path(field: &str, text: &str) -> Result<PathBuf, Error> {
     if text.is_empty() {
         return Err(Error::profile(format!("{field}: path is empty")));
@@ -567,7 +453,7 @@ pub(crate) fn clean_path(field: &str, text: &str) -> Result<PathBuf, Error> {
     if !text.starts_with('/') {
         return Err(Error::profile(format!("{field}: {text:?} is not absolute")));
     }
-    if text != "/" && (text.ends_with('/') || text[1..].split('/').any(|c| c.is_empty() || c == "." || c == "..")) {
+    if !is_clean_absolute(Path::new(text)) {
         return Err(Error::profile(format!("{field}: {text:?} is not a clean path")));
     }
     if text.contains('\0') {

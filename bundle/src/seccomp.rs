@@ -3,8 +3,14 @@
 //! The same rule list is written into `linux.seccomp` for standard runtimes and compiled by the
 //! Linux backend with seccompiler (CONTRACT.md §15.6).
 
+use oci_spec::OciSpecError;
+use oci_spec::runtime::{
+    Arch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompArgBuilder, LinuxSeccompBuilder, LinuxSeccompOperator,
+    LinuxSyscallBuilder,
+};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+
+use crate::error::Error;
 
 const POLICY_JSON: &str = include_str!("seccomp-policy.json");
 
@@ -65,7 +71,7 @@ impl SeccompRule {
             "EPERM" => 1,
             "ENOSYS" => 38,
             "EOPNOTSUPP" => 95,
-            _ => 13, // EACCES, checked by the policy tests
+            _ => 13, // EACCES, checked by `parse_policy`
         }
     }
 }
@@ -84,25 +90,55 @@ pub struct SpawnRules {
     pub unix_sockets_open: bool,
 }
 
-/// The committed policy, parsed once per process (every compile needs it).
-fn parsed() -> &'static SeccompPolicy {
-    static POLICY: std::sync::OnceLock<SeccompPolicy> = std::sync::OnceLock::new();
-    POLICY.get_or_init(|| {
-        serde_json::from_str(POLICY_JSON).unwrap_or_else(|_| SeccompPolicy {
-            comment: String::from("unparsable policy: every rule dropped (caught by the policy tests)"),
-            rules: Vec::new(),
-        })
-    })
+/// Parses and checks a policy text: it must decode, have rules, and every rule must name a
+/// syscall, act by `errno` with a known errno, and have a known `when` and known argument
+/// operators. A policy that fails here would filter less than was reviewed, so it is an
+/// [`Error::Runtime`]: the sandbox itself is broken, not the caller's input.
+pub(crate) fn parse_policy(text: &str) -> Result<SeccompPolicy, Error> {
+    let broken = |why: String| Error::Runtime { detail: format!("the embedded seccomp policy is invalid: {why}") };
+    let policy: SeccompPolicy = serde_json::from_str(text).map_err(|e| broken(e.to_string()))?;
+    if policy.rules.is_empty() {
+        return Err(broken(String::from("it has no rules")));
+    }
+    for r in &policy.rules {
+        if r.syscalls.is_empty() || r.syscalls.iter().any(String::is_empty) {
+            return Err(broken(format!("a rule names no syscall: {:?}", r.syscalls)));
+        }
+        if r.action != "errno" || !matches!(r.errno.as_str(), "EPERM" | "EACCES" | "ENOSYS" | "EOPNOTSUPP") {
+            return Err(broken(format!("{:?}: unknown action {:?} or errno {:?}", r.syscalls, r.action, r.errno)));
+        }
+        if !matches!(r.when.as_deref(), None | Some("broad-network" | "network-closed" | "unix-sockets-closed")) {
+            return Err(broken(format!("{:?}: unknown when {:?}", r.syscalls, r.when)));
+        }
+        for a in &r.args {
+            let known = match a.op.as_str() {
+                "eq" | "ne" => a.value_two.is_none(),
+                "masked_eq" => a.value_two.is_some(),
+                _ => false,
+            };
+            if a.index >= 6 || !known {
+                return Err(broken(format!("{:?}: bad argument condition {} {:?}", r.syscalls, a.index, a.op)));
+            }
+        }
+    }
+    Ok(policy)
 }
 
-/// The committed policy.
-pub fn policy() -> SeccompPolicy {
-    parsed().clone()
+/// The committed policy, parsed once per process (every compile needs it); an invalid one is
+/// an error at every use, never an empty filter.
+fn parsed() -> Result<&'static SeccompPolicy, Error> {
+    static POLICY: std::sync::OnceLock<Result<SeccompPolicy, Error>> = std::sync::OnceLock::new();
+    POLICY.get_or_init(|| parse_policy(POLICY_JSON)).as_ref().map_err(Clone::clone)
 }
 
-/// The rules that apply to one spawn.
-pub fn rules_for(spawn: SpawnRules) -> Vec<SeccompRule> {
-    parsed()
+/// The committed policy; [`Error::Runtime`] when the embedded text is invalid.
+pub fn policy() -> Result<SeccompPolicy, Error> {
+    parsed().cloned()
+}
+
+/// The rules that apply to one spawn; [`Error::Runtime`] when the embedded policy is invalid.
+pub fn rules_for(spawn: SpawnRules) -> Result<Vec<SeccompRule>, Error> {
+    Ok(parsed()?
         .rules
         .iter()
         .filter(|r| match r.when.as_deref() {
@@ -113,7 +149,7 @@ pub fn rules_for(spawn: SpawnRules) -> Vec<SeccompRule> {
             Some(_) => false,
         })
         .cloned()
-        .collect()
+        .collect())
 }
 
 /// The libseccomp architecture name of the target this crate was built for.
@@ -127,36 +163,56 @@ pub fn native_arch() -> &'static str {
     }
 }
 
-/// The `linux.seccomp` section for one spawn.
-pub(crate) fn oci_section(spawn: SpawnRules) -> Value {
-    let syscalls: Vec<Value> = rules_for(spawn)
+/// The seccomp architecture of [`native_arch`], as oci-spec's type.
+fn native_oci_arch() -> Arch {
+    if cfg!(target_arch = "x86_64") {
+        Arch::ScmpArchX86_64
+    } else if cfg!(target_arch = "aarch64") {
+        Arch::ScmpArchAarch64
+    } else {
+        Arch::ScmpArchNative
+    }
+}
+
+/// The `linux.seccomp` section for one spawn; [`Error::Runtime`] when the embedded policy is
+/// invalid (no spec is built with a filter that lost its rules).
+pub(crate) fn oci_section(spawn: SpawnRules) -> Result<LinuxSeccomp, Error> {
+    let built = |e: OciSpecError| Error::argument(format!("spec: {e}"));
+    let syscalls = rules_for(spawn)?
         .iter()
         .map(|r| {
-            let mut entry = json!({
-                "names": r.syscalls,
-                "action": "SCMP_ACT_ERRNO",
-                "errnoRet": r.errno_number(),
-            });
+            let mut syscall = LinuxSyscallBuilder::default()
+                .names(r.syscalls.clone())
+                .action(LinuxSeccompAction::ScmpActErrno)
+                .errno_ret(r.errno_number());
             if !r.args.is_empty() {
-                entry["args"] = r
+                let args = r
                     .args
                     .iter()
-                    .map(|a| match a.op.as_str() {
-                        "masked_eq" => json!({"index": a.index, "value": a.value,
-                            "valueTwo": a.value_two.unwrap_or(0), "op": "SCMP_CMP_MASKED_EQ"}),
-                        "ne" => json!({"index": a.index, "value": a.value, "op": "SCMP_CMP_NE"}),
-                        _ => json!({"index": a.index, "value": a.value, "op": "SCMP_CMP_EQ"}),
+                    .map(|a| {
+                        let arg = LinuxSeccompArgBuilder::default().index(usize::from(a.index)).value(a.value);
+                        match a.op.as_str() {
+                            "masked_eq" => {
+                                arg.value_two(a.value_two.unwrap_or(0)).op(LinuxSeccompOperator::ScmpCmpMaskedEq)
+                            }
+                            "ne" => arg.op(LinuxSeccompOperator::ScmpCmpNe),
+                            _ => arg.op(LinuxSeccompOperator::ScmpCmpEq),
+                        }
+                        .build()
+                        .map_err(built)
                     })
-                    .collect();
+                    .collect::<Result<Vec<_>, _>>()?;
+                syscall = syscall.args(args);
             }
-            entry
+            syscall.build().map_err(built)
         })
-        .collect();
-    json!({
-        "defaultAction": "SCMP_ACT_ALLOW",
-        "architectures": [native_arch()],
-        "syscalls": syscalls,
-    })
+        .collect::<Result<Vec<_>, _>>()?;
+    LinuxSeccompBuilder::default()
+        .default_action(LinuxSeccompAction::ScmpActAllow)
+        .architectures(vec![native_oci_arch()])
+        .syscalls(syscalls)
+        .build()
+        .map_err(built)
 }
 
 #[cfg(test)]
@@ -165,7 +221,7 @@ mod tests {
 
     #[test]
     fn policy_parses_and_every_rule_is_explained() {
-        let p: SeccompPolicy = serde_json::from_str(POLICY_JSON).expect("policy parses");
+        let p = parse_policy(POLICY_JSON).expect("policy parses");
         assert!(!p.rules.is_empty());
         for r in &p.rules {
             assert!(!r.comment.is_empty() && !r.syscalls.is_empty());
@@ -193,6 +249,7 @@ mod tests {
 
     #[test]
     fn contract_syscalls_are_covered() {
+        let rules_for = |s: SpawnRules| rules_for(s).expect("policy parses");
         let all: Vec<String> =
             rules_for(SpawnRules { network_open: true, unix_sockets_open: true, ..SpawnRules::default() })
                 .into_iter()
@@ -275,6 +332,7 @@ mod tests {
 
     #[test]
     fn set_id_modes_are_caught_on_every_creating_and_chmod_call() {
+        let policy = || policy().expect("policy parses");
         for (bit, name) in [(0o4000u64, "S_ISUID"), (0o2000, "S_ISGID")] {
             for s in [
                 "chmod",
@@ -305,9 +363,45 @@ mod tests {
 
     #[test]
     fn personality_allows_exactly_dockers_values() {
-        let r = policy().rules.into_iter().find(|r| r.syscalls == ["personality"]).expect("personality rule");
+        let r = policy()
+            .expect("policy parses")
+            .rules
+            .into_iter()
+            .find(|r| r.syscalls == ["personality"])
+            .expect("personality rule");
         let allowed: Vec<u64> = r.args.iter().map(|a| a.value).collect();
         assert!(r.args.iter().all(|a| a.op == "ne" && a.index == 0));
         assert_eq!(allowed, [0, 8, 0x20000, 0x20008, 0xffff_ffff]);
+    }
+
+    #[test]
+    fn a_bad_policy_is_a_runtime_error_not_an_empty_filter() {
+        let rule = |body: &str| format!(r#"{{"comment": "c", "rules": [{body}]}}"#);
+        let good = r#"{"syscalls": ["ptrace"], "action": "errno", "errno": "EPERM", "comment": "c"}"#;
+        assert_eq!(parse_policy(&rule(good)).map(|p| p.rules.len()).ok(), Some(1));
+        for bad in [
+            String::new(),
+            String::from("not json"),
+            String::from(r#"{"comment": "c", "rules": []}"#),
+            String::from(r#"{"comment": "c", "rules": [], "extra": 1}"#),
+            rule(r#"{"syscalls": [], "action": "errno", "errno": "EPERM", "comment": "c"}"#),
+            rule(r#"{"syscalls": ["ptrace"], "action": "allow", "errno": "EPERM", "comment": "c"}"#),
+            rule(r#"{"syscalls": ["ptrace"], "action": "errno", "errno": "EWHAT", "comment": "c"}"#),
+            rule(
+                r#"{"syscalls": ["ptrace"], "action": "errno", "errno": "EPERM", "when": "sometimes", "comment": "c"}"#,
+            ),
+            rule(
+                r#"{"syscalls": ["ptrace"], "action": "errno", "errno": "EPERM", "comment": "c",
+                    "args": [{"index": 6, "op": "eq", "value": 0, "comment": "c"}]}"#,
+            ),
+            rule(
+                r#"{"syscalls": ["ptrace"], "action": "errno", "errno": "EPERM", "comment": "c",
+                    "args": [{"index": 0, "op": "masked_eq", "value": 0, "comment": "c"}]}"#,
+            ),
+        ] {
+            let e = parse_policy(&bad).expect_err(&bad);
+            assert_eq!(e.kind(), crate::ErrorKind::Runtime, "{bad}: {e}");
+            assert!(e.to_string().contains("seccomp policy"), "{e}");
+        }
     }
 }

@@ -245,17 +245,10 @@ pub(crate) fn is_safe_text(s: &str) -> bool {
     !s.is_empty() && s.trim() == s && !s.contains('\0')
 }
 
-fn is_clean(p: &str) -> bool {
-    p == "/"
-        || (p.starts_with('/')
-            && !p.ends_with('/')
-            && p[1..].split('/').all(|c| !c.is_empty() && c != "." && c != ".."))
-}
-
 /// Canonicalizes a clean absolute path, resolving symlinks in its existing part and keeping a
 /// missing trailing part lexically (§13.2 step 4).
 pub(crate) fn canonical_target(text: &str) -> Result<PathBuf, Error> {
-    if !is_clean(text) {
+    if !sandbox_bundle::path::is_clean_absolute(Path::new(text)) {
         return Err(Error::GrantMalformed { detail: format!("target: {text:?} is not a clean absolute path") });
     }
     let path = Path::new(text);

@@ -179,11 +179,9 @@ impl ExecutorSetOptions {
     }
 }
 
+/// A cgroup parent is written into cgroup files as text: clean, absolute and UTF-8.
 fn is_clean_absolute(p: &Path) -> bool {
-    let Some(text) = p.to_str() else { return false };
-    text.starts_with('/')
-        && (text == "/"
-            || (!text.ends_with('/') && text[1..].split('/').all(|c| !c.is_empty() && c != "." && c != "..")))
+    p.to_str().is_some() && sandbox_bundle::path::is_clean_absolute(p)
 }
 
 #[cfg(test)]

@@ -114,8 +114,9 @@ fn read_entry(path: &Path) -> Option<PathBuf> {
     file.take(MAX_ENTRY).read_to_end(&mut bytes).ok()?;
     let text = String::from_utf8(bytes).ok()?;
     let p = PathBuf::from(text);
-    let clean = p.is_absolute() && p.components().all(|c| !matches!(c, std::path::Component::ParentDir));
-    clean.then_some(p)
+    // `register` writes canonical set directories, which are clean; an entry that is not (a
+    // planted one) masks nothing, as the compiler ignores unclean scratch roots anyway.
+    sandbox_bundle::path::is_clean_absolute(&p).then_some(p)
 }
 
 /// The scratch root of every registered set whose directory exists now as a real directory,

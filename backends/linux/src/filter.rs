@@ -197,7 +197,7 @@ mod tests {
 
     #[test]
     fn every_policy_syscall_resolves_here() {
-        for rule in sandbox_bundle::seccomp::policy().rules {
+        for rule in sandbox_bundle::seccomp::policy().expect("policy parses").rules {
             for name in rule.syscalls {
                 let legacy = cfg!(not(target_arch = "x86_64")) && LEGACY_ONLY.contains(&name.as_str());
                 assert!(legacy || syscall_number(&name).is_some(), "{name}");

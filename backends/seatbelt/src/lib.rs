@@ -22,7 +22,7 @@
 #![deny(unsafe_code)]
 
 use std::fmt::Write as _;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use sandbox_bundle::{
     Access, Bundle, CompileReport, Error, Guarantees, Level, MountKind, Origin, Profile, ReportEntry, Status,
@@ -399,9 +399,11 @@ pub fn command_line(profile_text: &str, argv: &[String]) -> Vec<String> {
     out
 }
 
-/// Whether `path` has a component that would make an SBPL rule ambiguous (`..`).
+/// Whether `path` can be written into an SBPL rule unambiguously: a clean absolute path
+/// ([`sandbox_bundle::path::is_clean_absolute`]). Stricter than a check for `..` alone: `.`,
+/// empty components and a trailing `/` are refused too, so the rule's text is the one path.
 pub fn is_clean(path: &Path) -> bool {
-    path.is_absolute() && path.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+    sandbox_bundle::path::is_clean_absolute(path)
 }
 
 /// Launches `argv` under the profile with the scrubbed environment in its own process group

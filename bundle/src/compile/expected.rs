@@ -1,0 +1,95 @@
+//! What the container init checks after mounting (the `sandbox.identities` annotation).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::GrantDeltas;
+use super::plan::{MountKind, Origin, Planner};
+use crate::profile::Profile;
+
+/// What the container init checks about one mount after mounting, before Landlock (the
+/// `sandbox.identities` annotation; issue 12, classes 1 and 3b). Mounts are fixed objects once
+/// made (they follow their directory through renames), so what the check finds holds for the
+/// run; the name a mount sits on is read while no rename happens in its parent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExpectedMount {
+    /// The destination inside the container (the same as the host path).
+    pub path: PathBuf,
+    /// What it is, for the error message (`workspace_root`, `additional_roots path`, …).
+    pub what: String,
+    /// `st_dev` of the object bound there (binds), or of the covered directory (masks).
+    pub dev: u64,
+    /// `st_ino` of the same.
+    pub ino: u64,
+    /// A mask: the destination is a tmpfs over the covered directory, not the object itself.
+    pub mask: bool,
+    /// Over a host-backed parent: `(st_dev, st_ino)` the parent must have.
+    pub parent: Option<(u64, u64)>,
+    /// Over a host-backed parent: the `d_ino` the destination's name must have there, read
+    /// while no rename happens in the parent (so the mount sits on the recorded directory).
+    pub entry_ino: Option<u64>,
+}
+
+/// The checks the init makes after mounting: every bind of the workspace, a root, a pin or a
+/// grant target must be a mount point of the recorded object; every mask of a root must be a
+/// mount point over the recorded directory entry (when its parent is a host bind; over the
+/// container's own skeleton or tmpfs there is nothing of the host to check).
+pub(super) fn expected_mounts(profile: &Profile, g: &GrantDeltas, planner: &Planner) -> Vec<ExpectedMount> {
+    let mut out = Vec::new();
+    for op in &planner.ops {
+        let identity = profile.identities().iter().find(|i| i.path == op.destination);
+        let what = |role: Option<crate::profile::IdentityRole>| match role {
+            Some(crate::profile::IdentityRole::Workspace) => "workspace_root",
+            Some(crate::profile::IdentityRole::Root) => "additional root",
+            Some(crate::profile::IdentityRole::Pin) => "pinned ancestor of an additional root",
+            None => "grant target",
+        };
+        // Over a host-backed parent, the name the mount sits on is checked too (see
+        // `ExpectedMount::entry_ino`); over the container's own skeleton or tmpfs there is
+        // nothing of the host to check.
+        let host_parent = planner
+            .innermost(&op.destination, true)
+            .is_some_and(|p| Planner::is_bind(p.kind) && p.source.as_ref() == Some(&p.destination));
+        let (parent, entry_ino) = match identity {
+            Some(i) if host_parent => (i.parent, i.entry_ino),
+            _ => (None, None),
+        };
+        match (op.origin, op.kind) {
+            (Origin::Area, kind) if Planner::is_bind(kind) && op.source.as_ref() == Some(&op.destination) => {
+                let grant = g.identities.iter().find(|(p, _, _)| *p == op.destination);
+                // A grant target wins over the profile's record of the same path: the grant
+                // code verified it at this spawn (its name is not tied: no record of it).
+                let found = match grant {
+                    Some((_, dev, ino)) => Some((*dev, *ino, what(None), None, None)),
+                    None => identity.map(|i| (i.dev, i.ino, what(Some(i.role)), parent, entry_ino)),
+                };
+                if let Some((dev, ino, what, parent, entry_ino)) = found {
+                    out.push(ExpectedMount {
+                        path: op.destination.clone(),
+                        what: what.to_owned(),
+                        dev,
+                        ino,
+                        mask: false,
+                        parent,
+                        entry_ino,
+                    });
+                }
+            }
+            (Origin::AreaMask, MountKind::Mask) => {
+                let Some(i) = identity.filter(|i| i.role == crate::profile::IdentityRole::Root) else { continue };
+                out.push(ExpectedMount {
+                    path: op.destination.clone(),
+                    what: what(Some(i.role)).to_owned(),
+                    dev: i.dev,
+                    ino: i.ino,
+                    mask: true,
+                    parent,
+                    entry_ino,
+                });
+            }
+            _ => {}
+        }
+    }
+    out
+}

@@ -1,0 +1,102 @@
+//! The Landlock rules of one spawn, derived from its mount plan (the `sandbox.landlock`
+//! annotation, applied by the Linux backend's init).
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::plan::{MountKind, MountPlan};
+
+/// The Landlock rules of one spawn (the `sandbox.landlock` annotation).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LandlockRules {
+    /// Filesystem rules: a path and the rights beneath it.
+    pub fs: Vec<LandlockPathRule>,
+    /// TCP ports `connect` may reach; handled only when non-empty (broad grant).
+    pub tcp_connect: Vec<u16>,
+    /// Whether abstract unix sockets are scoped (spawns sharing the host network namespace).
+    pub scope_abstract_unix: bool,
+}
+
+/// One Landlock path rule.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LandlockPathRule {
+    /// The path (opened without following symlinks when applied).
+    pub path: PathBuf,
+    /// Rights, by their kernel names without the `LANDLOCK_ACCESS_FS_` prefix, lowercase.
+    pub access: Vec<&'static str>,
+}
+
+const RO_RIGHTS: &[&str] = &["execute", "read_file", "read_dir"];
+const WRITE_RIGHTS: &[&str] = &[
+    "write_file",
+    "truncate",
+    "remove_dir",
+    "remove_file",
+    "make_char",
+    "make_dir",
+    "make_reg",
+    "make_sock",
+    "make_fifo",
+    "make_block",
+    "make_sym",
+    "refer",
+];
+const ALL_RIGHTS: &[&str] = &[
+    "execute",
+    "write_file",
+    "read_file",
+    "read_dir",
+    "remove_dir",
+    "remove_file",
+    "make_char",
+    "make_dir",
+    "make_reg",
+    "make_sock",
+    "make_fifo",
+    "make_block",
+    "make_sym",
+    "refer",
+    "truncate",
+    "ioctl_dev",
+];
+const PROC_RIGHTS: &[&str] = &["read_file", "read_dir"];
+const DEV_RIGHTS: &[&str] = &["read_file", "write_file", "ioctl_dev"];
+const DEVPTS_RIGHTS: &[&str] = &["read_file", "write_file", "ioctl_dev", "read_dir"];
+
+/// The rules of a plan: each mount's rights beneath its destination (masks get none), the TCP
+/// ports of a broad grant, and abstract unix scoping in the host network namespace.
+pub(super) fn landlock_rules(plan: &MountPlan, broad_port: Option<u16>, host_network: bool) -> LandlockRules {
+    let fs = plan
+        .mounts
+        .iter()
+        .filter_map(|m| {
+            let access: Vec<&'static str> = match m.kind {
+                MountKind::ReadOnly => RO_RIGHTS.iter().copied().filter(|r| !(m.file && *r == "read_dir")).collect(),
+                MountKind::ReadWrite if m.destination == Path::new("/dev/null") => DEV_RIGHTS.to_vec(),
+                MountKind::ReadWrite => RO_RIGHTS
+                    .iter()
+                    .chain(WRITE_RIGHTS)
+                    .copied()
+                    .filter(|r| !m.file || matches!(*r, "execute" | "read_file" | "write_file" | "truncate"))
+                    .collect(),
+                MountKind::WriteOnly => WRITE_RIGHTS
+                    .iter()
+                    .copied()
+                    .filter(|r| !m.file || matches!(*r, "write_file" | "truncate"))
+                    .collect(),
+                MountKind::Private | MountKind::Tmp | MountKind::DevShm => ALL_RIGHTS.to_vec(),
+                MountKind::Proc => PROC_RIGHTS.to_vec(),
+                MountKind::Dev => DEV_RIGHTS.to_vec(),
+                MountKind::DevPts => DEVPTS_RIGHTS.to_vec(),
+                MountKind::Mask => return None,
+            };
+            Some(LandlockPathRule { path: m.destination.clone(), access })
+        })
+        .collect();
+    LandlockRules {
+        fs,
+        tcp_connect: broad_port.map(|p| if p == 53 { vec![53] } else { vec![p, 53] }).unwrap_or_default(),
+        scope_abstract_unix: host_network,
+    }
+}

@@ -1,0 +1,483 @@
+//! The mount plan: the effective authority of one spawn lowered to an ordered, typed list of
+//! mounts, one winner per destination (CONTRACT.md §15).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::GrantDeltas;
+use super::SpawnContext;
+use crate::access::{Access, Home};
+use crate::error::Error;
+use crate::host::{EntryKind, HOST_EXCLUDED, HostView};
+use crate::path::is_clean_absolute;
+use crate::profile::{Axis, Profile};
+
+/// What a planned mount does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MountKind {
+    /// A read-only bind (recursively read-only for directories).
+    ReadOnly,
+    /// A read-write bind.
+    ReadWrite,
+    /// A read-write bind whose read rights Landlock withholds.
+    WriteOnly,
+    /// A read-write bind of an executor-owned directory (HOME, TMPDIR): every right.
+    Private,
+    /// An empty tmpfs, read-only once its nested binds are mounted: nothing beneath is visible.
+    Mask,
+    /// The private `/tmp` tmpfs.
+    Tmp,
+    /// A fresh procfs.
+    Proc,
+    /// The `/dev` tmpfs.
+    Dev,
+    /// `/dev/pts`.
+    DevPts,
+    /// `/dev/shm`.
+    DevShm,
+}
+
+/// Why a mount is in the plan; decides which mount wins a shared destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Origin {
+    /// A top-level host entry.
+    HostEntry,
+    /// A mask of an area whose read is not allowed, or of `/var/run`.
+    AreaMask,
+    /// The private `/tmp`.
+    PrivateTmp,
+    /// The runtime closure.
+    Closure,
+    /// The workspace, a root or a grant target.
+    Area,
+    /// The scratch-root mask.
+    ScratchMask,
+    /// The executor's HOME or TMPDIR.
+    Executor,
+    /// `/proc` and `/dev`.
+    Special,
+}
+
+/// One planned mount.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PlannedMount {
+    /// Where it lands (canonical; the same as the host path for binds).
+    pub destination: PathBuf,
+    /// The bind source, for binds.
+    pub source: Option<PathBuf>,
+    /// What it does.
+    pub kind: MountKind,
+    /// Whether the bind is of a single file.
+    pub file: bool,
+    /// Why it is there.
+    pub origin: Origin,
+    #[serde(skip)]
+    rank: u8,
+}
+
+/// The ordered mounts and the symlinks recreated in the container root.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MountPlan {
+    /// Mounts in mount order.
+    pub mounts: Vec<PlannedMount>,
+    /// `(name, link text)` of top-level host symlinks recreated in the container root.
+    pub rootfs_symlinks: Vec<(String, PathBuf)>,
+}
+
+fn depth(p: &Path) -> usize {
+    p.components().count()
+}
+
+/// `p.starts_with(r)`, by bytes when both are clean absolute paths ([`is_clean_absolute`]:
+/// what the planner's canonical paths are), which the planner's quadratic lookups call
+/// thousands of times per compile; anything else by components.
+pub(super) fn within(p: &Path, r: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let (a, b) = (p.as_os_str().as_bytes(), r.as_os_str().as_bytes());
+    if is_clean_absolute(p) && is_clean_absolute(r) {
+        b == b"/" || (a.starts_with(b) && (a.len() == b.len() || a[b.len()] == b'/'))
+    } else {
+        p.starts_with(r)
+    }
+}
+
+/// What one spawn may do where: the profile, lifted by this spawn's grants.
+pub(super) struct Authority<'a> {
+    profile: &'a Profile,
+    grants: &'a GrantDeltas,
+    host_read: bool,
+    host_write: bool,
+}
+
+impl<'a> Authority<'a> {
+    pub(super) fn new(profile: &'a Profile, grants: &'a GrantDeltas) -> Self {
+        let config = profile.config();
+        Authority {
+            profile,
+            grants,
+            host_read: config.host_read == Access::Allow || grants.host_read,
+            host_write: config.host_write == Access::Allow || grants.host_write,
+        }
+    }
+
+    /// Whether `p` may be read (`Axis::Read`) or written at this spawn.
+    pub(super) fn effective(&self, axis: Axis, p: &Path) -> bool {
+        let g = self.grants;
+        let trees = match axis {
+            Axis::Read => &g.read_trees,
+            Axis::Write => &g.write_trees,
+        };
+        let files = match axis {
+            Axis::Read => &g.read_paths,
+            Axis::Write => &g.write_paths,
+        };
+        if trees.iter().any(|t| within(p, t)) || files.iter().any(|f| f == p) {
+            return true;
+        }
+        let in_area = self.profile.areas().any(|(r, _, _)| within(p, r));
+        let host = match axis {
+            Axis::Read => self.host_read,
+            Axis::Write => self.host_write,
+        };
+        if in_area { self.profile.path_value(axis, p) == Access::Allow } else { host }
+    }
+}
+
+pub(super) struct Planner {
+    pub(super) ops: Vec<PlannedMount>,
+}
+
+impl Planner {
+    fn push(
+        &mut self,
+        destination: PathBuf,
+        source: Option<PathBuf>,
+        kind: MountKind,
+        file: bool,
+        origin: Origin,
+        rank: u8,
+    ) {
+        self.ops.push(PlannedMount { destination, source, kind, file, origin, rank });
+    }
+
+    /// Keeps one mount per destination: the one whose origin wins.
+    fn dedupe(&mut self) {
+        let mut best: HashMap<PathBuf, usize> = HashMap::new();
+        for (i, op) in self.ops.iter().enumerate() {
+            match best.get(&op.destination) {
+                Some(&j) if self.ops[j].origin >= op.origin => {}
+                _ => {
+                    best.insert(op.destination.clone(), i);
+                }
+            }
+        }
+        let mut keep: Vec<usize> = best.into_values().collect();
+        keep.sort_unstable();
+        self.ops = keep.into_iter().map(|i| self.ops[i].clone()).collect();
+    }
+
+    /// The mount that decides what `p` is: the deepest destination containing `p` (`strict`:
+    /// other than `p` itself), the winning origin on ties.
+    pub(super) fn innermost(&self, p: &Path, strict: bool) -> Option<&PlannedMount> {
+        self.ops
+            .iter()
+            .filter(|op| within(p, &op.destination) && !(strict && op.destination == p))
+            .max_by_key(|op| (depth(&op.destination), op.origin))
+    }
+
+    pub(super) fn is_bind(kind: MountKind) -> bool {
+        matches!(kind, MountKind::ReadOnly | MountKind::ReadWrite | MountKind::WriteOnly | MountKind::Private)
+    }
+
+    fn covered_read_only(&self, p: &Path) -> bool {
+        self.innermost(p, false).is_some_and(|op| op.kind == MountKind::ReadOnly && (!op.file || op.destination == p))
+    }
+}
+
+/// The plan of one spawn, with the facts the report entries are made of.
+pub(super) struct Planned {
+    /// The mounts, deduplicated and in mount order.
+    pub(super) planner: Planner,
+    /// `(name, link text)` of top-level host symlinks recreated in the container root.
+    pub(super) rootfs_symlinks: Vec<(String, PathBuf)>,
+    /// Some top-level host entry is bound.
+    pub(super) host_entries_bound: bool,
+    /// Areas the sandbox replaces with its own mount, and with what.
+    pub(super) replaced: Vec<String>,
+    /// Where the plan writes less than the policy allows, and why.
+    pub(super) write_narrowed: Vec<String>,
+}
+
+/// Plans the mounts of one spawn (validated by the caller); fails with
+/// [`Error::InvalidArgument`] when the cwd is outside the sandbox's view.
+pub(super) fn plan(
+    profile: &Profile,
+    spawn: &SpawnContext,
+    host: &HostView,
+    authority: &Authority<'_>,
+) -> Result<Planned, Error> {
+    let config = profile.config();
+    let g = &spawn.grants;
+    let effective = |axis: Axis, p: &Path| authority.effective(axis, p);
+
+    let mut planner = Planner { ops: Vec::new() };
+    let mut rootfs_symlinks = Vec::new();
+    let mut write_narrowed: Vec<String> = Vec::new();
+
+    // 1. Host entries, each by the effective access at its own path (an area at `/` or a
+    // root on a top-level entry decides there, not the host fields).
+    let mut host_entries_bound = false;
+    for entry in &host.entries {
+        if HOST_EXCLUDED.contains(&entry.name.as_str()) {
+            continue;
+        }
+        let path = PathBuf::from("/").join(&entry.name);
+        let (read, write) = (effective(Axis::Read, &path), effective(Axis::Write, &path));
+        if !read {
+            if write && !write_narrowed.iter().any(|w| w.starts_with("host write")) {
+                write_narrowed.push(String::from("host write is withheld where host read is not allowed"));
+            }
+            continue;
+        }
+        host_entries_bound = true;
+        let kind = if write { MountKind::ReadWrite } else { MountKind::ReadOnly };
+        match &entry.kind {
+            EntryKind::Dir => planner.push(path.clone(), Some(path), kind, false, Origin::HostEntry, 0),
+            EntryKind::File => planner.push(path.clone(), Some(path), kind, true, Origin::HostEntry, 0),
+            EntryKind::Symlink(target) => rootfs_symlinks.push((entry.name.clone(), target.clone())),
+            EntryKind::Other => {}
+        }
+    }
+
+    // 2. Workspace, roots and grant targets, by effective (read, write).
+    let mut areas: Vec<(PathBuf, bool)> = profile.areas().map(|(p, _, _)| (p.to_path_buf(), false)).collect();
+    areas.extend(g.read_trees.iter().chain(&g.write_trees).map(|p| (p.clone(), false)));
+    areas.extend(g.read_paths.iter().chain(&g.write_paths).map(|p| (p.clone(), true)));
+    for (path, file) in areas {
+        if path == Path::new("/") {
+            continue; // no mount at `/`: the host entries above carry an area at `/`
+        }
+        let (read, write) = (effective(Axis::Read, &path), effective(Axis::Write, &path));
+        let kind = match (read, write) {
+            (true, true) => Some(MountKind::ReadWrite),
+            (true, false) => Some(MountKind::ReadOnly),
+            (false, true) if spawn.landlock => Some(MountKind::WriteOnly),
+            (false, true) => {
+                write_narrowed.push(format!("{} is write-only, which needs landlock: masked instead", path.display()));
+                None
+            }
+            (false, false) => None,
+        };
+        match kind {
+            Some(kind) => planner.push(path.clone(), Some(path), kind, file, Origin::Area, 2),
+            // A file cannot be masked with a tmpfs; an unreadable file target is simply not bound.
+            None if file => {}
+            None => planner.push(path, None, MountKind::Mask, false, Origin::AreaMask, 9),
+        }
+    }
+
+    // 2b. Pinned ancestors of nested areas, each bound onto itself with the access it has
+    // anyway, so that it is a mount point inside: the workload cannot rename or remove it and
+    // thereby move a nested area's protection away from its name (issue 12, 1a-1c). A pin
+    // whose place would not be bound readable-or-writable anyway is left out (never wider).
+    for pin in profile.pins() {
+        // Write-only only inside a write-only area's bind: where the host entries carry a pin,
+        // host write is withheld unless host read is allowed.
+        let in_area = profile.areas().any(|(r, _, _)| r != Path::new("/") && within(pin, r));
+        let kind = match (effective(Axis::Read, pin), effective(Axis::Write, pin)) {
+            (true, true) => MountKind::ReadWrite,
+            (true, false) => MountKind::ReadOnly,
+            (false, true) if spawn.landlock && in_area => MountKind::WriteOnly,
+            _ => continue,
+        };
+        planner.push(pin.to_path_buf(), Some(pin.to_path_buf()), kind, false, Origin::Area, 2);
+    }
+
+    // 2c. Aliases: where the host shows a masked, read-only or write-only root's directory at
+    // another path too (a bind mount of the workspace or of an ancestor elsewhere, the same
+    // filesystem mounted twice), that path gets the same treatment wherever the plan makes it
+    // visible: a mask or a bind at the root's own path protects only that path, and Landlock
+    // has no deny rule to catch the other one (issue 12, class 1).
+    let guarded: Vec<(PathBuf, MountKind)> = planner
+        .ops
+        .iter()
+        .filter(|op| op.origin == Origin::Area || op.origin == Origin::AreaMask)
+        .filter(|op| matches!(op.kind, MountKind::Mask | MountKind::ReadOnly | MountKind::WriteOnly))
+        .filter(|op| config.additional_roots.iter().any(|r| r.path == op.destination))
+        .map(|op| (op.destination.clone(), op.kind))
+        .collect();
+    for (root, kind) in guarded {
+        for alias in host.aliases(&root) {
+            let visible = planner.innermost(&alias, false).is_some_and(|op| Planner::is_bind(op.kind));
+            if !visible {
+                continue;
+            }
+            match kind {
+                MountKind::ReadOnly if effective(Axis::Write, &alias) => {
+                    planner.push(alias.clone(), Some(alias), MountKind::ReadOnly, false, Origin::AreaMask, 9);
+                }
+                MountKind::ReadOnly => {}
+                _ => planner.push(alias, None, MountKind::Mask, false, Origin::AreaMask, 9),
+            }
+        }
+    }
+
+    // An area the sandbox always replaces with its own mount is never honoured silently
+    // (issue 12, 11): the exact private paths are refused by `Profile::new`; the executor's
+    // own directories and the scratch root are known only here.
+    let mut replaced: Vec<String> = Vec::new();
+    let own: [(Option<&Path>, &str); 3] = [
+        (Some(spawn.scratch_root.as_path()), "the scratch root, masked"),
+        (Some(spawn.temp_dir.as_path()), "the executor's TMPDIR"),
+        (spawn.home_dir.as_deref().filter(|_| config.home == Home::IsolatedHome), "the executor's HOME"),
+    ];
+    for (area, _, _) in profile.areas() {
+        if let Some((_, what)) = own.iter().find(|(p, _)| *p == Some(area)) {
+            replaced.push(format!("{} is {what} inside: the area is not bound as such", area.display()));
+        }
+    }
+
+    // 3. The executor's HOME and TMPDIR.
+    if config.home == Home::IsolatedHome {
+        if let Some(home) = &spawn.home_dir {
+            planner.push(home.clone(), Some(home.clone()), MountKind::Private, false, Origin::Executor, 3);
+        }
+    }
+    planner.push(spawn.temp_dir.clone(), Some(spawn.temp_dir.clone()), MountKind::Private, false, Origin::Executor, 3);
+
+    // 4-6. Private /tmp, /proc, /dev.
+    planner.push(PathBuf::from("/tmp"), None, MountKind::Tmp, false, Origin::PrivateTmp, 4);
+    planner.push(PathBuf::from("/proc"), None, MountKind::Proc, false, Origin::Special, 5);
+    planner.push(PathBuf::from("/dev"), None, MountKind::Dev, false, Origin::Special, 6);
+    planner.push(PathBuf::from("/dev/pts"), None, MountKind::DevPts, false, Origin::Special, 6);
+    planner.push(PathBuf::from("/dev/shm"), None, MountKind::DevShm, false, Origin::Special, 6);
+    planner.dedupe();
+
+    // 7. The runtime closure, skipping what is already covered read-only: plain entries first,
+    // so that a symlink's resolved target can be found covered by them.
+    let mut closure_over_writable = Vec::new();
+    for entry in &host.closure {
+        if matches!(entry.kind, EntryKind::Dir | EntryKind::File) && !planner.covered_read_only(&entry.path) {
+            let file = entry.kind == EntryKind::File;
+            if effective(Axis::Write, &entry.path) {
+                closure_over_writable.push(entry.path.display().to_string());
+            }
+            planner.push(entry.path.clone(), Some(entry.path.clone()), MountKind::ReadOnly, file, Origin::Closure, 1);
+        }
+    }
+    if !closure_over_writable.is_empty() {
+        write_narrowed.push(format!(
+            "the runtime closure stays read-only where writes are allowed: {}",
+            closure_over_writable.join(" ")
+        ));
+    }
+    let mut resolved_binds = Vec::new();
+    for entry in &host.closure {
+        let (EntryKind::Symlink(_), Some((resolved, is_dir))) = (&entry.kind, &entry.resolved) else {
+            continue;
+        };
+        if !planner.covered_read_only(resolved) {
+            resolved_binds.push((resolved.clone(), resolved.clone(), !is_dir));
+        }
+        // The symlink itself is visible when it was recreated in the container root, or lies
+        // inside a readable bind of its own path: it then resolves to the bind above.
+        let recreated = rootfs_symlinks.iter().any(|(name, _)| Path::new("/").join(name) == entry.path);
+        let inside_bind = planner.innermost(&entry.path, true).is_some_and(|op| {
+            matches!(op.kind, MountKind::ReadOnly | MountKind::ReadWrite) && op.source.as_ref() == Some(&op.destination)
+        });
+        if !(recreated || inside_bind) {
+            resolved_binds.push((entry.path.clone(), resolved.clone(), !is_dir));
+        }
+    }
+    for (dest, source, file) in resolved_binds {
+        planner.push(dest, Some(source), MountKind::ReadOnly, file, Origin::Closure, 10);
+    }
+    planner.push(
+        PathBuf::from("/dev/null"),
+        Some(PathBuf::from("/dev/null")),
+        MountKind::ReadWrite,
+        true,
+        Origin::Closure,
+        1,
+    );
+    planner.dedupe();
+
+    // A Landlock rule grants its rights beneath its path, so a write-only area under any
+    // readable mount would be readable after all: mask it instead (narrowed, never wider).
+    let readable_ancestor = |planner: &Planner, p: &Path| {
+        planner.ops.iter().any(|op| {
+            op.destination != p
+                && within(p, &op.destination)
+                && !matches!(op.kind, MountKind::WriteOnly | MountKind::Mask)
+        })
+    };
+    let write_only: Vec<(PathBuf, bool)> = planner
+        .ops
+        .iter()
+        .filter(|op| op.kind == MountKind::WriteOnly && readable_ancestor(&planner, &op.destination))
+        .map(|op| (op.destination.clone(), op.file))
+        .collect();
+    for (dest, file) in write_only {
+        write_narrowed.push(format!(
+            "{} is write-only, but lies under a readable mount that landlock rules would extend to it: {}",
+            dest.display(),
+            if file { "not bound" } else { "masked instead" }
+        ));
+        planner.ops.retain(|op| op.destination != dest);
+        if !file {
+            planner.push(dest, None, MountKind::Mask, false, Origin::AreaMask, 9);
+        }
+    }
+
+    // 8. Masks over the scratch root and a real /var/run wherever a bind exposes them.
+    let exposed = |planner: &Planner, p: &Path| {
+        planner.innermost(p, false).is_some_and(|op| Planner::is_bind(op.kind) && op.origin != Origin::Executor)
+    };
+    if exposed(&planner, &spawn.scratch_root) {
+        planner.push(spawn.scratch_root.clone(), None, MountKind::Mask, false, Origin::ScratchMask, 9);
+    }
+    for other in &spawn.other_scratch_roots {
+        let usable = is_clean_absolute(other) && other.as_path() != Path::new("/") && *other != spawn.scratch_root;
+        if usable && exposed(&planner, other) {
+            planner.push(other.clone(), None, MountKind::Mask, false, Origin::ScratchMask, 9);
+        }
+    }
+    let var_run = PathBuf::from("/var/run");
+    if host.var_run_is_dir && exposed(&planner, &var_run) {
+        planner.push(var_run, None, MountKind::Mask, false, Origin::AreaMask, 9);
+    }
+    planner.dedupe();
+    planner.ops.sort_by_key(|op| (depth(&op.destination), op.rank));
+
+    // The cwd must exist inside: under a bind, or a mount point (or an ancestor of one).
+    let cwd_visible = planner.ops.iter().any(|op| within(&op.destination, &spawn.cwd))
+        || planner.innermost(&spawn.cwd, false).is_some_and(|op| Planner::is_bind(op.kind));
+    if !cwd_visible || spawn.cwd == Path::new("/proc") || within(&spawn.cwd, Path::new("/proc")) {
+        return Err(Error::argument(format!("cwd: {} is outside the sandbox's view", spawn.cwd.display())));
+    }
+
+    Ok(Planned { planner, rootfs_symlinks, host_entries_bound, replaced, write_narrowed })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::within;
+    use std::path::Path;
+
+    #[test]
+    fn within_agrees_with_path_starts_with() {
+        let paths = [
+            "/", "/a", "/a/b", "/ab", "/a/b/c", "/a/./b", "/a//b", "/a/b/", "/a/..", "a", "a/b", "", "/.git", "/a/.b",
+            "/a/b..", "//", "/a/b/c/", "/a/b/./c",
+        ];
+        for p in paths {
+            for r in paths {
+                assert_eq!(within(Path::new(p), Path::new(r)), Path::new(p).starts_with(r), "{p} within {r}");
+            }
+        }
+    }
+}
