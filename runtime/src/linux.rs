@@ -483,7 +483,10 @@ impl LinuxBackend {
                     launched.marks.insert(0, ("call", t0));
                     launched
                 }
-                Err(()) => self.launch_fresh(dl, profile, input, stdio, require, false, Some((id, bundle)))?,
+                Err(why) => {
+                    tracing::debug!(reason = %why, "the warm container was not used; starting a fresh one");
+                    self.launch_fresh(dl, profile, input, stdio, require, false, Some((id, bundle)))?
+                }
             },
             None => self.launch_fresh(dl, profile, input, stdio, require, false, Some((id, bundle)))?,
         };
@@ -492,32 +495,35 @@ impl LinuxBackend {
     }
 
     /// Hands a warm container its process (waiting for it to be ready, within the deadline and
-    /// 10 s). Err: the warm container failed or is gone (it is torn down; start fresh instead).
+    /// 10 s). Err: why the warm container was not used (it is torn down; start fresh instead).
     fn go_warm(
         &self,
         mut warm: Launched,
         bundle: &Bundle,
         dl: &Deadline,
         stdio: &[OwnedFd; 3],
-    ) -> Result<Launched, ()> {
+    ) -> Result<Launched, WarmMiss> {
         let limit = Instant::now() + Duration::from_secs(10);
-        if let Some(request) = warm.pending.take() {
+        let miss = |warm: &mut Launched, why: WarmMiss| {
+            self.abandon(warm, &why.to_string());
+            why
+        };
+        if let Some(request) = warm.take_request() {
             if warm.running.send_request(&request).is_err() {
-                self.abandon(&mut warm, "the warm container's helper is gone");
-                return Err(());
+                return Err(miss(&mut warm, WarmMiss::HelperGone));
             }
         }
-        while !warm.ready {
-            if dl.check(&[]).is_err() || Instant::now() >= limit {
-                self.abandon(&mut warm, "the warm container was not ready in time");
-                return Err(());
-            }
-            match warm.running.next_event(Some((Instant::now() + Duration::from_millis(100)).min(limit))) {
-                Ok(Event::Ready) => warm.ready = true,
-                Err(WaitError::Timeout) if warm.running.helper_alive() => {}
-                _ => {
-                    self.abandon(&mut warm, "the warm container failed before it was used");
-                    return Err(());
+        if !matches!(warm.phase, Phase::Ready) {
+            let ready = wait_event(
+                &mut warm.running,
+                |_| if dl.check(&[]).is_err() || Instant::now() >= limit { Err(()) } else { Ok(Some(limit)) },
+                |event| Some(matches!(event, Event::Ready)),
+            );
+            match ready {
+                Ok(true) => warm.phase = Phase::Ready,
+                Err(NoEvent::Stopped(()) | NoEvent::TimedOut) => return Err(miss(&mut warm, WarmMiss::NotReady)),
+                Ok(false) | Err(NoEvent::Died | NoEvent::Helper(_) | NoEvent::Unread) => {
+                    return Err(miss(&mut warm, WarmMiss::Failed));
                 }
             }
         }
@@ -527,33 +533,27 @@ impl LinuxBackend {
             cwd: p.cwd().display().to_string(),
         });
         let Some(process) = process else {
-            self.abandon(&mut warm, "no process");
-            return Err(());
+            return Err(miss(&mut warm, WarmMiss::NoProcess));
         };
         if !warm.running.helper_alive() {
-            self.abandon(&mut warm, "the warm container's helper is gone");
-            return Err(());
+            return Err(miss(&mut warm, WarmMiss::HelperGone));
         }
         if let Err(e) = warm.running.go(process, stdio) {
-            self.abandon(&mut warm, &format!("handing over the process: {e}"));
-            return Err(());
+            return Err(miss(&mut warm, WarmMiss::Handover(e)));
         }
         warm.marks.push(("go-sent", sandbox_linux::protocol::monotonic_us()));
         // The first answer tells whether the helper took the process. One that died without
         // reading it started nothing, so a fresh container may run the process instead; any
         // other failure is the run's (the workload may have started).
-        match warm.running.next_event(Some(limit)) {
+        warm.phase = match warm.running.next_event(Some(limit)) {
             Ok(Event::Started { .. }) => {
                 warm.marks.push(("started-event", sandbox_linux::protocol::monotonic_us()));
-                warm.started = true;
+                Phase::Started
             }
-            Ok(Event::Finished { outcome, measured, teardown }) => warm.early = Some((outcome, measured, teardown)),
-            Err(WaitError::Unread) => {
-                self.abandon(&mut warm, "the warm container's helper died before it read its process");
-                return Err(());
-            }
-            Ok(Event::Ready) | Err(WaitError::Timeout | WaitError::Helper(_)) => warm.lost = true,
-        }
+            Ok(Event::Finished { outcome, measured, teardown }) => Phase::Finished((outcome, measured, teardown)),
+            Err(WaitError::Unread) => return Err(miss(&mut warm, WarmMiss::DiedUnread)),
+            Ok(Event::Ready) | Err(WaitError::Timeout | WaitError::Helper(_)) => Phase::Lost,
+        };
         Ok(warm)
     }
 
@@ -594,7 +594,7 @@ impl LinuxBackend {
                 temp_dir: input.temp_dir,
             };
             match self.launch_fresh(&Deadline::none(), profile, &shape, stdio, true, true, None) {
-                Ok(launched) if launched.key.as_deref() == Some(key) => {
+                Ok(launched) if launched.shape() == Some(key) => {
                     warm.ready.entry(key.to_owned()).or_default().push_back(launched);
                 }
                 Ok(mut other) => {
@@ -614,7 +614,7 @@ impl LinuxBackend {
     fn release_warm(&self) {
         let mut warm = self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         for queue in warm.ready.values_mut() {
-            queue.retain_mut(|w| match w.pending.take() {
+            queue.retain_mut(|w| match w.take_request() {
                 Some(request) => w.running.send_request(&request).is_ok(),
                 None => true,
             });
@@ -678,12 +678,10 @@ impl LinuxBackend {
                 running,
                 id,
                 dir,
-                early: None,
-                ready: false,
-                started: false,
-                lost: false,
-                pending: warm.then(|| request.clone()),
-                key,
+                phase: match key {
+                    Some(shape) => Phase::Pending { request: Box::new(request), shape },
+                    None => Phase::Building,
+                },
                 marks: vec![
                     ("launch", t0),
                     ("compiled", t1),
@@ -736,61 +734,57 @@ impl LinuxBackend {
     /// Waits until the container exists and runs; a container that could not be created (or a
     /// setup step that failed before start) is `Runtime`, with everything torn down.
     pub fn wait_started(&self, launched: &mut Launched, dl: &Deadline, closing: &AtomicBool) -> Result<(), Error> {
-        if launched.started || launched.early.is_some() {
-            return Ok(());
+        match launched.phase {
+            Phase::Started | Phase::Finished(_) => return Ok(()),
+            Phase::Lost => {
+                let detail = self.abandon(launched, "the warm container's helper failed after it got its process");
+                return Err(Error::Runtime { detail });
+            }
+            Phase::Pending { .. } | Phase::Building | Phase::Ready => {}
         }
-        if launched.lost {
-            let detail = self.abandon(launched, "the warm container's helper failed after it got its process");
-            return Err(Error::Runtime { detail });
+        /// What stops the wait before the container started.
+        enum Halt {
+            Closed,
+            Deadline(Error),
         }
         let limit = Instant::now() + Duration::from_secs(60);
-        loop {
-            if closing.load(Ordering::SeqCst) {
+        let started = wait_event(
+            &mut launched.running,
+            |_| {
+                if closing.load(Ordering::SeqCst) {
+                    return Err(Halt::Closed);
+                }
+                dl.check(&[]).map_err(Halt::Deadline)?;
+                Ok(Some(limit))
+            },
+            |event| match event {
+                Event::Started { .. } => Some(Phase::Started),
+                Event::Finished { outcome, measured, teardown } => Some(Phase::Finished((outcome, measured, teardown))),
+                Event::Ready => None,
+            },
+        );
+        let why = match started {
+            Ok(phase) => {
+                if matches!(phase, Phase::Started) {
+                    launched.marks.push(("started-event", sandbox_linux::protocol::monotonic_us()));
+                }
+                launched.phase = phase;
+                return Ok(());
+            }
+            Err(NoEvent::Stopped(Halt::Closed)) => {
                 self.abandon(launched, "the set closed before the container started");
                 return Err(Error::ExecutorClosed { partial: Vec::new() });
             }
-            if let Err(e) = dl.check(&[]) {
+            Err(NoEvent::Stopped(Halt::Deadline(e))) => {
                 self.abandon(launched, "deadline before the container started");
                 return Err(e);
             }
-            match launched.running.next_event(Some((Instant::now() + Duration::from_millis(100)).min(limit))) {
-                Ok(Event::Started { .. }) => {
-                    launched.marks.push(("started-event", sandbox_linux::protocol::monotonic_us()));
-                    return Ok(());
-                }
-                Ok(Event::Ready) => {}
-                Ok(Event::Finished { outcome, measured, teardown }) => {
-                    launched.early = Some((outcome, measured, teardown));
-                    return Ok(());
-                }
-                // A dead helper's socket stays open while the half-made container holds a copy
-                // of it: watch the process itself.
-                Err(WaitError::Timeout) if !launched.running.helper_alive() => {
-                    // It may have written its last event just before exiting.
-                    match launched.running.next_event(Some(Instant::now() + Duration::from_millis(50))) {
-                        Ok(Event::Started { .. }) => return Ok(()),
-                        Ok(Event::Finished { outcome, measured, teardown }) => {
-                            launched.early = Some((outcome, measured, teardown));
-                            return Ok(());
-                        }
-                        Ok(Event::Ready) | Err(_) => {
-                            let detail = self.abandon(launched, "the helper died before the container started");
-                            return Err(Error::Runtime { detail });
-                        }
-                    }
-                }
-                Err(WaitError::Timeout) if Instant::now() < limit => {}
-                Err(WaitError::Timeout) => {
-                    let detail = self.abandon(launched, "the container did not start within 60 s");
-                    return Err(Error::Runtime { detail });
-                }
-                Err(WaitError::Helper(e)) => return Err(Error::Runtime { detail: self.abandon(launched, &e) }),
-                Err(WaitError::Unread) => {
-                    let detail = self.abandon(launched, "the helper ended without reading its commands");
-                    return Err(Error::Runtime { detail });
-                }
-            }
-        }
+            Err(NoEvent::Died) => String::from("the helper died before the container started"),
+            Err(NoEvent::TimedOut) => String::from("the container did not start within 60 s"),
+            Err(NoEvent::Helper(e)) => e,
+            Err(NoEvent::Unread) => String::from("the helper ended without reading its commands"),
+        };
+        Err(Error::Runtime { detail: self.abandon(launched, &why) })
     }
 
     /// Kills a helper that failed or hangs (its container dies with it: parent-death signal)
@@ -820,35 +814,36 @@ impl LinuxBackend {
         let mut kill_deadline = killed.then(|| Instant::now() + Duration::from_secs(5));
         let mut closed = false;
         let mut expired = None;
-        let result = loop {
-            if let Some(early) = launched.early.take() {
-                break Ok(early);
-            }
-            // The run's deadline still holds after its output ended (a workload may close its
-            // stdout and keep running).
-            let done = dl.and_then(|d| d.check(&[]).err());
-            if !killed && (closing.load(Ordering::SeqCst) || done.is_some()) {
-                let _ = launched.running.signal(libc_sigkill());
-                killed = true;
-                closed = done.is_none();
-                expired = done;
-                kill_deadline = Some(Instant::now() + Duration::from_secs(5));
-            }
-            match launched.running.next_event(Some(Instant::now() + Duration::from_millis(100))) {
-                Ok(Event::Started { .. } | Event::Ready) => {}
-                Ok(Event::Finished { outcome, measured, teardown }) => break Ok((outcome, measured, teardown)),
-                Err(WaitError::Timeout) if !launched.running.helper_alive() => {
-                    // It may have written its last event just before exiting.
-                    match launched.running.next_event(Some(Instant::now() + Duration::from_millis(50))) {
-                        Ok(Event::Finished { outcome, measured, teardown }) => break Ok((outcome, measured, teardown)),
-                        _ => break Err(String::from("the helper died before reporting the end")),
+        // An end that arrived before the start was already read (the phase is not read again).
+        let result = match std::mem::replace(&mut launched.phase, Phase::Started) {
+            Phase::Finished(ended) => Ok(ended),
+            _ => wait_event(
+                &mut launched.running,
+                |running| {
+                    // The run's deadline still holds after its output ended (a workload may close
+                    // its stdout and keep running).
+                    let done = dl.and_then(|d| d.check(&[]).err());
+                    if !killed && (closing.load(Ordering::SeqCst) || done.is_some()) {
+                        let _ = running.signal(libc_sigkill());
+                        killed = true;
+                        closed = done.is_none();
+                        expired = done;
+                        kill_deadline = Some(Instant::now() + Duration::from_secs(5));
                     }
-                }
-                Err(WaitError::Timeout) if kill_deadline.is_none_or(|d| Instant::now() < d) => {}
-                Err(WaitError::Timeout) => break Err(String::from("the helper did not finish within 5 s of a kill")),
-                Err(WaitError::Helper(e)) => break Err(e),
-                Err(WaitError::Unread) => break Err(String::from("the helper ended without reading its commands")),
-            }
+                    Ok::<_, std::convert::Infallible>(kill_deadline)
+                },
+                |event| match event {
+                    Event::Finished { outcome, measured, teardown } => Some((outcome, measured, teardown)),
+                    Event::Started { .. } | Event::Ready => None,
+                },
+            )
+            .map_err(|e| match e {
+                NoEvent::Died => String::from("the helper died before reporting the end"),
+                NoEvent::TimedOut => String::from("the helper did not finish within 5 s of a kill"),
+                NoEvent::Helper(e) => e,
+                NoEvent::Unread => String::from("the helper ended without reading its commands"),
+                NoEvent::Stopped(never) => match never {},
+            }),
         };
         self.release_warm();
         let (outcome, measured, teardown) = match result {
@@ -961,25 +956,142 @@ pub(crate) struct Launched {
     pub running: sandbox_linux::Running,
     id: String,
     dir: PathBuf,
-    /// A `Finished` that arrived before `Started` (the container never ran).
-    early: Option<(Outcome, Measured, bool)>,
-    /// A warm container reported `Ready`.
-    ready: bool,
-    /// `Started` was already read (by the warm hand-over).
-    started: bool,
-    /// The warm hand-over lost the helper after the process was sent.
-    lost: bool,
-    /// A warm container's request, not yet sent (its helper waits for it before building).
-    pending: Option<Request>,
-    /// A warm container's shape.
-    key: Option<String>,
+    phase: Phase,
     marks: Vec<(&'static str, u64)>,
 }
+
+/// Where a launched spawn's container is.
+#[derive(Debug)]
+enum Phase {
+    /// A warm container whose helper waits for its request before building (sent once a spawn
+    /// has ended, or at hand-over), and the container's shape (see `shape_key`).
+    Pending { request: Box<Request>, shape: String },
+    /// The helper has its request and builds the container: a warm one reports `Ready`, a
+    /// fresh one `Started`.
+    Building,
+    /// A warm container reported `Ready`: built, waiting for its process.
+    Ready,
+    /// `Started` was read: the container runs its process.
+    Started,
+    /// A `Finished` that arrived before `Started`: the container never ran.
+    Finished(Ended),
+    /// The warm hand-over lost the helper after the process was sent.
+    Lost,
+}
+
+/// A helper's `Finished`: the outcome, what it measured, and whether the teardown was proven.
+type Ended = (Outcome, Measured, bool);
 
 impl Launched {
     /// The helper reported the end before the container started (it was never created).
     pub fn ended_early(&self) -> bool {
-        self.early.is_some()
+        matches!(self.phase, Phase::Finished(_))
+    }
+
+    /// A pending warm container's shape.
+    fn shape(&self) -> Option<&str> {
+        match &self.phase {
+            Phase::Pending { shape, .. } => Some(shape),
+            _ => None,
+        }
+    }
+
+    /// A warm container's request, not yet sent: taken once (the helper then builds).
+    fn take_request(&mut self) -> Option<Box<Request>> {
+        if !matches!(self.phase, Phase::Pending { .. }) {
+            return None;
+        }
+        match std::mem::replace(&mut self.phase, Phase::Building) {
+            Phase::Pending { request, .. } => Some(request),
+            _ => None,
+        }
+    }
+}
+
+/// Why a warm container was not used: it is torn down, and the spawn starts fresh.
+#[derive(Debug)]
+enum WarmMiss {
+    /// Its helper was gone before it got its request or its process.
+    HelperGone,
+    /// It was not ready within the deadline and 10 s.
+    NotReady,
+    /// It failed before it was used.
+    Failed,
+    /// The compiled spawn has no process.
+    NoProcess,
+    /// Handing over the process failed.
+    Handover(std::io::Error),
+    /// Its helper died before it read its process (which therefore never started).
+    DiedUnread,
+}
+
+impl std::fmt::Display for WarmMiss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WarmMiss::HelperGone => f.write_str("the warm container's helper is gone"),
+            WarmMiss::NotReady => f.write_str("the warm container was not ready in time"),
+            WarmMiss::Failed => f.write_str("the warm container failed before it was used"),
+            WarmMiss::NoProcess => f.write_str("no process"),
+            WarmMiss::Handover(e) => write!(f, "handing over the process: {e}"),
+            WarmMiss::DiedUnread => f.write_str("the warm container's helper died before it read its process"),
+        }
+    }
+}
+
+impl std::error::Error for WarmMiss {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WarmMiss::Handover(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why [`wait_event`] ended without an event its caller took.
+#[derive(Debug)]
+enum NoEvent<S> {
+    /// The caller's check stopped the wait.
+    Stopped(S),
+    /// The wait's limit passed.
+    TimedOut,
+    /// The helper died without the event.
+    Died,
+    /// The helper reported an error.
+    Helper(String),
+    /// The helper ended without reading its commands.
+    Unread,
+}
+
+/// Reads a helper's events until `take` takes one (returns `Some`); events it does not take are
+/// skipped. Before each read of at most 100 ms, `check` may stop the wait, and gives its limit
+/// (which may move). A dead helper's socket stays open while a half-made container holds a copy
+/// of it, so the process itself is watched: a helper found dead gets 50 ms to deliver an event
+/// it wrote just before it exited, and one `take` does not take then means it died.
+fn wait_event<T, S>(
+    running: &mut sandbox_linux::Running,
+    mut check: impl FnMut(&mut sandbox_linux::Running) -> Result<Option<Instant>, S>,
+    mut take: impl FnMut(Event) -> Option<T>,
+) -> Result<T, NoEvent<S>> {
+    loop {
+        let limit = check(running).map_err(NoEvent::Stopped)?;
+        let slice = Instant::now() + Duration::from_millis(100);
+        match running.next_event(Some(limit.map_or(slice, |l| slice.min(l)))) {
+            Ok(event) => {
+                if let Some(taken) = take(event) {
+                    return Ok(taken);
+                }
+            }
+            Err(WaitError::Timeout) if !running.helper_alive() => {
+                return match running.next_event(Some(Instant::now() + Duration::from_millis(50))) {
+                    Ok(event) => take(event).ok_or(NoEvent::Died),
+                    Err(_) => Err(NoEvent::Died),
+                };
+            }
+            Err(WaitError::Timeout) if limit.is_none_or(|l| Instant::now() < l) => {}
+            Err(WaitError::Timeout) => return Err(NoEvent::TimedOut),
+            Err(WaitError::Helper(e)) => return Err(NoEvent::Helper(e)),
+            Err(WaitError::Unread) => return Err(NoEvent::Unread),
+        }
     }
 }
 
