@@ -15,7 +15,7 @@ use super::{LinuxBackend, SpawnInput};
 /// What the probe container measured on this host, once per set.
 #[derive(Clone, Debug)]
 pub(crate) struct Probe {
-    pub landlock: String,
+    pub landlock: Landlock,
     pub landlock_abi: u32,
     pub seccomp: bool,
     pub loopback: Option<bool>,
@@ -23,11 +23,43 @@ pub(crate) struct Probe {
     pub limits: Result<String, String>,
 }
 
+/// How much of its Landlock ruleset the probe container got in force.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Landlock {
+    /// Every filesystem right of the kernel's ABI handled.
+    Full,
+    /// Some rights could not be handled.
+    Partial,
+    /// No ruleset in force (or nothing measured).
+    None,
+}
+
+impl Landlock {
+    /// The helper's measurement (`full`, `partial` or `none`; absent: not measured).
+    fn from_measured(text: Option<&str>) -> Landlock {
+        match text {
+            Some("full") => Landlock::Full,
+            Some("partial") => Landlock::Partial,
+            _ => Landlock::None,
+        }
+    }
+}
+
+impl std::fmt::Display for Landlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Landlock::Full => "full",
+            Landlock::Partial => "partial",
+            Landlock::None => "none",
+        })
+    }
+}
+
 impl Probe {
     /// Nothing measured yet: no layer and no limit claimed.
     pub(super) fn unmeasured() -> Probe {
         Probe {
-            landlock: String::from("none"),
+            landlock: Landlock::None,
             landlock_abi: 0,
             seccomp: false,
             loopback: None,
@@ -75,7 +107,7 @@ impl LinuxBackend {
             });
         }
         Ok(Probe {
-            landlock: measured.landlock.clone().unwrap_or_else(|| String::from("none")),
+            landlock: Landlock::from_measured(measured.landlock.as_deref()),
             landlock_abi: measured.landlock_abi,
             seccomp: measured.seccomp == 2,
             loopback: measured.loopback,
@@ -141,7 +173,7 @@ impl LinuxBackend {
     /// A broad network grant needs Landlock's TCP rules (ABI 4) and abstract unix scoping (ABI 6)
     /// in force.
     pub fn broad_grants_enforceable(&self) -> bool {
-        self.probe.landlock == "full" && self.probe.landlock_abi >= 6
+        self.probe.landlock == Landlock::Full && self.probe.landlock_abi >= 6
     }
 
     /// Whether a spawn compiled with one filesystem grant binds its target as granted.
@@ -183,7 +215,7 @@ impl LinuxBackend {
     ) -> (Level, Guarantees, CompileReport) {
         let p = &self.probe;
         let network = profile.config().network;
-        let landlock_full = p.landlock == "full";
+        let landlock_full = p.landlock == Landlock::Full;
         let guarantees = Guarantees {
             process_boundary: true,
             write_boundary: true,
@@ -291,7 +323,7 @@ mod tests {
 
     use super::*;
 
-    fn backend(limits: Result<String, String>, landlock: &str, seccomp: bool) -> LinuxBackend {
+    fn backend(limits: Result<String, String>, landlock: Landlock, seccomp: bool) -> LinuxBackend {
         LinuxBackend {
             state_root: PathBuf::from("/nonexistent/state"),
             bundles: PathBuf::from("/nonexistent/bundles"),
@@ -313,8 +345,8 @@ mod tests {
             prepared: std::sync::Mutex::default(),
             warm: std::sync::Mutex::default(),
             probe: Probe {
-                landlock: landlock.to_owned(),
-                landlock_abi: if landlock == "full" { 7 } else { 0 },
+                landlock,
+                landlock_abi: if landlock == Landlock::Full { 7 } else { 0 },
                 seccomp,
                 loopback: Some(true),
                 loopback_error: None,
@@ -335,14 +367,14 @@ mod tests {
 
     #[test]
     fn limits_that_did_not_read_back_are_not_claimed_and_the_report_names_the_fix() {
-        let b = backend(Err(String::from("no cgroup parent")), "full", true);
+        let b = backend(Err(String::from("no cgroup parent")), Landlock::Full, true);
         let (level, g, report) = b.assess(&profile(), &[], String::from("env"));
         assert!(!g.resource_limits);
         assert_eq!(level, Level::Full, "limits never change the level");
         let entry = report.get("resource-limits").unwrap_or_else(|| panic!("no entry"));
         assert_eq!(entry.status, Status::Unenforced);
         assert!(entry.detail.contains("cgroup_parent"), "{}", entry.detail);
-        let b = backend(Ok(String::from("pids.max 4096")), "full", true);
+        let b = backend(Ok(String::from("pids.max 4096")), Landlock::Full, true);
         assert!(b.assess(&profile(), &[], String::from("env")).1.resource_limits);
     }
 
@@ -366,7 +398,7 @@ mod tests {
             (Access::Deny, Access::Allow, true, Status::Vacuous, false),
         ];
         for (unix, network, seccomp, want, caveat) in cases {
-            let b = backend(Ok(String::from("x")), "full", seccomp);
+            let b = backend(Ok(String::from("x")), Landlock::Full, seccomp);
             let (_, g, report) = b.assess(&config(unix, network), &[], String::from("env"));
             let entry = report.get("unix-sockets").unwrap_or_else(|| panic!("no unix-sockets entry"));
             assert_eq!(entry.status, want, "{unix:?} {network:?} seccomp {seccomp}: {entry:?}");
@@ -383,8 +415,23 @@ mod tests {
     }
 
     #[test]
+    fn the_landlock_status_reads_and_shows_the_helpers_words() {
+        let cases = [
+            (Some("full"), Landlock::Full),
+            (Some("partial"), Landlock::Partial),
+            (Some("none"), Landlock::None),
+            (None, Landlock::None),
+        ];
+        for (text, want) in cases {
+            let got = Landlock::from_measured(text);
+            assert_eq!(got, want);
+            assert_eq!(got.to_string(), text.unwrap_or("none"));
+        }
+    }
+
+    #[test]
     fn a_missing_layer_degrades_the_level_and_says_so() {
-        for (landlock, seccomp, feature) in [("none", true, "landlock"), ("full", false, "seccomp")] {
+        for (landlock, seccomp, feature) in [(Landlock::None, true, "landlock"), (Landlock::Full, false, "seccomp")] {
             let b = backend(Ok(String::from("x")), landlock, seccomp);
             let (level, g, report) = b.assess(&profile(), &[], String::from("env"));
             assert_eq!(level, Level::Degraded);

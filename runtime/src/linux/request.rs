@@ -8,6 +8,7 @@ use sandbox_linux::protocol::{Limit, Request};
 
 use crate::ExecutorSetOptions;
 
+use super::probe::Landlock;
 use super::{LinuxBackend, SpawnInput};
 
 impl LinuxBackend {
@@ -24,7 +25,7 @@ impl LinuxBackend {
             other_scratch_roots: crate::registry::masked_roots(),
             uid: self.uid,
             gid: self.gid,
-            landlock: self.probe.landlock == "full",
+            landlock: self.probe.landlock == Landlock::Full,
             egress_route: false,
             launch: Launch::Embedded {
                 cgroups_path: self.cgroup_path(id),
@@ -58,7 +59,7 @@ impl LinuxBackend {
             rootless: self.uid != 0,
             loopback: private_net,
             require_loopback: require && private_net && self.probe.loopback == Some(true),
-            require_landlock: require && self.probe.landlock == "full",
+            require_landlock: require && self.probe.landlock == Landlock::Full,
             require_seccomp: require && self.probe.seccomp,
             limits: self.limits(id),
             require_limits: require && self.probe.limits.is_ok(),
