@@ -39,7 +39,9 @@
 
 mod deadline;
 mod direct;
+mod executor;
 mod fsutil;
+mod grant_checks;
 mod grants;
 #[cfg(target_os = "linux")]
 mod linux;
@@ -47,6 +49,7 @@ mod linux;
 mod macos;
 mod options;
 mod output;
+mod prepared;
 mod probe;
 mod process;
 pub mod proof;
@@ -58,9 +61,11 @@ mod set;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use deadline::{CancelToken, Deadline};
+pub use executor::Executor;
 pub use grants::GrantRequest;
 pub use options::ExecutorSetOptions;
 pub use output::{ExitStatus, Output};
+pub use prepared::PreparedProcess;
 pub use probe::{CgroupProbe, HostProbe, probe};
 pub use process::{
     LifetimeContainment, Process, ProcessAccess, ProcessAccessKind, ProcessActivity, ProcessActivityKind,
@@ -74,7 +79,7 @@ pub use sandbox_bundle::{
     ACCESS_VERSION, Access, CompileReport, Error, ErrorKind, Guarantees, Home, Isolation, Level, Profile,
     ProfileConfig, ReportEntry, RootAccess, Settings, Status, check_invariants, restrict,
 };
-pub use set::{Executor, ExecutorSet, PreparedProcess};
+pub use set::ExecutorSet;
 
 static INIT_CALLED: AtomicBool = AtomicBool::new(false);
 

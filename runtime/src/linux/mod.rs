@@ -1,0 +1,229 @@
+//! The facade's side of the Linux container backend: one [`LinuxBackend`] per executor set.
+//! `probe` measures what holds on this host and turns it into level, guarantees and report;
+//! `request` compiles a spawn and builds the helper's request and cgroup limits; `spawn` runs
+//! one spawn through a helper (its phases, the waits for its start and end); `warm` keeps
+//! containers built ahead per spawn shape; `sweep` removes what containers and dead sets left.
+
+mod probe;
+mod request;
+mod spawn;
+mod sweep;
+mod warm;
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sandbox_bundle::{Bundle, Error, GrantDeltas, Profile, rootfs_key, write_rootfs};
+use sandbox_linux::CgroupLayout;
+
+use crate::{Deadline, ExecutorSetOptions, fsutil};
+
+use probe::Probe;
+use request::inotify_bound;
+use spawn::Launched;
+use warm::{Warm, shape_key};
+
+pub(crate) use request::configured_cgroup_parent;
+pub(crate) use spawn::setup_failed;
+pub(crate) use sweep::sweep_set_containers;
+
+/// The Linux backend of one executor set.
+#[derive(Debug)]
+pub(crate) struct LinuxBackend {
+    state_root: PathBuf,
+    bundles: PathBuf,
+    scratch_root: PathBuf,
+    uid: u32,
+    gid: u32,
+    layout: CgroupLayout,
+    cgroup_parent: Option<String>,
+    pids_max: u32,
+    memory_max: Option<u64>,
+    /// CPU weight (cgroup v2 units) and optional bound (thousandths of a CPU) of every spawn.
+    cpu_weight: u16,
+    cpu_max_millicpus: Option<u32>,
+    /// The parent was chosen by the library (`/sandbox` as root): its own CPU weight is then
+    /// set too, since it is the parent's weight that competes with the host's processes.
+    own_parent: bool,
+    /// The run's inotify bound (instances, watches), set in its user namespace.
+    inotify: (u64, u64),
+    tag: String,
+    counter: AtomicU64,
+    /// The warm helper that forks one worker per spawn.
+    zygote: sandbox_linux::Zygote,
+    /// `<set>/rootfs`: one prepared rootfs skeleton per mount shape (see `rootfs_key`).
+    skeletons: PathBuf,
+    prepared: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Warm containers by spawn shape (see `shape_key`): built ahead, waiting for a process.
+    warm: std::sync::Mutex<Warm>,
+    pub probe: Probe,
+}
+
+/// One spawn's inputs beyond the profile.
+pub(crate) struct SpawnInput<'a> {
+    pub tty: bool,
+    pub grants: GrantDeltas,
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub home_dir: Option<&'a Path>,
+    pub temp_dir: &'a Path,
+}
+
+impl LinuxBackend {
+    /// Selects and probes the backend for a set whose directory is `set_dir`.
+    pub fn new(dl: &Deadline, profile: &Profile, options: &ExecutorSetOptions, set_dir: &Path) -> Result<Self, Error> {
+        let uid = nix::unistd::getuid().as_raw();
+        let gid = nix::unistd::getgid().as_raw();
+        let layout = CgroupLayout::detect();
+        let own_parent = options.cgroup_parent.is_none() && uid == 0;
+        let cgroup_parent = configured_cgroup_parent(options);
+        if cgroup_parent.is_none() {
+            return Err(Error::SandboxUnavailable {
+                detail: String::from(
+                    "running as a non-root user needs a writable (delegated) cgroup subtree: create one as root, \
+                     chown it to this user, and pass it as cgroup_parent",
+                ),
+            });
+        }
+        // The parent is not recorded in the set directory: a sweep uses its own configured
+        // parent, never a file of the scratch root (issue 12, class 6).
+        let state_root = set_dir.join("state");
+        let bundles = set_dir.join("bundles");
+        let skeletons = set_dir.join("rootfs");
+        for d in [&state_root, &bundles, &skeletons] {
+            std::fs::create_dir(d).map_err(|e| Error::io(format!("creating {}", d.display()), e))?;
+        }
+        let mut backend = LinuxBackend {
+            state_root,
+            bundles,
+            scratch_root: options.scratch_root.clone(),
+            uid,
+            gid,
+            layout,
+            cgroup_parent,
+            pids_max: options.pids_max,
+            memory_max: options.memory_max,
+            cpu_weight: options.cpu_weight,
+            cpu_max_millicpus: options.cpu_max_millicpus,
+            own_parent,
+            inotify: inotify_bound(),
+            tag: fsutil::random_hex(4)?,
+            counter: AtomicU64::new(0),
+            zygote: sandbox_linux::Zygote::new(),
+            skeletons,
+            prepared: std::sync::Mutex::default(),
+            warm: std::sync::Mutex::default(),
+            probe: Probe::unmeasured(),
+        };
+        backend.probe = backend.measure(dl, profile, set_dir)?;
+        Ok(backend)
+    }
+
+    /// Compiles the spawn and starts it with the given stdio: in the warm container of its shape
+    /// when one waits (it then only needs the process), else through a fresh helper; either way
+    /// a warm container for the next spawn of this shape is prepared meanwhile. The container
+    /// may not run yet: [`LinuxBackend::wait_started`] waits for it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch(
+        &self,
+        dl: &Deadline,
+        profile: &Profile,
+        input: &SpawnInput<'_>,
+        stdin: OwnedFd,
+        stdout: OwnedFd,
+        stderr: OwnedFd,
+        require: bool,
+    ) -> Result<Launched, Error> {
+        dl.check(&[])?;
+        check_identities(profile)?;
+        // Grant spawns (single-use shapes) and PTY spawns (the terminal is made by the runtime)
+        // always get a fresh container; so does the probe.
+        let warmable = require && !input.tty && input.grants == GrantDeltas::default();
+        if !warmable {
+            return self.launch_fresh(dl, profile, input, [stdin, stdout, stderr], require, false, None);
+        }
+        let t0 = sandbox_linux::protocol::monotonic_us();
+        let id = self.next_id();
+        let bundle = self.compile(profile, input, &id)?;
+        let key = shape_key(&bundle)?;
+        let waiting = self.take_warm(&key);
+        let stdio = [stdin, stdout, stderr];
+        let launched = match waiting {
+            Some(warm) => match self.go_warm(warm, &bundle, dl, &stdio) {
+                Ok(mut launched) => {
+                    launched.marks.insert(0, ("call", t0));
+                    launched
+                }
+                Err(why) => {
+                    tracing::debug!(reason = %why, "the warm container was not used; starting a fresh one");
+                    self.launch_fresh(dl, profile, input, stdio, require, false, Some((id, bundle)))?
+                }
+            },
+            None => self.launch_fresh(dl, profile, input, stdio, require, false, Some((id, bundle)))?,
+        };
+        self.prewarm(profile, input, &key);
+        Ok(launched)
+    }
+
+    /// A fresh container id.
+    fn next_id(&self) -> String {
+        format!("sbx-{}-{}", self.tag, self.counter.fetch_add(1, Ordering::SeqCst))
+    }
+
+    /// The prepared rootfs skeleton for `bundle`'s mount shape, made on first use.
+    fn skeleton(&self, bundle: &Bundle) -> Result<PathBuf, Error> {
+        let key = rootfs_key(bundle);
+        let dir = self.skeletons.join(&key);
+        let mut prepared = self.prepared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !prepared.contains(&key) {
+            let _ = fsutil::remove_tree(&dir);
+            std::fs::create_dir(&dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+            write_rootfs(bundle, &dir)?;
+            prepared.insert(key);
+        }
+        Ok(dir.join("rootfs"))
+    }
+}
+
+impl Drop for LinuxBackend {
+    fn drop(&mut self) {
+        // Warm containers first: their helpers end when their control sockets close, and the
+        // zygote waits for its helpers.
+        self.settle();
+    }
+}
+
+/// Issue 12, class 1: before a container is built, the workspace, every root and every pinned
+/// ancestor must still be the directory the profile recorded, reached without any symlink. A
+/// difference fails the spawn (`InvalidProfile`: the profile no longer describes the disk; make
+/// a new one if the change was intended), never widens it. The init checks the mounts again
+/// (`sandbox.identities`), which closes the window between this check and the runtime's binds.
+pub(crate) fn check_identities(profile: &Profile) -> Result<(), Error> {
+    use sandbox_bundle::IdentityRole;
+    for i in profile.identities() {
+        let what = match i.role {
+            IdentityRole::Workspace => "workspace_root",
+            IdentityRole::Root => "additional_roots",
+            IdentityRole::Pin => "additional_roots (an ancestor pinned for a nested root)",
+        };
+        let now = sandbox_linux::TargetHandle::open(&i.path).and_then(|h| h.identity());
+        let detail = match now {
+            Ok(id) if id == (i.dev, i.ino) => continue,
+            Ok((dev, ino)) => format!(
+                "{what}: {} is not the directory the profile was made with (device {dev} inode {ino}, expected \
+                 device {} inode {}); make a new profile if the change is intended",
+                i.path.display(),
+                i.dev,
+                i.ino
+            ),
+            Err(e) => format!(
+                "{what}: {} cannot be reached as the profile recorded it (opened without following symlinks): {e}",
+                i.path.display()
+            ),
+        };
+        return Err(Error::InvalidProfile { detail });
+    }
+    Ok(())
+}

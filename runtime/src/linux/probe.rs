@@ -1,0 +1,444 @@
+//! The probe container's measurements and what they make of a profile: level, guarantees and
+//! the report, and whether a grant can be enforced.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use sandbox_bundle::{Access, CompileReport, Error, GrantDeltas, Guarantees, Level, Profile, ReportEntry, Status};
+use sandbox_linux::protocol::Measured;
+
+use crate::output::ExitStatus;
+use crate::{Deadline, fsutil};
+
+use super::{LinuxBackend, SpawnInput};
+
+/// What the probe container measured on this host, once per set.
+#[derive(Clone, Debug)]
+pub(crate) struct Probe {
+    pub landlock: Landlock,
+    pub landlock_abi: u32,
+    pub seccomp: bool,
+    pub loopback: Option<bool>,
+    pub loopback_error: Option<String>,
+    pub limits: Result<String, String>,
+}
+
+/// How much of its Landlock ruleset the probe container got in force.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Landlock {
+    /// Every filesystem right of the kernel's ABI handled.
+    Full,
+    /// Some rights could not be handled.
+    Partial,
+    /// No ruleset in force (or nothing measured).
+    None,
+}
+
+impl Landlock {
+    /// The helper's measurement (absent: not measured, so nothing is claimed).
+    fn from_measured(measured: Option<sandbox_linux::protocol::LandlockStatus>) -> Landlock {
+        use sandbox_linux::protocol::LandlockStatus;
+        match measured {
+            Some(LandlockStatus::Full) => Landlock::Full,
+            Some(LandlockStatus::Partial) => Landlock::Partial,
+            Some(LandlockStatus::None) | None => Landlock::None,
+        }
+    }
+}
+
+impl std::fmt::Display for Landlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Landlock::Full => "full",
+            Landlock::Partial => "partial",
+            Landlock::None => "none",
+        })
+    }
+}
+
+impl Probe {
+    /// Nothing measured yet: no layer and no limit claimed.
+    pub(super) fn unmeasured() -> Probe {
+        Probe {
+            landlock: Landlock::None,
+            landlock_abi: 0,
+            seccomp: false,
+            loopback: None,
+            loopback_error: None,
+            limits: Err(String::from("not probed")),
+        }
+    }
+}
+
+impl LinuxBackend {
+    /// The probe: runs the profile's own bundle with nothing required and sees what holds.
+    pub(super) fn measure(&self, dl: &Deadline, profile: &Profile, set_dir: &Path) -> Result<Probe, Error> {
+        let probe_tmp = fsutil::private_dir(set_dir, "probe-tmp-")?;
+        let input = SpawnInput {
+            tty: false,
+            grants: GrantDeltas::default(),
+            argv: vec![String::from("/bin/sh"), String::from("-c"), String::from("exit 0")],
+            cwd: profile.workspace_root().to_path_buf(),
+            env: vec![(String::from("PATH"), String::from("/usr/bin:/bin"))],
+            home_dir: None,
+            temp_dir: &probe_tmp,
+        };
+        let never = AtomicBool::new(false);
+        let result = self.spawn(dl, profile, &input, None, &never, false);
+        let _ = fsutil::remove_tree(&probe_tmp);
+        let (output, measured) = match result {
+            Ok(r) => r,
+            Err(e @ (Error::DeadlineExceeded { .. } | Error::Cancelled { .. })) => return Err(e),
+            Err(e) => {
+                return Err(Error::SandboxUnavailable {
+                    detail: format!(
+                        "the probe container could not run (it needs user namespaces, recursive read-only \
+                         mounts from Linux 5.12 on, and a writable cgroup parent): {e}"
+                    ),
+                });
+            }
+        };
+        if output.status != ExitStatus::Code(0) {
+            return Err(Error::SandboxUnavailable {
+                detail: format!(
+                    "the probe container ran but its shell failed ({:?}): {}",
+                    output.status,
+                    String::from_utf8_lossy(&output.bytes).trim()
+                ),
+            });
+        }
+        Ok(Probe {
+            landlock: Landlock::from_measured(measured.landlock),
+            landlock_abi: measured.landlock_abi,
+            seccomp: measured.seccomp == 2,
+            loopback: measured.loopback,
+            loopback_error: measured.loopback_error.clone(),
+            limits: self.check_readback(&measured),
+        })
+    }
+
+    fn check_readback(&self, measured: &Measured) -> Result<String, String> {
+        let limits = self.limits("probe");
+        if limits.is_empty() {
+            return Err(String::from("no cgroup parent"));
+        }
+        for (limit, read) in limits.iter().zip(measured.readback.iter().chain(std::iter::repeat(&None))) {
+            if !read.as_deref().is_some_and(|r| limit.holds(r)) {
+                let name = limit.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let cpu = if name.starts_with("cpu.") {
+                    " (the cpu controller must be enabled and delegated in the cgroup parent)"
+                } else {
+                    ""
+                };
+                return Err(format!("{} read back as {read:?}, expected {}{cpu}", limit.file.display(), limit.value));
+            }
+        }
+        let mut detail = format!("pids.max {}", self.pids_max);
+        if let Some(want) = self.memory_max {
+            detail.push_str(&format!(", memory {want} bytes"));
+        }
+        if let Some(e) = &measured.inotify_error {
+            return Err(format!("the inotify bound could not be set: {e}"));
+        }
+        detail.push_str(&self.cpu_detail());
+        detail.push_str(&format!(
+            ", inotify {} instances and {} watches per run (its user namespace's own bound; the host's \
+             per-uid limits are shared by every run of this uid)",
+            self.inotify.0, self.inotify.1
+        ));
+        Ok(format!("{detail} (cgroup under {})", self.cgroup_parent.as_deref().unwrap_or("?")))
+    }
+
+    /// The CPU part of the resource-limits detail.
+    fn cpu_detail(&self) -> String {
+        let parent = self.cgroup_parent.as_deref().unwrap_or("?");
+        let mut detail = format!(", cpu weight {} (a host process has 100)", self.cpu_weight);
+        if self.own_parent {
+            detail.push_str(&format!(" on each spawn and on {parent}, which all spawns share"));
+        } else {
+            let file = self.layout.cpu_files(parent).0;
+            let read =
+                std::fs::read_to_string(&file).map_or_else(|_| String::from("unreadable"), |t| t.trim().to_owned());
+            let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            detail.push_str(&format!(
+                " on each spawn, among its siblings: against the host, the weight of the caller's {parent} counts \
+                 (its {name}: {read})"
+            ));
+        }
+        if let Some(m) = self.cpu_max_millicpus {
+            detail.push_str(&format!(", cpu max {}.{:03} cpus", m / 1000, m % 1000));
+        }
+        detail
+    }
+
+    /// A broad network grant needs Landlock's TCP rules (ABI 4) and abstract unix scoping (ABI 6)
+    /// in force.
+    pub fn broad_grants_enforceable(&self) -> bool {
+        self.probe.landlock == Landlock::Full && self.probe.landlock_abi >= 6
+    }
+
+    /// Whether a spawn compiled with one filesystem grant binds its target as granted.
+    pub fn grant_enforced(
+        &self,
+        profile: &Profile,
+        input: &SpawnInput<'_>,
+        write: bool,
+        target: &str,
+    ) -> Result<(), String> {
+        let bundle = self.compile(profile, input, "grant-check").map_err(|e| e.to_string())?;
+        let ok = |m: &sandbox_bundle::PlannedMount| {
+            use sandbox_bundle::MountKind as K;
+            if write {
+                matches!(m.kind, K::ReadWrite | K::WriteOnly)
+            } else {
+                matches!(m.kind, K::ReadOnly | K::ReadWrite)
+            }
+        };
+        let granted = if target == "host:*" {
+            bundle.plan.mounts.iter().any(|m| m.origin == sandbox_bundle::Origin::HostEntry && ok(m))
+        } else {
+            bundle.plan.mounts.iter().any(|m| m.destination == Path::new(target) && ok(m))
+        };
+        if granted {
+            Ok(())
+        } else {
+            Err(format!("this backend cannot give {target} what the grant opens here (see the write-boundary report)"))
+        }
+    }
+
+    /// The measured level, guarantees and report for `profile` (policy entries from a
+    /// reference compile of the executor's own spawn shape).
+    pub fn assess(
+        &self,
+        profile: &Profile,
+        policy: &[ReportEntry],
+        env_detail: String,
+    ) -> (Level, Guarantees, CompileReport) {
+        let p = &self.probe;
+        let network = profile.config().network;
+        let landlock_full = p.landlock == Landlock::Full;
+        let guarantees = Guarantees {
+            process_boundary: true,
+            write_boundary: true,
+            read_boundary: true,
+            env_scrub: true,
+            network_boundary: network != Access::Allow,
+            address_network: false,
+            resource_limits: p.limits.is_ok(),
+            target_network: false,
+        };
+        let level = if landlock_full && p.seccomp { Level::Full } else { Level::Degraded };
+        let mut r = CompileReport::default();
+        r.set(ReportEntry::new(
+            "process-boundary",
+            Status::Enforced,
+            "user, mount, pid, ipc, uts and cgroup namespaces; network namespace unless network is allowed",
+        ));
+        for e in policy.iter().filter(|e| e.feature != "runtime-closure") {
+            r.set(e.clone());
+        }
+        r.set(ReportEntry::new("env-scrub", Status::Enforced, env_detail));
+        let (network_extra, unix) =
+            sandbox_bundle::unix_sockets_entry(network == Access::Allow, profile.config().unix_sockets, p.seccomp);
+        r.set(if network == Access::Allow {
+            ReportEntry::new("network-boundary", Status::Vacuous, "network is allowed")
+        } else {
+            let base = if p.seccomp {
+                "private network namespace with only lo; vsock refused by seccomp"
+            } else {
+                "private network namespace with only lo"
+            };
+            ReportEntry::new(
+                "network-boundary",
+                Status::Enforced,
+                network_extra.map_or_else(|| base.to_owned(), |extra| format!("{base}; {extra}")),
+            )
+        });
+        r.set(unix);
+        r.set(match p.loopback {
+            _ if network == Access::Allow => ReportEntry::new("loopback", Status::Vacuous, "host network namespace"),
+            Some(true) => ReportEntry::new("loopback", Status::Enforced, "lo is up in the private namespace"),
+            _ => ReportEntry::new(
+                "loopback",
+                Status::Unenforced,
+                format!(
+                    "lo could not be raised ({}): localhost does not work inside",
+                    p.loopback_error.as_deref().unwrap_or("unknown reason")
+                ),
+            ),
+        });
+        r.set(if network != Access::Allow {
+            ReportEntry::new("abstract-unix", Status::Vacuous, "private network namespace")
+        } else if p.landlock_abi >= 6 && landlock_full {
+            ReportEntry::new("abstract-unix", Status::Enforced, "landlock scopes abstract unix sockets to the sandbox")
+        } else {
+            ReportEntry::new(
+                "abstract-unix",
+                Status::Unenforced,
+                format!("host abstract unix sockets stay reachable: landlock abi {} < 6", p.landlock_abi),
+            )
+        });
+        r.set(if landlock_full {
+            ReportEntry::new(
+                "landlock",
+                Status::Enforced,
+                format!("abi {}, every filesystem right of this abi handled", p.landlock_abi),
+            )
+        } else {
+            ReportEntry::new(
+                "landlock",
+                Status::Unenforced,
+                format!(
+                    "ruleset {} (kernel abi {}): the mount view alone holds the boundaries",
+                    p.landlock, p.landlock_abi
+                ),
+            )
+        });
+        r.set(if p.seccomp {
+            ReportEntry::new("seccomp", Status::Enforced, "filter installed by the sandbox init (Seccomp: 2)")
+        } else {
+            ReportEntry::new("seccomp", Status::Unenforced, "the filter could not be installed")
+        });
+        r.set(match &p.limits {
+            Ok(detail) => ReportEntry::new("resource-limits", Status::Enforced, detail.clone()),
+            Err(why) => ReportEntry::new(
+                "resource-limits",
+                Status::Unenforced,
+                format!("{why}; delegate a writable cgroup subtree and pass it as cgroup_parent"),
+            ),
+        });
+        if let Some(c) = policy.iter().find(|e| e.feature == "runtime-closure") {
+            r.set(c.clone());
+        }
+        (level, guarantees, r)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::panic)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::atomic::AtomicU64;
+
+    use sandbox_linux::CgroupLayout;
+
+    use super::*;
+
+    fn backend(limits: Result<String, String>, landlock: Landlock, seccomp: bool) -> LinuxBackend {
+        LinuxBackend {
+            state_root: PathBuf::from("/nonexistent/state"),
+            bundles: PathBuf::from("/nonexistent/bundles"),
+            scratch_root: PathBuf::from("/nonexistent"),
+            uid: 1000,
+            gid: 1000,
+            layout: CgroupLayout::V2,
+            cgroup_parent: None,
+            pids_max: 4096,
+            memory_max: None,
+            cpu_weight: crate::options::DEFAULT_CPU_WEIGHT,
+            cpu_max_millicpus: None,
+            own_parent: false,
+            inotify: (16, 8192),
+            tag: String::from("t"),
+            counter: AtomicU64::new(0),
+            zygote: sandbox_linux::Zygote::new(),
+            skeletons: PathBuf::from("/nonexistent/rootfs"),
+            prepared: std::sync::Mutex::default(),
+            warm: std::sync::Mutex::default(),
+            probe: Probe {
+                landlock,
+                landlock_abi: if landlock == Landlock::Full { 7 } else { 0 },
+                seccomp,
+                loopback: Some(true),
+                loopback_error: None,
+                limits,
+            },
+        }
+    }
+
+    fn profile() -> Profile {
+        Profile::new(sandbox_bundle::ProfileConfig {
+            workspace_root: PathBuf::from("/"),
+            workspace_read: Access::Allow,
+            command: Access::Allow,
+            ..sandbox_bundle::ProfileConfig::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn limits_that_did_not_read_back_are_not_claimed_and_the_report_names_the_fix() {
+        let b = backend(Err(String::from("no cgroup parent")), Landlock::Full, true);
+        let (level, g, report) = b.assess(&profile(), &[], String::from("env"));
+        assert!(!g.resource_limits);
+        assert_eq!(level, Level::Full, "limits never change the level");
+        let entry = report.get("resource-limits").unwrap_or_else(|| panic!("no entry"));
+        assert_eq!(entry.status, Status::Unenforced);
+        assert!(entry.detail.contains("cgroup_parent"), "{}", entry.detail);
+        let b = backend(Ok(String::from("pids.max 4096")), Landlock::Full, true);
+        assert!(b.assess(&profile(), &[], String::from("env")).1.resource_limits);
+    }
+
+    #[test]
+    fn the_unix_sockets_entry_says_what_is_reachable() {
+        let config = |unix_sockets, network| {
+            Profile::new(sandbox_bundle::ProfileConfig {
+                workspace_root: PathBuf::from("/"),
+                workspace_read: Access::Allow,
+                command: Access::Allow,
+                network,
+                unix_sockets,
+                ..sandbox_bundle::ProfileConfig::default()
+            })
+            .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let cases = [
+            (Access::Deny, Access::Deny, true, Status::Enforced, false),
+            (Access::Allow, Access::Deny, true, Status::Widened, true),
+            (Access::Deny, Access::Deny, false, Status::Unenforced, true),
+            (Access::Deny, Access::Allow, true, Status::Vacuous, false),
+        ];
+        for (unix, network, seccomp, want, caveat) in cases {
+            let b = backend(Ok(String::from("x")), Landlock::Full, seccomp);
+            let (_, g, report) = b.assess(&config(unix, network), &[], String::from("env"));
+            let entry = report.get("unix-sockets").unwrap_or_else(|| panic!("no unix-sockets entry"));
+            assert_eq!(entry.status, want, "{unix:?} {network:?} seccomp {seccomp}: {entry:?}");
+            if want != Status::Enforced {
+                assert!(
+                    entry.detail.contains("path-named unix sockets in readable areas are connectable"),
+                    "{entry:?}"
+                );
+            }
+            let net = report.get("network-boundary").unwrap_or_else(|| panic!("no network-boundary entry"));
+            assert_eq!(net.detail.contains("unix sockets"), caveat, "{net:?}");
+            assert_eq!(g.network_boundary, network != Access::Allow);
+        }
+    }
+
+    #[test]
+    fn the_landlock_status_reads_and_shows_the_helpers_words() {
+        use sandbox_linux::protocol::LandlockStatus;
+        let cases = [
+            (Some(LandlockStatus::Full), Landlock::Full, "full"),
+            (Some(LandlockStatus::Partial), Landlock::Partial, "partial"),
+            (Some(LandlockStatus::None), Landlock::None, "none"),
+            (None, Landlock::None, "none"),
+        ];
+        for (measured, want, shown) in cases {
+            let got = Landlock::from_measured(measured);
+            assert_eq!(got, want);
+            assert_eq!(got.to_string(), shown);
+        }
+    }
+
+    #[test]
+    fn a_missing_layer_degrades_the_level_and_says_so() {
+        for (landlock, seccomp, feature) in [(Landlock::None, true, "landlock"), (Landlock::Full, false, "seccomp")] {
+            let b = backend(Ok(String::from("x")), landlock, seccomp);
+            let (level, g, report) = b.assess(&profile(), &[], String::from("env"));
+            assert_eq!(level, Level::Degraded);
+            assert!(g.read_boundary && g.write_boundary, "the mount view still holds");
+            assert_eq!(report.get(feature).map(|e| e.status), Some(Status::Unenforced));
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! A spawn's bundle, the helper's request for it, and the cgroup paths and limits of its
+//! container.
+
+use std::path::Path;
+
+use sandbox_bundle::{Bundle, Error, HostView, Launch, Profile, SpawnContext, compile};
+use sandbox_linux::protocol::{Limit, Request};
+
+use crate::ExecutorSetOptions;
+
+use super::probe::Landlock;
+use super::{LinuxBackend, SpawnInput};
+
+impl LinuxBackend {
+    /// Compiles the spawn (for the report or to run it).
+    pub fn compile(&self, profile: &Profile, input: &SpawnInput<'_>, id: &str) -> Result<Bundle, Error> {
+        let ctx = SpawnContext {
+            argv: input.argv.clone(),
+            cwd: input.cwd.clone(),
+            env: with_broad_dns(&input.env, input.grants.broad_port.is_some()),
+            tty: input.tty,
+            home_dir: input.home_dir.map(Path::to_path_buf),
+            temp_dir: input.temp_dir.to_path_buf(),
+            scratch_root: self.scratch_root.clone(),
+            other_scratch_roots: crate::registry::masked_roots(),
+            uid: self.uid,
+            gid: self.gid,
+            landlock: self.probe.landlock == Landlock::Full,
+            egress_route: false,
+            launch: Launch::Embedded {
+                cgroups_path: self.cgroup_path(id),
+                pids_max: (self.uid == 0).then_some(self.pids_max),
+                memory_max: self.memory_max.filter(|_| self.uid == 0),
+            },
+            grants: input.grants.clone(),
+        };
+        compile(profile, &ctx, &HostView::scan()).map_err(|e| match e {
+            Error::InvalidArgument { detail } => Error::Runtime { detail: format!("bundle: {detail}") },
+            other => other,
+        })
+    }
+
+    /// The helper's request for container `id` whose bundle is written in `dir`. With `require`
+    /// the probe's measurements become requirements (a spawn getting less fails).
+    pub(super) fn request(
+        &self,
+        id: &str,
+        dir: &Path,
+        bundle: &Bundle,
+        tty: bool,
+        require: bool,
+        warm: bool,
+    ) -> Request {
+        let private_net = !bundle.host_network;
+        Request {
+            bundle: dir.to_path_buf(),
+            id: id.to_owned(),
+            state_root: self.state_root.clone(),
+            rootless: self.uid != 0,
+            loopback: private_net,
+            require_loopback: require && private_net && self.probe.loopback == Some(true),
+            require_landlock: require && self.probe.landlock == Landlock::Full,
+            require_seccomp: require && self.probe.seccomp,
+            limits: self.limits(id),
+            require_limits: require && self.probe.limits.is_ok(),
+            inotify: Some(self.inotify),
+            tty,
+            warm,
+        }
+    }
+
+    pub(super) fn cgroup_path(&self, id: &str) -> Option<String> {
+        self.cgroup_parent.as_ref().map(|p| format!("{}/{id}", p.trim_end_matches('/')))
+    }
+
+    /// The spawn's cgroup limits. As root libcontainer applies them from `linux.resources`;
+    /// rootless the helper writes them itself (libcontainer's v1 manager would also write
+    /// device rules, which only root may).
+    pub(super) fn limits(&self, id: &str) -> Vec<Limit> {
+        let Some(path) = self.cgroup_path(id) else { return Vec::new() };
+        let (pids, memory) = self.layout.limit_files(&path);
+        let write = self.uid != 0;
+        let mut limits = vec![Limit { file: pids, value: u64::from(self.pids_max), write }];
+        if let Some(value) = self.memory_max {
+            limits.push(Limit { file: memory, value, write });
+        }
+        // CPU (issue 12, class 13): always written by the helper, as root too (libcontainer
+        // would convert an OCI `cpu.shares` into a different v2 weight). A spawn's weight only
+        // divides its parent's share among siblings: against the host's processes it is the
+        // parent's weight that counts, so the library's own parent gets the same weight.
+        let (weight_file, quota_file) = self.layout.cpu_files(&path);
+        let weight = self.layout.cpu_weight_value(self.cpu_weight);
+        limits.push(Limit { file: weight_file, value: weight, write: true });
+        if let Some(m) = self.cpu_max_millicpus {
+            limits.push(Limit { file: quota_file, value: u64::from(m) * 100, write: true });
+        }
+        if let (true, Some(parent)) = (self.own_parent, self.cgroup_parent.as_deref()) {
+            limits.push(Limit { file: self.layout.cpu_files(parent).0, value: weight, write: true });
+        }
+        limits
+    }
+}
+
+/// The cgroup parent a set with `options` uses: the configured one, else `/sandbox` as root,
+/// else none (rootless without a delegated subtree).
+pub(crate) fn configured_cgroup_parent(options: &ExecutorSetOptions) -> Option<String> {
+    match (&options.cgroup_parent, nix::unistd::getuid().as_raw()) {
+        (Some(p), _) => Some(p.to_string_lossy().into_owned()),
+        (None, 0) => Some(String::from("/sandbox")),
+        (None, _) => None,
+    }
+}
+
+/// inotify instances a run may hold (issue 12, class 10). The host allows each uid 128 by
+/// default (`fs.inotify.max_user_instances`), counted across every user namespace of that uid:
+/// a watcher or dev server uses one to a few, so 16 leave room for several in one run, and a set
+/// of up to 7 concurrent runs cannot take all of the uid's 128.
+pub(crate) const INOTIFY_INSTANCES: u64 = 16;
+
+/// The run's inotify bound: [`INOTIFY_INSTANCES`] instances, and a quarter of the host's
+/// per-uid watches (`fs.inotify.max_user_watches`; at least 1024, 8192 when unreadable), enough
+/// to watch a large tree while leaving most for the host.
+pub(super) fn inotify_bound() -> (u64, u64) {
+    let host = std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .unwrap_or(32_768);
+    (INOTIFY_INSTANCES, (host / 4).max(1024))
+}
+
+/// The environment of a broad-grant spawn gets `RES_OPTIONS=use-vc` (DNS over TCP, §10).
+fn with_broad_dns(env: &[(String, String)], broad: bool) -> Vec<(String, String)> {
+    let mut env = env.to_vec();
+    if broad {
+        match env.iter_mut().find(|(k, _)| k == "RES_OPTIONS") {
+            Some(slot) => slot.1 = String::from("use-vc"),
+            None => env.push((String::from("RES_OPTIONS"), String::from("use-vc"))),
+        }
+    }
+    env
+}

@@ -1,0 +1,47 @@
+//! Sweeping what containers and dead sets left: cgroups, runtime state and bundles.
+
+use std::path::Path;
+
+use sandbox_linux::CgroupLayout;
+
+use super::LinuxBackend;
+
+impl LinuxBackend {
+    /// Sweeps the cgroup and state container `id` left; says how that went, for an error's
+    /// detail.
+    pub(super) fn sweep_leftovers(&self, id: &str) -> String {
+        let swept = sandbox_linux::sweep_container(
+            self.layout,
+            self.cgroup_path(id).as_deref(),
+            Some(&self.state_root.join(id)),
+        );
+        swept.map_or_else(|e| format!("; sweep: {e}"), |()| String::from("; leftovers swept"))
+    }
+}
+
+/// Sweeps what a set left on Linux: the containers of its state directory, before the set
+/// directory itself is removed. Nothing of the set directory decides what is killed (issue 12,
+/// class 6): the cgroup parent is `parent`, the sweeping set's own configured one (a dead set
+/// made under another parent is not killed in, only removed), entries are used only when their
+/// names have the form of this library's container ids, and `sweep_container` kills only in
+/// cgroups it verifies (cgroup filesystem, this uid, no symlink, normal path).
+pub(crate) fn sweep_set_containers(set_dir: &Path, parent: Option<&str>) {
+    let layout = CgroupLayout::detect();
+    let state = set_dir.join("state");
+    if !std::fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir()) {
+        return;
+    }
+    for entry in std::fs::read_dir(&state).into_iter().flatten().flatten() {
+        let Some(id) = entry.file_name().to_str().map(str::to_owned) else { continue };
+        if !sandbox_linux::is_container_id(&id) {
+            tracing::warn!(set = %set_dir.display(), ?id, "sweep: not a container id of this library, ignored");
+            continue;
+        }
+        let cgroup = parent.map(|p| format!("{}/{id}", p.trim_end_matches('/')));
+        // The state directory goes with the set directory (removed by descriptor, never
+        // following a symlink): nothing is removed through a path here.
+        if let Err(e) = sandbox_linux::sweep_container(layout, cgroup.as_deref(), None) {
+            tracing::warn!(set = %set_dir.display(), %id, "sweep: {e}");
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! The warm pool: containers built ahead per spawn shape, waiting for a process.
+
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use sandbox_bundle::{Bundle, Error, GrantDeltas, Profile};
+use sandbox_linux::WaitError;
+use sandbox_linux::protocol::Event;
+
+use crate::Deadline;
+
+use super::spawn::{Launched, NoEvent, Phase, wait_event};
+use super::{LinuxBackend, SpawnInput};
+
+/// The warm containers of a set, and whether the set has settled (no more are made).
+#[derive(Debug, Default)]
+pub(super) struct Warm {
+    ready: HashMap<String, std::collections::VecDeque<Launched>>,
+    /// Shapes spawned at least once: only a shape seen before gets a warm container, so a
+    /// one-shot set (the CLI) never builds one it would not use.
+    seen: std::collections::HashSet<String>,
+    settled: bool,
+}
+
+/// At most this many warm containers wait at once in a set.
+const MAX_WARM: usize = 8;
+
+/// Warm containers kept per spawn shape: two, so that calls fired back to back find one ready
+/// while the next is still being built.
+const WARM_PER_SHAPE: usize = 2;
+
+impl LinuxBackend {
+    /// A warm container of `key`'s shape, if one waits.
+    pub(super) fn take_warm(&self, key: &str) -> Option<Launched> {
+        let mut warm = self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        warm.ready.get_mut(key).and_then(std::collections::VecDeque::pop_front)
+    }
+
+    /// Hands a warm container its process (waiting for it to be ready, within the deadline and
+    /// 10 s). Err: why the warm container was not used (it is torn down; start fresh instead).
+    pub(super) fn go_warm(
+        &self,
+        mut warm: Launched,
+        bundle: &Bundle,
+        dl: &Deadline,
+        stdio: &[OwnedFd; 3],
+    ) -> Result<Launched, WarmMiss> {
+        let limit = Instant::now() + Duration::from_secs(10);
+        let miss = |warm: &mut Launched, why: WarmMiss| {
+            self.abandon(warm, &why.to_string());
+            why
+        };
+        if let Some(request) = warm.take_request() {
+            if warm.running.send_request(&request).is_err() {
+                return Err(miss(&mut warm, WarmMiss::HelperGone));
+            }
+        }
+        if !matches!(warm.phase, Phase::Ready) {
+            let ready = wait_event(
+                &mut warm.running,
+                |_| if dl.check(&[]).is_err() || Instant::now() >= limit { Err(()) } else { Ok(Some(limit)) },
+                |event| Some(matches!(event, Event::Ready)),
+            );
+            match ready {
+                Ok(true) => warm.phase = Phase::Ready,
+                Err(NoEvent::Stopped(()) | NoEvent::TimedOut) => return Err(miss(&mut warm, WarmMiss::NotReady)),
+                Ok(false) | Err(NoEvent::Died | NoEvent::Helper(_) | NoEvent::Unread) => {
+                    return Err(miss(&mut warm, WarmMiss::Failed));
+                }
+            }
+        }
+        let process = bundle.spec.process().as_ref().map(|p| sandbox_linux::protocol::GoProcess {
+            args: p.args().clone().unwrap_or_default(),
+            env: p.env().clone().unwrap_or_default(),
+            cwd: p.cwd().display().to_string(),
+        });
+        let Some(process) = process else {
+            return Err(miss(&mut warm, WarmMiss::NoProcess));
+        };
+        if !warm.running.helper_alive() {
+            return Err(miss(&mut warm, WarmMiss::HelperGone));
+        }
+        if let Err(e) = warm.running.go(process, stdio) {
+            return Err(miss(&mut warm, WarmMiss::Handover(e)));
+        }
+        warm.marks.push(("go-sent", sandbox_linux::protocol::monotonic_us()));
+        // The first answer tells whether the helper took the process. One that died without
+        // reading it started nothing, so a fresh container may run the process instead; any
+        // other failure is the run's (the workload may have started).
+        warm.phase = match warm.running.next_event(Some(limit)) {
+            Ok(Event::Started { .. }) => {
+                warm.marks.push(("started-event", sandbox_linux::protocol::monotonic_us()));
+                Phase::Started
+            }
+            Ok(Event::Finished { outcome, measured, teardown }) => Phase::Finished((outcome, measured, teardown)),
+            Err(WaitError::Unread) => return Err(miss(&mut warm, WarmMiss::DiedUnread)),
+            Ok(Event::Ready) | Err(WaitError::Timeout | WaitError::Helper(_)) => Phase::Lost,
+        };
+        Ok(warm)
+    }
+
+    /// Keeps [`WARM_PER_SHAPE`] warm containers ready for the next spawns of `key`'s shape,
+    /// unless this is the shape's first spawn, the set is settling, or [`MAX_WARM`] wait in
+    /// all. Their placeholder process (`/bin/true`) never runs: an unused warm container is torn
+    /// down without starting it.
+    pub(super) fn prewarm(&self, profile: &Profile, input: &SpawnInput<'_>, key: &str) {
+        let mut warm = self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if warm.seen.insert(key.to_owned()) {
+            return;
+        }
+        loop {
+            let total: usize = warm.ready.values().map(std::collections::VecDeque::len).sum();
+            let here = warm.ready.get(key).map_or(0, std::collections::VecDeque::len);
+            if warm.settled || here >= WARM_PER_SHAPE {
+                return;
+            }
+            if total >= MAX_WARM {
+                // Shapes come and go (another set's scratch root masked or not, class 7): a
+                // warm container of another shape makes room, unused (dropping its control
+                // socket lets its worker tear it down).
+                let other = warm.ready.iter_mut().find(|(k, q)| k.as_str() != key && !q.is_empty());
+                let Some(evicted) = other.and_then(|(_, q)| q.pop_front()) else { return };
+                drop(evicted);
+                warm.ready.retain(|_, q| !q.is_empty());
+                continue;
+            }
+            let null = || std::fs::File::open("/dev/null").map(OwnedFd::from);
+            let Ok(stdio) = (|| Ok::<_, std::io::Error>([null()?, null()?, null()?]))() else { return };
+            let shape = SpawnInput {
+                tty: false,
+                grants: GrantDeltas::default(),
+                argv: vec![String::from("/bin/true")],
+                cwd: input.cwd.clone(),
+                env: input.env.clone(),
+                home_dir: input.home_dir,
+                temp_dir: input.temp_dir,
+            };
+            match self.launch_fresh(&Deadline::none(), profile, &shape, stdio, true, true, None) {
+                Ok(launched) if launched.shape() == Some(key) => {
+                    warm.ready.entry(key.to_owned()).or_default().push_back(launched);
+                }
+                Ok(mut other) => {
+                    self.abandon(&mut other, "the warm container's shape differs");
+                    return;
+                }
+                Err(e) => {
+                    tracing::debug!("no warm container: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Lets the warm containers prepared meanwhile be built: their helpers get their requests
+    /// once a spawn has ended, so the builds run while the caller uses its result.
+    pub(super) fn release_warm(&self) {
+        let mut warm = self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for queue in warm.ready.values_mut() {
+            queue.retain_mut(|w| match w.take_request() {
+                Some(request) => w.running.send_request(&request).is_ok(),
+                None => true,
+            });
+        }
+    }
+
+    /// Ends the zygote once every run is over, waiting for the workers still removing their
+    /// containers' cgroups, state and bundles.
+    pub fn settle(&self) {
+        let waiting = {
+            let mut warm = self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            warm.settled = true;
+            std::mem::take(&mut warm.ready)
+        };
+        // Dropping a warm container's control socket lets its worker tear it down unused.
+        drop(waiting);
+        if !self.zygote.shutdown(Duration::from_secs(10)) {
+            tracing::warn!("the helper zygote did not finish within 10 s; the set sweeps what is left");
+        }
+    }
+}
+
+/// Why a warm container was not used: it is torn down, and the spawn starts fresh.
+#[derive(Debug)]
+pub(super) enum WarmMiss {
+    /// Its helper was gone before it got its request or its process.
+    HelperGone,
+    /// It was not ready within the deadline and 10 s.
+    NotReady,
+    /// It failed before it was used.
+    Failed,
+    /// The compiled spawn has no process.
+    NoProcess,
+    /// Handing over the process failed.
+    Handover(std::io::Error),
+    /// Its helper died before it read its process (which therefore never started).
+    DiedUnread,
+}
+
+impl std::fmt::Display for WarmMiss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WarmMiss::HelperGone => f.write_str("the warm container's helper is gone"),
+            WarmMiss::NotReady => f.write_str("the warm container was not ready in time"),
+            WarmMiss::Failed => f.write_str("the warm container failed before it was used"),
+            WarmMiss::NoProcess => f.write_str("no process"),
+            WarmMiss::Handover(e) => write!(f, "handing over the process: {e}"),
+            WarmMiss::DiedUnread => f.write_str("the warm container's helper died before it read its process"),
+        }
+    }
+}
+
+impl std::error::Error for WarmMiss {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WarmMiss::Handover(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A spawn's shape: its bundle without what differs between spawns of one executor (the
+/// process's argv, environment and working directory, and the container's own cgroup). Spawns
+/// of one shape can run in one another's warm containers.
+pub(super) fn shape_key(bundle: &Bundle) -> Result<String, Error> {
+    use std::hash::Hasher;
+    /// Feeds serialized bytes straight into the hasher (no JSON value or string is built).
+    struct HashWriter(std::collections::hash_map::DefaultHasher);
+    impl std::io::Write for HashWriter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.write(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut spec = bundle.spec.clone();
+    let mut writer = HashWriter(std::collections::hash_map::DefaultHasher::new());
+    // Hash maps serialize in an order of their own: these go in sorted. The others the
+    // compiler never sets; one there would only make equal shapes differ (no warm reuse).
+    fn sorted(
+        map: Option<&std::collections::HashMap<String, String>>,
+    ) -> Option<std::collections::BTreeMap<&String, &String>> {
+        map.map(|m| m.iter().collect())
+    }
+    let maps = (
+        sorted(spec.annotations().as_ref()),
+        spec.linux().as_ref().and_then(|l| sorted(l.sysctl().as_ref())),
+        spec.linux().as_ref().and_then(|l| l.resources().as_ref()).and_then(|r| sorted(r.unified().as_ref())),
+    );
+    serde_json::to_writer(&mut writer, &maps).map_err(|e| Error::Runtime { detail: format!("spec: {e}") })?;
+    spec.set_annotations(None);
+    if let Some(mut process) = spec.process().clone() {
+        process.set_args(None);
+        process.set_env(None);
+        process.set_cwd(PathBuf::new());
+        spec.set_process(Some(process));
+    }
+    if let Some(mut linux) = spec.linux().clone() {
+        linux.set_cgroups_path(None);
+        linux.set_sysctl(None);
+        if let Some(mut resources) = linux.resources().clone() {
+            resources.set_unified(None);
+            linux.set_resources(Some(resources));
+        }
+        spec.set_linux(Some(linux));
+    }
+    serde_json::to_writer(&mut writer, &spec).map_err(|e| Error::Runtime { detail: format!("spec: {e}") })?;
+    Ok(format!("{:016x}", writer.0.finish()))
+}
+
+#[cfg(test)]
+#[allow(clippy::panic)]
+mod tests {
+    use sandbox_bundle::{Access, HostView, compile};
+
+    use super::*;
+
+    fn profile() -> Profile {
+        Profile::new(sandbox_bundle::ProfileConfig {
+            workspace_root: PathBuf::from("/"),
+            workspace_read: Access::Allow,
+            command: Access::Allow,
+            ..sandbox_bundle::ProfileConfig::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_shape_key_ignores_the_process_and_cgroup_and_sees_everything_else() {
+        let ctx = |argv: &str, cwd: &str, id: &str| sandbox_bundle::SpawnContext {
+            argv: vec![argv.to_owned()],
+            cwd: PathBuf::from(cwd),
+            env: vec![(String::from("X"), argv.to_owned())],
+            tty: false,
+            home_dir: None,
+            temp_dir: PathBuf::from("/nonexistent/tmp"),
+            scratch_root: PathBuf::from("/nonexistent"),
+            other_scratch_roots: Vec::new(),
+            uid: 1000,
+            gid: 1000,
+            landlock: true,
+            egress_route: false,
+            launch: sandbox_bundle::Launch::Embedded {
+                cgroups_path: Some(format!("/sandbox/{id}")),
+                pids_max: Some(128),
+                memory_max: None,
+            },
+            grants: GrantDeltas::default(),
+        };
+        let host = HostView::scan();
+        let key = |p: &Profile, c: &sandbox_bundle::SpawnContext| {
+            shape_key(&compile(p, c, &host).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let first = key(&profile(), &ctx("/bin/true", "/", "a"));
+        // Each compile builds its annotation maps anew (a new hash order): the key holds.
+        for i in 0..20 {
+            assert_eq!(key(&profile(), &ctx(&format!("/bin/echo{i}"), "/usr", &format!("b{i}"))), first);
+        }
+        let writable = Profile::new(sandbox_bundle::ProfileConfig {
+            workspace_root: PathBuf::from("/"),
+            workspace_read: Access::Allow,
+            workspace_write: Access::Allow,
+            command: Access::Allow,
+            ..sandbox_bundle::ProfileConfig::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_ne!(key(&writable, &ctx("/bin/true", "/", "a")), first);
+        let mut tty = ctx("/bin/true", "/", "a");
+        tty.tty = true;
+        assert_ne!(key(&profile(), &tty), first);
+    }
+}
