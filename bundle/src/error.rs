@@ -412,6 +412,52 @@ mod tests {
     }
 
     #[test]
+    fn display_texts_are_pinned() {
+        let expected = [
+            "invalid profile: detail",
+            "invalid options: detail",
+            "invalid argument: detail",
+            "sandbox unavailable: detail",
+            "sandbox::init() was not called first in main",
+            "lifetime containment unavailable: detail",
+            "executor limit reached",
+            "executor set closed",
+            "executor closed",
+            "grant required",
+            "grant denied: detail",
+            "grant unsupported: detail",
+            "grant malformed: detail",
+            "grant mac does not verify",
+            "grant expired",
+            "grant replayed",
+            "grant bound to another execution",
+            "grant bound to another command",
+            "grant bound to another working directory",
+            "grant bound to another profile",
+            "grant bound to another egress route",
+            "grant guarantee mismatch: detail",
+            "grant target changed: detail",
+            "output limit",
+            "cancelled",
+            "deadline exceeded",
+            "process closed",
+            "process already started",
+            "process tty unsupported",
+            "process stdin closed",
+            "process resize unsupported in pipe mode",
+            "network target denied",
+            "egress route denied: detail",
+            "reading x: gone",
+            "runtime: detail",
+        ];
+        let all = every_variant();
+        assert_eq!(all.len(), expected.len());
+        for (e, text) in all.iter().zip(expected) {
+            assert_eq!(e.to_string(), text, "{:?}", e.kind());
+        }
+    }
+
+    #[test]
     fn partial_output_only_for_the_partial_variants() {
         for e in every_variant() {
             let has = matches!(
