@@ -112,7 +112,7 @@ impl PreparedProcess {
                         Ok(f) => f.status.err().unwrap_or_else(|| format!("pty: {e}")),
                         Err(e) => e.to_string(),
                     };
-                    return Err(Error::Runtime { detail });
+                    return Err(Error::runtime(detail));
                 }
             }
         } else {
@@ -156,7 +156,7 @@ impl PreparedProcess {
                 let (stdout, stderr, stdin) = crate::process::pty_streams(&master)?;
                 (stdout, stderr, stdin, Some(Arc::new(master)))
             }
-            (None, None) => return Err(Error::Runtime { detail: String::from("pty: no master") }),
+            (None, None) => return Err(Error::runtime("pty: no master")),
         };
         Ok(Process {
             stdout: Mutex::new(Some(stdout)),
