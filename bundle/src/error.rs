@@ -167,6 +167,7 @@ pub enum Error {
         /// What was being done, naming the path.
         context: String,
         /// The underlying error ([`std::error::Error::source`] yields the `io::Error` itself).
+        #[source]
         source: Cause<io::Error>,
     },
     /// The container runtime or helper failed outside the workload.
@@ -179,6 +180,7 @@ pub enum Error {
         /// The failing step (`helper: <step>: <reason>`) or the runtime's message.
         detail: String,
         /// The error that caused it, when there is one.
+        #[source]
         source: Option<Cause>,
         /// What failed while cleaning up after it (a sweep of what the container left), when
         /// the clean-up failed too.
