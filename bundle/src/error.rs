@@ -8,135 +8,183 @@ use std::sync::Arc;
 ///
 /// Messages are lowercase, without a trailing period, and may change: branch on the variant or on
 /// [`Error::kind`], never on the text. Variants with a `detail` name the offending field or step.
+/// [`std::error::Error::source`] gives the underlying error of [`Error::Io`] (an `io::Error`) and
+/// of an [`Error::Runtime`] built with one; none for the other classes.
 #[non_exhaustive]
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum Error {
     /// A profile, profile file, `access_for` query, `restrict` pair or ABI number is invalid; or,
     /// at a spawn, a root of the profile is no longer the directory it was made with (issue 12).
+    #[error("invalid profile: {detail}")]
     InvalidProfile {
         /// What is wrong, naming the field or key.
         detail: String,
     },
     /// An `ExecutorSetOptions` value or a route is invalid.
+    #[error("invalid options: {detail}")]
     InvalidOptions {
         /// What is wrong, naming the option.
         detail: String,
     },
     /// Caller input that no grant rule covers is invalid.
+    #[error("invalid argument: {detail}")]
     InvalidArgument {
         /// What is wrong, naming the argument.
         detail: String,
     },
     /// No backend can confine a sandboxed profile on this host.
+    #[error("sandbox unavailable: {detail}")]
     SandboxUnavailable {
         /// The missing prerequisite and, where one exists, the fix.
         detail: String,
     },
     /// The Linux backend needs its helper and `sandbox::init()` never ran.
+    #[error("sandbox::init() was not called first in main")]
     InitNotCalled,
     /// The backend cannot deliver its declared lifetime containment for this spawn.
+    #[error("lifetime containment unavailable: {detail}")]
     LifetimeContainmentUnavailable {
         /// Why.
         detail: String,
     },
     /// A new executor key while `max_executors` keys exist.
+    #[error("executor limit reached")]
     ExecutorLimit,
     /// `executor(key)` on a closed set.
+    #[error("executor set closed")]
     ExecutorSetClosed,
     /// Work on an executor whose set is closing or closed.
+    #[error("executor closed")]
     ExecutorClosed {
         /// Output captured before the run was killed.
         partial: Vec<u8>,
     },
     /// The command is Gated and no valid `command.start.v1` grant came with the call.
+    #[error("grant required")]
     GrantRequired,
     /// The capability is Deny.
+    #[error("grant denied: {detail}")]
     GrantDenied {
         /// Which capability.
         detail: String,
     },
     /// The class, target or capability cannot be granted here.
+    #[error("grant unsupported: {detail}")]
     GrantUnsupported {
         /// Why.
         detail: String,
     },
     /// A structurally bad grant request or token.
+    #[error("grant malformed: {detail}")]
     GrantMalformed {
         /// What is wrong.
         detail: String,
     },
     /// The token's MAC does not verify on this executor.
+    #[error("grant mac does not verify")]
     GrantBadMac,
     /// The grant's expiry is out of range at issue, or has passed at use.
+    #[error("grant expired")]
     GrantExpired,
     /// The token was consumed already, or appears twice in one call.
+    #[error("grant replayed")]
     GrantReplay,
     /// The execution id differs from the token's.
+    #[error("grant bound to another execution")]
     GrantWrongExecution,
     /// The command text differs from the token's.
+    #[error("grant bound to another command")]
     GrantWrongCommand,
     /// The canonical working directory differs from the token's.
+    #[error("grant bound to another working directory")]
     GrantWrongWorkingDirectory,
     /// The profile fingerprint differs from the token's.
+    #[error("grant bound to another profile")]
     GrantProfileMismatch,
     /// The route fingerprint differs from the token's.
+    #[error("grant bound to another egress route")]
     GrantRouteMismatch,
     /// Guarantee bits differ from the token's or from what the class needs.
+    #[error("grant guarantee mismatch: {detail}")]
     GrantGuaranteeMismatch {
         /// Which bits.
         detail: String,
     },
     /// The grant's target changed identity between issue and spawn.
+    #[error("grant target changed: {detail}")]
     GrantTargetChanged {
         /// Which path.
         detail: String,
     },
     /// Output exceeded the limit (or the limit was 0).
+    #[error("output limit")]
     OutputLimit {
         /// The first `max_output` bytes.
         partial: Vec<u8>,
     },
     /// The deadline's cancel token was cancelled.
+    #[error("cancelled")]
     Cancelled {
         /// Output captured so far.
         partial: Vec<u8>,
     },
     /// The deadline's instant passed.
+    #[error("deadline exceeded")]
     DeadlineExceeded {
         /// Output captured so far.
         partial: Vec<u8>,
     },
     /// `start` after the prepared process was closed.
+    #[error("process closed")]
     ProcessClosed,
     /// A second `start`.
+    #[error("process already started")]
     ProcessAlreadyStarted,
     /// A TTY was requested where the platform has no PTY.
+    #[error("process tty unsupported")]
     ProcessTtyUnsupported,
     /// A write after `stdin.close()`.
+    #[error("process stdin closed")]
     ProcessStdinClosed,
     /// `resize` on a pipe-mode process.
+    #[error("process resize unsupported in pipe mode")]
     ProcessResizeUnsupported,
     /// The proxy denied a network target (later versions).
+    #[error("network target denied")]
     NetworkTargetDenied {
         /// Output of the finished run.
         output: Vec<u8>,
     },
     /// A route resolver had no valid selection (later versions).
+    #[error("egress route denied: {detail}")]
     EgressRouteDenied {
         /// Why.
         detail: String,
     },
     /// A host I/O failure.
+    #[error("{context}: {source}")]
     Io {
         /// What was being done, naming the path.
         context: String,
-        /// The underlying error.
-        source: Arc<io::Error>,
+        /// The underlying error ([`std::error::Error::source`] yields the `io::Error` itself).
+        #[source]
+        source: Cause<io::Error>,
     },
     /// The container runtime or helper failed outside the workload.
+    ///
+    /// Built with [`Error::runtime`] or [`Error::runtime_with`]; a failed clean-up after it is
+    /// attached with [`Error::with_cleanup`]. The message is `runtime: <detail>`, then
+    /// `: <source>` and `; <cleanup>` for those present.
+    #[error("runtime: {detail}{}{}", suffix(": ", .source), suffix("; ", .cleanup))]
     Runtime {
         /// The failing step (`helper: <step>: <reason>`) or the runtime's message.
         detail: String,
+        /// The error that caused it, when there is one.
+        #[source]
+        source: Option<Cause>,
+        /// What failed while cleaning up after it (a sweep of what the container left), when
+        /// the clean-up failed too.
+        cleanup: Option<Cause>,
     },
 }
 
@@ -231,58 +279,6 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::InvalidProfile { detail } => write!(f, "invalid profile: {detail}"),
-            Error::InvalidOptions { detail } => write!(f, "invalid options: {detail}"),
-            Error::InvalidArgument { detail } => write!(f, "invalid argument: {detail}"),
-            Error::SandboxUnavailable { detail } => write!(f, "sandbox unavailable: {detail}"),
-            Error::InitNotCalled => write!(f, "sandbox::init() was not called first in main"),
-            Error::LifetimeContainmentUnavailable { detail } => write!(f, "lifetime containment unavailable: {detail}"),
-            Error::ExecutorLimit => write!(f, "executor limit reached"),
-            Error::ExecutorSetClosed => write!(f, "executor set closed"),
-            Error::ExecutorClosed { .. } => write!(f, "executor closed"),
-            Error::GrantRequired => write!(f, "grant required"),
-            Error::GrantDenied { detail } => write!(f, "grant denied: {detail}"),
-            Error::GrantUnsupported { detail } => write!(f, "grant unsupported: {detail}"),
-            Error::GrantMalformed { detail } => write!(f, "grant malformed: {detail}"),
-            Error::GrantBadMac => write!(f, "grant mac does not verify"),
-            Error::GrantExpired => write!(f, "grant expired"),
-            Error::GrantReplay => write!(f, "grant replayed"),
-            Error::GrantWrongExecution => write!(f, "grant bound to another execution"),
-            Error::GrantWrongCommand => write!(f, "grant bound to another command"),
-            Error::GrantWrongWorkingDirectory => write!(f, "grant bound to another working directory"),
-            Error::GrantProfileMismatch => write!(f, "grant bound to another profile"),
-            Error::GrantRouteMismatch => write!(f, "grant bound to another egress route"),
-            Error::GrantGuaranteeMismatch { detail } => write!(f, "grant guarantee mismatch: {detail}"),
-            Error::GrantTargetChanged { detail } => write!(f, "grant target changed: {detail}"),
-            Error::OutputLimit { .. } => write!(f, "output limit"),
-            Error::Cancelled { .. } => write!(f, "cancelled"),
-            Error::DeadlineExceeded { .. } => write!(f, "deadline exceeded"),
-            Error::ProcessClosed => write!(f, "process closed"),
-            Error::ProcessAlreadyStarted => write!(f, "process already started"),
-            Error::ProcessTtyUnsupported => write!(f, "process tty unsupported"),
-            Error::ProcessStdinClosed => write!(f, "process stdin closed"),
-            Error::ProcessResizeUnsupported => write!(f, "process resize unsupported in pipe mode"),
-            Error::NetworkTargetDenied { .. } => write!(f, "network target denied"),
-            Error::EgressRouteDenied { detail } => write!(f, "egress route denied: {detail}"),
-            Error::Io { context, source, .. } => write!(f, "{context}: {source}"),
-            Error::Runtime { detail, .. } => write!(f, "runtime: {detail}"),
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    /// The underlying `io::Error` of [`Error::Io`]; none for the other classes.
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Io { source, .. } => Some(source.as_ref()),
-            _ => None,
-        }
-    }
-}
-
 impl Error {
     /// The failure class.
     pub fn kind(&self) -> ErrorKind {
@@ -346,8 +342,111 @@ impl Error {
 
     /// An [`Error::Io`] with its context.
     pub fn io(context: impl Into<String>, source: io::Error) -> Self {
-        Error::Io { context: context.into(), source: Arc::new(source) }
+        Error::Io { context: context.into(), source: Cause::from(source) }
     }
+
+    /// An [`Error::Runtime`] naming the failing step, without an underlying error.
+    pub fn runtime(detail: impl Into<String>) -> Self {
+        Error::Runtime { detail: detail.into(), source: None, cleanup: None }
+    }
+
+    /// An [`Error::Runtime`] naming the failing step, caused by `source` (the message is
+    /// `runtime: <detail>: <source>`).
+    pub fn runtime_with(detail: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::Runtime { detail: detail.into(), source: Some(Cause::new(source)), cleanup: None }
+    }
+
+    /// This error with the failure of the clean-up that followed it kept beside it (the message
+    /// gains `; <cleanup>`). Only [`Error::Runtime`] carries one: any other class is returned
+    /// unchanged.
+    #[must_use]
+    pub fn with_cleanup(self, failure: impl std::error::Error + Send + Sync + 'static) -> Self {
+        match self {
+            Error::Runtime { detail, source, .. } => {
+                Error::Runtime { detail, source, cleanup: Some(Cause::new(failure)) }
+            }
+            other => other,
+        }
+    }
+
+    /// The failure of the clean-up after this error, if one is kept ([`Error::with_cleanup`]).
+    pub fn cleanup(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        match self {
+            Error::Runtime { cleanup: Some(c), .. } => Some(&**c),
+            _ => None,
+        }
+    }
+}
+
+/// An underlying error held by an [`Error`], shared between its clones (an [`Error`] is `Clone`,
+/// most errors are not).
+///
+/// It derefs to the error it holds, so [`std::error::Error::source`] of an [`Error`] yields that
+/// error itself (`downcast_ref::<io::Error>()` works on an [`Error::Io`]'s source).
+pub struct Cause<E: ?Sized + 'static = dyn std::error::Error + Send + Sync>(Arc<E>);
+
+impl Cause {
+    /// Holds `error`.
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Cause(Arc::new(error))
+    }
+}
+
+impl From<io::Error> for Cause<io::Error> {
+    fn from(error: io::Error) -> Self {
+        Cause(Arc::new(error))
+    }
+}
+
+impl<E: ?Sized> From<Arc<E>> for Cause<E> {
+    fn from(error: Arc<E>) -> Self {
+        Cause(error)
+    }
+}
+
+impl<E: ?Sized> Clone for Cause<E> {
+    fn clone(&self) -> Self {
+        Cause(Arc::clone(&self.0))
+    }
+}
+
+impl<E: ?Sized> std::ops::Deref for Cause<E> {
+    type Target = E;
+    fn deref(&self) -> &E {
+        &self.0
+    }
+}
+
+impl<E: ?Sized> AsRef<E> for Cause<E> {
+    fn as_ref(&self) -> &E {
+        &self.0
+    }
+}
+
+impl<E: ?Sized + fmt::Debug> fmt::Debug for Cause<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl<E: ?Sized + fmt::Display> fmt::Display for Cause<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+/// `<separator><cause>` when there is a cause, nothing otherwise (for the `Runtime` message).
+fn suffix<'a>(separator: &'a str, cause: &'a Option<Cause>) -> impl fmt::Display + 'a {
+    struct Suffix<'a>(&'a str, &'a Option<Cause>);
+    impl fmt::Display for Suffix<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self.1 {
+                Some(cause) => write!(f, "{}{cause}", self.0),
+                None => Ok(()),
+            }
+        }
+    }
+    Suffix(separator, cause)
 }
 
 #[cfg(test)]
@@ -392,7 +491,7 @@ mod tests {
             Error::NetworkTargetDenied { output: p() },
             Error::EgressRouteDenied { detail: d() },
             Error::io("reading x", io::Error::new(io::ErrorKind::NotFound, "gone")),
-            Error::Runtime { detail: d() },
+            Error::runtime(d()),
         ]
     }
 
@@ -412,6 +511,52 @@ mod tests {
     }
 
     #[test]
+    fn display_texts_are_pinned() {
+        let expected = [
+            "invalid profile: detail",
+            "invalid options: detail",
+            "invalid argument: detail",
+            "sandbox unavailable: detail",
+            "sandbox::init() was not called first in main",
+            "lifetime containment unavailable: detail",
+            "executor limit reached",
+            "executor set closed",
+            "executor closed",
+            "grant required",
+            "grant denied: detail",
+            "grant unsupported: detail",
+            "grant malformed: detail",
+            "grant mac does not verify",
+            "grant expired",
+            "grant replayed",
+            "grant bound to another execution",
+            "grant bound to another command",
+            "grant bound to another working directory",
+            "grant bound to another profile",
+            "grant bound to another egress route",
+            "grant guarantee mismatch: detail",
+            "grant target changed: detail",
+            "output limit",
+            "cancelled",
+            "deadline exceeded",
+            "process closed",
+            "process already started",
+            "process tty unsupported",
+            "process stdin closed",
+            "process resize unsupported in pipe mode",
+            "network target denied",
+            "egress route denied: detail",
+            "reading x: gone",
+            "runtime: detail",
+        ];
+        let all = every_variant();
+        assert_eq!(all.len(), expected.len());
+        for (e, text) in all.iter().zip(expected) {
+            assert_eq!(e.to_string(), text, "{:?}", e.kind());
+        }
+    }
+
+    #[test]
     fn partial_output_only_for_the_partial_variants() {
         for e in every_variant() {
             let has = matches!(
@@ -420,6 +565,28 @@ mod tests {
             );
             assert_eq!(e.partial_output(), if has { &b"partial"[..] } else { &[][..] }, "{:?}", e.kind());
         }
+    }
+
+    #[test]
+    fn runtime_keeps_its_source_and_its_cleanup_beside_it() {
+        use std::error::Error as _;
+        let cause = io::Error::new(io::ErrorKind::BrokenPipe, "pipe closed");
+        let e = Error::runtime_with("starting the helper", cause);
+        assert_eq!(e.to_string(), "runtime: starting the helper: pipe closed");
+        let source = e.source().expect("runtime_with has a source");
+        assert_eq!(source.downcast_ref::<io::Error>().map(io::Error::kind), Some(io::ErrorKind::BrokenPipe));
+        assert!(e.cleanup().is_none());
+        let sweep = io::Error::other("sweep: /sys/fs/cgroup/x still has processes");
+        let e = Error::runtime("teardown unproven").with_cleanup(sweep);
+        assert_eq!(e.to_string(), "runtime: teardown unproven; sweep: /sys/fs/cgroup/x still has processes");
+        assert!(e.source().is_none());
+        assert_eq!(
+            e.cleanup().map(ToString::to_string).as_deref(),
+            Some("sweep: /sys/fs/cgroup/x still has processes")
+        );
+        assert_eq!(e.clone().to_string(), e.to_string());
+        assert_eq!(Error::runtime("x").kind(), ErrorKind::Runtime);
+        assert!(Error::GrantReplay.with_cleanup(io::Error::other("y")).cleanup().is_none());
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub use compile::{
     PlannedMount, SpawnContext, compile, spec_json, unix_sockets_entry,
 };
 pub use env::{EnvOptions, ScrubFlags, scrub};
-pub use error::{Error, ErrorKind};
+pub use error::{Cause, Error, ErrorKind};
 pub use export::{
     ExportRequest, check_seed, export_bundle, rootfs_key, write_bundle, write_bundle_on, write_config, write_rootfs,
 };

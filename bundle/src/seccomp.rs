@@ -95,20 +95,44 @@ pub struct SpawnRules {
 /// operators. A policy that fails here would filter less than was reviewed, so it is an
 /// [`Error::Runtime`]: the sandbox itself is broken, not the caller's input.
 pub(crate) fn parse_policy(text: &str) -> Result<SeccompPolicy, Error> {
-    let broken = |why: String| Error::Runtime { detail: format!("the embedded seccomp policy is invalid: {why}") };
-    let policy: SeccompPolicy = serde_json::from_str(text).map_err(|e| broken(e.to_string()))?;
+    check_policy(text).map_err(|e| Error::runtime_with("the embedded seccomp policy is invalid", e))
+}
+
+/// Why a policy text is not the reviewed kind of policy.
+#[derive(Debug, thiserror::Error)]
+enum PolicyError {
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("it has no rules")]
+    NoRules,
+    #[error("a rule names no syscall: {0:?}")]
+    NoSyscall(Vec<String>),
+    #[error("{syscalls:?}: unknown action {action:?} or errno {errno:?}")]
+    Action { syscalls: Vec<String>, action: String, errno: String },
+    #[error("{syscalls:?}: unknown when {when:?}")]
+    When { syscalls: Vec<String>, when: Option<String> },
+    #[error("{syscalls:?}: bad argument condition {index} {op:?}")]
+    Argument { syscalls: Vec<String>, index: u8, op: String },
+}
+
+fn check_policy(text: &str) -> Result<SeccompPolicy, PolicyError> {
+    let policy: SeccompPolicy = serde_json::from_str(text)?;
     if policy.rules.is_empty() {
-        return Err(broken(String::from("it has no rules")));
+        return Err(PolicyError::NoRules);
     }
     for r in &policy.rules {
         if r.syscalls.is_empty() || r.syscalls.iter().any(String::is_empty) {
-            return Err(broken(format!("a rule names no syscall: {:?}", r.syscalls)));
+            return Err(PolicyError::NoSyscall(r.syscalls.clone()));
         }
         if r.action != "errno" || !matches!(r.errno.as_str(), "EPERM" | "EACCES" | "ENOSYS" | "EOPNOTSUPP") {
-            return Err(broken(format!("{:?}: unknown action {:?} or errno {:?}", r.syscalls, r.action, r.errno)));
+            return Err(PolicyError::Action {
+                syscalls: r.syscalls.clone(),
+                action: r.action.clone(),
+                errno: r.errno.clone(),
+            });
         }
         if !matches!(r.when.as_deref(), None | Some("broad-network" | "network-closed" | "unix-sockets-closed")) {
-            return Err(broken(format!("{:?}: unknown when {:?}", r.syscalls, r.when)));
+            return Err(PolicyError::When { syscalls: r.syscalls.clone(), when: r.when.clone() });
         }
         for a in &r.args {
             let known = match a.op.as_str() {
@@ -117,7 +141,7 @@ pub(crate) fn parse_policy(text: &str) -> Result<SeccompPolicy, Error> {
                 _ => false,
             };
             if a.index >= 6 || !known {
-                return Err(broken(format!("{:?}: bad argument condition {} {:?}", r.syscalls, a.index, a.op)));
+                return Err(PolicyError::Argument { syscalls: r.syscalls.clone(), index: a.index, op: a.op.clone() });
             }
         }
     }

@@ -119,7 +119,7 @@ pub(crate) fn run<S: AsRef<OsStr>>(
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let status = waiter.join().map_err(|_| Error::Runtime { detail: String::from("the waiter thread panicked") })?;
+    let status = waiter.join().map_err(|_| Error::runtime("the waiter thread panicked"))?;
     empty_group(pgid);
     match stop {
         Some(Stop::Deadline(e)) => {

@@ -91,7 +91,7 @@ impl Executor {
                 }
             };
             if let Err(broken) = check_invariants(level, guarantees, Some(profile.config().isolation), Some(&report)) {
-                return Err(Error::Runtime { detail: format!("inconsistent report: {}", broken.join(", ")) });
+                return Err(Error::runtime(format!("inconsistent report: {}", broken.join(", "))));
             }
             let required = profile.required_guarantees();
             if !guarantees.contains(required) {

@@ -76,7 +76,7 @@ pub use route::NetworkTarget;
 pub use sandbox_bundle as bundle;
 pub use sandbox_bundle::oci_spec;
 pub use sandbox_bundle::{
-    ACCESS_VERSION, Access, CompileReport, Error, ErrorKind, Guarantees, Home, Isolation, Level, Profile,
+    ACCESS_VERSION, Access, Cause, CompileReport, Error, ErrorKind, Guarantees, Home, Isolation, Level, Profile,
     ProfileConfig, ReportEntry, RootAccess, Settings, Status, check_invariants, restrict,
 };
 pub use set::ExecutorSet;

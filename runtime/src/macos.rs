@@ -58,7 +58,7 @@ impl MacBackend {
             grants,
         };
         compile(profile, &ctx, &HostView::scan()).map_err(|e| match e {
-            Error::InvalidArgument { detail } => Error::Runtime { detail: format!("bundle: {detail}") },
+            Error::InvalidArgument { detail } => Error::runtime(format!("bundle: {detail}")),
             other => other,
         })
     }

@@ -108,11 +108,15 @@ impl PreparedProcess {
                 Err(e) => {
                     let _ = launched.running.signal(nix::sys::signal::Signal::SIGKILL as i32);
                     let finish = linux.finish(launched, &self.set.closing, None, true);
-                    let detail = match finish {
-                        Ok(f) => f.status.err().unwrap_or_else(|| format!("pty: {e}")),
-                        Err(e) => e.to_string(),
-                    };
-                    return Err(Error::Runtime { detail });
+                    // The helper's own failure explains a missing terminal best; else the
+                    // receive failure is the cause.
+                    return Err(match finish {
+                        Ok(f) => match f.status {
+                            Err(detail) => Error::runtime(detail),
+                            Ok(_) => Error::runtime_with("pty", e),
+                        },
+                        Err(e) => Error::runtime(e.to_string()),
+                    });
                 }
             }
         } else {
@@ -156,7 +160,7 @@ impl PreparedProcess {
                 let (stdout, stderr, stdin) = crate::process::pty_streams(&master)?;
                 (stdout, stderr, stdin, Some(Arc::new(master)))
             }
-            (None, None) => return Err(Error::Runtime { detail: String::from("pty: no master") }),
+            (None, None) => return Err(Error::runtime("pty: no master")),
         };
         Ok(Process {
             stdout: Mutex::new(Some(stdout)),

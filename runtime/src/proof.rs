@@ -42,8 +42,7 @@ pub fn stage11(out: &mut dyn Write) -> Result<(), Error> {
     let executor = set.executor("stage-11")?;
     let output =
         executor.run_command(&Deadline::after(Duration::from_secs(30)), profile.workspace_root(), "echo confined")?;
-    let check =
-        |ok: bool, what: &str| if ok { Ok(()) } else { Err(Error::Runtime { detail: format!("proof: {what}") }) };
+    let check = |ok: bool, what: &str| if ok { Ok(()) } else { Err(Error::runtime(format!("proof: {what}"))) };
     check(output.bytes == b"confined\n", &format!("unexpected output {:?}", String::from_utf8_lossy(&output.bytes)))?;
     check(output.status.success(), &format!("unexpected status {:?}", output.status))?;
     check(executor.level() != Level::None, "level is none")?;

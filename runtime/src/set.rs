@@ -251,7 +251,7 @@ impl ExecutorSet {
             removed
         } else {
             // Runs still use the directory: it stays, and a later set sweeps it once we are gone.
-            Err(Error::Runtime { detail: String::from("close: runs did not drain within 60 s") })
+            Err(Error::runtime("close: runs did not drain within 60 s"))
         };
         let mut state = inner.lock();
         state.close_done = Some(result.clone());

@@ -338,13 +338,13 @@ mod linux {
                     }
                     refused += 1;
                 }
-                Err(Error::Runtime { detail }) if detail.contains("identities") => {
+                Err(Error::Runtime { detail, .. }) if detail.contains("identities") => {
                     if caught_inside == 0 {
                         println!("  first failure inside: {detail}");
                     }
                     caught_inside += 1;
                 }
-                Err(Error::Runtime { detail }) => {
+                Err(Error::Runtime { detail, .. }) => {
                     assert!(!detail.contains("SECRET"));
                     if not_built == 0 {
                         println!("  first failure to build: {detail}");
@@ -618,7 +618,7 @@ mod linux {
                 }
                 Err(Error::GrantTargetChanged { detail }) if detail.contains("identities") => changed_inside += 1,
                 Err(Error::GrantTargetChanged { .. }) => changed_before += 1,
-                Err(Error::Runtime { detail }) => {
+                Err(Error::Runtime { detail, .. }) => {
                     assert!(!detail.contains("SECRET"));
                     other += 1;
                 }

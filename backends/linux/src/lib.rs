@@ -159,23 +159,46 @@ pub fn is_normal_cgroup_path(path: &str) -> bool {
 #[cfg(target_os = "linux")]
 const MAX_PROCS_BYTES: u64 = 1 << 20;
 
+/// Why a sweep left a cgroup directory alone, or could not read its members.
+#[cfg(target_os = "linux")]
+#[derive(Debug, thiserror::Error)]
+enum CgroupCheck {
+    #[error("{}: {source}", dir.display())]
+    Open { dir: std::path::PathBuf, source: std::io::Error },
+    #[error("{}: statfs: {source}", dir.display())]
+    Statfs { dir: std::path::PathBuf, source: nix::Error },
+    #[error("{}: {source}", dir.display())]
+    Stat { dir: std::path::PathBuf, source: nix::Error },
+    #[error("{} is not on a cgroup filesystem", .0.display())]
+    NotCgroup(std::path::PathBuf),
+    #[error("{} is not a directory", .0.display())]
+    NotDirectory(std::path::PathBuf),
+    #[error("{} was not created by this user", .0.display())]
+    NotOurs(std::path::PathBuf),
+    #[error("cgroup.procs: {0}")]
+    Procs(#[source] std::io::Error),
+    #[error("cgroup.procs is not a regular file")]
+    ProcsNotFile,
+}
+
 /// A container cgroup directory verified as this library's, opened without following any
 /// symlink: on a cgroup filesystem and owned by this uid.
 #[cfg(target_os = "linux")]
-fn open_own_cgroup(dir: &std::path::Path) -> Result<std::os::fd::OwnedFd, String> {
+fn open_own_cgroup(dir: &std::path::Path) -> Result<std::os::fd::OwnedFd, CgroupCheck> {
     use std::os::fd::AsRawFd;
-    let fd = sys::open_path_no_symlinks(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let magic = nix::sys::statfs::fstatfs(&fd).map_err(|e| format!("{}: statfs: {e}", dir.display()))?;
+    let fd = sys::open_path_no_symlinks(dir).map_err(|source| CgroupCheck::Open { dir: dir.to_owned(), source })?;
+    let magic = nix::sys::statfs::fstatfs(&fd).map_err(|source| CgroupCheck::Statfs { dir: dir.to_owned(), source })?;
     let kind = magic.filesystem_type();
     if kind != nix::sys::statfs::CGROUP2_SUPER_MAGIC && kind != nix::sys::statfs::CGROUP_SUPER_MAGIC {
-        return Err(format!("{} is not on a cgroup filesystem", dir.display()));
+        return Err(CgroupCheck::NotCgroup(dir.to_owned()));
     }
-    let st = nix::sys::stat::fstat(fd.as_raw_fd()).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let st =
+        nix::sys::stat::fstat(fd.as_raw_fd()).map_err(|source| CgroupCheck::Stat { dir: dir.to_owned(), source })?;
     if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
-        return Err(format!("{} is not a directory", dir.display()));
+        return Err(CgroupCheck::NotDirectory(dir.to_owned()));
     }
     if st.st_uid != nix::unistd::geteuid().as_raw() {
-        return Err(format!("{} was not created by this user", dir.display()));
+        return Err(CgroupCheck::NotOurs(dir.to_owned()));
     }
     Ok(fd)
 }
@@ -183,21 +206,21 @@ fn open_own_cgroup(dir: &std::path::Path) -> Result<std::os::fd::OwnedFd, String
 /// The pids of the verified cgroup `dir` (its kernel-made `cgroup.procs`, opened without
 /// following symlinks or blocking, a regular file, read within a bound); never 1 or less.
 #[cfg(target_os = "linux")]
-fn cgroup_pids(dir: &std::os::fd::OwnedFd) -> Result<Vec<i32>, String> {
+fn cgroup_pids(dir: &std::os::fd::OwnedFd) -> Result<Vec<i32>, CgroupCheck> {
     use std::io::Read;
     use std::os::fd::AsFd;
     let flags = nix::fcntl::OFlag::O_RDONLY
         | nix::fcntl::OFlag::O_NOFOLLOW
         | nix::fcntl::OFlag::O_NONBLOCK
         | nix::fcntl::OFlag::O_CLOEXEC;
-    let fd = sys::open_at(dir.as_fd(), "cgroup.procs", flags).map_err(|e| format!("cgroup.procs: {e}"))?;
+    let fd = sys::open_at(dir.as_fd(), "cgroup.procs", flags).map_err(CgroupCheck::Procs)?;
     let file = std::fs::File::from(fd);
-    let meta = file.metadata().map_err(|e| format!("cgroup.procs: {e}"))?;
+    let meta = file.metadata().map_err(CgroupCheck::Procs)?;
     if !meta.is_file() {
-        return Err(String::from("cgroup.procs is not a regular file"));
+        return Err(CgroupCheck::ProcsNotFile);
     }
     let mut text = String::new();
-    file.take(MAX_PROCS_BYTES).read_to_string(&mut text).map_err(|e| format!("cgroup.procs: {e}"))?;
+    file.take(MAX_PROCS_BYTES).read_to_string(&mut text).map_err(CgroupCheck::Procs)?;
     Ok(kill_targets(&text))
 }
 
@@ -222,6 +245,25 @@ mod tests {
     fn kill_targets_are_never_one_or_less() {
         let text = "-1\n0\n1\n+7\n 42 \n-42\n99999999999\nabc\n\n4194304\n";
         assert_eq!(kill_targets(text), vec![42, 4194304]);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_sweep_names_each_problem_with_its_cause() {
+        let err = sweep_container(CgroupLayout::None, Some("/sandbox/../etc"), None).unwrap_err();
+        assert_eq!(err.to_string(), r#""/sandbox/../etc" is not a container cgroup of this library: left alone"#);
+        let dir = std::env::temp_dir().join(format!("sbx-sweep-test-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("x")).unwrap();
+        std::fs::write(dir.join("x/file"), b"").unwrap();
+        // A state directory that cannot be removed: a file where its parent should be.
+        let state = dir.join("x/file/state");
+        let err = sweep_container(CgroupLayout::None, Some("/"), Some(&state)).unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with(r#""/" is not a container cgroup of this library: left alone; removing "#), "{text}");
+        assert_eq!(err.problems().count(), 2);
+        let removing = err.problems().nth(1).unwrap();
+        assert!(removing.source().and_then(|s| s.downcast_ref::<std::io::Error>()).is_some(), "{removing}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -252,13 +294,13 @@ pub fn sweep_container(
     layout: CgroupLayout,
     cgroup_path: Option<&str>,
     state_dir: Option<&std::path::Path>,
-) -> Result<(), String> {
+) -> Result<(), SweepError> {
     use std::time::{Duration, Instant};
     let mut problems = Vec::new();
     if let Some(path) = cgroup_path {
         let id = path.rsplit('/').next().unwrap_or_default();
         if !is_normal_cgroup_path(path) || !is_container_id(id) {
-            problems.push(format!("{path:?} is not a container cgroup of this library: left alone"));
+            problems.push(SweepProblem::NotContainer(path.to_owned()));
         } else {
             for dir in layout.dirs(path) {
                 if std::fs::symlink_metadata(&dir).is_err() {
@@ -267,7 +309,7 @@ pub fn sweep_container(
                 let handle = match open_own_cgroup(&dir) {
                     Ok(h) => h,
                     Err(e) => {
-                        problems.push(format!("{e}: left alone"));
+                        problems.push(SweepProblem::LeftAlone(e));
                         continue;
                     }
                 };
@@ -276,7 +318,7 @@ pub fn sweep_container(
                     let pids = match cgroup_pids(&handle) {
                         Ok(p) => p,
                         Err(e) => {
-                            problems.push(format!("{}: {e}", dir.display()));
+                            problems.push(SweepProblem::Members { dir: dir.clone(), source: e });
                             break;
                         }
                     };
@@ -288,7 +330,7 @@ pub fn sweep_container(
                             nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
                     }
                     if Instant::now() > end {
-                        problems.push(format!("{} still has processes", dir.display()));
+                        problems.push(SweepProblem::StillBusy(dir.clone()));
                         break;
                     }
                     std::thread::sleep(Duration::from_millis(5));
@@ -300,7 +342,7 @@ pub fn sweep_container(
                         break;
                     }
                     if Instant::now() > end {
-                        problems.push(format!("removing {}: {e}", dir.display()));
+                        problems.push(SweepProblem::Remove { path: dir.clone(), source: e });
                         break;
                     }
                     std::thread::sleep(Duration::from_millis(5));
@@ -311,11 +353,61 @@ pub fn sweep_container(
     if let Some(state_dir) = state_dir {
         if let Err(e) = std::fs::remove_dir_all(state_dir) {
             if e.kind() != std::io::ErrorKind::NotFound {
-                problems.push(format!("removing {}: {e}", state_dir.display()));
+                problems.push(SweepProblem::Remove { path: state_dir.to_owned(), source: e });
             }
         }
     }
-    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+    if problems.is_empty() { Ok(()) } else { Err(SweepError { problems }) }
+}
+
+/// What a sweep ([`sweep_container`]) could not do; it did the rest. The message lists each
+/// problem, separated by `; `.
+#[cfg(target_os = "linux")]
+#[derive(Debug, thiserror::Error)]
+#[error("{}", Joined(problems))]
+pub struct SweepError {
+    problems: Vec<SweepProblem>,
+}
+
+#[cfg(target_os = "linux")]
+impl SweepError {
+    /// Each problem, in the order met, as an error with its own cause.
+    pub fn problems(&self) -> impl Iterator<Item = &(dyn std::error::Error + Send + Sync + 'static)> {
+        self.problems.iter().map(|p| p as &(dyn std::error::Error + Send + Sync + 'static))
+    }
+}
+
+/// One thing a sweep could not do.
+#[cfg(target_os = "linux")]
+#[derive(Debug, thiserror::Error)]
+enum SweepProblem {
+    #[error("{0:?} is not a container cgroup of this library: left alone")]
+    NotContainer(String),
+    #[error("{0}: left alone")]
+    LeftAlone(#[source] CgroupCheck),
+    #[error("{}: {source}", dir.display())]
+    Members { dir: std::path::PathBuf, source: CgroupCheck },
+    #[error("{} still has processes", .0.display())]
+    StillBusy(std::path::PathBuf),
+    #[error("removing {}: {source}", path.display())]
+    Remove { path: std::path::PathBuf, source: std::io::Error },
+}
+
+/// The problems of a [`SweepError`], separated by `; `.
+#[cfg(target_os = "linux")]
+struct Joined<'a>(&'a [SweepProblem]);
+
+#[cfg(target_os = "linux")]
+impl std::fmt::Display for Joined<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
 }
 
 /// Sets the window size of a PTY master.

@@ -187,6 +187,10 @@ impl StatusChannel {
     /// Takes `bytes` read from the pipe. Err (the run fails closed): a violation of the framing,
     /// the grammar or the order; nothing after it is read.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.take(bytes).map_err(|v| v.to_string())
+    }
+
+    fn take(&mut self, bytes: &[u8]) -> Result<(), Violation> {
         for &b in bytes {
             if b == b'\n' {
                 let line = std::mem::take(&mut self.pending);
@@ -194,7 +198,7 @@ impl StatusChannel {
                 self.admit(message)?;
             } else {
                 if self.pending.len() >= MAX_LINE {
-                    return Err(format!("a line longer than {MAX_LINE} bytes"));
+                    return Err(Violation::LineTooLong);
                 }
                 self.pending.push(b);
             }
@@ -204,11 +208,7 @@ impl StatusChannel {
 
     /// At the end of the pipe: an unterminated line is a violation.
     pub fn finish(&self) -> Result<(), String> {
-        if self.pending.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("an unterminated line of {} bytes at the end", self.pending.len()))
-        }
+        if self.pending.is_empty() { Ok(()) } else { Err(Violation::Unterminated(self.pending.len()).to_string()) }
     }
 
     /// The messages parsed so far, in order.
@@ -216,17 +216,17 @@ impl StatusChannel {
         &self.messages
     }
 
-    fn admit(&mut self, message: Message) -> Result<(), String> {
+    fn admit(&mut self, message: Message) -> Result<(), Violation> {
         if self.messages.len() >= MAX_MESSAGES {
-            return Err(format!("more than {MAX_MESSAGES} messages"));
+            return Err(Violation::TooMany);
         }
         if self.messages.iter().any(Message::is_final) {
-            return Err(String::from("a message after the outcome"));
+            return Err(Violation::AfterOutcome);
         }
         match &message {
-            Message::Ready if !self.messages.is_empty() => return Err(String::from("`ready` not first")),
+            Message::Ready if !self.messages.is_empty() => return Err(Violation::ReadyNotFirst),
             Message::Setup { .. } if self.messages.iter().any(|m| matches!(m, Message::Setup { .. })) => {
-                return Err(String::from("a second `setup`"));
+                return Err(Violation::SecondSetup);
             }
             _ => {}
         }
@@ -235,18 +235,71 @@ impl StatusChannel {
     }
 }
 
-fn number<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, String> {
+/// A violation of the channel's framing, grammar or order: the run fails closed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Violation {
+    /// A line over [`MAX_LINE`] bytes.
+    #[error("a line longer than {MAX_LINE} bytes")]
+    LineTooLong,
+    /// Bytes without a newline at the end of the pipe.
+    #[error("an unterminated line of {0} bytes at the end")]
+    Unterminated(usize),
+    /// More than [`MAX_MESSAGES`] messages.
+    #[error("more than {MAX_MESSAGES} messages")]
+    TooMany,
+    /// A message after `exited`, `signalled` or `error`.
+    #[error("a message after the outcome")]
+    AfterOutcome,
+    /// `ready` after another message.
+    #[error("`ready` not first")]
+    ReadyNotFirst,
+    /// A second `setup`.
+    #[error("a second `setup`")]
+    SecondSetup,
+    /// A line that is not UTF-8.
+    #[error("a line that is not UTF-8")]
+    NotUtf8,
+    /// A line with control characters.
+    #[error("a line with control characters")]
+    ControlCharacters,
+    /// `setup` with other than three fields.
+    #[error("`setup` needs exactly landlock=, abi= and seccomp=")]
+    SetupFields,
+    /// A `setup` field without its name (`landlock`, `abi`, `seccomp`).
+    #[error("`setup`: {0}= expected")]
+    SetupField(&'static str),
+    /// A Landlock status other than the known ones.
+    #[error("`setup`: unknown landlock status")]
+    UnknownLandlock,
+    /// A field that is not a plain decimal number.
+    #[error("{0}: not a number")]
+    NotANumber(&'static str),
+    /// A number outside its field's range.
+    #[error("{0}: out of range")]
+    OutOfRange(&'static str),
+    /// `error` with nothing after it.
+    #[error("`error` without a detail")]
+    EmptyError,
+    /// `error` without a known stage.
+    #[error("`error`: not `helper: <stage>: <reason>` with a known stage")]
+    UnknownStage,
+    /// Anything else.
+    #[error("an unknown message")]
+    Unknown,
+}
+
+fn number<T: std::str::FromStr>(text: &str, what: &'static str) -> Result<T, Violation> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) || text.len() > 10 {
-        return Err(format!("{what}: not a number"));
+        return Err(Violation::NotANumber(what));
     }
-    text.parse().map_err(|_| format!("{what}: out of range"))
+    text.parse().map_err(|_| Violation::OutOfRange(what))
 }
 
 /// Parses one line (without its newline) strictly.
-pub fn parse_line(line: &[u8]) -> Result<Message, String> {
-    let text = std::str::from_utf8(line).map_err(|_| String::from("a line that is not UTF-8"))?;
+pub fn parse_line(line: &[u8]) -> Result<Message, Violation> {
+    let text = std::str::from_utf8(line).map_err(|_| Violation::NotUtf8)?;
     if text.chars().any(char::is_control) {
-        return Err(String::from("a line with control characters"));
+        return Err(Violation::ControlCharacters);
     }
     if text == "ready" {
         return Ok(Message::Ready);
@@ -254,15 +307,15 @@ pub fn parse_line(line: &[u8]) -> Result<Message, String> {
     if let Some(rest) = text.strip_prefix("setup ") {
         let fields: Vec<&str> = rest.split(' ').collect();
         let [landlock, abi, seccomp] = fields.as_slice() else {
-            return Err(String::from("`setup` needs exactly landlock=, abi= and seccomp="));
+            return Err(Violation::SetupFields);
         };
-        let landlock = landlock.strip_prefix("landlock=").ok_or("`setup`: landlock= expected")?;
+        let landlock = landlock.strip_prefix("landlock=").ok_or(Violation::SetupField("landlock"))?;
         let landlock = LandlockStatus::ALL
             .into_iter()
             .find(|status| status.as_str() == landlock)
-            .ok_or("`setup`: unknown landlock status")?;
-        let abi = number(abi.strip_prefix("abi=").ok_or("`setup`: abi= expected")?, "abi")?;
-        let seccomp = number(seccomp.strip_prefix("seccomp=").ok_or("`setup`: seccomp= expected")?, "seccomp")?;
+            .ok_or(Violation::UnknownLandlock)?;
+        let abi = number(abi.strip_prefix("abi=").ok_or(Violation::SetupField("abi"))?, "abi")?;
+        let seccomp = number(seccomp.strip_prefix("seccomp=").ok_or(Violation::SetupField("seccomp"))?, "seccomp")?;
         return Ok(Message::Setup { landlock, abi, seccomp });
     }
     if let Some(code) = text.strip_prefix("exited ") {
@@ -270,7 +323,7 @@ pub fn parse_line(line: &[u8]) -> Result<Message, String> {
         return if (0..=255).contains(&code) {
             Ok(Message::Exited(code))
         } else {
-            Err(String::from("exit code: out of range"))
+            Err(Violation::OutOfRange("exit code"))
         };
     }
     if let Some(sig) = text.strip_prefix("signalled ") {
@@ -278,23 +331,39 @@ pub fn parse_line(line: &[u8]) -> Result<Message, String> {
         return if (1..=64).contains(&sig) {
             Ok(Message::Signalled(sig))
         } else {
-            Err(String::from("signal: out of range"))
+            Err(Violation::OutOfRange("signal"))
         };
     }
     if let Some(detail) = text.strip_prefix("error ") {
         if detail.trim().is_empty() {
-            return Err(String::from("`error` without a detail"));
+            return Err(Violation::EmptyError);
         }
-        let failure = parse_failure(detail).ok_or("`error`: not `helper: <stage>: <reason>` with a known stage")?;
+        let failure = parse_failure(detail).ok_or(Violation::UnknownStage)?;
         return Ok(Message::Error(failure));
     }
-    Err(String::from("an unknown message"))
+    Err(Violation::Unknown)
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn violations_keep_their_words() {
+        assert_eq!(parse_line(b"setup landlock=full abi=x seccomp=1"), Err(Violation::NotANumber("abi")));
+        assert_eq!(Violation::NotANumber("abi").to_string(), "abi: not a number");
+        let e = parse_line(b"setup abi=1 landlock=full seccomp=1").unwrap_err();
+        assert_eq!(e.to_string(), "`setup`: landlock= expected");
+        assert_eq!(parse_line(b"exited 256").unwrap_err().to_string(), "exit code: out of range");
+        assert_eq!(Violation::LineTooLong.to_string(), format!("a line longer than {MAX_LINE} bytes"));
+        assert_eq!(Violation::TooMany.to_string(), format!("more than {MAX_MESSAGES} messages"));
+        let mut c = StatusChannel::new();
+        assert_eq!(c.feed(b"ready\nready\n"), Err(String::from("`ready` not first")));
+        let mut c = StatusChannel::new();
+        c.feed(b"ready\nexi").unwrap();
+        assert_eq!(c.finish(), Err(String::from("an unterminated line of 3 bytes at the end")));
+    }
 
     fn fed(bytes: &[u8]) -> Result<Vec<Message>, String> {
         let mut c = StatusChannel::new();

@@ -33,30 +33,26 @@ pub fn verify(expected: &[ExpectedMount]) -> Result<(), String> {
     Ok(())
 }
 
-fn check(e: &ExpectedMount) -> Result<(), String> {
+fn check(e: &ExpectedMount) -> Result<(), Mismatch> {
     let (Some(parent_id), Some(entry_ino)) = (e.parent, e.entry_ino) else { return check_object(e) };
-    let parent = e.path.parent().ok_or_else(|| String::from("has no parent"))?;
-    let name = e.path.file_name().ok_or_else(|| String::from("has no name"))?;
-    let pfd = sys::open_path_no_symlinks(parent).map_err(|err| format!("opening its parent: {err}"))?;
+    let parent = e.path.parent().ok_or(Mismatch::NoParent)?;
+    let name = e.path.file_name().ok_or(Mismatch::NoName)?;
+    let pfd = sys::open_path_no_symlinks(parent).map_err(io("opening its parent"))?;
     let start = Instant::now();
     let mut attempts = 0usize;
     loop {
         attempts += 1;
-        let before = sys::statx_identity(&pfd).map_err(|err| format!("statx of its parent: {err}"))?;
+        let before = sys::statx_identity(&pfd).map_err(io("statx of its parent"))?;
         if (before.dev, before.ino) != parent_id {
-            return Err(format!(
-                "lies in a directory other than the one the profile was made with (device {} inode {}, expected \
-                 device {} inode {})",
-                before.dev, before.ino, parent_id.0, parent_id.1
-            ));
+            return Err(Mismatch::OtherParent { found: (before.dev, before.ino), expected: parent_id });
         }
         // The mount at the name, and the name's own directory entry, read while no rename
         // happens in the parent: then the mount sits on the recorded directory.
         let found = check_object(e).and_then(|()| {
-            let dir = sys::open_dir_no_symlinks(parent).map_err(|err| format!("reading its parent: {err}"))?;
-            sys::dir_entry_ino(dir, name.as_bytes()).map_err(|err| format!("reading its parent: {err}"))
+            let dir = sys::open_dir_no_symlinks(parent).map_err(io("reading its parent"))?;
+            sys::dir_entry_ino(dir, name.as_bytes()).map_err(io("reading its parent"))
         });
-        let after = sys::statx_identity(&pfd).map_err(|err| format!("statx of its parent: {err}"))?;
+        let after = sys::statx_identity(&pfd).map_err(io("statx of its parent"))?;
         if after.ctime != before.ctime {
             if attempts >= MIN_ATTEMPTS && start.elapsed() >= RETRY_FOR {
                 break;
@@ -66,37 +62,68 @@ fn check(e: &ExpectedMount) -> Result<(), String> {
         }
         return match found? {
             Some(ino) if ino == entry_ino => Ok(()),
-            Some(ino) => Err(format!("is mounted over inode {ino}, not the recorded directory (inode {entry_ino})")),
-            None => Err(String::from("is missing from its parent")),
+            Some(ino) => Err(Mismatch::OtherEntry { found: ino, expected: entry_ino }),
+            None => Err(Mismatch::Missing),
         };
     }
-    Err(format!(
-        "its parent kept changing while it was checked ({attempts} attempts in {} ms)",
-        start.elapsed().as_millis()
-    ))
+    Err(Mismatch::KeptChanging { attempts, millis: start.elapsed().as_millis() })
 }
 
 /// The object at the path: a mount root; for a bind the recorded object, for a mask a tmpfs.
-fn check_object(e: &ExpectedMount) -> Result<(), String> {
-    let fd = sys::open_path_no_symlinks(&e.path).map_err(|err| format!("opening without following symlinks: {err}"))?;
-    let st = sys::statx_identity(&fd).map_err(|err| format!("statx: {err}"))?;
+fn check_object(e: &ExpectedMount) -> Result<(), Mismatch> {
+    let fd = sys::open_path_no_symlinks(&e.path).map_err(io("opening without following symlinks"))?;
+    let st = sys::statx_identity(&fd).map_err(io("statx"))?;
     if st.mount_root == Some(false) {
-        return Err(String::from("is not a mount point inside the container"));
+        return Err(Mismatch::NotMountPoint);
     }
     if e.mask {
         // A mask is the sandbox's own empty tmpfs: a mount point of the host's directory (the
         // runtime's read-only self-bind of a masked path, landed on the real directory while the
         // mask itself went elsewhere) is not one.
-        if !sys::is_tmpfs(&fd).map_err(|err| format!("statfs: {err}"))? {
-            return Err(String::from("is not the sandbox's mask (not a tmpfs)"));
+        if !sys::is_tmpfs(&fd).map_err(io("statfs"))? {
+            return Err(Mismatch::NotMask);
         }
     } else if (st.dev, st.ino) != (e.dev, e.ino) {
-        return Err(format!(
-            "is not the directory the profile was made with (device {} inode {}, expected device {} inode {})",
-            st.dev, st.ino, e.dev, e.ino
-        ));
+        return Err(Mismatch::OtherObject { found: (st.dev, st.ino), expected: (e.dev, e.ino) });
     }
     Ok(())
+}
+
+/// Why one expected mount does not hold (the message follows the mount's kind and path).
+#[derive(Debug, thiserror::Error)]
+enum Mismatch {
+    #[error("has no parent")]
+    NoParent,
+    #[error("has no name")]
+    NoName,
+    #[error("{step}: {source}")]
+    Io { step: &'static str, source: std::io::Error },
+    #[error(
+        "lies in a directory other than the one the profile was made with (device {} inode {}, expected device {} \
+         inode {})",
+        .found.0, .found.1, .expected.0, .expected.1
+    )]
+    OtherParent { found: (u64, u64), expected: (u64, u64) },
+    #[error("is mounted over inode {found}, not the recorded directory (inode {expected})")]
+    OtherEntry { found: u64, expected: u64 },
+    #[error("is missing from its parent")]
+    Missing,
+    #[error("its parent kept changing while it was checked ({attempts} attempts in {millis} ms)")]
+    KeptChanging { attempts: usize, millis: u128 },
+    #[error("is not a mount point inside the container")]
+    NotMountPoint,
+    #[error("is not the sandbox's mask (not a tmpfs)")]
+    NotMask,
+    #[error(
+        "is not the directory the profile was made with (device {} inode {}, expected device {} inode {})",
+        .found.0, .found.1, .expected.0, .expected.1
+    )]
+    OtherObject { found: (u64, u64), expected: (u64, u64) },
+}
+
+/// The failure of the I/O step `step`.
+fn io(step: &'static str) -> impl Fn(std::io::Error) -> Mismatch {
+    move |source| Mismatch::Io { step, source }
 }
 
 #[cfg(test)]
@@ -118,6 +145,23 @@ mod tests {
             parent: None,
             entry_ino: None,
         }
+    }
+
+    #[test]
+    fn mismatches_keep_their_words() {
+        let e = Mismatch::OtherParent { found: (1, 2), expected: (3, 4) };
+        assert_eq!(
+            e.to_string(),
+            "lies in a directory other than the one the profile was made with (device 1 inode 2, expected device 3 inode \
+             4)"
+        );
+        let e = Mismatch::OtherObject { found: (1, 2), expected: (3, 4) };
+        assert_eq!(
+            e.to_string(),
+            "is not the directory the profile was made with (device 1 inode 2, expected device 3 inode 4)"
+        );
+        let e = io("statx")(std::io::Error::from_raw_os_error(2));
+        assert!(e.to_string().starts_with("statx: ") && std::error::Error::source(&e).is_some(), "{e}");
     }
 
     #[test]

@@ -35,7 +35,7 @@ impl LinuxBackend {
             grants: input.grants.clone(),
         };
         compile(profile, &ctx, &HostView::scan()).map_err(|e| match e {
-            Error::InvalidArgument { detail } => Error::Runtime { detail: format!("bundle: {detail}") },
+            Error::InvalidArgument { detail } => Error::runtime(format!("bundle: {detail}")),
             other => other,
         })
     }

@@ -73,7 +73,7 @@ impl LinuxBackend {
             Err(e) => {
                 let _ = fsutil::remove_tree(&dir);
                 dl.check(&[])?;
-                Err(Error::Runtime { detail: format!("starting the helper: {e}") })
+                Err(Error::runtime(format!("starting the helper: {e}")))
             }
         }
     }
@@ -85,7 +85,7 @@ impl LinuxBackend {
             Phase::Started | Phase::Finished(_) => return Ok(()),
             Phase::Lost => {
                 let detail = self.abandon(launched, "the warm container's helper failed after it got its process");
-                return Err(Error::Runtime { detail });
+                return Err(Error::runtime(detail));
             }
             Phase::Pending { .. } | Phase::Building | Phase::Ready => {}
         }
@@ -131,7 +131,7 @@ impl LinuxBackend {
             Err(NoEvent::Helper(e)) => e,
             Err(NoEvent::Unread) => String::from("the helper ended without reading its commands"),
         };
-        Err(Error::Runtime { detail: self.abandon(launched, &why) })
+        Err(Error::runtime(self.abandon(launched, &why)))
     }
 
     /// Kills a helper that failed or hangs (its container dies with it: parent-death signal)
@@ -192,7 +192,7 @@ impl LinuxBackend {
             Ok(f) => f,
             Err(e) => {
                 let detail = self.abandon(&mut launched, &e);
-                return Err(Error::Runtime { detail });
+                return Err(Error::runtime(detail));
             }
         };
         launched.marks.push(("finished-event", sandbox_linux::protocol::monotonic_us()));
@@ -221,7 +221,7 @@ impl LinuxBackend {
         if !teardown {
             // Not proven by the helper: sweep the container's cgroup and state now.
             let swept = self.sweep_leftovers(&launched.id);
-            return Err(Error::Runtime { detail: format!("teardown unproven: the container was not deleted{swept}") });
+            return Err(Error::runtime(format!("teardown unproven: the container was not deleted{swept}")));
         }
         let status = match outcome {
             Outcome::Exited { code } => Ok(ExitStatus::Code(code)),
@@ -257,7 +257,7 @@ impl LinuxBackend {
         };
         if matches!(stop, Some(Stop::Lost)) {
             let detail = self.abandon(&mut launched, "the helper died during the run");
-            return Err(Error::Runtime { detail });
+            return Err(Error::runtime(detail));
         }
         if stop.is_some() {
             let _ = launched.running.signal(libc_sigkill());
@@ -404,7 +404,7 @@ pub(crate) fn setup_failed(detail: String) -> Error {
     if detail.starts_with("helper: identities: grant target") {
         Error::GrantTargetChanged { detail }
     } else {
-        Error::Runtime { detail }
+        Error::runtime(detail)
     }
 }
 

@@ -250,7 +250,7 @@ pub(super) fn shape_key(bundle: &Bundle) -> Result<String, Error> {
         spec.linux().as_ref().and_then(|l| sorted(l.sysctl().as_ref())),
         spec.linux().as_ref().and_then(|l| l.resources().as_ref()).and_then(|r| sorted(r.unified().as_ref())),
     );
-    serde_json::to_writer(&mut writer, &maps).map_err(|e| Error::Runtime { detail: format!("spec: {e}") })?;
+    serde_json::to_writer(&mut writer, &maps).map_err(|e| Error::runtime(format!("spec: {e}")))?;
     spec.set_annotations(None);
     if let Some(mut process) = spec.process().clone() {
         process.set_args(None);
@@ -267,7 +267,7 @@ pub(super) fn shape_key(bundle: &Bundle) -> Result<String, Error> {
         }
         spec.set_linux(Some(linux));
     }
-    serde_json::to_writer(&mut writer, &spec).map_err(|e| Error::Runtime { detail: format!("spec: {e}") })?;
+    serde_json::to_writer(&mut writer, &spec).map_err(|e| Error::runtime(format!("spec: {e}")))?;
     Ok(format!("{:016x}", writer.0.finish()))
 }
 
