@@ -79,10 +79,11 @@ pub(super) struct Live {
     pub(super) fdpass: File,
     /// Our end of the init's `go` socket (None once `go` was sent).
     pub(super) go: Option<File>,
-    /// The console socket (PTY mode; None once the master was forwarded).
+    /// The console socket (PTY mode; None once `forward_pty` ran).
     pub(super) console: Option<ConsoleSocket>,
 }
 
+/// The error of a call on the control socket once [`Host::hang_up`] closed it.
 fn closed() -> std::io::Error {
     std::io::Error::from(std::io::ErrorKind::NotConnected)
 }

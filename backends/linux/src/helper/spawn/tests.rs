@@ -60,7 +60,7 @@ struct Recorder {
     inotify: Result<(), String>,
     wanted: bool,
     /// A warm container's process (its payload and stdio); None: let go unused.
-    go: Option<GoMessage>,
+    go: std::io::Result<Option<GoMessage>>,
     /// The embedder's commands during the run (None: its end); nothing more is ever readable.
     control: VecDeque<Option<Command>>,
     /// The embedder is gone: every send fails.
@@ -83,7 +83,7 @@ impl Recorder {
             loopback: Ok(()),
             inotify: Ok(()),
             wanted: true,
-            go: None,
+            go: Ok(None),
             control: VecDeque::new(),
             embedder_gone: false,
             reaped: true,
@@ -173,7 +173,7 @@ impl Host for Recorder {
     fn wait_for_go(&mut self) -> std::io::Result<Option<GoMessage>> {
         self.calls.push(Call::WaitForGo);
         self.send(&Event::Ready)?;
-        Ok(self.go.take())
+        std::mem::replace(&mut self.go, Ok(None))
     }
 
     fn send_go(&mut self, (payload, stdio): GoMessage) {
@@ -393,6 +393,13 @@ fn a_limit_that_does_not_hold_fails_only_when_required() {
 
 #[test]
 fn an_init_that_fails_or_never_starts_takes_the_failure_path() {
+    // A PTY master that cannot be forwarded: the container never starts.
+    let mut host = Recorder::new();
+    host.pty = Err(String::from("accept: EIO"));
+    let tty = Request { tty: true, ..request() };
+    run(&mut host, &tty).unwrap();
+    assert_failed_once(&host, &tty, &[Call::ForwardPty], "helper: pty: accept: EIO");
+
     let before = [Call::ForwardPty, Call::Start];
     let mut host = Recorder::new();
     host.status = VecDeque::from([b"error helper: identities: grant target x\n".to_vec()]);
@@ -470,7 +477,7 @@ fn an_embedder_that_no_longer_wants_the_run_gets_no_workload() {
 fn a_warm_container_goes_with_its_process_or_removes_its_bundle_unused() {
     let stdio: Vec<OwnedFd> = (0..3).map(|_| OwnedFd::from(std::fs::File::open("/dev/null").unwrap())).collect();
     let mut host = Recorder::new();
-    host.go = Some((b"w\x02\0\0\0{}".to_vec(), stdio));
+    host.go = Ok(Some((b"w\x02\0\0\0{}".to_vec(), stdio)));
     let request = Request { warm: true, ..request() };
     run(&mut host, &request).unwrap();
     assert_eq!(
@@ -497,6 +504,12 @@ fn a_warm_container_goes_with_its_process_or_removes_its_bundle_unused() {
     run(&mut host, &request).unwrap();
     let before = [Call::ForwardPty, Call::Start, Call::StillWanted, Call::WaitForGo, Call::Ready];
     assert_failed_once(&host, &request, &before, "helper: start: the warm container was not used");
+
+    // A process that cannot be received: the same path, with its reason.
+    let mut host = Recorder::new();
+    host.go = Err(std::io::Error::other("2 stdio descriptors, expected 3"));
+    run(&mut host, &request).unwrap();
+    assert_failed_once(&host, &request, &before, "helper: go: 2 stdio descriptors, expected 3");
 }
 
 #[test]
