@@ -3,8 +3,10 @@
 //! single-threaded process (CONTRACT.md §15.8, FIGURES.md P1).
 
 mod console;
+mod host;
 mod limits;
 mod namespaces;
+mod spawn;
 mod supervise;
 mod zygote;
 
@@ -12,20 +14,16 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 use libcontainer::container::Container;
 use libcontainer::container::builder::ContainerBuilder;
-use libcontainer::error::LibcontainerError;
 use libcontainer::syscall::syscall::SyscallType;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 
 use crate::executor::{GO_FD, STATUS_FD, SandboxExecutor};
 use crate::protocol::{Command, Event, Measured, Outcome, Request, monotonic_us};
-use crate::status::{Failure, Message, StatusChannel};
 use crate::sys;
 
 /// The argv[1] that makes a re-executed binary the helper. It never reaches a workload.
@@ -197,7 +195,7 @@ fn run() -> std::io::Result<()> {
     phases.push((String::from("built"), monotonic_us()));
     let _ = nix::unistd::close(STATUS_FD);
     let _ = nix::unistd::close(GO_FD);
-    let mut measured = Measured { landlock_abi: kernel_abi, phases, ..Measured::default() };
+    let measured = Measured { landlock_abi: kernel_abi, phases, ..Measured::default() };
     let mut container = match built {
         Ok(c) => c,
         Err(e) => {
@@ -215,212 +213,9 @@ fn run() -> std::io::Result<()> {
         return control.send(&Event::Finished { outcome, measured, teardown: true });
     };
 
-    let mut status = status_r;
-    let mut channel = StatusChannel::new();
-    // The set-up once the container exists, in three steps between the phase stamps: the first
-    // failure skips the rest and takes the one failure path below.
-    let prepared = prepare(&request, console, &fdpass, &mut measured);
-    measured.phases.push((String::from("limits"), monotonic_us()));
-    let started = prepared.and_then(|()| start(&mut container, &mut status, &mut channel));
-    measured.phases.push((String::from("ready"), monotonic_us()));
-    let armed = started.and_then(|()| arm(&request, pid, &mut control, &fdpass, &mut measured));
-    let (payload, stdio) = match armed {
-        Ok(go) => go,
-        Err(failure) => {
-            let _ = kill(pid, Signal::SIGKILL);
-            let teardown = supervise::reap(pid) && container.delete(true).is_ok();
-            if request.warm {
-                // An unused warm container's bundle is nobody else's to remove.
-                let _ = std::fs::remove_dir_all(&request.bundle);
-            }
-            let outcome = Outcome::Failed { detail: failure.to_string() };
-            return control.send(&Event::Finished { outcome, measured, teardown });
-        }
-    };
-    measured.phases.push((String::from("go"), monotonic_us()));
-    let borrowed: Vec<BorrowedFd<'_>> = stdio.iter().map(AsFd::as_fd).collect();
-    if sys::send_with_fds(go_w.as_fd(), &payload[..1], &borrowed).is_ok() {
-        let _ = (&go_w).write_all(&payload[1..]);
-    }
-    drop(borrowed);
-    drop(stdio);
-    drop(go_w);
-    let parent_alive = control.send(&Event::Started { pid: pid.as_raw() }).is_ok();
-    if !parent_alive {
-        // The embedder died: nothing may outlive it.
-        let _ = kill(pid, Signal::SIGKILL);
-    }
-
-    let procs = request.limits.first().and_then(|l| l.file.parent()).map(|d| d.join("cgroup.procs"));
-    if !parent_alive {
-        supervise::kill_members(procs.as_deref());
-    }
-    let (killed, violation) =
-        supervise::supervise(&mut control, status, &mut channel, pid, parent_alive, procs.as_deref());
-    measured.phases.push((String::from("status-eof"), monotonic_us()));
-    let reaped = supervise::reap(pid);
-    // Proven: the init is reaped (its pid namespace went with it) and the spawn's own cgroup
-    // holds no process. Removing the cgroup, the state and the bundle happens after the
-    // answer, off the caller's path; a failure there is swept by the set.
-    let proven = reaped && supervise::cgroup_empty(&request);
-    measured.phases.push((String::from("reaped"), monotonic_us()));
-    let outcome = supervise::outcome(&channel, violation, killed, &mut measured);
-    if !proven {
-        let deleted = container.delete(true).is_ok();
-        return control.send(&Event::Finished { outcome, measured, teardown: reaped && deleted });
-    }
-    let _ = control.send(&Event::Finished { outcome, measured, teardown: true });
-    drop(control);
-    container.delete(true).map_err(|e| std::io::Error::other(format!("{e:?}")))?;
-    std::fs::remove_dir_all(&request.bundle)
-}
-
-/// Why a spawn's set-up failed once its container was built. Its `Display` is the detail the
-/// runtime gets in `Outcome::Failed` (the runtime and the tests match on these prefixes).
-#[derive(Debug)]
-enum SetupError {
-    /// The PTY master could not be passed to the parent.
-    Pty(String),
-    /// A cgroup limit file could not be written.
-    LimitNotWritten {
-        /// The file.
-        file: PathBuf,
-        /// Why.
-        error: std::io::Error,
-    },
-    /// A cgroup limit reads back as something other than what was asked.
-    LimitNotHeld {
-        /// The file.
-        file: PathBuf,
-        /// What it reads (None: unreadable).
-        read: Option<String>,
-        /// The value asked for.
-        expected: u64,
-    },
-    /// The runtime could not start the container.
-    Start(LibcontainerError),
-    /// The init did not report `ready` (in time, or at all), or broke the status channel.
-    NotReady(String),
-    /// The init reported its own set-up failure instead of `ready`.
-    Init(Failure),
-    /// `lo` could not be raised.
-    Loopback(String),
-    /// The run's inotify bound could not be set.
-    Inotify(String),
-    /// The embedder went away, or asked for a kill, before the workload started.
-    Cancelled,
-    /// The embedder let a warm container go without giving it a process.
-    Unused,
-    /// A warm container's process could not be received.
-    Go(std::io::Error),
-}
-
-impl std::fmt::Display for SetupError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SetupError::Pty(e) => write!(f, "helper: pty: {e}"),
-            SetupError::LimitNotWritten { file, error } => {
-                write!(f, "helper: cgroup limits: writing {}: {error}", file.display())
-            }
-            SetupError::LimitNotHeld { file, read, expected } => {
-                write!(f, "helper: cgroup limits: {} reads {read:?}, expected {expected}", file.display())
-            }
-            SetupError::Start(e) => write!(f, "container start: {e:?}"),
-            SetupError::NotReady(e) => write!(f, "helper: start: {e}"),
-            SetupError::Init(failure) => std::fmt::Display::fmt(failure, f),
-            SetupError::Loopback(e) => write!(f, "helper: loopback: {e}"),
-            SetupError::Inotify(e) => write!(f, "helper: inotify bound: {e}"),
-            SetupError::Cancelled => f.write_str("helper: start: cancelled before the workload started"),
-            SetupError::Unused => f.write_str("helper: start: the warm container was not used"),
-            SetupError::Go(e) => write!(f, "helper: go: {e}"),
-        }
-    }
-}
-
-/// The first set-up step, before the container starts: the PTY master goes to the parent (PTY
-/// mode), the cgroup limits are written and read back (into `measured`) and checked.
-fn prepare(
-    request: &Request,
-    console: Option<console::ConsoleSocket>,
-    fdpass: &File,
-    measured: &mut Measured,
-) -> Result<(), SetupError> {
-    let pty = match &console {
-        Some(console) => console.forward_master(fdpass.as_fd()).map_err(SetupError::Pty),
-        None => Ok(()),
-    };
-    drop(console);
-    let written = limits::write(request);
-    measured.readback = limits::read_back(request);
-    // A limit that could not be written outranks a PTY failure.
-    written?;
-    pty?;
-    if request.require_limits {
-        limits::check(request, &measured.readback)?;
-    }
-    Ok(())
-}
-
-/// The second step: the container starts and its init reports `ready` (it made itself dumpable,
-/// so that a non-root helper may join its namespaces, and waits for `go`). An early set-up
-/// failure of the init stays in `channel` and is the error.
-fn start(container: &mut Container, status: &mut File, channel: &mut StatusChannel) -> Result<(), SetupError> {
-    container.start().map_err(SetupError::Start)?;
-    supervise::wait_ready(status, channel, Duration::from_secs(30)).map_err(SetupError::NotReady)?;
-    match channel.messages().first() {
-        Some(Message::Error(failure)) => Err(SetupError::Init(failure.clone())),
-        _ => Ok(()),
-    }
-}
-
-/// The last step, between `ready` and `go`, before any workload exists: `lo` is raised, the
-/// inotify bound set, the embedder asked whether it still wants the run, and a warm container
-/// waits for its process. Returns what the init's `go` socket gets.
-fn arm(
-    request: &Request,
-    pid: Pid,
-    control: &mut Control,
-    fdpass: &File,
-    measured: &mut Measured,
-) -> Result<GoMessage, SetupError> {
-    if request.loopback {
-        let up = namespaces::raise_loopback(pid, request.rootless);
-        measured.phases.push((String::from("loopback"), monotonic_us()));
-        measured.loopback = Some(up.is_ok());
-        measured.loopback_error = up.as_ref().err().cloned();
-        if let Err(e) = up {
-            if request.require_loopback {
-                return Err(SetupError::Loopback(e));
-            }
-        }
-    }
-    if let Some((instances, watches)) = request.inotify {
-        let bound = namespaces::bound_inotify(pid, instances, watches);
-        let failure = match bound {
-            Err(e) => {
-                measured.inotify_error = Some(e.clone());
-                request.require_limits.then_some(SetupError::Inotify(e))
-            }
-            Ok(()) => None,
-        };
-        measured.phases.push((String::from("inotify"), monotonic_us()));
-        if let Some(failure) = failure {
-            return Err(failure);
-        }
-    }
-    // Nothing may start for an embedder that is gone or asked to kill meanwhile (a closed set,
-    // a passed deadline): the command is admitted but not yet spawned.
-    if !control.still_wanted() {
-        return Err(SetupError::Cancelled);
-    }
-    if !request.warm {
-        return Ok((b"g".to_vec(), Vec::new()));
-    }
-    match wait_for_go(control, fdpass) {
-        Ok(Some(message)) => Ok(message),
-        Ok(None) => Err(SetupError::Unused),
-        Err(e) => Err(SetupError::Go(e)),
-    }
+    let mut live =
+        host::Live { container, status: Some(status_r), control: Some(control), fdpass, go: Some(go_w), console };
+    spawn::drive(&mut live, &request, pid, measured)
 }
 
 /// The bytes for the init's `go` socket and the descriptors that go with them.
@@ -485,44 +280,4 @@ fn drop_vanished_masks(bundle: &Path) -> bool {
     }
     tracing::debug!(?gone, "dropping masks over scratch roots that are gone");
     serde_json::to_vec(&spec).is_ok_and(|bytes| std::fs::write(&path, bytes).is_ok())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn setup_failures_read_as_the_runtime_expects() {
-        let file = PathBuf::from("/sys/fs/cgroup/x/pids.max");
-        let cases = [
-            (SetupError::Pty(String::from("accept: EIO")), "helper: pty: accept: EIO"),
-            (
-                SetupError::LimitNotWritten { file: file.clone(), error: std::io::Error::other("denied") },
-                "helper: cgroup limits: writing /sys/fs/cgroup/x/pids.max: denied",
-            ),
-            (
-                SetupError::LimitNotHeld { file, read: Some(String::from("max")), expected: 64 },
-                "helper: cgroup limits: /sys/fs/cgroup/x/pids.max reads Some(\"max\"), expected 64",
-            ),
-            (SetupError::NotReady(String::from("no")), "helper: start: no"),
-            (
-                SetupError::Init(Failure {
-                    stage: crate::status::Stage::Identities,
-                    reason: String::from("grant target x"),
-                }),
-                "helper: identities: grant target x",
-            ),
-            (SetupError::Loopback(String::from("down")), "helper: loopback: down"),
-            (SetupError::Inotify(String::from("no")), "helper: inotify bound: no"),
-            (SetupError::Cancelled, "helper: start: cancelled before the workload started"),
-            (SetupError::Unused, "helper: start: the warm container was not used"),
-            (
-                SetupError::Go(std::io::Error::other("2 stdio descriptors, expected 3")),
-                "helper: go: 2 stdio descriptors, expected 3",
-            ),
-        ];
-        for (error, text) in cases {
-            assert_eq!(error.to_string(), text);
-        }
-    }
 }

@@ -1,16 +1,17 @@
 //! The spawn's cgroup limits as the helper applies them: written where the request says so,
 //! read back, and checked against what was asked.
 
-use super::SetupError;
+use super::host::Host;
+use super::spawn::SetupError;
 use crate::protocol::Request;
 
 /// Writes the limits the helper is to write (rootless: the runtime would also write device
 /// rules it may not), every one of them even after a failure. A failure counts only when the
 /// limits are required; the last one is the error.
-pub(super) fn write(request: &Request) -> Result<(), SetupError> {
+pub(super) fn write<H: Host>(host: &mut H, request: &Request) -> Result<(), SetupError> {
     let mut failure = Ok(());
     for limit in request.limits.iter().filter(|l| l.write) {
-        if let Err(error) = std::fs::write(&limit.file, limit.value.to_string()) {
+        if let Err(error) = host.write_cgroup(&limit.file, &limit.value.to_string()) {
             if request.require_limits {
                 failure = Err(SetupError::LimitNotWritten { file: limit.file.clone(), error });
             }
@@ -20,8 +21,8 @@ pub(super) fn write(request: &Request) -> Result<(), SetupError> {
 }
 
 /// What each limit file of the request reads now, trimmed, in order (None: unreadable).
-pub(super) fn read_back(request: &Request) -> Vec<Option<String>> {
-    request.limits.iter().map(|l| std::fs::read_to_string(&l.file).ok().map(|s| s.trim().to_owned())).collect()
+pub(super) fn read_back<H: Host>(host: &mut H, request: &Request) -> Vec<Option<String>> {
+    request.limits.iter().map(|l| host.read_cgroup(&l.file).ok().map(|s| s.trim().to_owned())).collect()
 }
 
 /// Whether every limit reads back as set (`readback` from [`read_back`]); the error names the

@@ -1,19 +1,15 @@
 //! Following the container init through its status pipe: `ready`, then the run until the init
 //! is gone, serving the embedder's signals meanwhile; reaping the init and killing what is left
-//! of the spawn's cgroup.
+//! of the spawn's cgroup. Everything but the reap goes through [`Host`].
 
-use std::fs::File;
-use std::io::{BufRead, Read};
-use std::os::fd::AsFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::Control;
+use super::host::Host;
 use crate::protocol::{Command, Measured, Outcome, Request};
 use crate::status::{Message, StatusChannel};
 use crate::sys;
@@ -21,7 +17,7 @@ use crate::sys;
 /// Reads the status pipe into `channel` until its first message, waiting at most `within`.
 /// Ok: `ready`, or an early outcome of the init (kept in `channel`). Err: timeout, the end of
 /// the pipe without a message, or a violation of the channel's framing.
-pub(super) fn wait_ready(status: &mut File, channel: &mut StatusChannel, within: Duration) -> Result<(), String> {
+pub(super) fn wait_ready<H: Host>(host: &mut H, channel: &mut StatusChannel, within: Duration) -> Result<(), String> {
     let end = Instant::now() + within;
     loop {
         match channel.messages().first() {
@@ -34,14 +30,13 @@ pub(super) fn wait_ready(status: &mut File, channel: &mut StatusChannel, within:
             return Err(String::from("the init did not report ready"));
         }
         let ms = u16::try_from(left.as_millis().min(1000)).unwrap_or(1000);
-        let mut fds = [PollFd::new(status.as_fd(), PollFlags::POLLIN)];
-        match poll(&mut fds, PollTimeout::from(ms)) {
+        match host.poll_status(ms) {
             Ok(0) | Err(nix::Error::EINTR) => continue,
             Ok(_) => {}
             Err(e) => return Err(format!("polling the status pipe: {e}")),
         }
         let mut chunk = [0u8; 1024];
-        match status.read(&mut chunk) {
+        match host.read_status(&mut chunk) {
             Ok(0) | Err(_) => return Err(String::from("the init did not report ready")),
             Ok(n) => channel.feed(chunk.get(..n).unwrap_or_default()).map_err(|e| format!("status channel: {e}"))?,
         }
@@ -49,17 +44,16 @@ pub(super) fn wait_ready(status: &mut File, channel: &mut StatusChannel, within:
 }
 
 /// Whether the spawn's own cgroup holds no process (true when it has none: no limits).
-pub(super) fn cgroup_empty(request: &Request) -> bool {
+pub(super) fn cgroup_empty<H: Host>(host: &mut H, request: &Request) -> bool {
     let Some(dir) = request.limits.first().and_then(|l| l.file.parent()) else { return true };
-    std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|p| p.trim().is_empty())
+    host.read_cgroup(&dir.join("cgroup.procs")).is_ok_and(|p| p.trim().is_empty())
 }
 
 /// Reads the status pipe into `channel` until the init is gone, serving control commands
 /// meanwhile. Returns whether the init was killed on request (or because the parent went), and
 /// the channel's violation, if any (the init is then killed and nothing more is read).
-pub(super) fn supervise(
-    control: &mut Control,
-    mut status: File,
+pub(super) fn supervise<H: Host>(
+    host: &mut H,
     channel: &mut StatusChannel,
     pid: Pid,
     mut parent_alive: bool,
@@ -68,51 +62,43 @@ pub(super) fn supervise(
     let mut killed = false;
     let mut control_buf = String::new();
     loop {
-        let mut fds = vec![PollFd::new(status.as_fd(), PollFlags::POLLIN)];
-        if parent_alive {
-            fds.push(PollFd::new(control.reader.get_ref().as_fd(), PollFlags::POLLIN));
-        }
-        if poll(&mut fds, PollTimeout::NONE).is_err() {
-            continue;
-        }
-        let status_ready = fds[0].revents().is_some_and(|r| !r.is_empty());
-        let control_ready = fds.get(1).and_then(|f| f.revents()).is_some_and(|r| !r.is_empty());
+        let Ok((status_ready, control_ready)) = host.poll_run(parent_alive) else { continue };
         if status_ready {
             let mut chunk = [0u8; 4096];
-            let fed = match status.read(&mut chunk) {
+            let fed = match host.read_status(&mut chunk) {
                 Ok(0) | Err(_) => {
                     let end = channel.finish();
                     if end.is_err() {
-                        let _ = kill(pid, Signal::SIGKILL);
-                        kill_members(procs);
+                        let _ = host.kill(pid, Signal::SIGKILL);
+                        kill_members(host, procs);
                     }
                     return (killed, end.err());
                 }
                 Ok(n) => channel.feed(chunk.get(..n).unwrap_or_default()),
             };
             if let Err(e) = fed {
-                let _ = kill(pid, Signal::SIGKILL);
-                kill_members(procs);
+                let _ = host.kill(pid, Signal::SIGKILL);
+                kill_members(host, procs);
                 return (killed, Some(e));
             }
         }
         if control_ready {
             control_buf.clear();
-            match control.reader.read_line(&mut control_buf) {
+            match host.read_control(&mut control_buf) {
                 Ok(0) | Err(_) => {
                     // The embedder is gone: nothing may outlive it.
                     parent_alive = false;
                     killed = true;
-                    let _ = kill(pid, Signal::SIGKILL);
-                    kill_members(procs);
+                    let _ = host.kill(pid, Signal::SIGKILL);
+                    kill_members(host, procs);
                 }
                 Ok(_) => {
                     if let Ok(Command::Signal { signal }) = serde_json::from_str(&control_buf) {
                         if let Ok(sig) = Signal::try_from(signal) {
                             killed |= sig == Signal::SIGKILL;
-                            let _ = kill(pid, sig);
+                            let _ = host.kill(pid, sig);
                             if sig == Signal::SIGKILL {
-                                kill_members(procs);
+                                kill_members(host, procs);
                             }
                         }
                     }
@@ -127,14 +113,14 @@ pub(super) fn supervise(
 /// meanwhile. Killing the init alone ends the pid namespace only once the init itself gets to
 /// run its exit, which under a fork bomb in a low-weight cgroup took tens of seconds (issue 12,
 /// class 13): a killed process forks no more, so the tree stops growing at once.
-pub(super) fn kill_members(procs: Option<&Path>) {
+pub(super) fn kill_members<H: Host>(host: &mut H, procs: Option<&Path>) {
     let Some(procs) = procs else { return };
     for _ in 0..4 {
-        let Ok(text) = std::fs::read_to_string(procs) else { return };
+        let Ok(text) = host.read_cgroup(procs) else { return };
         let mut any = false;
         for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()).filter(|p| *p > 1) {
             any = true;
-            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            let _ = host.kill(Pid::from_raw(pid), Signal::SIGKILL);
         }
         if !any {
             return;

@@ -1,0 +1,210 @@
+//! The spawn state machine once the container is built and its init has a pid: `prepare` (PTY,
+//! cgroup limits) → `start` (the init reports `ready`) → `arm` (loopback, inotify, the embedder
+//! still wants the run, a warm container's process) → `go` → supervise → finish. The first
+//! set-up failure skips the rest and takes the one failure path. Every side effect goes through
+//! [`Host`], so the machine is unit-tested with a recording double (`tests.rs`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use libcontainer::error::LibcontainerError;
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+
+use super::host::Host;
+use super::{GoMessage, limits, supervise};
+use crate::protocol::{Event, Measured, Outcome, Request, monotonic_us};
+use crate::status::{Failure, Message, StatusChannel};
+
+/// Why a spawn's set-up failed once its container was built. Its `Display` is the detail the
+/// runtime gets in `Outcome::Failed` (the runtime and the tests match on these prefixes).
+#[derive(Debug)]
+pub(super) enum SetupError {
+    /// The PTY master could not be passed to the parent.
+    Pty(String),
+    /// A cgroup limit file could not be written.
+    LimitNotWritten {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A cgroup limit reads back as something other than what was asked.
+    LimitNotHeld {
+        /// The file.
+        file: PathBuf,
+        /// What it reads (None: unreadable).
+        read: Option<String>,
+        /// The value asked for.
+        expected: u64,
+    },
+    /// The runtime could not start the container.
+    Start(LibcontainerError),
+    /// The init did not report `ready` (in time, or at all), or broke the status channel.
+    NotReady(String),
+    /// The init reported its own set-up failure instead of `ready`.
+    Init(Failure),
+    /// `lo` could not be raised.
+    Loopback(String),
+    /// The run's inotify bound could not be set.
+    Inotify(String),
+    /// The embedder went away, or asked for a kill, before the workload started.
+    Cancelled,
+    /// The embedder let a warm container go without giving it a process.
+    Unused,
+    /// A warm container's process could not be received.
+    Go(std::io::Error),
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetupError::Pty(e) => write!(f, "helper: pty: {e}"),
+            SetupError::LimitNotWritten { file, error } => {
+                write!(f, "helper: cgroup limits: writing {}: {error}", file.display())
+            }
+            SetupError::LimitNotHeld { file, read, expected } => {
+                write!(f, "helper: cgroup limits: {} reads {read:?}, expected {expected}", file.display())
+            }
+            SetupError::Start(e) => write!(f, "container start: {e:?}"),
+            SetupError::NotReady(e) => write!(f, "helper: start: {e}"),
+            SetupError::Init(failure) => std::fmt::Display::fmt(failure, f),
+            SetupError::Loopback(e) => write!(f, "helper: loopback: {e}"),
+            SetupError::Inotify(e) => write!(f, "helper: inotify bound: {e}"),
+            SetupError::Cancelled => f.write_str("helper: start: cancelled before the workload started"),
+            SetupError::Unused => f.write_str("helper: start: the warm container was not used"),
+            SetupError::Go(e) => write!(f, "helper: go: {e}"),
+        }
+    }
+}
+
+/// Runs the spawn of the built container whose init is `pid` to its end: set-up, `go`, the
+/// run, the answer (`Event::Finished`) and the clean-up. Err: only the exit status of the
+/// helper (the answer could not be sent, or the clean-up after a sent answer failed).
+pub(super) fn drive<H: Host>(host: &mut H, request: &Request, pid: Pid, mut measured: Measured) -> std::io::Result<()> {
+    let mut channel = StatusChannel::new();
+    // The set-up once the container exists, in three steps between the phase stamps: the first
+    // failure skips the rest and takes the one failure path below.
+    let prepared = prepare(host, request, &mut measured);
+    measured.phases.push((String::from("limits"), monotonic_us()));
+    let started = prepared.and_then(|()| start(host, &mut channel));
+    measured.phases.push((String::from("ready"), monotonic_us()));
+    let armed = started.and_then(|()| arm(host, request, pid, &mut measured));
+    let go = match armed {
+        Ok(go) => go,
+        Err(failure) => {
+            let _ = host.kill(pid, Signal::SIGKILL);
+            let teardown = host.reap(pid) && host.delete_container().is_ok();
+            if request.warm {
+                // An unused warm container's bundle is nobody else's to remove.
+                let _ = host.remove_bundle(&request.bundle);
+            }
+            let outcome = Outcome::Failed { detail: failure.to_string() };
+            return host.send(&Event::Finished { outcome, measured, teardown });
+        }
+    };
+    measured.phases.push((String::from("go"), monotonic_us()));
+    host.send_go(go);
+    let parent_alive = host.send(&Event::Started { pid: pid.as_raw() }).is_ok();
+    if !parent_alive {
+        // The embedder died: nothing may outlive it.
+        let _ = host.kill(pid, Signal::SIGKILL);
+    }
+
+    let procs = request.limits.first().and_then(|l| l.file.parent()).map(|d| d.join("cgroup.procs"));
+    if !parent_alive {
+        supervise::kill_members(host, procs.as_deref());
+    }
+    let (killed, violation) = supervise::supervise(host, &mut channel, pid, parent_alive, procs.as_deref());
+    host.close_status();
+    measured.phases.push((String::from("status-eof"), monotonic_us()));
+    let reaped = host.reap(pid);
+    // Proven: the init is reaped (its pid namespace went with it) and the spawn's own cgroup
+    // holds no process. Removing the cgroup, the state and the bundle happens after the
+    // answer, off the caller's path; a failure there is swept by the set.
+    let proven = reaped && supervise::cgroup_empty(host, request);
+    measured.phases.push((String::from("reaped"), monotonic_us()));
+    let outcome = supervise::outcome(&channel, violation, killed, &mut measured);
+    if !proven {
+        let deleted = host.delete_container().is_ok();
+        return host.send(&Event::Finished { outcome, measured, teardown: reaped && deleted });
+    }
+    let _ = host.send(&Event::Finished { outcome, measured, teardown: true });
+    host.hang_up();
+    host.delete_container().map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+    host.remove_bundle(&request.bundle)
+}
+
+/// The first set-up step, before the container starts: the PTY master goes to the parent (PTY
+/// mode), the cgroup limits are written and read back (into `measured`) and checked.
+fn prepare<H: Host>(host: &mut H, request: &Request, measured: &mut Measured) -> Result<(), SetupError> {
+    let pty = host.forward_pty().map_err(SetupError::Pty);
+    let written = limits::write(host, request);
+    measured.readback = limits::read_back(host, request);
+    // A limit that could not be written outranks a PTY failure.
+    written?;
+    pty?;
+    if request.require_limits {
+        limits::check(request, &measured.readback)?;
+    }
+    Ok(())
+}
+
+/// The second step: the container starts and its init reports `ready` (it made itself dumpable,
+/// so that a non-root helper may join its namespaces, and waits for `go`). An early set-up
+/// failure of the init stays in `channel` and is the error.
+fn start<H: Host>(host: &mut H, channel: &mut StatusChannel) -> Result<(), SetupError> {
+    host.start_container().map_err(SetupError::Start)?;
+    supervise::wait_ready(host, channel, Duration::from_secs(30)).map_err(SetupError::NotReady)?;
+    match channel.messages().first() {
+        Some(Message::Error(failure)) => Err(SetupError::Init(failure.clone())),
+        _ => Ok(()),
+    }
+}
+
+/// The last step, between `ready` and `go`, before any workload exists: `lo` is raised, the
+/// inotify bound set, the embedder asked whether it still wants the run, and a warm container
+/// waits for its process. Returns what the init's `go` socket gets.
+fn arm<H: Host>(host: &mut H, request: &Request, pid: Pid, measured: &mut Measured) -> Result<GoMessage, SetupError> {
+    if request.loopback {
+        let up = host.raise_loopback(pid, request.rootless);
+        measured.phases.push((String::from("loopback"), monotonic_us()));
+        measured.loopback = Some(up.is_ok());
+        measured.loopback_error = up.as_ref().err().cloned();
+        if let Err(e) = up {
+            if request.require_loopback {
+                return Err(SetupError::Loopback(e));
+            }
+        }
+    }
+    if let Some((instances, watches)) = request.inotify {
+        let bound = host.bound_inotify(pid, instances, watches);
+        let failure = match bound {
+            Err(e) => {
+                measured.inotify_error = Some(e.clone());
+                request.require_limits.then_some(SetupError::Inotify(e))
+            }
+            Ok(()) => None,
+        };
+        measured.phases.push((String::from("inotify"), monotonic_us()));
+        if let Some(failure) = failure {
+            return Err(failure);
+        }
+    }
+    // Nothing may start for an embedder that is gone or asked to kill meanwhile (a closed set,
+    // a passed deadline): the command is admitted but not yet spawned.
+    if !host.still_wanted() {
+        return Err(SetupError::Cancelled);
+    }
+    if !request.warm {
+        return Ok((b"g".to_vec(), Vec::new()));
+    }
+    match host.wait_for_go() {
+        Ok(Some(message)) => Ok(message),
+        Ok(None) => Err(SetupError::Unused),
+        Err(e) => Err(SetupError::Go(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests;
