@@ -174,15 +174,17 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
         None => status.fail(Stage::Identities, "the bundle carries no sandbox.identities annotation"),
     };
     if let Err(e) = crate::verify::verify(&expected) {
-        status.fail(Stage::Identities, &e);
+        status.fail(Stage::Identities, &e.to_string());
     }
     let rules: ruleset::Rules = match annotations.get("sandbox.landlock") {
         Some(text) => serde_json::from_str(text).unwrap_or_else(|e| status.fail(Stage::Landlock, &e.to_string())),
         None => status.fail(Stage::Landlock, "the bundle carries no sandbox.landlock annotation"),
     };
-    let prepared = ruleset::prepare(&rules, cfg.kernel_abi).unwrap_or_else(|e| status.fail(Stage::Landlock, &e));
+    let prepared =
+        ruleset::prepare(&rules, cfg.kernel_abi).unwrap_or_else(|e| status.fail(Stage::Landlock, &e.to_string()));
     let section = spec.linux().as_ref().and_then(|l| l.seccomp().clone());
-    let programs = section.map(|section| filter::compile(&section).unwrap_or_else(|e| status.fail(Stage::Seccomp, &e)));
+    let programs = section
+        .map(|section| filter::compile(&section).unwrap_or_else(|e| status.fail(Stage::Seccomp, &e.to_string())));
 
     // Landlock and seccomp are put in force on the init itself before it says it is ready: a
     // warm container then has nothing of them left to do once its process is known (the
@@ -191,7 +193,7 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     // the init does after this needs a right the rules withhold: reading `go` from descriptors
     // it holds, chdir (Landlock has no right for it), fork, waiting, signalling its own
     // namespace and writing its status.
-    let landlock = ruleset::restrict(prepared).unwrap_or_else(|e| status.fail(Stage::Landlock, &e));
+    let landlock = ruleset::restrict(prepared).unwrap_or_else(|e| status.fail(Stage::Landlock, &e.to_string()));
     if cfg.require_landlock && !matches!(landlock, LandlockStatus::Full) {
         status.fail(Stage::Landlock, &format!("ruleset {landlock}, full enforcement required"));
     }

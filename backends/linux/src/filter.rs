@@ -102,29 +102,61 @@ pub fn syscall_number(name: &str) -> Option<i64> {
     Some(n)
 }
 
-fn target_arch() -> Result<TargetArch, String> {
-    TargetArch::try_from(std::env::consts::ARCH).map_err(|e| format!("unsupported architecture: {e}"))
+/// Why a bundle's seccomp section could not be compiled (the init then fails closed).
+#[derive(Debug, thiserror::Error)]
+pub enum FilterError {
+    /// seccompiler does not know this machine.
+    #[error("unsupported architecture: {0}")]
+    Arch(#[source] seccompiler::BackendError),
+    /// The section's default action is not `SCMP_ACT_ALLOW`.
+    #[error("unsupported default action {0:?}")]
+    DefaultAction(LinuxSeccompAction),
+    /// A rule's action is not `SCMP_ACT_ERRNO`.
+    #[error("unsupported action {0:?}")]
+    Action(LinuxSeccompAction),
+    /// A syscall name this crate has no number for.
+    #[error("unknown syscall {0}")]
+    Syscall(String),
+    /// An argument index beyond what a condition can hold.
+    #[error("argument index {0}")]
+    ArgIndex(usize),
+    /// A comparison operator the compiler does not translate.
+    #[error("unsupported operator {0:?}")]
+    Operator(LinuxSeccompOperator),
+    /// seccompiler refused a condition.
+    #[error("condition: {0}")]
+    Condition(#[source] seccompiler::BackendError),
+    /// seccompiler refused a rule.
+    #[error("rule: {0}")]
+    Rule(#[source] seccompiler::BackendError),
+    /// seccompiler refused the filter or its translation to BPF.
+    #[error("filter: {0}")]
+    Filter(#[source] seccompiler::BackendError),
+}
+
+fn target_arch() -> Result<TargetArch, FilterError> {
+    TargetArch::try_from(std::env::consts::ARCH).map_err(FilterError::Arch)
 }
 
 /// The programs to install, in order. Fails (closed) on anything the policy compiler does not
 /// understand: an unknown syscall name, action or operator.
-pub fn compile(section: &LinuxSeccomp) -> Result<Vec<BpfProgram>, String> {
+pub fn compile(section: &LinuxSeccomp) -> Result<Vec<BpfProgram>, FilterError> {
     if section.default_action() != LinuxSeccompAction::ScmpActAllow {
-        return Err(format!("unsupported default action {:?}", section.default_action()));
+        return Err(FilterError::DefaultAction(section.default_action()));
     }
     let arch = target_arch()?;
     // errno -> syscall -> (unconditional, rules): an unconditional entry wins over conditions.
     let mut by_errno: BTreeMap<u32, BTreeMap<i64, (bool, Vec<SeccompRule>)>> = BTreeMap::new();
     for syscall in section.syscalls().as_deref().unwrap_or_default() {
         if syscall.action() != LinuxSeccompAction::ScmpActErrno {
-            return Err(format!("unsupported action {:?}", syscall.action()));
+            return Err(FilterError::Action(syscall.action()));
         }
         let errno = syscall.errno_ret().unwrap_or(libc::EPERM as u32);
         for name in syscall.names() {
             let nr = match syscall_number(name) {
                 Some(nr) => nr,
                 None if LEGACY_ONLY.contains(&name.as_str()) => continue,
-                None => return Err(format!("unknown syscall {name}")),
+                None => return Err(FilterError::Syscall(name.clone())),
             };
             // socket(2) takes ints and personality(2) an unsigned int: compare the low 32 bits,
             // the ones the kernel reads (glibc's personality() takes an unsigned long, so a
@@ -134,14 +166,14 @@ pub fn compile(section: &LinuxSeccomp) -> Result<Vec<BpfProgram>, String> {
             let dword = matches!(name.as_str(), "socket" | "socketpair" | "personality");
             let mut conditions = Vec::new();
             for arg in syscall.args().as_deref().unwrap_or_default() {
-                let index = u8::try_from(arg.index()).map_err(|_| format!("argument index {}", arg.index()))?;
+                let index = u8::try_from(arg.index()).map_err(|_| FilterError::ArgIndex(arg.index()))?;
                 let (op, value) = match arg.op() {
                     LinuxSeccompOperator::ScmpCmpEq => (SeccompCmpOp::Eq, arg.value()),
                     LinuxSeccompOperator::ScmpCmpNe => (SeccompCmpOp::Ne, arg.value()),
                     LinuxSeccompOperator::ScmpCmpMaskedEq => {
                         (SeccompCmpOp::MaskedEq(arg.value()), arg.value_two().unwrap_or(0))
                     }
-                    other => return Err(format!("unsupported operator {other:?}")),
+                    other => return Err(FilterError::Operator(other)),
                 };
                 conditions.push(
                     SeccompCondition::new(
@@ -150,14 +182,14 @@ pub fn compile(section: &LinuxSeccomp) -> Result<Vec<BpfProgram>, String> {
                         op,
                         value,
                     )
-                    .map_err(|e| format!("condition: {e}"))?,
+                    .map_err(FilterError::Condition)?,
                 );
             }
             let entry = by_errno.entry(errno).or_default().entry(nr).or_default();
             if conditions.is_empty() {
                 entry.0 = true;
             } else {
-                entry.1.push(SeccompRule::new(conditions).map_err(|e| format!("rule: {e}"))?);
+                entry.1.push(SeccompRule::new(conditions).map_err(FilterError::Rule)?);
             }
         }
     }
@@ -172,8 +204,8 @@ pub fn compile(section: &LinuxSeccomp) -> Result<Vec<BpfProgram>, String> {
             .map(|(nr, (unconditional, rules))| (nr, if unconditional { Vec::new() } else { rules }))
             .collect();
         let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno), arch)
-            .map_err(|e| format!("filter: {e}"))?;
-        programs.push(BpfProgram::try_from(filter).map_err(|e| format!("filter: {e}"))?);
+            .map_err(FilterError::Filter)?;
+        programs.push(BpfProgram::try_from(filter).map_err(FilterError::Filter)?);
     }
     Ok(programs)
 }

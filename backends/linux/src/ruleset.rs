@@ -82,13 +82,38 @@ fn open_rule_path(path: &Path, file_rights_only: &mut bool) -> Option<PathFd> {
     Some(fd)
 }
 
-/// Builds and applies the ruleset to the calling process (and its future children).
-/// A ruleset built (rule paths opened, rules added) but not yet in force: the init prepares it
-/// before it reports `ready`, and restricts itself only after `go`.
+/// A ruleset built (rule paths opened, rules added) but not yet in force: the init prepares it,
+/// then restricts itself with it before it reports `ready`.
 pub struct Prepared(Option<landlock::RulesetCreated>);
 
+/// Why the Landlock ruleset could not be built or put in force (the init then fails closed).
+#[derive(Debug, thiserror::Error)]
+pub enum LandlockError {
+    /// A step of the landlock crate failed (`what` names it: "handle filesystem access",
+    /// "rule for /path", "restrict self", …).
+    #[error("{what}: {source}")]
+    Step {
+        /// The step.
+        what: String,
+        /// The landlock crate's error.
+        #[source]
+        source: landlock::RulesetError,
+    },
+    /// Port rules were asked of a kernel without Landlock's network rules.
+    #[error("tcp port scoping needs landlock abi 4")]
+    NoNetworkRules,
+    /// A right name the bundle carries that this crate does not know.
+    #[error("unknown right {0}")]
+    UnknownRight(String),
+}
+
+fn step(what: impl Into<String>) -> impl FnOnce(landlock::RulesetError) -> LandlockError {
+    let what = what.into();
+    move |source| LandlockError::Step { what, source }
+}
+
 /// Builds the ruleset for `rules` (nothing to build when the kernel has no Landlock).
-pub fn prepare(rules: &Rules, kernel_abi: u32) -> Result<Prepared, String> {
+pub fn prepare(rules: &Rules, kernel_abi: u32) -> Result<Prepared, LandlockError> {
     let abi = abi_for(kernel_abi);
     if abi == ABI::Unsupported {
         return Ok(Prepared(None));
@@ -97,21 +122,21 @@ pub fn prepare(rules: &Rules, kernel_abi: u32) -> Result<Prepared, String> {
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(all)
-        .map_err(|e| format!("handle filesystem access: {e}"))?;
+        .map_err(step("handle filesystem access"))?;
     if !rules.tcp_connect.is_empty() {
         if kernel_abi < 4 {
-            return Err(String::from("tcp port scoping needs landlock abi 4"));
+            return Err(LandlockError::NoNetworkRules);
         }
-        ruleset = ruleset.handle_access(AccessNet::ConnectTcp).map_err(|e| format!("handle tcp connect: {e}"))?;
+        ruleset = ruleset.handle_access(AccessNet::ConnectTcp).map_err(step("handle tcp connect"))?;
     }
     if rules.scope_abstract_unix && kernel_abi >= 6 {
-        ruleset = ruleset.scope(Scope::AbstractUnixSocket).map_err(|e| format!("scope abstract unix: {e}"))?;
+        ruleset = ruleset.scope(Scope::AbstractUnixSocket).map_err(step("scope abstract unix"))?;
     }
-    let mut created = ruleset.create().map_err(|e| format!("create ruleset: {e}"))?;
+    let mut created = ruleset.create().map_err(step("create ruleset"))?;
     for rule in &rules.fs {
         let mut access: BitFlags<AccessFs> = BitFlags::empty();
         for name in &rule.access {
-            access |= right(name).ok_or_else(|| format!("unknown right {name}"))?;
+            access |= right(name).ok_or_else(|| LandlockError::UnknownRight(name.clone()))?;
         }
         let mut file_only = false;
         let Some(fd) = open_rule_path(&rule.path, &mut file_only) else { continue };
@@ -124,20 +149,19 @@ pub fn prepare(rules: &Rules, kernel_abi: u32) -> Result<Prepared, String> {
         }
         created = created
             .add_rule(PathBeneath::new(fd, access))
-            .map_err(|e| format!("rule for {}: {e}", rule.path.display()))?;
+            .map_err(step(format!("rule for {}", rule.path.display())))?;
     }
     for port in &rules.tcp_connect {
-        created = created
-            .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
-            .map_err(|e| format!("tcp rule {port}: {e}"))?;
+        created =
+            created.add_rule(NetPort::new(*port, AccessNet::ConnectTcp)).map_err(step(format!("tcp rule {port}")))?;
     }
     Ok(Prepared(Some(created)))
 }
 
 /// Puts a prepared ruleset in force for this process and everything it starts.
-pub fn restrict(prepared: Prepared) -> Result<LandlockStatus, String> {
+pub fn restrict(prepared: Prepared) -> Result<LandlockStatus, LandlockError> {
     let Some(created) = prepared.0 else { return Ok(LandlockStatus::None) };
-    let status = created.restrict_self().map_err(|e| format!("restrict self: {e}"))?;
+    let status = created.restrict_self().map_err(step("restrict self"))?;
     Ok(match status.ruleset {
         RulesetStatus::FullyEnforced => LandlockStatus::Full,
         RulesetStatus::PartiallyEnforced => LandlockStatus::Partial,

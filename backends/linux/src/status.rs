@@ -186,8 +186,8 @@ impl StatusChannel {
 
     /// Takes `bytes` read from the pipe. Err (the run fails closed): a violation of the framing,
     /// the grammar or the order; nothing after it is read.
-    pub fn feed(&mut self, bytes: &[u8]) -> Result<(), String> {
-        self.take(bytes).map_err(|v| v.to_string())
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<(), Violation> {
+        self.take(bytes)
     }
 
     fn take(&mut self, bytes: &[u8]) -> Result<(), Violation> {
@@ -207,8 +207,8 @@ impl StatusChannel {
     }
 
     /// At the end of the pipe: an unterminated line is a violation.
-    pub fn finish(&self) -> Result<(), String> {
-        if self.pending.is_empty() { Ok(()) } else { Err(Violation::Unterminated(self.pending.len()).to_string()) }
+    pub fn finish(&self) -> Result<(), Violation> {
+        if self.pending.is_empty() { Ok(()) } else { Err(Violation::Unterminated(self.pending.len())) }
     }
 
     /// The messages parsed so far, in order.
@@ -359,16 +359,19 @@ mod tests {
         assert_eq!(Violation::LineTooLong.to_string(), format!("a line longer than {MAX_LINE} bytes"));
         assert_eq!(Violation::TooMany.to_string(), format!("more than {MAX_MESSAGES} messages"));
         let mut c = StatusChannel::new();
-        assert_eq!(c.feed(b"ready\nready\n"), Err(String::from("`ready` not first")));
+        assert_eq!(c.feed(b"ready\nready\n").map_err(|v| v.to_string()), Err(String::from("`ready` not first")));
         let mut c = StatusChannel::new();
         c.feed(b"ready\nexi").unwrap();
-        assert_eq!(c.finish(), Err(String::from("an unterminated line of 3 bytes at the end")));
+        assert_eq!(
+            c.finish().map_err(|v| v.to_string()),
+            Err(String::from("an unterminated line of 3 bytes at the end"))
+        );
     }
 
     fn fed(bytes: &[u8]) -> Result<Vec<Message>, String> {
         let mut c = StatusChannel::new();
-        c.feed(bytes)?;
-        c.finish()?;
+        c.feed(bytes).map_err(|v| v.to_string())?;
+        c.finish().map_err(|v| v.to_string())?;
         Ok(c.messages().to_vec())
     }
 
@@ -409,7 +412,7 @@ mod tests {
     #[test]
     fn oversized_lines_fail_and_pending_memory_stays_bounded() {
         let mut c = StatusChannel::new();
-        let err = c.feed(&vec![b'a'; MAX_LINE + 1]).unwrap_err();
+        let err = c.feed(&vec![b'a'; MAX_LINE + 1]).unwrap_err().to_string();
         assert!(err.contains("longer than"), "{err}");
         assert!(c.pending.len() <= MAX_LINE);
         // 300 MB in 64 KiB pieces stops at the first line's bound.

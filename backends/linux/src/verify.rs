@@ -25,10 +25,20 @@ const MIN_ATTEMPTS: usize = 16;
 /// See `MIN_ATTEMPTS`.
 const RETRY_FOR: Duration = Duration::from_secs(2);
 
+/// The first expected mount that does not hold: its kind, its path and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} {}: {why}", path.display())]
+pub struct VerifyError {
+    what: String,
+    path: std::path::PathBuf,
+    #[source]
+    why: Mismatch,
+}
+
 /// Checks every expected mount; Err names the first that does not hold.
-pub fn verify(expected: &[ExpectedMount]) -> Result<(), String> {
+pub fn verify(expected: &[ExpectedMount]) -> Result<(), VerifyError> {
     for e in expected {
-        check(e).map_err(|why| format!("{} {}: {why}", e.what, e.path.display()))?;
+        check(e).map_err(|why| VerifyError { what: e.what.to_string(), path: e.path.clone(), why })?;
     }
     Ok(())
 }
@@ -170,7 +180,7 @@ mod tests {
         let root = expect(Path::new("/"), false);
         verify(std::slice::from_ref(&root)).unwrap();
         let wrong = ExpectedMount { ino: root.ino + 1, ..root.clone() };
-        let e = verify(&[wrong]).unwrap_err();
+        let e = verify(&[wrong]).unwrap_err().to_string();
         assert!(e.contains("additional root /") && e.contains("not the directory"), "{e}");
         // A plain directory with the right identity is not a mount point.
         let dir = std::env::temp_dir().join(format!("sbx-verify-{}", std::process::id()));
@@ -182,11 +192,11 @@ mod tests {
         let last = verify(&[ExpectedMount { path: link.clone(), ..root.clone() }]);
         let middle = verify(&[ExpectedMount { path: link.join("proc"), ..root }]);
         std::fs::remove_dir_all(&dir).unwrap();
-        let e = plain.unwrap_err();
+        let e = plain.unwrap_err().to_string();
         assert!(e.contains("not a mount point"), "{e}");
         // The last component is opened as the link itself (not a mount root, not the object).
         assert!(last.is_err());
-        let e = middle.unwrap_err();
+        let e = middle.unwrap_err().to_string();
         assert!(e.contains("without following symlinks"), "{e}");
     }
 
@@ -210,12 +220,12 @@ mod tests {
             .unwrap();
         let mask = ExpectedMount { parent: Some((dev.dev(), dev.ino())), entry_ino: Some(entry), ..expect(&shm, true) };
         verify(std::slice::from_ref(&mask)).unwrap();
-        let e = verify(&[ExpectedMount { entry_ino: Some(entry + 1), ..mask.clone() }]).unwrap_err();
+        let e = verify(&[ExpectedMount { entry_ino: Some(entry + 1), ..mask.clone() }]).unwrap_err().to_string();
         assert!(e.contains("mounted over inode"), "{e}");
-        let e = verify(&[ExpectedMount { parent: Some((dev.dev(), dev.ino() + 1)), ..mask }]).unwrap_err();
+        let e = verify(&[ExpectedMount { parent: Some((dev.dev(), dev.ino() + 1)), ..mask }]).unwrap_err().to_string();
         assert!(e.contains("other than the one"), "{e}");
         // A mount root that is not a tmpfs is not a mask.
-        let e = verify(&[expect(Path::new("/"), true)]).unwrap_err();
+        let e = verify(&[expect(Path::new("/"), true)]).unwrap_err().to_string();
         assert!(e.contains("not a tmpfs") || e.contains("not a mount point"), "{e}");
     }
 }

@@ -72,14 +72,14 @@ pub(super) fn supervise<H: Host>(
                         let _ = host.kill(pid, Signal::SIGKILL);
                         kill_members(host, procs);
                     }
-                    return (killed, end.err());
+                    return (killed, end.err().map(|v| v.to_string()));
                 }
                 Ok(n) => channel.feed(chunk.get(..n).unwrap_or_default()),
             };
             if let Err(e) = fed {
                 let _ = host.kill(pid, Signal::SIGKILL);
                 kill_members(host, procs);
-                return (killed, Some(e));
+                return (killed, Some(e.to_string()));
             }
         }
         if control_ready {
