@@ -1,6 +1,6 @@
 //! Export the OCI bundle of one tool call, for inspection or to run it with `runc run`.
 
-use sandbox::bundle::{ExportRequest, HostView, export_bundle};
+use sandbox::export::{ExportRequest, export_bundle};
 use sandbox::{Access, Profile, ProfileConfig};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -23,8 +23,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..ExportRequest::default()
     };
     let out = base.join("bundle");
-    let bundle = export_bundle(&profile, &HostView::scan(), &request, &out)?;
-    println!("exported {} mounts", bundle.plan.mounts.len());
+    let bundle = export_bundle(&profile, &request, &out)?;
+    println!("exported {} mounts", bundle.mounts);
     for e in &bundle.standard_report.entries {
         println!("standard runtime: {}: {}", e.feature, e.status);
     }

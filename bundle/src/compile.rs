@@ -16,7 +16,7 @@ use crate::access::{Access, Isolation};
 use crate::error::Error;
 use crate::host::HostView;
 use crate::profile::Profile;
-use crate::report::{CompileReport, Guarantees, Level, ReportEntry};
+use crate::report::{CompileReport, Guarantees, ReportEntry};
 use crate::seccomp;
 
 mod expected;
@@ -200,9 +200,4 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         standard_guarantees,
         expected,
     })
-}
-
-/// The level a standard runtime reaches with a bundle: namespaces and seccomp, no Landlock.
-pub fn standard_level() -> Level {
-    Level::Degraded
 }

@@ -62,8 +62,6 @@ impl EnvOptions {
 pub struct ScrubFlags {
     /// The spawn runs in a Linux container (adds `TAR_OPTIONS=--no-same-owner`).
     pub linux_container: bool,
-    /// A broad grant opens DNS (adds `RES_OPTIONS=use-vc`).
-    pub broad_dns: bool,
 }
 
 /// The child environment from a snapshot of the caller's: only allowlisted names pass; then
@@ -101,9 +99,6 @@ pub fn scrub(
     if flags.linux_container && !options.set_env.iter().any(|(k, _)| k == "TAR_OPTIONS") {
         force("TAR_OPTIONS", String::from("--no-same-owner"));
     }
-    if flags.broad_dns {
-        force("RES_OPTIONS", String::from("use-vc"));
-    }
     env
 }
 
@@ -128,13 +123,7 @@ mod tests {
             os("KEEP", "1"),
         ];
         let opts = EnvOptions { pass_env: vec!["KEEP".into()], set_env: vec![("A".into(), "b".into())] };
-        let env = scrub(
-            &snap,
-            &opts,
-            Path::new("/h"),
-            Path::new("/t"),
-            ScrubFlags { linux_container: true, broad_dns: false },
-        );
+        let env = scrub(&snap, &opts, Path::new("/h"), Path::new("/t"), ScrubFlags { linux_container: true });
         let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(names, ["PATH", "LC_ALL", "HOME", "KEEP", "TMPDIR", "A", "TAR_OPTIONS"]);
         assert_eq!(env[2].1, "/h", "HOME replaced in place");

@@ -197,13 +197,7 @@ pub fn export_bundle(
     let home =
         if isolated { out.join("home") } else { request.real_home.clone().unwrap_or_else(|| PathBuf::from("/")) };
     let tmp = out.join("tmp");
-    let env = scrub(
-        &request.env_snapshot,
-        &request.env_options,
-        &home,
-        &tmp,
-        ScrubFlags { linux_container: true, broad_dns: false },
-    );
+    let env = scrub(&request.env_snapshot, &request.env_options, &home, &tmp, ScrubFlags { linux_container: true });
     let spawn = SpawnContext {
         argv,
         cwd,

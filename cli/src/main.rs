@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use sandbox::bundle::{ExportRequest, HostView, export_bundle};
+use sandbox::export::{ExportRequest, export_bundle};
 use sandbox::{
     Deadline, Error, ExecutorSet, ExecutorSetOptions, ExitStatus, Process, ProcessOptions, Profile, ProfileConfig,
     Signal,
@@ -155,7 +155,7 @@ fn export(out: &Path, profile: Option<&Path>, cwd: Option<PathBuf>, argv: Vec<Os
         gid,
         ..ExportRequest::default()
     };
-    export_bundle(&profile, &HostView::scan(), &request, out)?;
+    export_bundle(&profile, &request, out)?;
     println!("{}", out.display());
     Ok(())
 }

@@ -66,7 +66,7 @@ impl Executor {
                 &set.options.env,
                 &home,
                 &temp_dir,
-                ScrubFlags { linux_container: container && cfg!(target_os = "linux"), broad_dns: false },
+                ScrubFlags { linux_container: container && cfg!(target_os = "linux") },
             );
             let env_detail = env_detail(&set.options);
             let (level, guarantees, report) = match &set.backend {

@@ -40,6 +40,7 @@
 mod deadline;
 mod direct;
 mod executor;
+pub mod export;
 mod fsutil;
 mod grant_checks;
 mod grants;
@@ -72,9 +73,6 @@ pub use process::{
     ProcessOptions, ProcessReader, ProcessResult, ProcessStdin, Signal, StreamMode,
 };
 pub use route::NetworkTarget;
-/// The pure core: compiler, export, host view and policy types.
-pub use sandbox_bundle as bundle;
-pub use sandbox_bundle::oci_spec;
 pub use sandbox_bundle::{
     ACCESS_VERSION, Access, Cause, CompileReport, Error, ErrorKind, Guarantees, Home, Isolation, Level, Profile,
     ProfileConfig, ReportEntry, RootAccess, Settings, Status, check_invariants, restrict,

@@ -399,37 +399,6 @@ pub fn command_line(profile_text: &str, argv: &[String]) -> Vec<String> {
     out
 }
 
-/// Whether `path` can be written into an SBPL rule unambiguously: a clean absolute path
-/// ([`sandbox_bundle::path::is_clean_absolute`]). Stricter than a check for `..` alone: `.`,
-/// empty components and a trailing `/` are refused too, so the rule's text is the one path.
-pub fn is_clean(path: &Path) -> bool {
-    sandbox_bundle::path::is_clean_absolute(path)
-}
-
-/// Launches `argv` under the profile with the scrubbed environment in its own process group
-/// (macOS only; never run in this project's CI).
-#[cfg(target_os = "macos")]
-pub fn launch(
-    profile_text: &str,
-    argv: &[String],
-    cwd: &Path,
-    env: &[(String, String)],
-    stdio: (std::process::Stdio, std::process::Stdio, std::process::Stdio),
-) -> std::io::Result<std::process::Child> {
-    use std::os::unix::process::CommandExt;
-    let line = command_line(profile_text, argv);
-    let mut cmd = std::process::Command::new(&line[0]);
-    cmd.args(&line[1..])
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .current_dir(cwd)
-        .stdin(stdio.0)
-        .stdout(stdio.1)
-        .stderr(stdio.2)
-        .process_group(0);
-    cmd.spawn()
-}
-
 /// Checks that `sandbox-exec` runs a trivial profile (the Seatbelt probe; macOS only).
 #[cfg(target_os = "macos")]
 pub fn probe() -> Result<(), Error> {

@@ -17,7 +17,7 @@ mod bench {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    use sandbox::bundle::{ExportRequest, HostView, export_bundle};
+    use sandbox::export::{ExportRequest, export_bundle};
     use sandbox::{Access, Deadline, Executor, ExecutorSet, ExecutorSetOptions, Profile, ProfileConfig};
 
     pub struct Args {
@@ -265,7 +265,6 @@ mod bench {
         let bundle = base.join("bundle");
         export_bundle(
             &profile,
-            &HostView::scan(),
             &ExportRequest {
                 argv: vec!["/bin/echo".into(), "confined".into()],
                 cwd: ws.clone(),
