@@ -28,7 +28,6 @@ mod spec;
 pub use expected::ExpectedMount;
 pub use landlock::{LandlockPathRule, LandlockRules};
 pub use plan::{MountKind, MountPlan, Origin, PlannedMount};
-pub use report::unix_sockets_entry;
 pub use spec::spec_json;
 
 use crate::path::is_clean_absolute;
@@ -174,7 +173,7 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
     let plan = MountPlan { mounts: planner.ops, rootfs_symlinks };
     let landlock = landlock::landlock_rules(&plan, g.broad_port.filter(|_| broad_network), host_network);
     let policy_entries = report::policy_entries(host, &authority, host_entries_bound, replaced, &write_narrowed);
-    let (standard_report, standard_guarantees) = report::standard(profile, &policy_entries, host_network, network_open);
+    let (standard_report, standard_guarantees) = report::standard(profile, &policy_entries, host_network);
     let private_network = !host_network;
 
     let spec = spec::build_spec(

@@ -31,6 +31,7 @@
 pub use oci_spec;
 
 pub mod access;
+pub mod assessment;
 pub mod compile;
 pub mod env;
 pub mod error;
@@ -42,9 +43,10 @@ pub mod report;
 pub mod seccomp;
 
 pub use access::{Access, Home, Isolation, RootAccess};
+pub use assessment::{Confinement, Facts, assess, unix_sockets_entry};
 pub use compile::{
     Bundle, ExpectedMount, GrantDeltas, LandlockPathRule, LandlockRules, Launch, MountKind, MountPlan, Origin,
-    PlannedMount, SpawnContext, compile, spec_json, unix_sockets_entry,
+    PlannedMount, SpawnContext, compile, spec_json,
 };
 pub use env::{EnvOptions, ScrubFlags, scrub};
 pub use error::{Cause, Error, ErrorKind};

@@ -24,9 +24,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use sandbox_bundle::{
-    Access, Bundle, CompileReport, Error, Guarantees, Level, MountKind, Origin, Profile, ReportEntry, Status,
-};
+use sandbox_bundle::{Bundle, CompileReport, Error, Guarantees, Level, MountKind, Origin, Profile};
 
 /// The name reported for this backend.
 pub const BACKEND_NAME: &str = "seatbelt";
@@ -333,63 +331,20 @@ pub fn compile_sbpl(bundle: &Bundle, ctx: &SeatbeltContext) -> Result<String, Er
     Ok(out)
 }
 
-/// The level, guarantees and report a Seatbelt executor gets for `profile` (CONTRACT.md §16).
+/// The level, guarantees and report a Seatbelt executor gets for `profile` (CONTRACT.md §16),
+/// from the one report builder ([`sandbox_bundle::assess`]).
 pub fn assess(
     profile: &Profile,
     bundle: &Bundle,
     env_detail: String,
     proxy: bool,
 ) -> (Level, Guarantees, CompileReport) {
-    let network = profile.config().network;
-    let guarantees = Guarantees {
-        process_boundary: true,
-        write_boundary: true,
-        read_boundary: true,
-        env_scrub: true,
-        network_boundary: network != Access::Allow,
-        address_network: false,
-        resource_limits: false,
-        target_network: proxy,
-    };
-    let mut r = CompileReport::default();
-    r.set(ReportEntry::new(
-        "process-boundary",
-        Status::Enforced,
-        "seatbelt profile applied by sandbox-exec: process info of this sandbox only, a named list of \
-         sysctls and mach services; compiled and type-checked on linux only, nothing of this backend has \
-         run on macos",
-    ));
-    for e in bundle.policy_entries.iter().filter(|e| e.feature != "runtime-closure") {
-        r.set(e.clone());
-    }
-    r.set(ReportEntry::new("env-scrub", Status::Enforced, env_detail));
-    r.set(if network == Access::Allow {
-        ReportEntry::new("network-boundary", Status::Vacuous, "network is allowed")
-    } else {
-        ReportEntry::new("network-boundary", Status::Enforced, "seatbelt denies network, localhost included")
-    });
-    r.set(if network == Access::Allow {
-        ReportEntry::new("loopback", Status::Vacuous, "network is allowed")
-    } else {
-        ReportEntry::new("loopback", Status::Unenforced, "macos has no private loopback: localhost is denied too")
-    });
-    r.set(ReportEntry::new(
-        "resource-limits",
-        Status::Unenforced,
-        "seatbelt enforces no resource limits (no cgroups on macos)",
-    ));
-    r.set(ReportEntry::new(
-        "runtime-closure",
-        Status::Widened,
-        "read and execute of the macos system closure (/usr/lib, /usr/bin, /System, the dyld cache, …)",
-    ));
-    r.set(ReportEntry::new(
-        "xcrun-cache",
-        Status::Widened,
-        "the per-user developer-tools cache is readable and writable",
-    ));
-    r.set(ReportEntry::new("pty-slave-ioctl", Status::Widened, "terminal ioctls on the pty"));
-    (Level::Full, guarantees, r)
+    sandbox_bundle::assess(&sandbox_bundle::Facts {
+        profile,
+        policy: &bundle.policy_entries,
+        env_scrub: env_detail,
+        confinement: sandbox_bundle::Confinement::Seatbelt { proxy },
+    })
 }
 
 /// The argv that runs `argv` under `profile_text`.

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::access::Access;
+use crate::assessment::{Confinement, Facts, assess};
 use crate::host::HostView;
 use crate::profile::{Axis, Profile};
 use crate::report::{CompileReport, Guarantees, ReportEntry, Status};
@@ -66,110 +66,13 @@ pub(super) fn standard(
     profile: &Profile,
     policy_entries: &[ReportEntry],
     host_network: bool,
-    network_open: bool,
 ) -> (CompileReport, Guarantees) {
-    let config = profile.config();
-    let private_network = !host_network;
-    let standard_guarantees = Guarantees {
-        process_boundary: true,
-        write_boundary: true,
-        read_boundary: true,
-        env_scrub: true,
-        network_boundary: private_network,
-        address_network: false,
-        resource_limits: false,
-        target_network: false,
+    let facts = Facts {
+        profile,
+        policy: policy_entries,
+        env_scrub: String::from("the environment in config.json is the scrubbed one"),
+        confinement: Confinement::Standard { host_network },
     };
-    let mut standard_report = standard_report(policy_entries, private_network, host_network, config.network);
-    let (network_detail, unix) = unix_sockets_entry(network_open, config.unix_sockets, true);
-    if let Some(extra) = network_detail {
-        if let Some(e) = standard_report.entries.iter_mut().find(|e| e.feature == "network-boundary") {
-            e.detail = format!("{}; {extra}", e.detail);
-        }
-    }
-    standard_report.set(unix);
-
-    (standard_report, standard_guarantees)
-}
-
-/// The `unix-sockets` report entry (issue 12 class 4a) for a spawn whose network is open
-/// (`network_open`: network `Allow` in the host namespace) or not, with the profile's
-/// `unix_sockets` and `seccomp` saying whether the filter is in force; and, where the network is
-/// otherwise closed but unix sockets are not, the words the `network-boundary` entry must add so
-/// that it never claims more than it covers.
-pub fn unix_sockets_entry(network_open: bool, unix_sockets: Access, seccomp: bool) -> (Option<String>, ReportEntry) {
-    const OPEN: &str = "path-named unix sockets in readable areas are connectable";
-    if network_open {
-        return (None, ReportEntry::new("unix-sockets", Status::Vacuous, format!("network is allowed: {OPEN}")));
-    }
-    if unix_sockets == Access::Allow {
-        return (
-            Some(format!("except unix sockets: {OPEN} (unix_sockets allow)")),
-            ReportEntry::new("unix-sockets", Status::Widened, format!("{OPEN} (unix_sockets allow)")),
-        );
-    }
-    if !seccomp {
-        return (
-            Some(format!("except what seccomp would close: {OPEN}, and vsock is open")),
-            ReportEntry::new("unix-sockets", Status::Unenforced, format!("seccomp is not in force: {OPEN}")),
-        );
-    }
-    (
-        None,
-        ReportEntry::new(
-            "unix-sockets",
-            Status::Enforced,
-            "no unix socket can be made (socket(AF_UNIX) and datagram socketpairs are refused; stream socketpairs work)",
-        ),
-    )
-}
-
-fn standard_report(
-    policy: &[ReportEntry],
-    private_network: bool,
-    host_network: bool,
-    network: Access,
-) -> CompileReport {
-    let mut r = CompileReport::default();
-    r.set(ReportEntry::new("process-boundary", Status::Enforced, "user, mount, pid, ipc, uts and cgroup namespaces"));
-    for e in policy.iter().filter(|e| e.feature != "runtime-closure") {
-        r.set(e.clone());
-    }
-    r.set(ReportEntry::new("env-scrub", Status::Enforced, "the environment in config.json is the scrubbed one"));
-    r.set(if network == Access::Allow && host_network {
-        ReportEntry::new("network-boundary", Status::Vacuous, "network is allowed")
-    } else if private_network {
-        ReportEntry::new("network-boundary", Status::Enforced, "private network namespace")
-    } else {
-        ReportEntry::new("network-boundary", Status::Unenforced, "the broad grant's port scoping needs landlock")
-    });
-    r.set(if private_network {
-        ReportEntry::new("loopback", Status::Enforced, "standard runtimes raise lo in the private namespace")
-    } else {
-        ReportEntry::new("loopback", Status::Vacuous, "host network namespace")
-    });
-    r.set(if host_network {
-        ReportEntry::new(
-            "abstract-unix",
-            Status::Unenforced,
-            "abstract unix socket scoping is a landlock rule, which standard runtimes do not apply",
-        )
-    } else {
-        ReportEntry::new("abstract-unix", Status::Vacuous, "private network namespace")
-    });
-    r.set(ReportEntry::new(
-        "landlock",
-        Status::Unenforced,
-        "standard oci runtimes do not apply the sandbox.landlock annotation",
-    ));
-    r.set(ReportEntry::new("seccomp", Status::Enforced, "linux.seccomp, applied by the oci runtime"));
-    r.set(ReportEntry::new(
-        "resource-limits",
-        Status::Unenforced,
-        "exported bundles carry no cgroupsPath and no resources",
-    ));
-    if let Some(c) = policy.iter().find(|e| e.feature == "runtime-closure") {
-        r.set(c.clone());
-    }
-    r
+    let (_, guarantees, report) = assess(&facts);
+    (report, guarantees)
 }

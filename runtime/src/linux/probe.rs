@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
-use sandbox_bundle::{Access, CompileReport, Error, GrantDeltas, Guarantees, Level, Profile, ReportEntry, Status};
+use sandbox_bundle::{CompileReport, Error, GrantDeltas, Guarantees, Level, Profile, ReportEntry};
 use sandbox_linux::protocol::Measured;
 
 use crate::output::ExitStatus;
@@ -215,102 +215,23 @@ impl LinuxBackend {
         env_detail: String,
     ) -> (Level, Guarantees, CompileReport) {
         let p = &self.probe;
-        let network = profile.config().network;
-        let landlock_full = p.landlock == Landlock::Full;
-        let guarantees = Guarantees {
-            process_boundary: true,
-            write_boundary: true,
-            read_boundary: true,
-            env_scrub: true,
-            network_boundary: network != Access::Allow,
-            address_network: false,
-            resource_limits: p.limits.is_ok(),
-            target_network: false,
-        };
-        let level = if landlock_full && p.seccomp { Level::Full } else { Level::Degraded };
-        let mut r = CompileReport::default();
-        r.set(ReportEntry::new(
-            "process-boundary",
-            Status::Enforced,
-            "user, mount, pid, ipc, uts and cgroup namespaces; network namespace unless network is allowed",
-        ));
-        for e in policy.iter().filter(|e| e.feature != "runtime-closure") {
-            r.set(e.clone());
-        }
-        r.set(ReportEntry::new("env-scrub", Status::Enforced, env_detail));
-        let (network_extra, unix) =
-            sandbox_bundle::unix_sockets_entry(network == Access::Allow, profile.config().unix_sockets, p.seccomp);
-        r.set(if network == Access::Allow {
-            ReportEntry::new("network-boundary", Status::Vacuous, "network is allowed")
-        } else {
-            let base = if p.seccomp {
-                "private network namespace with only lo; vsock refused by seccomp"
-            } else {
-                "private network namespace with only lo"
-            };
-            ReportEntry::new(
-                "network-boundary",
-                Status::Enforced,
-                network_extra.map_or_else(|| base.to_owned(), |extra| format!("{base}; {extra}")),
-            )
-        });
-        r.set(unix);
-        r.set(match p.loopback {
-            _ if network == Access::Allow => ReportEntry::new("loopback", Status::Vacuous, "host network namespace"),
-            Some(true) => ReportEntry::new("loopback", Status::Enforced, "lo is up in the private namespace"),
-            _ => ReportEntry::new(
-                "loopback",
-                Status::Unenforced,
-                format!(
-                    "lo could not be raised ({}): localhost does not work inside",
-                    p.loopback_error.as_deref().unwrap_or("unknown reason")
-                ),
-            ),
-        });
-        r.set(if network != Access::Allow {
-            ReportEntry::new("abstract-unix", Status::Vacuous, "private network namespace")
-        } else if p.landlock_abi >= 6 && landlock_full {
-            ReportEntry::new("abstract-unix", Status::Enforced, "landlock scopes abstract unix sockets to the sandbox")
-        } else {
-            ReportEntry::new(
-                "abstract-unix",
-                Status::Unenforced,
-                format!("host abstract unix sockets stay reachable: landlock abi {} < 6", p.landlock_abi),
-            )
-        });
-        r.set(if landlock_full {
-            ReportEntry::new(
-                "landlock",
-                Status::Enforced,
-                format!("abi {}, every filesystem right of this abi handled", p.landlock_abi),
-            )
-        } else {
-            ReportEntry::new(
-                "landlock",
-                Status::Unenforced,
-                format!(
-                    "ruleset {} (kernel abi {}): the mount view alone holds the boundaries",
-                    p.landlock, p.landlock_abi
-                ),
-            )
-        });
-        r.set(if p.seccomp {
-            ReportEntry::new("seccomp", Status::Enforced, "filter installed by the sandbox init (Seccomp: 2)")
-        } else {
-            ReportEntry::new("seccomp", Status::Unenforced, "the filter could not be installed")
-        });
-        r.set(match &p.limits {
-            Ok(detail) => ReportEntry::new("resource-limits", Status::Enforced, detail.clone()),
-            Err(why) => ReportEntry::new(
-                "resource-limits",
-                Status::Unenforced,
-                format!("{why}; delegate a writable cgroup subtree and pass it as cgroup_parent"),
-            ),
-        });
-        if let Some(c) = policy.iter().find(|e| e.feature == "runtime-closure") {
-            r.set(c.clone());
-        }
-        (level, guarantees, r)
+        sandbox_bundle::assess(&sandbox_bundle::Facts {
+            profile,
+            policy,
+            env_scrub: env_detail,
+            confinement: sandbox_bundle::Confinement::Embedded {
+                landlock_full: p.landlock == Landlock::Full,
+                landlock_abi: p.landlock_abi,
+                landlock_status: p.landlock.to_string(),
+                seccomp: p.seccomp,
+                loopback: if p.loopback == Some(true) {
+                    Ok(())
+                } else {
+                    Err(p.loopback_error.clone().unwrap_or_else(|| String::from("unknown reason")))
+                },
+                limits: p.limits.clone(),
+            },
+        })
     }
 }
 
@@ -323,6 +244,7 @@ mod tests {
     use sandbox_linux::CgroupLayout;
 
     use super::*;
+    use sandbox_bundle::{Access, Status};
 
     fn backend(limits: Result<String, String>, landlock: Landlock, seccomp: bool) -> LinuxBackend {
         LinuxBackend {

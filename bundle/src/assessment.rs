@@ -1,0 +1,414 @@
+//! The one report builder (issue 13): each backend states what it measured (a [`Facts`]), and
+//! [`assess`] turns that into the level, the guarantee bits and the report, with every entry's
+//! status and words decided here, in one fixed order. The policy entries (`read-boundary`,
+//! `write-boundary`, `runtime-closure`) come from the compiler's plan and pass through.
+//!
+//! Order of the report: `process-boundary`, the policy's boundaries, `env-scrub`,
+//! `network-boundary`, `unix-sockets`, `loopback`, `abstract-unix`, `landlock`, `seccomp`,
+//! `resource-limits`, `runtime-closure`, then what only one backend reports.
+
+use crate::access::Access;
+use crate::profile::Profile;
+use crate::report::{CompileReport, Guarantees, Level, ReportEntry, Status};
+
+/// What confines the workload, with what that confinement measured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Confinement {
+    /// The embedded runtime: namespaces, the sandbox's own init, and Landlock, seccomp,
+    /// loopback and cgroup limits as the probe container measured them.
+    Embedded {
+        /// Landlock enforced every handled right.
+        landlock_full: bool,
+        /// The kernel's Landlock ABI.
+        landlock_abi: u32,
+        /// The ruleset's status in words (`full`, `partial`, `none`).
+        landlock_status: String,
+        /// The seccomp filter was in force (`Seccomp: 2`).
+        seccomp: bool,
+        /// `lo` came up in the private namespace; else why not.
+        loopback: Result<(), String>,
+        /// The cgroup limits that were applied and read back; else why not.
+        limits: Result<String, String>,
+    },
+    /// A standard OCI runtime (`runc`, `crun`) running an exported bundle.
+    Standard {
+        /// The bundle shares the host's network namespace (network allowed, or a broad grant).
+        host_network: bool,
+    },
+    /// Seatbelt (`sandbox-exec`) on macOS.
+    Seatbelt {
+        /// Egress goes only through the authenticated proxy.
+        proxy: bool,
+    },
+}
+
+/// One backend's facts for one profile.
+#[derive(Clone, Debug)]
+pub struct Facts<'a> {
+    /// The profile assessed.
+    pub profile: &'a Profile,
+    /// The compiler's policy entries for the profile (`Bundle::policy_entries`).
+    pub policy: &'a [ReportEntry],
+    /// How the environment was scrubbed, in words.
+    pub env_scrub: String,
+    /// What confines the workload.
+    pub confinement: Confinement,
+}
+
+/// The level, guarantees and report that `facts` achieve.
+pub fn assess(facts: &Facts<'_>) -> (Level, Guarantees, CompileReport) {
+    let config = facts.profile.config();
+    let network = config.network;
+    let mut r = CompileReport::default();
+    r.set(ReportEntry::new("process-boundary", Status::Enforced, process_boundary(&facts.confinement)));
+    for e in facts.policy.iter().filter(|e| e.feature != "runtime-closure") {
+        r.set(e.clone());
+    }
+    r.set(ReportEntry::new("env-scrub", Status::Enforced, facts.env_scrub.clone()));
+    let mut guarantees = Guarantees {
+        process_boundary: true,
+        write_boundary: true,
+        read_boundary: true,
+        env_scrub: true,
+        network_boundary: network != Access::Allow,
+        address_network: false,
+        resource_limits: false,
+        target_network: false,
+    };
+    let level = match &facts.confinement {
+        Confinement::Embedded { landlock_full, landlock_abi, landlock_status, seccomp, loopback, limits } => {
+            let (extra, unix) = unix_sockets_entry(network == Access::Allow, config.unix_sockets, *seccomp);
+            r.set(if network == Access::Allow {
+                ReportEntry::new("network-boundary", Status::Vacuous, "network is allowed")
+            } else {
+                let base = if *seccomp {
+                    "private network namespace with only lo; vsock refused by seccomp"
+                } else {
+                    "private network namespace with only lo"
+                };
+                ReportEntry::new(
+                    "network-boundary",
+                    Status::Enforced,
+                    extra.map_or_else(|| base.to_owned(), |extra| format!("{base}; {extra}")),
+                )
+            });
+            r.set(unix);
+            r.set(match loopback {
+                _ if network == Access::Allow => {
+                    ReportEntry::new("loopback", Status::Vacuous, "host network namespace")
+                }
+                Ok(()) => ReportEntry::new("loopback", Status::Enforced, "lo is up in the private namespace"),
+                Err(why) => ReportEntry::new(
+                    "loopback",
+                    Status::Unenforced,
+                    format!("lo could not be raised ({why}): localhost does not work inside"),
+                ),
+            });
+            r.set(if network != Access::Allow {
+                ReportEntry::new("abstract-unix", Status::Vacuous, "private network namespace")
+            } else if *landlock_abi >= 6 && *landlock_full {
+                ReportEntry::new(
+                    "abstract-unix",
+                    Status::Enforced,
+                    "landlock scopes abstract unix sockets to the sandbox",
+                )
+            } else {
+                ReportEntry::new(
+                    "abstract-unix",
+                    Status::Unenforced,
+                    format!("host abstract unix sockets stay reachable: landlock abi {landlock_abi} < 6"),
+                )
+            });
+            r.set(if *landlock_full {
+                ReportEntry::new(
+                    "landlock",
+                    Status::Enforced,
+                    format!("abi {landlock_abi}, every filesystem right of this abi handled"),
+                )
+            } else {
+                ReportEntry::new(
+                    "landlock",
+                    Status::Unenforced,
+                    format!(
+                        "ruleset {landlock_status} (kernel abi {landlock_abi}): the mount view alone holds the boundaries"
+                    ),
+                )
+            });
+            r.set(if *seccomp {
+                ReportEntry::new("seccomp", Status::Enforced, "filter installed by the sandbox init (Seccomp: 2)")
+            } else {
+                ReportEntry::new("seccomp", Status::Unenforced, "the filter could not be installed")
+            });
+            guarantees.resource_limits = limits.is_ok();
+            r.set(match limits {
+                Ok(detail) => ReportEntry::new("resource-limits", Status::Enforced, detail.clone()),
+                Err(why) => ReportEntry::new(
+                    "resource-limits",
+                    Status::Unenforced,
+                    format!("{why}; delegate a writable cgroup subtree and pass it as cgroup_parent"),
+                ),
+            });
+            if *landlock_full && *seccomp { Level::Full } else { Level::Degraded }
+        }
+        Confinement::Standard { host_network } => {
+            let private_network = !*host_network;
+            guarantees.network_boundary = private_network;
+            let (extra, unix) =
+                unix_sockets_entry(network == Access::Allow && *host_network, config.unix_sockets, true);
+            let base = if network == Access::Allow && *host_network {
+                ReportEntry::new("network-boundary", Status::Vacuous, "network is allowed")
+            } else if private_network {
+                ReportEntry::new("network-boundary", Status::Enforced, "private network namespace")
+            } else {
+                ReportEntry::new(
+                    "network-boundary",
+                    Status::Unenforced,
+                    "the broad grant's port scoping needs landlock",
+                )
+            };
+            r.set(match extra {
+                Some(extra) => ReportEntry::new("network-boundary", base.status, format!("{}; {extra}", base.detail)),
+                None => base,
+            });
+            r.set(unix);
+            r.set(if private_network {
+                ReportEntry::new("loopback", Status::Enforced, "standard runtimes raise lo in the private namespace")
+            } else {
+                ReportEntry::new("loopback", Status::Vacuous, "host network namespace")
+            });
+            r.set(if *host_network {
+                ReportEntry::new(
+                    "abstract-unix",
+                    Status::Unenforced,
+                    "abstract unix socket scoping is a landlock rule, which standard runtimes do not apply",
+                )
+            } else {
+                ReportEntry::new("abstract-unix", Status::Vacuous, "private network namespace")
+            });
+            r.set(ReportEntry::new(
+                "landlock",
+                Status::Unenforced,
+                "standard oci runtimes do not apply the sandbox.landlock annotation",
+            ));
+            r.set(ReportEntry::new("seccomp", Status::Enforced, "linux.seccomp, applied by the oci runtime"));
+            r.set(ReportEntry::new(
+                "resource-limits",
+                Status::Unenforced,
+                "exported bundles carry no cgroupsPath and no resources",
+            ));
+            // Namespaces and seccomp, no Landlock.
+            Level::Degraded
+        }
+        Confinement::Seatbelt { proxy } => {
+            // Only a closed network can be one that the proxy alone opens.
+            guarantees.target_network = *proxy && network != Access::Allow;
+            r.set(if network == Access::Allow {
+                ReportEntry::new("network-boundary", Status::Vacuous, "network is allowed")
+            } else {
+                ReportEntry::new("network-boundary", Status::Enforced, "seatbelt denies network, localhost included")
+            });
+            r.set(if network == Access::Allow {
+                ReportEntry::new("loopback", Status::Vacuous, "network is allowed")
+            } else {
+                ReportEntry::new(
+                    "loopback",
+                    Status::Unenforced,
+                    "macos has no private loopback: localhost is denied too",
+                )
+            });
+            r.set(ReportEntry::new(
+                "resource-limits",
+                Status::Unenforced,
+                "seatbelt enforces no resource limits (no cgroups on macos)",
+            ));
+            Level::Full
+        }
+    };
+    match &facts.confinement {
+        Confinement::Seatbelt { .. } => {
+            r.set(ReportEntry::new(
+                "runtime-closure",
+                Status::Widened,
+                "read and execute of the macos system closure (/usr/lib, /usr/bin, /System, the dyld cache, …)",
+            ));
+            r.set(ReportEntry::new(
+                "xcrun-cache",
+                Status::Widened,
+                "the per-user developer-tools cache is readable and writable",
+            ));
+            r.set(ReportEntry::new("pty-slave-ioctl", Status::Widened, "terminal ioctls on the pty"));
+        }
+        _ => {
+            if let Some(c) = facts.policy.iter().find(|e| e.feature == "runtime-closure") {
+                r.set(c.clone());
+            }
+        }
+    }
+    (level, guarantees, r)
+}
+
+fn process_boundary(confinement: &Confinement) -> &'static str {
+    match confinement {
+        Confinement::Embedded { .. } => {
+            "user, mount, pid, ipc, uts and cgroup namespaces; network namespace unless network is allowed"
+        }
+        Confinement::Standard { .. } => "user, mount, pid, ipc, uts and cgroup namespaces",
+        Confinement::Seatbelt { .. } => {
+            "seatbelt profile applied by sandbox-exec: process info of this sandbox only, a named list of \
+             sysctls and mach services; compiled and type-checked on linux only, nothing of this backend has \
+             run on macos"
+        }
+    }
+}
+
+/// The `unix-sockets` report entry (issue 12 class 4a) for a spawn whose network is open
+/// (`network_open`: network `Allow` in the host namespace) or not, with the profile's
+/// `unix_sockets` and `seccomp` saying whether the filter is in force; and, where the network is
+/// otherwise closed but unix sockets are not, the words the `network-boundary` entry must add so
+/// that it never claims more than it covers.
+pub fn unix_sockets_entry(network_open: bool, unix_sockets: Access, seccomp: bool) -> (Option<String>, ReportEntry) {
+    const OPEN: &str = "path-named unix sockets in readable areas are connectable";
+    if network_open {
+        return (None, ReportEntry::new("unix-sockets", Status::Vacuous, format!("network is allowed: {OPEN}")));
+    }
+    if unix_sockets == Access::Allow {
+        return (
+            Some(format!("except unix sockets: {OPEN} (unix_sockets allow)")),
+            ReportEntry::new("unix-sockets", Status::Widened, format!("{OPEN} (unix_sockets allow)")),
+        );
+    }
+    if !seccomp {
+        return (
+            Some(format!("except what seccomp would close: {OPEN}, and vsock is open")),
+            ReportEntry::new("unix-sockets", Status::Unenforced, format!("seccomp is not in force: {OPEN}")),
+        );
+    }
+    (
+        None,
+        ReportEntry::new(
+            "unix-sockets",
+            Status::Enforced,
+            "no unix socket can be made (socket(AF_UNIX) and datagram socketpairs are refused; stream socketpairs work)",
+        ),
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::access::{Access, Isolation};
+    use crate::profile::ProfileConfig;
+    use crate::report::check_invariants;
+
+    const ORDER: [&str; 14] = [
+        "process-boundary",
+        "read-boundary",
+        "write-boundary",
+        "env-scrub",
+        "network-boundary",
+        "unix-sockets",
+        "loopback",
+        "abstract-unix",
+        "landlock",
+        "seccomp",
+        "resource-limits",
+        "runtime-closure",
+        "xcrun-cache",
+        "pty-slave-ioctl",
+    ];
+
+    fn profile(network: Access) -> Profile {
+        Profile::new(ProfileConfig {
+            workspace_root: std::path::PathBuf::from("/"),
+            workspace_read: Access::Allow,
+            command: Access::Allow,
+            network,
+            ..ProfileConfig::default()
+        })
+        .unwrap()
+    }
+
+    fn policy() -> Vec<ReportEntry> {
+        vec![
+            ReportEntry::new("read-boundary", Status::Enforced, "r"),
+            ReportEntry::new("write-boundary", Status::Enforced, "w"),
+            ReportEntry::new("runtime-closure", Status::Vacuous, "c"),
+        ]
+    }
+
+    fn embedded(landlock_full: bool, seccomp: bool, limits: Result<String, String>) -> Confinement {
+        Confinement::Embedded {
+            landlock_full,
+            landlock_abi: if landlock_full { 7 } else { 0 },
+            landlock_status: String::from(if landlock_full { "full" } else { "none" }),
+            seccomp,
+            loopback: Ok(()),
+            limits,
+        }
+    }
+
+    fn every_case() -> Vec<(Access, Confinement)> {
+        let mut cases = Vec::new();
+        for network in [Access::Deny, Access::Allow] {
+            for (l, s) in [(true, true), (true, false), (false, true), (false, false)] {
+                cases.push((network, embedded(l, s, Ok(String::from("pids.max 128")))));
+                cases.push((network, embedded(l, s, Err(String::from("no cgroup parent")))));
+            }
+            cases.push((network, Confinement::Standard { host_network: network == Access::Allow }));
+            cases.push((network, Confinement::Standard { host_network: true }));
+            cases.push((network, Confinement::Seatbelt { proxy: false }));
+            cases.push((network, Confinement::Seatbelt { proxy: true }));
+        }
+        cases
+    }
+
+    #[test]
+    fn every_backend_reports_in_the_one_order_and_keeps_the_invariants() {
+        let policy = policy();
+        for (network, confinement) in every_case() {
+            let p = profile(network);
+            let facts = Facts { profile: &p, policy: &policy, env_scrub: String::from("e"), confinement };
+            let (level, g, report) = assess(&facts);
+            let positions: Vec<usize> = report
+                .entries
+                .iter()
+                .map(|e| ORDER.iter().position(|o| *o == e.feature).unwrap_or_else(|| panic!("{}", e.feature)))
+                .collect();
+            assert!(positions.windows(2).all(|w| w[0] < w[1]), "{:?}: {positions:?}", facts.confinement);
+            assert!(
+                check_invariants(level, g, Some(Isolation::Sandboxed), Some(&report)).is_ok(),
+                "{:?}: {:?}",
+                facts.confinement,
+                check_invariants(level, g, Some(Isolation::Sandboxed), Some(&report))
+            );
+            assert_eq!(report.get("env-scrub").map(|e| e.detail.as_str()), Some("e"));
+        }
+    }
+
+    #[test]
+    fn the_level_and_bits_follow_the_measured_facts() {
+        let policy = policy();
+        let p = profile(Access::Deny);
+        let assess_with =
+            |confinement| assess(&Facts { profile: &p, policy: &policy, env_scrub: String::new(), confinement });
+        let (level, g, _) = assess_with(embedded(true, true, Ok(String::from("x"))));
+        assert_eq!(level, Level::Full);
+        assert!(g.resource_limits && g.network_boundary);
+        for (l, s) in [(true, false), (false, true)] {
+            assert_eq!(assess_with(embedded(l, s, Ok(String::from("x")))).0, Level::Degraded, "{l} {s}");
+        }
+        let (_, g, r) = assess_with(embedded(true, true, Err(String::from("why"))));
+        assert!(!g.resource_limits);
+        assert_eq!(r.get("resource-limits").map(|e| e.status), Some(Status::Unenforced));
+        let (level, g, r) = assess_with(Confinement::Standard { host_network: true });
+        assert_eq!(level, Level::Degraded);
+        assert!(!g.network_boundary, "a broad grant in a standard runtime has no port scoping");
+        assert_eq!(r.get("landlock").map(|e| e.status), Some(Status::Unenforced));
+        let (level, g, r) = assess_with(Confinement::Seatbelt { proxy: true });
+        assert_eq!(level, Level::Full);
+        assert!(g.target_network && !g.resource_limits);
+        assert!(r.get("landlock").is_none() && r.get("seccomp").is_none());
+        assert_eq!(r.get("runtime-closure").map(|e| e.status), Some(Status::Widened));
+    }
+}
