@@ -86,8 +86,7 @@ impl Executor {
                         home_dir: home_dir.as_deref(),
                         temp_dir: &temp_dir,
                     };
-                    let bundle = linux.compile(profile, &input, "reference")?;
-                    linux.assess(profile, &bundle.policy_entries, env_detail)
+                    linux.assess(profile, &input, env_detail)?
                 }
             };
             if let Err(broken) = check_invariants(level, guarantees, Some(profile.config().isolation), Some(&report)) {
@@ -341,7 +340,8 @@ impl Executor {
                 let argv: Vec<OsString> = argv.iter().map(|a| a.as_ref().to_os_string()).collect();
                 let mut input = self.spawn_input(&argv, cwd)?;
                 input.grants = deltas;
-                linux.spawn(dl, &self.set.profile, &input, limit, &self.set.closing, true).map(|(output, _)| output)
+                crate::linux::run(linux, dl, &self.set.profile, &input, limit, &self.set.closing, true)
+                    .map(|(bytes, status, _)| Output { bytes, status: status.into() })
             }
         }
     }

@@ -103,10 +103,10 @@ impl PreparedProcess {
         let started_at = SystemTime::now();
         let mut launched = linux.launch(dl, &self.set.profile, &input, stdio.0, stdio.1, stdio.2, true)?;
         let master = if self.tty {
-            match launched.running.take_console() {
+            match launched.take_console() {
                 Ok(m) => Some(m),
                 Err(e) => {
-                    let _ = launched.running.signal(nix::sys::signal::Signal::SIGKILL as i32);
+                    let _ = launched.kill();
                     let finish = linux.finish(launched, &self.set.closing, None, true);
                     let detail = match finish {
                         Ok(f) => f.status.err().unwrap_or_else(|| format!("pty: {e}")),
@@ -126,7 +126,7 @@ impl PreparedProcess {
             return Err(crate::linux::setup_failed(detail));
         }
         let outcome = Arc::new(crate::process::Outcome::default());
-        let signaller: Arc<dyn crate::process::Signaller> = Arc::new(LinuxSignaller(launched.running.signal_handle()));
+        let signaller: Arc<dyn crate::process::Signaller> = Arc::new(LinuxSignaller(launched.signal_handle()));
         let set = Arc::clone(&self.set);
         let out = Arc::clone(&outcome);
         std::thread::Builder::new()
@@ -136,7 +136,9 @@ impl PreparedProcess {
                 let result = match linux.finish(launched, &set.closing, None, false) {
                     Ok(f) if f.closed => Err(Error::ExecutorClosed { partial: Vec::new() }),
                     Ok(f) => match f.status {
-                        Ok(status) => Ok(ProcessResult { status, started_at, finished_at: SystemTime::now() }),
+                        Ok(status) => {
+                            Ok(ProcessResult { status: status.into(), started_at, finished_at: SystemTime::now() })
+                        }
                         Err(detail) => Err(crate::linux::setup_failed(detail)),
                     },
                     Err(e) => Err(e),

@@ -239,8 +239,8 @@ impl ExecutorSet {
                 if let Backend::Linux(linux) = &inner.backend {
                     linux.settle();
                 }
-                let parent = crate::linux::configured_cgroup_parent(&inner.options);
-                crate::linux::sweep_set_containers(&inner.dir, parent.as_deref());
+                let parent = crate::linux::cgroup_parent(&inner.options);
+                sandbox_linux::backend::sweep_set(&inner.dir, parent.as_deref());
             }
             let removed = fsutil::remove_tree(&inner.dir);
             // A set directory that could not be removed stays masked until a sweep removes it.
@@ -364,8 +364,8 @@ fn sweep_dead_sets(scratch: &Path, options: &ExecutorSetOptions) {
         tracing::debug!(set = %path.display(), "sweeping a dead executor set");
         #[cfg(target_os = "linux")]
         {
-            let parent = crate::linux::configured_cgroup_parent(options);
-            crate::linux::sweep_set_containers(&path, parent.as_deref());
+            let parent = crate::linux::cgroup_parent(options);
+            sandbox_linux::backend::sweep_set(&path, parent.as_deref());
         }
         #[cfg(not(target_os = "linux"))]
         let _ = options;
@@ -399,7 +399,7 @@ fn sandboxed_backend(
     options: &ExecutorSetOptions,
     dir: &Path,
 ) -> Result<Backend, Error> {
-    Ok(Backend::Linux(Box::new(LinuxBackend::new(dl, profile, options, dir)?)))
+    Ok(Backend::Linux(Box::new(crate::linux::open(dl, profile, options, dir)?)))
 }
 
 #[cfg(target_os = "macos")]

@@ -1,0 +1,124 @@
+//! The facade's side of the Linux backend ([`sandbox_linux::backend`]): the set's options as
+//! the backend's configuration, the facade's deadline as the one it waits by, opening (with
+//! the probe run), and the synchronous run, whose output goes through the facade's pump shared
+//! with the other backends. Everything else is the backend's.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use sandbox_bundle::{Error, Profile};
+use sandbox_linux::backend::{self, Config, Measurement};
+
+pub(crate) use sandbox_linux::backend::{LinuxBackend, SpawnInput, setup_failed};
+
+use crate::output::{ExitStatus, Stop, drain, pump};
+use crate::{Deadline, ExecutorSetOptions, fsutil};
+
+impl backend::Deadline for Deadline {
+    fn check(&self) -> Result<(), Error> {
+        Deadline::check(self, &[])
+    }
+
+    fn instant(&self) -> Option<Instant> {
+        Deadline::instant(self)
+    }
+}
+
+impl From<backend::ExitStatus> for ExitStatus {
+    fn from(status: backend::ExitStatus) -> ExitStatus {
+        match status {
+            backend::ExitStatus::Code(c) => ExitStatus::Code(c),
+            backend::ExitStatus::Signal(s) => ExitStatus::Signal(s),
+        }
+    }
+}
+
+/// Opens and probes the backend of a set whose directory is `set_dir`.
+pub(crate) fn open(
+    dl: &Deadline,
+    profile: &Profile,
+    options: &ExecutorSetOptions,
+    set_dir: &Path,
+) -> Result<LinuxBackend, Error> {
+    let config = Config {
+        scratch_root: options.scratch_root.clone(),
+        cgroup_parent: options.cgroup_parent.clone(),
+        pids_max: options.pids_max,
+        memory_max: options.memory_max,
+        cpu_weight: options.cpu_weight,
+        cpu_max_millicpus: options.cpu_max_millicpus,
+        tag: fsutil::random_hex(4)?,
+        masked_roots: crate::registry::masked_roots,
+        remove_tree: fsutil::remove_tree,
+    };
+    let mut linux = LinuxBackend::new(config, set_dir)?;
+    // The probe: the profile's own bundle with nothing required, to see what holds.
+    let probe_tmp = fsutil::private_dir(set_dir, "probe-tmp-")?;
+    let never = AtomicBool::new(false);
+    let result = run(&linux, dl, profile, &SpawnInput::probe(profile, &probe_tmp), None, &never, false);
+    let _ = fsutil::remove_tree(&probe_tmp);
+    linux.record_probe(result)?;
+    Ok(linux)
+}
+
+/// The cgroup parent a set with `options` uses (see
+/// [`sandbox_linux::backend::configured_cgroup_parent`]).
+pub(crate) fn cgroup_parent(options: &ExecutorSetOptions) -> Option<String> {
+    backend::configured_cgroup_parent(options.cgroup_parent.as_deref())
+}
+
+/// Runs one spawn to its end: output combined, stdin `/dev/null`. With `require` the probe's
+/// measurements become requirements (a spawn getting less fails).
+pub(crate) fn run(
+    linux: &LinuxBackend,
+    dl: &Deadline,
+    profile: &Profile,
+    input: &SpawnInput<'_>,
+    limit: Option<u64>,
+    closing: &AtomicBool,
+    require: bool,
+) -> Result<(Vec<u8>, backend::ExitStatus, Measurement), Error> {
+    let (out_r, out_w) = crate::output::pipe()?;
+    let err_w = out_w.try_clone().map_err(|e| Error::io("pipe", e))?;
+    let stdin = std::fs::File::open("/dev/null").map_err(|e| Error::io("opening /dev/null", e))?.into();
+    let mut launched = linux.launch(dl, profile, input, stdin, out_w, err_w, require)?;
+    // Bounded start-up first (deadline, close, 60 s): nothing starts after either fired.
+    linux.wait_started(&mut launched, dl, closing)?;
+    let mut bytes = Vec::new();
+    let stop = if launched.ended_early() {
+        None
+    } else {
+        let mut alive = || launched.helper_alive();
+        pump(&out_r, dl, limit, closing, &mut alive, &mut bytes)
+    };
+    if matches!(stop, Some(Stop::Lost)) {
+        let detail = linux.abandon(&mut launched, "the helper died during the run");
+        return Err(Error::Runtime { detail });
+    }
+    if stop.is_some() {
+        let _ = launched.kill();
+        drain(&out_r, Duration::from_secs(5));
+    }
+    let finish = linux.finish(launched, closing, Some(dl), stop.is_some())?;
+    match stop {
+        Some(Stop::Deadline(e)) => return Err(with_partial(e, bytes)),
+        Some(Stop::Limit) => return Err(Error::OutputLimit { partial: bytes }),
+        Some(Stop::Closed) => return Err(Error::ExecutorClosed { partial: bytes }),
+        None if finish.closed => return Err(Error::ExecutorClosed { partial: bytes }),
+        None if finish.expired.is_some() => {
+            return Err(with_partial(finish.expired.unwrap_or(Error::DeadlineExceeded { partial: vec![] }), bytes));
+        }
+        Some(Stop::Lost) | None => {}
+    }
+    let status = finish.status.map_err(setup_failed)?;
+    Ok((bytes, status, finish.measured))
+}
+
+fn with_partial(e: Error, partial: Vec<u8>) -> Error {
+    match e {
+        Error::Cancelled { .. } => Error::Cancelled { partial },
+        Error::DeadlineExceeded { .. } => Error::DeadlineExceeded { partial },
+        other => other,
+    }
+}
