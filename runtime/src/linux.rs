@@ -3,11 +3,12 @@
 //! the probe run), and the synchronous run, whose output goes through the facade's pump shared
 //! with the other backends. Everything else is the backend's.
 
-use std::path::Path;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use sandbox_bundle::{Error, Profile};
+use sandbox_bundle::{Error, GrantDeltas, Profile};
 use sandbox_linux::backend::{self, Config, Measurement};
 
 pub(crate) use sandbox_linux::backend::{LinuxBackend, SpawnInput, setup_failed};
@@ -113,6 +114,25 @@ pub(crate) fn run(
     }
     let status = finish.status.map_err(setup_failed)?;
     Ok((bytes, status, finish.measured))
+}
+
+/// The backend's input for a spawn of `argv` in `cwd` with an executor's environment, HOME
+/// (when isolated) and TMPDIR, without grants and without a terminal.
+pub(crate) fn spawn_input<'a>(
+    argv: &[OsString],
+    cwd: PathBuf,
+    env: &[(String, String)],
+    (home_dir, temp_dir): (Option<&'a Path>, &'a Path),
+) -> Result<SpawnInput<'a>, Error> {
+    let argv = argv
+        .iter()
+        .map(|a| {
+            a.to_str().map(str::to_owned).ok_or_else(|| Error::InvalidArgument {
+                detail: String::from("argv: not valid UTF-8 (container arguments are text)"),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(SpawnInput { tty: false, argv, cwd, env: env.to_vec(), home_dir, temp_dir, grants: GrantDeltas::default() })
 }
 
 fn with_partial(e: Error, partial: Vec<u8>) -> Error {

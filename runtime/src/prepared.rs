@@ -18,9 +18,6 @@ use crate::process::{
 };
 use crate::set::{Admitted, Backend, SetInner};
 
-#[cfg(target_os = "linux")]
-use crate::executor::spawn_input;
-
 /// Whether a prepared process may still start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Prepared {
@@ -77,13 +74,17 @@ impl PreparedProcess {
                 Ok(process)
             }
             #[cfg(target_os = "linux")]
-            Backend::Linux(_) => self.start_linux(dl, admitted),
+            Backend::Linux(linux) => self.start_linux(linux, dl, admitted),
         }
     }
 
     #[cfg(target_os = "linux")]
-    fn start_linux(&self, dl: &Deadline, admitted: Admitted) -> Result<Process, Error> {
-        let Backend::Linux(linux) = &self.set.backend else { unreachable!("checked by the caller") };
+    fn start_linux(
+        &self,
+        linux: &crate::linux::LinuxBackend,
+        dl: &Deadline,
+        admitted: Admitted,
+    ) -> Result<Process, Error> {
         let pipe = crate::output::pipe;
         let null = || -> Result<std::os::fd::OwnedFd, Error> {
             Ok(File::open("/dev/null").map_err(|e| Error::io("opening /dev/null", e))?.into())
@@ -97,7 +98,8 @@ impl PreparedProcess {
             let (err_r, err_w) = pipe()?;
             ((in_r, out_w, err_w), Some((in_w, out_r, err_r)))
         };
-        let mut input = spawn_input(&self.argv, self.cwd.clone(), &self.env, self.home_dir.as_deref(), &self.temp_dir)?;
+        let dirs = (self.home_dir.as_deref(), self.temp_dir.as_path());
+        let mut input = crate::linux::spawn_input(&self.argv, self.cwd.clone(), &self.env, dirs)?;
         input.tty = self.tty;
         input.grants = self.deltas.clone();
         let started_at = SystemTime::now();
@@ -132,7 +134,7 @@ impl PreparedProcess {
         std::thread::Builder::new()
             .name(String::from("sandbox-supervisor"))
             .spawn(move || {
-                let Backend::Linux(linux) = &set.backend else { return };
+                let Some(linux) = set.backend.linux() else { return };
                 let result = match linux.finish(launched, &set.closing, None, false) {
                     Ok(f) if f.closed => Err(Error::ExecutorClosed { partial: Vec::new() }),
                     Ok(f) => match f.status {
