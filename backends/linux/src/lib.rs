@@ -45,7 +45,7 @@ mod protocol;
 #[cfg(target_os = "linux")]
 mod ruleset;
 #[cfg(target_os = "linux")]
-pub mod status;
+mod status;
 #[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]
@@ -265,7 +265,7 @@ mod tests {
 /// only from that cgroup's own `cgroup.procs` (never 1 or less); nothing blocks on a planted
 /// file. A cgroup that fails a check is left alone and reported.
 #[cfg(target_os = "linux")]
-pub fn sweep_container(
+pub(crate) fn sweep_container(
     layout: CgroupLayout,
     cgroup_path: Option<&str>,
     state_dir: Option<&std::path::Path>,
