@@ -1,19 +1,25 @@
 //! The facade's side of the Linux backend ([`sandbox_linux::backend`]): the set's options as
 //! the backend's configuration, the facade's deadline as the one it waits by, opening (with
-//! the probe run), and the synchronous run, whose output goes through the facade's pump shared
-//! with the other backends. Everything else is the backend's.
+//! the probe run), the synchronous run (its output goes through the facade's pump, shared with
+//! the other backends) and the start of a prepared process as the facade's [`Process`].
+//! Everything else is the backend's.
 
 use std::ffi::OsString;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use sandbox_bundle::{Error, GrantDeltas, Profile};
 use sandbox_linux::backend::{self, Config, Measurement};
 
 pub(crate) use sandbox_linux::backend::{LinuxBackend, SpawnInput, setup_failed};
 
+use crate::backend::Spawn;
 use crate::output::{ExitStatus, Stop, drain, pump};
+use crate::process::{LifetimeContainment, Process, ProcessReader, ProcessResult, ProcessStdin};
+use crate::set::{Admitted, SetInner};
 use crate::{Deadline, ExecutorSetOptions, fsutil};
 
 impl backend::Deadline for Deadline {
@@ -116,6 +122,106 @@ pub(crate) fn run(
     Ok((bytes, status, finish.measured))
 }
 
+/// Starts a prepared process in a container and returns once it runs (the deadline covers
+/// setup only); a supervisor thread waits for its end. Pipe mode gets three pipes, PTY mode the
+/// container's terminal.
+pub(crate) fn start(
+    linux: &LinuxBackend,
+    set: &Arc<SetInner>,
+    dl: &Deadline,
+    spawn: Spawn<'_>,
+    tty: bool,
+    admitted: Admitted,
+) -> Result<Process, Error> {
+    let pipe = crate::output::pipe;
+    let null = || -> Result<std::os::fd::OwnedFd, Error> {
+        Ok(File::open("/dev/null").map_err(|e| Error::io("opening /dev/null", e))?.into())
+    };
+    // Pipe mode: three pipes. PTY mode: the container's terminal carries all three.
+    let (stdio, ours) = if tty {
+        ((null()?, null()?, null()?), None)
+    } else {
+        let (in_r, in_w) = pipe()?;
+        let (out_r, out_w) = pipe()?;
+        let (err_r, err_w) = pipe()?;
+        ((in_r, out_w, err_w), Some((in_w, out_r, err_r)))
+    };
+    let mut input = spawn_input(spawn.argv, spawn.cwd.to_path_buf(), spawn.env, spawn.dirs)?;
+    input.tty = tty;
+    input.grants = spawn.deltas;
+    let started_at = SystemTime::now();
+    let mut launched = linux.launch(dl, &set.profile, &input, stdio.0, stdio.1, stdio.2, true)?;
+    let master = if tty {
+        match launched.take_console() {
+            Ok(m) => Some(m),
+            Err(e) => {
+                let _ = launched.kill();
+                let finish = linux.finish(launched, &set.closing, None, true);
+                let detail = match finish {
+                    Ok(f) => f.status.err().unwrap_or_else(|| format!("pty: {e}")),
+                    Err(e) => e.to_string(),
+                };
+                return Err(Error::Runtime { detail });
+            }
+        }
+    } else {
+        None
+    };
+    linux.wait_started(&mut launched, dl, &set.closing)?;
+    if launched.ended_early() {
+        // The container was never created: that is a failed start, not a process.
+        let finish = linux.finish(launched, &set.closing, None, false)?;
+        let detail = finish.status.err().unwrap_or_else(|| String::from("the container ended before it started"));
+        return Err(setup_failed(detail));
+    }
+    let outcome = Arc::new(crate::process::Outcome::default());
+    let signaller: Arc<dyn crate::process::Signaller> = Arc::new(LinuxSignaller(launched.signal_handle()));
+    let set = Arc::clone(set);
+    let out = Arc::clone(&outcome);
+    std::thread::Builder::new()
+        .name(String::from("sandbox-supervisor"))
+        .spawn(move || {
+            let Some(linux) = set.backend.linux() else { return };
+            let result = match linux.finish(launched, &set.closing, None, false) {
+                Ok(f) if f.closed => Err(Error::ExecutorClosed { partial: Vec::new() }),
+                Ok(f) => match f.status {
+                    Ok(status) => {
+                        Ok(ProcessResult { status: status.into(), started_at, finished_at: SystemTime::now() })
+                    }
+                    Err(detail) => Err(setup_failed(detail)),
+                },
+                Err(e) => Err(e),
+            };
+            out.set(result);
+            drop(admitted);
+        })
+        .map_err(|e| Error::io("starting the supervisor thread", e))?;
+    let (stdout, stderr, stdin, pty) = match (ours, master) {
+        (Some((in_w, out_r, err_r)), _) => (
+            ProcessReader::new(File::from(out_r)),
+            ProcessReader::new(File::from(err_r)),
+            ProcessStdin::new(Some(File::from(in_w))),
+            None,
+        ),
+        (None, Some(master)) => {
+            let (stdout, stderr, stdin) = crate::process::pty_streams(&master)?;
+            (stdout, stderr, stdin, Some(Arc::new(master)))
+        }
+        (None, None) => return Err(Error::Runtime { detail: String::from("pty: no master") }),
+    };
+    Ok(Process {
+        stdout: Mutex::new(Some(stdout)),
+        stderr: Mutex::new(Some(stderr)),
+        stdin,
+        containment: LifetimeContainment::Enforced,
+        activities: Mutex::new(Some(std::sync::mpsc::channel().1)),
+        outcome,
+        signaller,
+        killed: Arc::new(AtomicBool::new(false)),
+        pty,
+    })
+}
+
 /// The backend's input for a spawn of `argv` in `cwd` with an executor's environment, HOME
 /// (when isolated) and TMPDIR, without grants and without a terminal.
 pub(crate) fn spawn_input<'a>(
@@ -140,5 +246,14 @@ fn with_partial(e: Error, partial: Vec<u8>) -> Error {
         Error::Cancelled { .. } => Error::Cancelled { partial },
         Error::DeadlineExceeded { .. } => Error::DeadlineExceeded { partial },
         other => other,
+    }
+}
+
+#[derive(Debug)]
+struct LinuxSignaller(sandbox_linux::SignalHandle);
+
+impl crate::process::Signaller for LinuxSignaller {
+    fn send(&self, sig: nix::sys::signal::Signal) {
+        let _ = self.0.send(sig as i32);
     }
 }
