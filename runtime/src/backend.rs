@@ -1,8 +1,9 @@
 //! The backend a set selected, once, for every key: direct spawns on the host, Linux
 //! micro-containers (`sandbox_linux::backend`, through the adapter in `linux`) or macOS
 //! Seatbelt (`macos`). What the set and its executors ask of a backend, whichever it is, is
-//! asked here: opening it, the executor's level, guarantees and report, PTY support, a
-//! synchronous run, and what is left to settle and sweep when a set ends.
+//! asked here: masking a set's directory from other sandboxes, opening it, the executor's
+//! level, guarantees and report, PTY support, a synchronous run, and what is left to settle and
+//! sweep when a set ends.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -137,6 +138,26 @@ impl Backend {
         }
         sweep_set(dir, options);
     }
+}
+
+/// Every other sandbox of this user masks the directory `dir` of a sandboxed set from now on
+/// (issue 12, class 7: the registry, on Linux; nothing elsewhere) until [`unmask`].
+pub(crate) fn mask(profile: &Profile, dir: &Path) -> Result<(), Error> {
+    #[cfg(target_os = "linux")]
+    if profile.config().isolation == Isolation::Sandboxed {
+        crate::registry::register(dir)?;
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (profile, dir);
+    Ok(())
+}
+
+/// Ends [`mask`] for `dir` (once the set directory is gone, or was never used).
+pub(crate) fn unmask(dir: &Path) {
+    #[cfg(target_os = "linux")]
+    crate::registry::unregister(dir);
+    #[cfg(not(target_os = "linux"))]
+    let _ = dir;
 }
 
 /// Sweeps the containers a set whose directory is `dir` left (on Linux; nothing elsewhere),

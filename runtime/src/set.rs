@@ -95,19 +95,15 @@ impl ExecutorSet {
         sweep_dead_sets(&scratch, &options);
         let dir = fsutil::private_dir(&scratch, SET_PREFIX)?;
         // Every other sandbox of this user masks this scratch root from now on (class 7).
-        #[cfg(target_os = "linux")]
-        if profile.config().isolation == Isolation::Sandboxed {
-            if let Err(e) = crate::registry::register(&dir) {
-                let _ = fsutil::remove_tree(&dir);
-                return Err(e);
-            }
+        if let Err(e) = crate::backend::mask(profile, &dir) {
+            let _ = fsutil::remove_tree(&dir);
+            return Err(e);
         }
         let lock = match lock_set(&dir) {
             Ok(l) => l,
             Err(e) => {
                 let _ = fsutil::remove_tree(&dir);
-                #[cfg(target_os = "linux")]
-                crate::registry::unregister(&dir);
+                crate::backend::unmask(&dir);
                 return Err(e);
             }
         };
@@ -115,8 +111,7 @@ impl ExecutorSet {
             Ok(b) => b,
             Err(e) => {
                 let _ = fsutil::remove_tree(&dir);
-                #[cfg(target_os = "linux")]
-                crate::registry::unregister(&dir);
+                crate::backend::unmask(&dir);
                 return Err(e);
             }
         };
@@ -219,9 +214,8 @@ impl ExecutorSet {
             inner.backend.settle(&inner.dir, &inner.options);
             let removed = fsutil::remove_tree(&inner.dir);
             // A set directory that could not be removed stays masked until a sweep removes it.
-            #[cfg(target_os = "linux")]
             if removed.is_ok() {
-                crate::registry::unregister(&inner.dir);
+                crate::backend::unmask(&inner.dir);
             }
             removed
         } else {
