@@ -10,7 +10,7 @@ use libfuzzer_sys::fuzz_target;
 use sandbox_bundle::oci_spec::runtime::Spec;
 use sandbox_bundle::spec_json;
 use sandbox_fuzz::assert_message;
-use sandbox_linux::protocol::{Command, Event, Limit, Measured, Outcome, Request};
+use sandbox_linux::fuzzing::{Command, Event, Limit, Measured, Outcome, Request};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 

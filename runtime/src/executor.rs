@@ -11,13 +11,15 @@ use sandbox_bundle::{
     Access, CompileReport, Error, GrantDeltas, Guarantees, Home, Level, ScrubFlags, check_invariants, scrub,
 };
 
+use crate::backend::Spawn;
+
 use crate::grant_checks::command_text;
 use crate::grants::{GrantState, is_safe_text};
 use crate::output::Output;
 use crate::prepared::{Prepared, PreparedProcess};
 use crate::process::ProcessOptions;
-use crate::set::{Admitted, Backend, SetInner, real_home};
-use crate::{Deadline, ExecutorSetOptions, direct, fsutil};
+use crate::set::{Admitted, SetInner, real_home};
+use crate::{Deadline, ExecutorSetOptions, fsutil};
 
 #[cfg(target_os = "linux")]
 use crate::linux::SpawnInput;
@@ -60,7 +62,7 @@ impl Executor {
             created.push(temp_dir.clone());
             let home = home_dir.clone().unwrap_or_else(real_home);
             let snapshot: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-            let container = !matches!(set.backend, Backend::Direct);
+            let container = set.backend.confines();
             let env = scrub(
                 &snapshot,
                 &set.options.env,
@@ -69,27 +71,8 @@ impl Executor {
                 ScrubFlags { linux_container: container && cfg!(target_os = "linux") },
             );
             let env_detail = env_detail(&set.options);
-            let (level, guarantees, report) = match &set.backend {
-                Backend::Direct => {
-                    (Level::None, Guarantees { env_scrub: true, ..Guarantees::default() }, CompileReport::default())
-                }
-                #[cfg(target_os = "macos")]
-                Backend::Seatbelt(mac) => mac.assess(profile, &env, (home_dir.as_deref(), &temp_dir), env_detail)?,
-                #[cfg(target_os = "linux")]
-                Backend::Linux(linux) => {
-                    let input = SpawnInput {
-                        tty: false,
-                        grants: GrantDeltas::default(),
-                        argv: vec![String::from("/bin/true")],
-                        cwd: profile.workspace_root().to_path_buf(),
-                        env: env.clone(),
-                        home_dir: home_dir.as_deref(),
-                        temp_dir: &temp_dir,
-                    };
-                    let bundle = linux.compile(profile, &input, "reference")?;
-                    linux.assess(profile, &bundle.policy_entries, env_detail)
-                }
-            };
+            let (level, guarantees, report) =
+                set.backend.assess(profile, &env, (home_dir.as_deref(), &temp_dir), env_detail)?;
             if let Err(broken) = check_invariants(level, guarantees, Some(profile.config().isolation), Some(&report)) {
                 return Err(Error::runtime(format!("inconsistent report: {}", broken.join(", "))));
             }
@@ -202,7 +185,7 @@ impl Executor {
     pub fn prepare_process(&self, dl: &Deadline, o: ProcessOptions) -> Result<PreparedProcess, Error> {
         dl.check(&[])?;
         self.check_open()?;
-        if o.tty && !self.backend_has_pty() {
+        if o.tty && !self.set.backend.has_pty() {
             return Err(Error::ProcessTtyUnsupported);
         }
         let bad = |detail: &str| Err(Error::InvalidArgument { detail: detail.to_owned() });
@@ -248,7 +231,7 @@ impl Executor {
             vec![OsString::from("/bin/sh"), OsString::from("-c"), OsString::from(o.command)]
         };
         #[cfg(target_os = "linux")]
-        if let Backend::Linux(linux) = &self.set.backend {
+        if let Some(linux) = self.set.backend.linux() {
             // Compiled now so that a spawn that cannot be expressed fails before start.
             let mut input = self.spawn_input(&argv, cwd.clone())?;
             input.grants = deltas.clone();
@@ -267,21 +250,9 @@ impl Executor {
         })
     }
 
-    /// PTY mode: Linux containers (the PTY lives in the container's devpts) and direct spawns
-    /// on Linux.
-    fn backend_has_pty(&self) -> bool {
-        match &self.set.backend {
-            Backend::Direct => cfg!(target_os = "linux"),
-            #[cfg(target_os = "macos")]
-            Backend::Seatbelt(_) => false,
-            #[cfg(target_os = "linux")]
-            Backend::Linux(_) => true,
-        }
-    }
-
     #[cfg(target_os = "linux")]
     pub(crate) fn spawn_input<'a>(&'a self, argv: &[OsString], cwd: PathBuf) -> Result<SpawnInput<'a>, Error> {
-        spawn_input(argv, cwd, &self.env, self.home_dir.as_deref(), &self.temp_dir)
+        crate::linux::spawn_input(argv, cwd, &self.env, (self.home_dir.as_deref(), &self.temp_dir))
     }
 
     /// Runs `/bin/sh -c command` with grant tokens (CONTRACT.md §11, §13.4): the canonical cwd,
@@ -327,23 +298,10 @@ impl Executor {
         let Some(_admitted) = Admitted::new(&self.set) else {
             return Err(Error::ExecutorClosed { partial: Vec::new() });
         };
-        match &self.set.backend {
-            Backend::Direct => direct::run(dl, &cwd, argv, &self.env, limit, &self.set.closing),
-            #[cfg(target_os = "macos")]
-            Backend::Seatbelt(mac) => {
-                let argv: Vec<OsString> = argv.iter().map(|a| a.as_ref().to_os_string()).collect();
-                let dirs = (self.home_dir.as_deref(), self.temp_dir.as_path());
-                let wrapped = mac.wrap(&self.set.profile, &argv, &cwd, &self.env, dirs, deltas)?;
-                direct::run(dl, &cwd, &wrapped, &self.env, limit, &self.set.closing)
-            }
-            #[cfg(target_os = "linux")]
-            Backend::Linux(linux) => {
-                let argv: Vec<OsString> = argv.iter().map(|a| a.as_ref().to_os_string()).collect();
-                let mut input = self.spawn_input(&argv, cwd)?;
-                input.grants = deltas;
-                linux.spawn(dl, &self.set.profile, &input, limit, &self.set.closing, true).map(|(output, _)| output)
-            }
-        }
+        let argv: Vec<OsString> = argv.iter().map(|a| a.as_ref().to_os_string()).collect();
+        let dirs = (self.home_dir.as_deref(), self.temp_dir.as_path());
+        let spawn = Spawn { argv: &argv, cwd: &cwd, env: &self.env, dirs, deltas };
+        self.set.backend.run(dl, &self.set.profile, spawn, limit, &self.set.closing)
     }
 
     pub(crate) fn check_open(&self) -> Result<(), Error> {
@@ -417,23 +375,4 @@ fn env_detail(options: &ExecutorSetOptions) -> String {
         parts.push(format!("seeded: {}", files.join(" ")));
     }
     parts.join("; ")
-}
-
-#[cfg(target_os = "linux")]
-pub(crate) fn spawn_input<'a>(
-    argv: &[OsString],
-    cwd: PathBuf,
-    env: &[(String, String)],
-    home_dir: Option<&'a Path>,
-    temp_dir: &'a Path,
-) -> Result<SpawnInput<'a>, Error> {
-    let argv = argv
-        .iter()
-        .map(|a| {
-            a.to_str().map(str::to_owned).ok_or_else(|| Error::InvalidArgument {
-                detail: String::from("argv: not valid UTF-8 (container arguments are text)"),
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(SpawnInput { tty: false, argv, cwd, env: env.to_vec(), home_dir, temp_dir, grants: GrantDeltas::default() })
 }

@@ -63,7 +63,7 @@ impl Executor {
             if class.is_path() || class.is_tree() { Some(grants::bind_target(Path::new(&target))?) } else { None };
         let nonce = grants::nonce()?;
         #[cfg(target_os = "linux")]
-        if path_binding.is_some() && matches!(self.set.backend, Backend::Linux(_)) {
+        if path_binding.is_some() && self.set.backend.linux().is_some() {
             let handle = sandbox_linux::TargetHandle::open(Path::new(&target))
                 .map_err(|e| Error::GrantTargetChanged { detail: format!("{target}: {e}") })?;
             let mut handles = self.handles.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -220,7 +220,7 @@ impl Executor {
                 });
             }
             #[cfg(target_os = "linux")]
-            if matches!(self.set.backend, Backend::Linux(_)) {
+            if self.set.backend.linux().is_some() {
                 self.same_as_held(nonce, &binding.canonical_path)?;
             }
             // The init checks the mounted target against this identity (issue 12, 3b): a swap

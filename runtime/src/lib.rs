@@ -37,6 +37,7 @@
 
 #![deny(unsafe_code)]
 
+mod backend;
 mod deadline;
 mod direct;
 mod executor;

@@ -1,25 +1,17 @@
 //! `PreparedProcess` (CONTRACT.md §12): a process that passed every check, started at most once.
 
-// The Linux backend uses every item here; other targets compile a subset.
-#![cfg_attr(not(target_os = "linux"), allow(unused))]
-
 use std::ffi::OsString;
-use std::fs::File;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
 use sandbox_bundle::{Access, Error, GrantDeltas};
 
 use crate::Deadline;
-use crate::process::{
-    LifetimeContainment, Process, ProcessAccess, ProcessAccessKind, ProcessReader, ProcessResult, ProcessStdin,
-};
-use crate::set::{Admitted, Backend, SetInner};
-
 #[cfg(target_os = "linux")]
-use crate::executor::spawn_input;
+use crate::backend::Spawn;
+use crate::process::{Process, ProcessAccess, ProcessAccessKind};
+use crate::set::{Admitted, Backend, SetInner};
 
 /// Whether a prepared process may still start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,106 +65,17 @@ impl PreparedProcess {
                 let set = Arc::clone(&self.set);
                 let closing = move || set.closing.load(Ordering::SeqCst);
                 let mut process = crate::direct::start(&wrapped, &self.cwd, &self.env, false, admitted, closing)?;
-                process.containment = LifetimeContainment::BestEffort;
+                process.containment = crate::process::LifetimeContainment::BestEffort;
                 Ok(process)
             }
             #[cfg(target_os = "linux")]
-            Backend::Linux(_) => self.start_linux(dl, admitted),
-        }
-    }
-
-    #[cfg(target_os = "linux")]
-    fn start_linux(&self, dl: &Deadline, admitted: Admitted) -> Result<Process, Error> {
-        let Backend::Linux(linux) = &self.set.backend else { unreachable!("checked by the caller") };
-        let pipe = crate::output::pipe;
-        let null = || -> Result<std::os::fd::OwnedFd, Error> {
-            Ok(File::open("/dev/null").map_err(|e| Error::io("opening /dev/null", e))?.into())
-        };
-        // Pipe mode: three pipes. PTY mode: the container's terminal carries all three.
-        let (stdio, ours) = if self.tty {
-            ((null()?, null()?, null()?), None)
-        } else {
-            let (in_r, in_w) = pipe()?;
-            let (out_r, out_w) = pipe()?;
-            let (err_r, err_w) = pipe()?;
-            ((in_r, out_w, err_w), Some((in_w, out_r, err_r)))
-        };
-        let mut input = spawn_input(&self.argv, self.cwd.clone(), &self.env, self.home_dir.as_deref(), &self.temp_dir)?;
-        input.tty = self.tty;
-        input.grants = self.deltas.clone();
-        let started_at = SystemTime::now();
-        let mut launched = linux.launch(dl, &self.set.profile, &input, stdio.0, stdio.1, stdio.2, true)?;
-        let master = if self.tty {
-            match launched.running.take_console() {
-                Ok(m) => Some(m),
-                Err(e) => {
-                    let _ = launched.running.signal(nix::sys::signal::Signal::SIGKILL as i32);
-                    let finish = linux.finish(launched, &self.set.closing, None, true);
-                    // The helper's own failure explains a missing terminal best; else the
-                    // receive failure is the cause.
-                    return Err(match finish {
-                        Ok(f) => match f.status {
-                            Err(detail) => Error::runtime(detail),
-                            Ok(_) => Error::runtime_with("pty", e),
-                        },
-                        Err(e) => Error::runtime(e.to_string()),
-                    });
-                }
+            Backend::Linux(linux) => {
+                let dirs = (self.home_dir.as_deref(), self.temp_dir.as_path());
+                let spawn =
+                    Spawn { argv: &self.argv, cwd: &self.cwd, env: &self.env, dirs, deltas: self.deltas.clone() };
+                crate::linux::start(linux, &self.set, dl, spawn, self.tty, admitted)
             }
-        } else {
-            None
-        };
-        linux.wait_started(&mut launched, dl, &self.set.closing)?;
-        if launched.ended_early() {
-            // The container was never created: that is a failed start, not a process.
-            let finish = linux.finish(launched, &self.set.closing, None, false)?;
-            let detail = finish.status.err().unwrap_or_else(|| String::from("the container ended before it started"));
-            return Err(crate::linux::setup_failed(detail));
         }
-        let outcome = Arc::new(crate::process::Outcome::default());
-        let signaller: Arc<dyn crate::process::Signaller> = Arc::new(LinuxSignaller(launched.running.signal_handle()));
-        let set = Arc::clone(&self.set);
-        let out = Arc::clone(&outcome);
-        std::thread::Builder::new()
-            .name(String::from("sandbox-supervisor"))
-            .spawn(move || {
-                let Backend::Linux(linux) = &set.backend else { return };
-                let result = match linux.finish(launched, &set.closing, None, false) {
-                    Ok(f) if f.closed => Err(Error::ExecutorClosed { partial: Vec::new() }),
-                    Ok(f) => match f.status {
-                        Ok(status) => Ok(ProcessResult { status, started_at, finished_at: SystemTime::now() }),
-                        Err(detail) => Err(crate::linux::setup_failed(detail)),
-                    },
-                    Err(e) => Err(e),
-                };
-                out.set(result);
-                drop(admitted);
-            })
-            .map_err(|e| Error::io("starting the supervisor thread", e))?;
-        let (stdout, stderr, stdin, pty) = match (ours, master) {
-            (Some((in_w, out_r, err_r)), _) => (
-                ProcessReader::new(File::from(out_r)),
-                ProcessReader::new(File::from(err_r)),
-                ProcessStdin::new(Some(File::from(in_w))),
-                None,
-            ),
-            (None, Some(master)) => {
-                let (stdout, stderr, stdin) = crate::process::pty_streams(&master)?;
-                (stdout, stderr, stdin, Some(Arc::new(master)))
-            }
-            (None, None) => return Err(Error::runtime("pty: no master")),
-        };
-        Ok(Process {
-            stdout: Mutex::new(Some(stdout)),
-            stderr: Mutex::new(Some(stderr)),
-            stdin,
-            containment: LifetimeContainment::Enforced,
-            activities: Mutex::new(Some(std::sync::mpsc::channel().1)),
-            outcome,
-            signaller,
-            killed: Arc::new(AtomicBool::new(false)),
-            pty,
-        })
     }
 
     /// Closes it without starting: `start` then fails with `ProcessClosed`. Idempotent; a no-op
@@ -205,16 +108,5 @@ impl PreparedProcess {
 impl Drop for PreparedProcess {
     fn drop(&mut self) {
         let _ = self.close();
-    }
-}
-
-#[cfg(target_os = "linux")]
-#[derive(Debug)]
-struct LinuxSignaller(sandbox_linux::SignalHandle);
-
-#[cfg(target_os = "linux")]
-impl crate::process::Signaller for LinuxSignaller {
-    fn send(&self, sig: nix::sys::signal::Signal) {
-        let _ = self.0.send(sig as i32);
     }
 }

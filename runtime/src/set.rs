@@ -13,21 +13,7 @@ use sandbox_bundle::{Access, Error, Home, Isolation, Profile};
 use crate::executor::Executor;
 use crate::{Deadline, ExecutorSetOptions, fsutil};
 
-#[cfg(target_os = "linux")]
-use crate::linux::LinuxBackend;
-
-/// The backend a set selected, once, for every key.
-#[derive(Debug)]
-pub(crate) enum Backend {
-    /// An acknowledged-unconfined profile: direct spawns on the host.
-    Direct,
-    /// Linux micro-containers.
-    #[cfg(target_os = "linux")]
-    Linux(Box<LinuxBackend>),
-    /// macOS Seatbelt (`sandbox-exec`).
-    #[cfg(target_os = "macos")]
-    Seatbelt(crate::macos::MacBackend),
-}
+pub(crate) use crate::backend::Backend;
 
 #[derive(Debug, Default)]
 pub(crate) struct State {
@@ -103,38 +89,29 @@ impl ExecutorSet {
         })?;
         let options = ExecutorSetOptions { scratch_root: scratch.clone(), ..options };
         if profile.config().isolation == Isolation::Sandboxed {
-            select_sandboxed_backend()?;
+            crate::backend::select_sandboxed()?;
             refuse_writable_scratch(profile, &scratch)?;
         }
         sweep_dead_sets(&scratch, &options);
         let dir = fsutil::private_dir(&scratch, SET_PREFIX)?;
         // Every other sandbox of this user masks this scratch root from now on (class 7).
-        #[cfg(target_os = "linux")]
-        if profile.config().isolation == Isolation::Sandboxed {
-            if let Err(e) = crate::registry::register(&dir) {
-                let _ = fsutil::remove_tree(&dir);
-                return Err(e);
-            }
+        if let Err(e) = crate::backend::mask(profile, &dir) {
+            let _ = fsutil::remove_tree(&dir);
+            return Err(e);
         }
         let lock = match lock_set(&dir) {
             Ok(l) => l,
             Err(e) => {
                 let _ = fsutil::remove_tree(&dir);
-                #[cfg(target_os = "linux")]
-                crate::registry::unregister(&dir);
+                crate::backend::unmask(&dir);
                 return Err(e);
             }
         };
-        let backend = match profile.config().isolation {
-            Isolation::Unconfined => Ok(Backend::Direct),
-            Isolation::Sandboxed => sandboxed_backend(dl, profile, &options, &dir),
-        };
-        let backend = match backend {
+        let backend = match Backend::open(dl, profile, &options, &dir) {
             Ok(b) => b,
             Err(e) => {
                 let _ = fsutil::remove_tree(&dir);
-                #[cfg(target_os = "linux")]
-                crate::registry::unregister(&dir);
+                crate::backend::unmask(&dir);
                 return Err(e);
             }
         };
@@ -234,19 +211,11 @@ impl ExecutorSet {
             // Workers still removing their containers finish first; containers whose teardown
             // failed leave state and cgroups: sweep them before the directory that records
             // them goes.
-            #[cfg(target_os = "linux")]
-            {
-                if let Backend::Linux(linux) = &inner.backend {
-                    linux.settle();
-                }
-                let parent = crate::linux::configured_cgroup_parent(&inner.options);
-                crate::linux::sweep_set_containers(&inner.dir, parent.as_deref());
-            }
+            inner.backend.settle(&inner.dir, &inner.options);
             let removed = fsutil::remove_tree(&inner.dir);
             // A set directory that could not be removed stays masked until a sweep removes it.
-            #[cfg(target_os = "linux")]
             if removed.is_ok() {
-                crate::registry::unregister(&inner.dir);
+                crate::backend::unmask(&inner.dir);
             }
             removed
         } else {
@@ -323,7 +292,7 @@ fn refuse_writable_scratch(profile: &Profile, scratch: &Path) -> Result<(), Erro
 /// A scratch root may hold anything a workload could plant (issue 12, class 6): only real
 /// directories (not symlinks) owned by this uid are considered; the lock is opened without
 /// following a symlink or blocking (a FIFO never hangs the sweep) and must be a regular file;
-/// no file of the set directory names what is killed (see `sweep_set_containers`).
+/// no file of the set directory names what is killed (see `sandbox_linux::backend::sweep_set`).
 fn sweep_dead_sets(scratch: &Path, options: &ExecutorSetOptions) {
     #[cfg(unix)]
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -362,54 +331,11 @@ fn sweep_dead_sets(scratch: &Path, options: &ExecutorSetOptions) {
             continue;
         }
         tracing::debug!(set = %path.display(), "sweeping a dead executor set");
-        #[cfg(target_os = "linux")]
-        {
-            let parent = crate::linux::configured_cgroup_parent(options);
-            crate::linux::sweep_set_containers(&path, parent.as_deref());
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = options;
+        crate::backend::sweep_set(&path, options);
         if let Err(e) = fsutil::remove_tree(&path) {
             tracing::warn!(set = %path.display(), "sweep: {e}");
         }
     }
-}
-
-#[cfg(target_os = "linux")]
-fn select_sandboxed_backend() -> Result<(), Error> {
-    if !crate::init_called() { Err(Error::InitNotCalled) } else { Ok(()) }
-}
-
-#[cfg(target_os = "macos")]
-fn select_sandboxed_backend() -> Result<(), Error> {
-    Ok(())
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-fn select_sandboxed_backend() -> Result<(), Error> {
-    Err(Error::SandboxUnavailable {
-        detail: format!("no sandbox backend for {} in this version of sandbox", std::env::consts::OS),
-    })
-}
-
-#[cfg(target_os = "linux")]
-fn sandboxed_backend(
-    dl: &Deadline,
-    profile: &Profile,
-    options: &ExecutorSetOptions,
-    dir: &Path,
-) -> Result<Backend, Error> {
-    Ok(Backend::Linux(Box::new(LinuxBackend::new(dl, profile, options, dir)?)))
-}
-
-#[cfg(target_os = "macos")]
-fn sandboxed_backend(_: &Deadline, _: &Profile, options: &ExecutorSetOptions, _: &Path) -> Result<Backend, Error> {
-    Ok(Backend::Seatbelt(crate::macos::MacBackend::new(&options.scratch_root)?))
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-fn sandboxed_backend(_: &Deadline, _: &Profile, _: &ExecutorSetOptions, _: &Path) -> Result<Backend, Error> {
-    select_sandboxed_backend().map(|()| Backend::Direct)
 }
 
 /// The caller's HOME: `$HOME`, else the user database's, else `/`.

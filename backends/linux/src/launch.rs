@@ -11,7 +11,7 @@ use std::time::Instant;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use crate::helper::{HELPER_MARKER, SPAWN_FDS, ZYGOTE_FD, ZYGOTE_ROLE};
-use crate::protocol::{Command, Event, GoProcess, Measured, Outcome, Request};
+use crate::protocol::{Command, Event, GoProcess, Request};
 use crate::sys;
 
 /// The longest event line the parent reads from a helper (an outcome's detail is bounded by the
@@ -44,17 +44,6 @@ impl SignalHandle {
         let file = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         send_all(&file, line.as_bytes())
     }
-}
-
-/// The end of one spawn.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finished {
-    /// How the workload ended.
-    pub outcome: Outcome,
-    /// What was measured.
-    pub measured: Measured,
-    /// Teardown was proven.
-    pub teardown: bool,
 }
 
 /// Why following a helper stopped.

@@ -18,13 +18,20 @@
 //! in a thread-pool embedder (tokio's blocking pool) would kill healthy runs. The socket closes
 //! exactly when the embedding process is gone.
 //!
+//! **API.** The facade drives this backend through [`backend`]: open a [`backend::LinuxBackend`]
+//! per executor set, record its probe, assess a profile, launch, wait, signal and finish
+//! spawns, settle and sweep. The helper's wire protocol stays private to this crate.
+//!
 //! **Not here.** Profiles, policy and the bundle format live in `sandbox-bundle`; executors,
-//! deadlines and output handling live in the `sandbox` facade.
+//! deadlines, cancellation and output handling live in the `sandbox` facade (which hands the
+//! backend its deadline through [`backend::Deadline`]).
 //!
 //! MSRV: 1.87 (edition 2024).
 
 #![deny(unsafe_code)]
 
+#[cfg(target_os = "linux")]
+pub mod backend;
 #[cfg(target_os = "linux")]
 mod executor;
 #[cfg(target_os = "linux")]
@@ -34,11 +41,11 @@ mod helper;
 #[cfg(target_os = "linux")]
 mod launch;
 #[cfg(target_os = "linux")]
-pub mod protocol;
+mod protocol;
 #[cfg(target_os = "linux")]
 mod ruleset;
 #[cfg(target_os = "linux")]
-pub mod status;
+mod status;
 #[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]
@@ -47,7 +54,17 @@ mod verify;
 #[cfg(target_os = "linux")]
 pub use helper::{HELPER_MARKER, dispatch_if_helper};
 #[cfg(target_os = "linux")]
-pub use launch::{Finished, Running, SignalHandle, WaitError, Zygote};
+pub use launch::SignalHandle;
+#[cfg(target_os = "linux")]
+use launch::{Running, WaitError, Zygote};
+
+/// The helper protocol's messages, for the fuzz targets only (`fuzz/`): the protocol is this
+/// crate's own (the facade drives the [`backend`] API), and this module is no API.
+#[cfg(target_os = "linux")]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::protocol::{Command, Event, Limit, Measured, Outcome, Request};
+}
 
 /// The name reported for this backend.
 pub const BACKEND_NAME: &str = "linux-container";
@@ -290,7 +307,7 @@ mod tests {
 /// only from that cgroup's own `cgroup.procs` (never 1 or less); nothing blocks on a planted
 /// file. A cgroup that fails a check is left alone and reported.
 #[cfg(target_os = "linux")]
-pub fn sweep_container(
+pub(crate) fn sweep_container(
     layout: CgroupLayout,
     cgroup_path: Option<&str>,
     state_dir: Option<&std::path::Path>,

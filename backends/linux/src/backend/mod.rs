@@ -1,4 +1,13 @@
-//! The facade's side of the Linux container backend: one [`LinuxBackend`] per executor set.
+//! The backend API the `sandbox` facade drives: one [`LinuxBackend`] per executor set.
+//!
+//! The facade opens it with plain values ([`Config`]), runs the probe spawn and hands the
+//! result to [`LinuxBackend::record_probe`], asks it for level, guarantees and report
+//! ([`LinuxBackend::assess`]), and for each spawn calls [`LinuxBackend::launch`], then
+//! [`LinuxBackend::wait_started`] and [`LinuxBackend::finish`] (signals go through the
+//! [`Launched`] spawn); [`LinuxBackend::settle`] and [`sweep_set`] end a set. Nothing of the
+//! helper's wire protocol crosses this API: deadlines come in through the small [`Deadline`]
+//! trait, what the helper measured goes out as an opaque [`Measurement`].
+//!
 //! `probe` measures what holds on this host and turns it into level, guarantees and report;
 //! `request` compiles a spawn and builds the helper's request and cgroup limits; `spawn` runs
 //! one spawn through a helper (its phases, the waits for its start and end); `warm` keeps
@@ -13,24 +22,70 @@ mod warm;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use sandbox_bundle::{Bundle, Error, GrantDeltas, Profile, rootfs_key, write_rootfs};
-use sandbox_linux::CgroupLayout;
 
-use crate::{Deadline, ExecutorSetOptions, fsutil};
+use crate::CgroupLayout;
 
 use probe::Probe;
 use request::inotify_bound;
-use spawn::Launched;
 use warm::{Warm, shape_key};
 
-pub(crate) use request::configured_cgroup_parent;
-pub(crate) use spawn::setup_failed;
-pub(crate) use sweep::sweep_set_containers;
+pub use probe::Measurement;
+pub use request::configured_cgroup_parent;
+pub use spawn::{ExitStatus, Finish, Launched, setup_failed};
+pub use sweep::sweep_set;
+
+/// When a wait must give up: the facade's deadline and cancel token, seen through two calls.
+pub trait Deadline {
+    /// `Err(Cancelled)` or `Err(DeadlineExceeded)` (with no partial output) once it has fired.
+    fn check(&self) -> Result<(), Error>;
+    /// The instant, if any.
+    fn instant(&self) -> Option<Instant>;
+}
+
+/// A deadline that never fires.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoDeadline;
+
+impl Deadline for NoDeadline {
+    fn check(&self) -> Result<(), Error> {
+        Ok(())
+    }
+    fn instant(&self) -> Option<Instant> {
+        None
+    }
+}
+
+/// What a set's backend is made with: the set's options as plain values, and the two services
+/// it borrows from the facade.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The set's scratch root (its own, masked only for other sets).
+    pub scratch_root: PathBuf,
+    /// The configured cgroup parent, if any (see [`configured_cgroup_parent`]).
+    pub cgroup_parent: Option<PathBuf>,
+    /// `pids.max` of every spawn.
+    pub pids_max: u32,
+    /// The memory bound of every spawn, in bytes.
+    pub memory_max: Option<u64>,
+    /// CPU weight (cgroup v2 units) of every spawn.
+    pub cpu_weight: u16,
+    /// CPU bound of every spawn, in thousandths of a CPU.
+    pub cpu_max_millicpus: Option<u32>,
+    /// The set's random tag, part of every container id (`sbx-<tag>-<n>`: 8 hex digits).
+    pub tag: String,
+    /// The scratch roots of the user's other sandboxes, masked from every spawn (read at each
+    /// compile: sets come and go).
+    pub masked_roots: fn() -> Vec<PathBuf>,
+    /// Removes a tree the backend made (bundles, skeletons) the way the facade removes its own.
+    pub remove_tree: fn(&Path) -> Result<(), Error>,
+}
 
 /// The Linux backend of one executor set.
 #[derive(Debug)]
-pub(crate) struct LinuxBackend {
+pub struct LinuxBackend {
     state_root: PathBuf,
     bundles: PathBuf,
     scratch_root: PathBuf,
@@ -49,19 +104,22 @@ pub(crate) struct LinuxBackend {
     /// The run's inotify bound (instances, watches), set in its user namespace.
     inotify: (u64, u64),
     tag: String,
+    masked_roots: fn() -> Vec<PathBuf>,
+    remove_tree: fn(&Path) -> Result<(), Error>,
     counter: AtomicU64,
     /// The warm helper that forks one worker per spawn.
-    zygote: sandbox_linux::Zygote,
+    zygote: crate::Zygote,
     /// `<set>/rootfs`: one prepared rootfs skeleton per mount shape (see `rootfs_key`).
     skeletons: PathBuf,
     prepared: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Warm containers by spawn shape (see `shape_key`): built ahead, waiting for a process.
     warm: std::sync::Mutex<Warm>,
-    pub probe: Probe,
+    probe: Probe,
 }
 
 /// One spawn's inputs beyond the profile.
-pub(crate) struct SpawnInput<'a> {
+#[derive(Clone, Debug)]
+pub struct SpawnInput<'a> {
     pub tty: bool,
     pub grants: GrantDeltas,
     pub argv: Vec<String>,
@@ -71,14 +129,30 @@ pub(crate) struct SpawnInput<'a> {
     pub temp_dir: &'a Path,
 }
 
+impl<'a> SpawnInput<'a> {
+    /// The probe spawn of `profile`: its own bundle running `exit 0`, with `temp_dir` as TMPDIR.
+    pub fn probe(profile: &Profile, temp_dir: &'a Path) -> SpawnInput<'a> {
+        SpawnInput {
+            tty: false,
+            grants: GrantDeltas::default(),
+            argv: vec![String::from("/bin/sh"), String::from("-c"), String::from("exit 0")],
+            cwd: profile.workspace_root().to_path_buf(),
+            env: vec![(String::from("PATH"), String::from("/usr/bin:/bin"))],
+            home_dir: None,
+            temp_dir,
+        }
+    }
+}
+
 impl LinuxBackend {
-    /// Selects and probes the backend for a set whose directory is `set_dir`.
-    pub fn new(dl: &Deadline, profile: &Profile, options: &ExecutorSetOptions, set_dir: &Path) -> Result<Self, Error> {
+    /// The backend of a set whose directory is `set_dir`, not yet probed: the facade runs
+    /// [`SpawnInput::probe`] through it and gives the result to [`LinuxBackend::record_probe`].
+    pub fn new(config: Config, set_dir: &Path) -> Result<Self, Error> {
         let uid = nix::unistd::getuid().as_raw();
         let gid = nix::unistd::getgid().as_raw();
         let layout = CgroupLayout::detect();
-        let own_parent = options.cgroup_parent.is_none() && uid == 0;
-        let cgroup_parent = configured_cgroup_parent(options);
+        let own_parent = config.cgroup_parent.is_none() && uid == 0;
+        let cgroup_parent = configured_cgroup_parent(config.cgroup_parent.as_deref());
         if cgroup_parent.is_none() {
             return Err(Error::SandboxUnavailable {
                 detail: String::from(
@@ -95,30 +169,30 @@ impl LinuxBackend {
         for d in [&state_root, &bundles, &skeletons] {
             std::fs::create_dir(d).map_err(|e| Error::io(format!("creating {}", d.display()), e))?;
         }
-        let mut backend = LinuxBackend {
+        Ok(LinuxBackend {
             state_root,
             bundles,
-            scratch_root: options.scratch_root.clone(),
+            scratch_root: config.scratch_root,
             uid,
             gid,
             layout,
             cgroup_parent,
-            pids_max: options.pids_max,
-            memory_max: options.memory_max,
-            cpu_weight: options.cpu_weight,
-            cpu_max_millicpus: options.cpu_max_millicpus,
+            pids_max: config.pids_max,
+            memory_max: config.memory_max,
+            cpu_weight: config.cpu_weight,
+            cpu_max_millicpus: config.cpu_max_millicpus,
             own_parent,
             inotify: inotify_bound(),
-            tag: fsutil::random_hex(4)?,
+            tag: config.tag,
+            masked_roots: config.masked_roots,
+            remove_tree: config.remove_tree,
             counter: AtomicU64::new(0),
-            zygote: sandbox_linux::Zygote::new(),
+            zygote: crate::Zygote::new(),
             skeletons,
             prepared: std::sync::Mutex::default(),
             warm: std::sync::Mutex::default(),
             probe: Probe::unmeasured(),
-        };
-        backend.probe = backend.measure(dl, profile, set_dir)?;
-        Ok(backend)
+        })
     }
 
     /// Compiles the spawn and starts it with the given stdio: in the warm container of its shape
@@ -128,7 +202,7 @@ impl LinuxBackend {
     #[allow(clippy::too_many_arguments)]
     pub fn launch(
         &self,
-        dl: &Deadline,
+        dl: &dyn Deadline,
         profile: &Profile,
         input: &SpawnInput<'_>,
         stdin: OwnedFd,
@@ -136,7 +210,7 @@ impl LinuxBackend {
         stderr: OwnedFd,
         require: bool,
     ) -> Result<Launched, Error> {
-        dl.check(&[])?;
+        dl.check()?;
         check_identities(profile)?;
         // Grant spawns (single-use shapes) and PTY spawns (the terminal is made by the runtime)
         // always get a fresh container; so does the probe.
@@ -144,7 +218,7 @@ impl LinuxBackend {
         if !warmable {
             return self.launch_fresh(dl, profile, input, [stdin, stdout, stderr], require, false, None);
         }
-        let t0 = sandbox_linux::protocol::monotonic_us();
+        let t0 = crate::protocol::monotonic_us();
         let id = self.next_id();
         let bundle = self.compile(profile, input, &id)?;
         let key = shape_key(&bundle)?;
@@ -178,7 +252,7 @@ impl LinuxBackend {
         let dir = self.skeletons.join(&key);
         let mut prepared = self.prepared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if !prepared.contains(&key) {
-            let _ = fsutil::remove_tree(&dir);
+            let _ = (self.remove_tree)(&dir);
             std::fs::create_dir(&dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
             write_rootfs(bundle, &dir)?;
             prepared.insert(key);
@@ -200,7 +274,7 @@ impl Drop for LinuxBackend {
 /// difference fails the spawn (`InvalidProfile`: the profile no longer describes the disk; make
 /// a new one if the change was intended), never widens it. The init checks the mounts again
 /// (`sandbox.identities`), which closes the window between this check and the runtime's binds.
-pub(crate) fn check_identities(profile: &Profile) -> Result<(), Error> {
+pub(super) fn check_identities(profile: &Profile) -> Result<(), Error> {
     use sandbox_bundle::IdentityRole;
     for i in profile.identities() {
         let what = match i.role {
@@ -208,7 +282,7 @@ pub(crate) fn check_identities(profile: &Profile) -> Result<(), Error> {
             IdentityRole::Root => "additional_roots",
             IdentityRole::Pin => "additional_roots (an ancestor pinned for a nested root)",
         };
-        let now = sandbox_linux::TargetHandle::open(&i.path).and_then(|h| h.identity());
+        let now = crate::TargetHandle::open(&i.path).and_then(|h| h.identity());
         let detail = match now {
             Ok(id) if id == (i.dev, i.ino) => continue,
             Ok((dev, ino)) => format!(

@@ -4,15 +4,14 @@
 use std::path::Path;
 
 use sandbox_bundle::{Bundle, Error, HostView, Launch, Profile, SpawnContext, compile};
-use sandbox_linux::protocol::{Limit, Request};
 
-use crate::ExecutorSetOptions;
+use crate::protocol::{Limit, Request};
 
 use super::probe::Landlock;
 use super::{LinuxBackend, SpawnInput};
 
 impl LinuxBackend {
-    /// Compiles the spawn (for the report or to run it).
+    /// Compiles the spawn (for the report, to see that it can be expressed, or to run it).
     pub fn compile(&self, profile: &Profile, input: &SpawnInput<'_>, id: &str) -> Result<Bundle, Error> {
         let ctx = SpawnContext {
             argv: input.argv.clone(),
@@ -22,7 +21,7 @@ impl LinuxBackend {
             home_dir: input.home_dir.map(Path::to_path_buf),
             temp_dir: input.temp_dir.to_path_buf(),
             scratch_root: self.scratch_root.clone(),
-            other_scratch_roots: crate::registry::masked_roots(),
+            other_scratch_roots: (self.masked_roots)(),
             uid: self.uid,
             gid: self.gid,
             landlock: self.probe.landlock == Landlock::Full,
@@ -101,10 +100,10 @@ impl LinuxBackend {
     }
 }
 
-/// The cgroup parent a set with `options` uses: the configured one, else `/sandbox` as root,
+/// The cgroup parent a set with the `configured` one uses: that one, else `/sandbox` as root,
 /// else none (rootless without a delegated subtree).
-pub(crate) fn configured_cgroup_parent(options: &ExecutorSetOptions) -> Option<String> {
-    match (&options.cgroup_parent, nix::unistd::getuid().as_raw()) {
+pub fn configured_cgroup_parent(configured: Option<&Path>) -> Option<String> {
+    match (configured, nix::unistd::getuid().as_raw()) {
         (Some(p), _) => Some(p.to_string_lossy().into_owned()),
         (None, 0) => Some(String::from("/sandbox")),
         (None, _) => None,
@@ -115,7 +114,7 @@ pub(crate) fn configured_cgroup_parent(options: &ExecutorSetOptions) -> Option<S
 /// default (`fs.inotify.max_user_instances`), counted across every user namespace of that uid:
 /// a watcher or dev server uses one to a few, so 16 leave room for several in one run, and a set
 /// of up to 7 concurrent runs cannot take all of the uid's 128.
-pub(crate) const INOTIFY_INSTANCES: u64 = 16;
+pub(super) const INOTIFY_INSTANCES: u64 = 16;
 
 /// The run's inotify bound: [`INOTIFY_INSTANCES`] instances, and a quarter of the host's
 /// per-uid watches (`fs.inotify.max_user_watches`; at least 1024, 8192 when unreadable), enough

@@ -6,13 +6,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use sandbox_bundle::{Bundle, Error, GrantDeltas, Profile};
-use sandbox_linux::WaitError;
-use sandbox_linux::protocol::Event;
 
-use crate::Deadline;
+use crate::WaitError;
+use crate::protocol::{Event, GoProcess, monotonic_us};
 
 use super::spawn::{Launched, NoEvent, Phase, wait_event};
-use super::{LinuxBackend, SpawnInput};
+use super::{Deadline, LinuxBackend, NoDeadline, SpawnInput};
 
 /// The warm containers of a set, and whether the set has settled (no more are made).
 #[derive(Debug, Default)]
@@ -44,7 +43,7 @@ impl LinuxBackend {
         &self,
         mut warm: Launched,
         bundle: &Bundle,
-        dl: &Deadline,
+        dl: &dyn Deadline,
         stdio: &[OwnedFd; 3],
     ) -> Result<Launched, WarmMiss> {
         let limit = Instant::now() + Duration::from_secs(10);
@@ -60,7 +59,7 @@ impl LinuxBackend {
         if !matches!(warm.phase, Phase::Ready) {
             let ready = wait_event(
                 &mut warm.running,
-                |_| if dl.check(&[]).is_err() || Instant::now() >= limit { Err(()) } else { Ok(Some(limit)) },
+                |_| if dl.check().is_err() || Instant::now() >= limit { Err(()) } else { Ok(Some(limit)) },
                 |event| Some(matches!(event, Event::Ready)),
             );
             match ready {
@@ -71,7 +70,7 @@ impl LinuxBackend {
                 }
             }
         }
-        let process = bundle.spec.process().as_ref().map(|p| sandbox_linux::protocol::GoProcess {
+        let process = bundle.spec.process().as_ref().map(|p| GoProcess {
             args: p.args().clone().unwrap_or_default(),
             env: p.env().clone().unwrap_or_default(),
             cwd: p.cwd().display().to_string(),
@@ -85,13 +84,13 @@ impl LinuxBackend {
         if let Err(e) = warm.running.go(process, stdio) {
             return Err(miss(&mut warm, WarmMiss::Handover(e)));
         }
-        warm.marks.push(("go-sent", sandbox_linux::protocol::monotonic_us()));
+        warm.marks.push(("go-sent", monotonic_us()));
         // The first answer tells whether the helper took the process. One that died without
         // reading it started nothing, so a fresh container may run the process instead; any
         // other failure is the run's (the workload may have started).
         warm.phase = match warm.running.next_event(Some(limit)) {
             Ok(Event::Started { .. }) => {
-                warm.marks.push(("started-event", sandbox_linux::protocol::monotonic_us()));
+                warm.marks.push(("started-event", monotonic_us()));
                 Phase::Started
             }
             Ok(Event::Finished { outcome, measured, teardown }) => Phase::Finished((outcome, measured, teardown)),
@@ -137,7 +136,7 @@ impl LinuxBackend {
                 home_dir: input.home_dir,
                 temp_dir: input.temp_dir,
             };
-            match self.launch_fresh(&Deadline::none(), profile, &shape, stdio, true, true, None) {
+            match self.launch_fresh(&NoDeadline, profile, &shape, stdio, true, true, None) {
                 Ok(launched) if launched.shape() == Some(key) => {
                     warm.ready.entry(key.to_owned()).or_default().push_back(launched);
                 }
@@ -250,7 +249,7 @@ pub(super) fn shape_key(bundle: &Bundle) -> Result<String, Error> {
         spec.linux().as_ref().and_then(|l| sorted(l.sysctl().as_ref())),
         spec.linux().as_ref().and_then(|l| l.resources().as_ref()).and_then(|r| sorted(r.unified().as_ref())),
     );
-    serde_json::to_writer(&mut writer, &maps).map_err(|e| Error::runtime(format!("spec: {e}")))?;
+    serde_json::to_writer(&mut writer, &maps).map_err(|e| Error::runtime_with("spec", e))?;
     spec.set_annotations(None);
     if let Some(mut process) = spec.process().clone() {
         process.set_args(None);
@@ -267,7 +266,7 @@ pub(super) fn shape_key(bundle: &Bundle) -> Result<String, Error> {
         }
         spec.set_linux(Some(linux));
     }
-    serde_json::to_writer(&mut writer, &spec).map_err(|e| Error::runtime(format!("spec: {e}")))?;
+    serde_json::to_writer(&mut writer, &spec).map_err(|e| Error::runtime_with("spec", e))?;
     Ok(format!("{:016x}", writer.0.finish()))
 }
 

@@ -2,19 +2,21 @@
 //! the report, and whether a grant can be enforced.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 
-use sandbox_bundle::{CompileReport, Error, GrantDeltas, Guarantees, Level, Profile, ReportEntry};
-use sandbox_linux::protocol::Measured;
+use sandbox_bundle::{CompileReport, Error, Guarantees, Level, Profile, ReportEntry};
 
-use crate::output::ExitStatus;
-use crate::{Deadline, fsutil};
+use crate::protocol::{LandlockStatus, Measured};
 
-use super::{LinuxBackend, SpawnInput};
+use super::{ExitStatus, LinuxBackend, SpawnInput};
+
+/// What a helper measured in its container (opaque to the facade: the probe's is given back
+/// to [`LinuxBackend::record_probe`]).
+#[derive(Debug)]
+pub struct Measurement(pub(super) Measured);
 
 /// What the probe container measured on this host, once per set.
 #[derive(Clone, Debug)]
-pub(crate) struct Probe {
+pub(super) struct Probe {
     pub landlock: Landlock,
     pub landlock_abi: u32,
     pub seccomp: bool,
@@ -25,7 +27,7 @@ pub(crate) struct Probe {
 
 /// How much of its Landlock ruleset the probe container got in force.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Landlock {
+pub(super) enum Landlock {
     /// Every filesystem right of the kernel's ABI handled.
     Full,
     /// Some rights could not be handled.
@@ -36,8 +38,7 @@ pub(crate) enum Landlock {
 
 impl Landlock {
     /// The helper's measurement (absent: not measured, so nothing is claimed).
-    fn from_measured(measured: Option<sandbox_linux::protocol::LandlockStatus>) -> Landlock {
-        use sandbox_linux::protocol::LandlockStatus;
+    fn from_measured(measured: Option<LandlockStatus>) -> Landlock {
         match measured {
             Some(LandlockStatus::Full) => Landlock::Full,
             Some(LandlockStatus::Partial) => Landlock::Partial,
@@ -71,22 +72,12 @@ impl Probe {
 }
 
 impl LinuxBackend {
-    /// The probe: runs the profile's own bundle with nothing required and sees what holds.
-    pub(super) fn measure(&self, dl: &Deadline, profile: &Profile, set_dir: &Path) -> Result<Probe, Error> {
-        let probe_tmp = fsutil::private_dir(set_dir, "probe-tmp-")?;
-        let input = SpawnInput {
-            tty: false,
-            grants: GrantDeltas::default(),
-            argv: vec![String::from("/bin/sh"), String::from("-c"), String::from("exit 0")],
-            cwd: profile.workspace_root().to_path_buf(),
-            env: vec![(String::from("PATH"), String::from("/usr/bin:/bin"))],
-            home_dir: None,
-            temp_dir: &probe_tmp,
-        };
-        let never = AtomicBool::new(false);
-        let result = self.spawn(dl, profile, &input, None, &never, false);
-        let _ = fsutil::remove_tree(&probe_tmp);
-        let (output, measured) = match result {
+    /// Takes the probe's run: the profile's own bundle with nothing required
+    /// ([`SpawnInput::probe`], launched with `require` unset), its output, status and what
+    /// its helper measured. A probe that could not run, or whose shell failed, makes the
+    /// backend unavailable (a deadline or a cancellation stays what it is).
+    pub fn record_probe(&mut self, run: Result<(Vec<u8>, ExitStatus, Measurement), Error>) -> Result<(), Error> {
+        let (bytes, status, Measurement(measured)) = match run {
             Ok(r) => r,
             Err(e @ (Error::DeadlineExceeded { .. } | Error::Cancelled { .. })) => return Err(e),
             Err(e) => {
@@ -98,23 +89,23 @@ impl LinuxBackend {
                 });
             }
         };
-        if output.status != ExitStatus::Code(0) {
+        if status != ExitStatus::Code(0) {
             return Err(Error::SandboxUnavailable {
                 detail: format!(
-                    "the probe container ran but its shell failed ({:?}): {}",
-                    output.status,
-                    String::from_utf8_lossy(&output.bytes).trim()
+                    "the probe container ran but its shell failed ({status:?}): {}",
+                    String::from_utf8_lossy(&bytes).trim()
                 ),
             });
         }
-        Ok(Probe {
+        self.probe = Probe {
             landlock: Landlock::from_measured(measured.landlock),
             landlock_abi: measured.landlock_abi,
             seccomp: measured.seccomp == 2,
             loopback: measured.loopback,
             loopback_error: measured.loopback_error.clone(),
             limits: self.check_readback(&measured),
-        })
+        };
+        Ok(())
     }
 
     fn check_readback(&self, measured: &Measured) -> Result<String, String> {
@@ -206,9 +197,20 @@ impl LinuxBackend {
         }
     }
 
-    /// The measured level, guarantees and report for `profile` (policy entries from a
-    /// reference compile of the executor's own spawn shape).
+    /// The measured level, guarantees and report for `profile`, with the policy entries of a
+    /// reference compile of the executor's own spawn shape (`input`).
     pub fn assess(
+        &self,
+        profile: &Profile,
+        input: &SpawnInput<'_>,
+        env_detail: String,
+    ) -> Result<(Level, Guarantees, CompileReport), Error> {
+        let bundle = self.compile(profile, input, "reference")?;
+        Ok(self.assess_with(profile, &bundle.policy_entries, env_detail))
+    }
+
+    /// [`LinuxBackend::assess`] with the policy entries given.
+    fn assess_with(
         &self,
         profile: &Profile,
         policy: &[ReportEntry],
@@ -241,7 +243,7 @@ mod tests {
     use std::path::PathBuf;
     use std::sync::atomic::AtomicU64;
 
-    use sandbox_linux::CgroupLayout;
+    use crate::CgroupLayout;
 
     use super::*;
     use sandbox_bundle::{Access, Status};
@@ -257,13 +259,15 @@ mod tests {
             cgroup_parent: None,
             pids_max: 4096,
             memory_max: None,
-            cpu_weight: crate::options::DEFAULT_CPU_WEIGHT,
+            cpu_weight: 10,
             cpu_max_millicpus: None,
             own_parent: false,
             inotify: (16, 8192),
             tag: String::from("t"),
+            masked_roots: Vec::new,
+            remove_tree: |_| Ok(()),
             counter: AtomicU64::new(0),
-            zygote: sandbox_linux::Zygote::new(),
+            zygote: crate::Zygote::new(),
             skeletons: PathBuf::from("/nonexistent/rootfs"),
             prepared: std::sync::Mutex::default(),
             warm: std::sync::Mutex::default(),
@@ -291,14 +295,14 @@ mod tests {
     #[test]
     fn limits_that_did_not_read_back_are_not_claimed_and_the_report_names_the_fix() {
         let b = backend(Err(String::from("no cgroup parent")), Landlock::Full, true);
-        let (level, g, report) = b.assess(&profile(), &[], String::from("env"));
+        let (level, g, report) = b.assess_with(&profile(), &[], String::from("env"));
         assert!(!g.resource_limits);
         assert_eq!(level, Level::Full, "limits never change the level");
         let entry = report.get("resource-limits").unwrap_or_else(|| panic!("no entry"));
         assert_eq!(entry.status, Status::Unenforced);
         assert!(entry.detail.contains("cgroup_parent"), "{}", entry.detail);
         let b = backend(Ok(String::from("pids.max 4096")), Landlock::Full, true);
-        assert!(b.assess(&profile(), &[], String::from("env")).1.resource_limits);
+        assert!(b.assess_with(&profile(), &[], String::from("env")).1.resource_limits);
     }
 
     #[test]
@@ -322,7 +326,7 @@ mod tests {
         ];
         for (unix, network, seccomp, want, caveat) in cases {
             let b = backend(Ok(String::from("x")), Landlock::Full, seccomp);
-            let (_, g, report) = b.assess(&config(unix, network), &[], String::from("env"));
+            let (_, g, report) = b.assess_with(&config(unix, network), &[], String::from("env"));
             let entry = report.get("unix-sockets").unwrap_or_else(|| panic!("no unix-sockets entry"));
             assert_eq!(entry.status, want, "{unix:?} {network:?} seccomp {seccomp}: {entry:?}");
             if want != Status::Enforced {
@@ -339,7 +343,6 @@ mod tests {
 
     #[test]
     fn the_landlock_status_reads_and_shows_the_helpers_words() {
-        use sandbox_linux::protocol::LandlockStatus;
         let cases = [
             (Some(LandlockStatus::Full), Landlock::Full, "full"),
             (Some(LandlockStatus::Partial), Landlock::Partial, "partial"),
@@ -357,7 +360,7 @@ mod tests {
     fn a_missing_layer_degrades_the_level_and_says_so() {
         for (landlock, seccomp, feature) in [(Landlock::None, true, "landlock"), (Landlock::Full, false, "seccomp")] {
             let b = backend(Ok(String::from("x")), landlock, seccomp);
-            let (level, g, report) = b.assess(&profile(), &[], String::from("env"));
+            let (level, g, report) = b.assess_with(&profile(), &[], String::from("env"));
             assert_eq!(level, Level::Degraded);
             assert!(g.read_boundary && g.write_boundary, "the mount view still holds");
             assert_eq!(report.get(feature).map(|e| e.status), Some(Status::Unenforced));

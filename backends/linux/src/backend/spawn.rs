@@ -7,14 +7,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use sandbox_bundle::{Bundle, Error, Profile, write_bundle_on};
-use sandbox_linux::WaitError;
-use sandbox_linux::protocol::{Event, Measured, Outcome, Request};
 
-use crate::output::{ExitStatus, Output, Stop, drain, pump};
-use crate::{Deadline, fsutil};
+use crate::protocol::{Event, Measured, Outcome, Request, monotonic_us};
+use crate::{Running, SignalHandle, WaitError};
 
+use super::probe::Measurement;
 use super::warm::shape_key;
-use super::{LinuxBackend, SpawnInput, check_identities};
+use super::{Deadline, LinuxBackend, SpawnInput, check_identities};
 
 impl LinuxBackend {
     /// Compiles and writes the spawn's bundle and starts a fresh helper with the given stdio
@@ -22,7 +21,7 @@ impl LinuxBackend {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn launch_fresh(
         &self,
-        dl: &Deadline,
+        dl: &dyn Deadline,
         profile: &Profile,
         input: &SpawnInput<'_>,
         [stdin, stdout, stderr]: [OwnedFd; 3],
@@ -30,12 +29,12 @@ impl LinuxBackend {
         warm: bool,
         compiled: Option<(String, Bundle)>,
     ) -> Result<Launched, Error> {
-        dl.check(&[])?;
+        dl.check()?;
         if compiled.is_none() {
             // (A compiled bundle comes from `launch`, which has just checked.)
             check_identities(profile)?;
         }
-        let t0 = sandbox_linux::protocol::monotonic_us();
+        let t0 = monotonic_us();
         let (id, bundle) = match compiled {
             Some(c) => c,
             None => {
@@ -45,11 +44,11 @@ impl LinuxBackend {
             }
         };
         let key = if warm { Some(shape_key(&bundle)?) } else { None };
-        let t1 = sandbox_linux::protocol::monotonic_us();
+        let t1 = monotonic_us();
         let dir = self.bundles.join(&id);
         let rootfs = self.skeleton(&bundle)?;
         write_bundle_on(&bundle, &dir, &rootfs)?;
-        let t2 = sandbox_linux::protocol::monotonic_us();
+        let t2 = monotonic_us();
         let request = self.request(&id, &dir, &bundle, input.tty, require, warm);
         // A warm container's helper gets its request later (`release_warm`): its build must not
         // compete for the CPU with the workload of the spawn that asked for it.
@@ -63,29 +62,23 @@ impl LinuxBackend {
                     Some(shape) => Phase::Pending { request: Box::new(request), shape },
                     None => Phase::Building,
                 },
-                marks: vec![
-                    ("launch", t0),
-                    ("compiled", t1),
-                    ("written", t2),
-                    ("helper-spawned", sandbox_linux::protocol::monotonic_us()),
-                ],
+                marks: vec![("launch", t0), ("compiled", t1), ("written", t2), ("helper-spawned", monotonic_us())],
             }),
             Err(e) => {
-                let _ = fsutil::remove_tree(&dir);
-                dl.check(&[])?;
-                Err(Error::runtime(format!("starting the helper: {e}")))
+                let _ = (self.remove_tree)(&dir);
+                dl.check()?;
+                Err(Error::runtime_with("starting the helper", e))
             }
         }
     }
 
     /// Waits until the container exists and runs; a container that could not be created (or a
     /// setup step that failed before start) is `Runtime`, with everything torn down.
-    pub fn wait_started(&self, launched: &mut Launched, dl: &Deadline, closing: &AtomicBool) -> Result<(), Error> {
+    pub fn wait_started(&self, launched: &mut Launched, dl: &dyn Deadline, closing: &AtomicBool) -> Result<(), Error> {
         match launched.phase {
             Phase::Started | Phase::Finished(_) => return Ok(()),
             Phase::Lost => {
-                let detail = self.abandon(launched, "the warm container's helper failed after it got its process");
-                return Err(Error::runtime(detail));
+                return Err(self.abandon(launched, "the warm container's helper failed after it got its process"));
             }
             Phase::Pending { .. } | Phase::Building | Phase::Ready => {}
         }
@@ -101,7 +94,7 @@ impl LinuxBackend {
                 if closing.load(Ordering::SeqCst) {
                     return Err(Halt::Closed);
                 }
-                dl.check(&[]).map_err(Halt::Deadline)?;
+                dl.check().map_err(Halt::Deadline)?;
                 Ok(Some(limit))
             },
             |event| match event {
@@ -113,7 +106,7 @@ impl LinuxBackend {
         let why = match started {
             Ok(phase) => {
                 if matches!(phase, Phase::Started) {
-                    launched.marks.push(("started-event", sandbox_linux::protocol::monotonic_us()));
+                    launched.marks.push(("started-event", monotonic_us()));
                 }
                 launched.phase = phase;
                 return Ok(());
@@ -131,16 +124,17 @@ impl LinuxBackend {
             Err(NoEvent::Helper(e)) => e,
             Err(NoEvent::Unread) => String::from("the helper ended without reading its commands"),
         };
-        Err(Error::runtime(self.abandon(launched, &why)))
+        Err(self.abandon(launched, &why))
     }
 
     /// Kills a helper that failed or hangs (its container dies with it: parent-death signal)
-    /// and sweeps what it left. Returns the detail for the error.
-    pub(super) fn abandon(&self, launched: &mut Launched, why: &str) -> String {
+    /// and sweeps what it left. Returns the error: `Runtime`, with a failed sweep as its clean-up
+    /// failure.
+    pub fn abandon(&self, launched: &mut Launched, why: &str) -> Error {
         launched.running.kill_helper();
         let swept = self.sweep_leftovers(&launched.id);
-        let _ = fsutil::remove_tree(&launched.dir);
-        format!("helper failed: {why}{swept}")
+        let _ = (self.remove_tree)(&launched.dir);
+        super::sweep::after_sweep(format!("helper failed: {why}"), swept)
     }
 
     /// Waits for the end of the spawn and its proven teardown. While `closing` is unset it
@@ -150,7 +144,7 @@ impl LinuxBackend {
         &self,
         mut launched: Launched,
         closing: &AtomicBool,
-        dl: Option<&Deadline>,
+        dl: Option<&dyn Deadline>,
         mut killed: bool,
     ) -> Result<Finish, Error> {
         let mut kill_deadline = killed.then(|| Instant::now() + Duration::from_secs(5));
@@ -164,7 +158,7 @@ impl LinuxBackend {
                 |running| {
                     // The run's deadline still holds after its output ended (a workload may close
                     // its stdout and keep running).
-                    let done = dl.and_then(|d| d.check(&[]).err());
+                    let done = dl.and_then(|d| d.check().err());
                     if !killed && (closing.load(Ordering::SeqCst) || done.is_some()) {
                         let _ = running.signal(libc_sigkill());
                         killed = true;
@@ -191,16 +185,15 @@ impl LinuxBackend {
         let (outcome, measured, teardown) = match result {
             Ok(f) => f,
             Err(e) => {
-                let detail = self.abandon(&mut launched, &e);
-                return Err(Error::runtime(detail));
+                return Err(self.abandon(&mut launched, &e));
             }
         };
-        launched.marks.push(("finished-event", sandbox_linux::protocol::monotonic_us()));
+        launched.marks.push(("finished-event", monotonic_us()));
         if !teardown || launched.running.pid.is_none() {
             // Otherwise the worker removes the bundle after its container.
-            let _ = fsutil::remove_tree(&launched.dir);
+            let _ = (self.remove_tree)(&launched.dir);
         }
-        launched.marks.push(("bundle-removed", sandbox_linux::protocol::monotonic_us()));
+        launched.marks.push(("bundle-removed", monotonic_us()));
         if tracing::enabled!(tracing::Level::DEBUG) {
             // Where the spawn's time went: parent (P) and helper (H) steps on one clock.
             let mut all: Vec<(String, u64)> = launched.marks.iter().map(|(n, t)| (format!("P {n}"), *t)).collect();
@@ -221,68 +214,24 @@ impl LinuxBackend {
         if !teardown {
             // Not proven by the helper: sweep the container's cgroup and state now.
             let swept = self.sweep_leftovers(&launched.id);
-            return Err(Error::runtime(format!("teardown unproven: the container was not deleted{swept}")));
+            return Err(super::sweep::after_sweep(
+                String::from("teardown unproven: the container was not deleted"),
+                swept,
+            ));
         }
         let status = match outcome {
             Outcome::Exited { code } => Ok(ExitStatus::Code(code)),
             Outcome::Signalled { signal } => Ok(ExitStatus::Signal(signal)),
             Outcome::Failed { detail } => Err(detail),
         };
-        Ok(Finish { status, measured, closed, expired })
-    }
-
-    /// Runs one spawn to its end: output combined, stdin `/dev/null`. With `require` the
-    /// probe's measurements become requirements (a spawn getting less fails).
-    pub fn spawn(
-        &self,
-        dl: &Deadline,
-        profile: &Profile,
-        input: &SpawnInput<'_>,
-        limit: Option<u64>,
-        closing: &AtomicBool,
-        require: bool,
-    ) -> Result<(Output, Measured), Error> {
-        let (out_r, out_w) = crate::output::pipe()?;
-        let err_w = out_w.try_clone().map_err(|e| Error::io("pipe", e))?;
-        let stdin: OwnedFd = std::fs::File::open("/dev/null").map_err(|e| Error::io("opening /dev/null", e))?.into();
-        let mut launched = self.launch(dl, profile, input, stdin, out_w, err_w, require)?;
-        // Bounded start-up first (deadline, close, 60 s): nothing starts after either fired.
-        self.wait_started(&mut launched, dl, closing)?;
-        let mut bytes = Vec::new();
-        let stop = if launched.ended_early() {
-            None
-        } else {
-            let mut alive = || launched.running.helper_alive();
-            pump(&out_r, dl, limit, closing, &mut alive, &mut bytes)
-        };
-        if matches!(stop, Some(Stop::Lost)) {
-            let detail = self.abandon(&mut launched, "the helper died during the run");
-            return Err(Error::runtime(detail));
-        }
-        if stop.is_some() {
-            let _ = launched.running.signal(libc_sigkill());
-            drain(&out_r, Duration::from_secs(5));
-        }
-        let finish = self.finish(launched, closing, Some(dl), stop.is_some())?;
-        match stop {
-            Some(Stop::Deadline(e)) => return Err(with_partial(e, bytes)),
-            Some(Stop::Limit) => return Err(Error::OutputLimit { partial: bytes }),
-            Some(Stop::Closed) => return Err(Error::ExecutorClosed { partial: bytes }),
-            None if finish.closed => return Err(Error::ExecutorClosed { partial: bytes }),
-            None if finish.expired.is_some() => {
-                return Err(with_partial(finish.expired.unwrap_or(Error::DeadlineExceeded { partial: vec![] }), bytes));
-            }
-            Some(Stop::Lost) | None => {}
-        }
-        let status = finish.status.map_err(setup_failed)?;
-        Ok((Output { bytes, status }, finish.measured))
+        Ok(Finish { status, measured: Measurement(measured), closed, expired })
     }
 }
 
 /// A spawn whose helper runs.
 #[derive(Debug)]
-pub(crate) struct Launched {
-    pub running: sandbox_linux::Running,
+pub struct Launched {
+    pub(super) running: Running,
     id: String,
     dir: PathBuf,
     pub(super) phase: Phase,
@@ -315,6 +264,26 @@ impl Launched {
     /// The helper reported the end before the container started (it was never created).
     pub fn ended_early(&self) -> bool {
         matches!(self.phase, Phase::Finished(_))
+    }
+
+    /// Whether the helper still runs.
+    pub fn helper_alive(&mut self) -> bool {
+        self.running.helper_alive()
+    }
+
+    /// Sends SIGKILL to the container's process.
+    pub fn kill(&mut self) -> std::io::Result<()> {
+        self.running.signal(libc_sigkill())
+    }
+
+    /// A handle that signals the container's process from another thread.
+    pub fn signal_handle(&self) -> SignalHandle {
+        self.running.signal_handle()
+    }
+
+    /// The master of the container's terminal (PTY mode), taken once.
+    pub fn take_console(&mut self) -> std::io::Result<OwnedFd> {
+        self.running.take_console()
     }
 
     /// A pending warm container's shape.
@@ -358,8 +327,8 @@ pub(super) enum NoEvent<S> {
 /// of it, so the process itself is watched: a helper found dead gets 50 ms to deliver an event
 /// it wrote just before it exited, and one `take` does not take then means it died.
 pub(super) fn wait_event<T, S>(
-    running: &mut sandbox_linux::Running,
-    mut check: impl FnMut(&mut sandbox_linux::Running) -> Result<Option<Instant>, S>,
+    running: &mut Running,
+    mut check: impl FnMut(&mut Running) -> Result<Option<Instant>, S>,
     mut take: impl FnMut(Event) -> Option<T>,
 ) -> Result<T, NoEvent<S>> {
     loop {
@@ -385,13 +354,22 @@ pub(super) fn wait_event<T, S>(
     }
 }
 
+/// How a container's process ended: its exit code, or the signal that ended it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Exited with this code.
+    Code(i32),
+    /// Ended by this signal.
+    Signal(i32),
+}
+
 /// The end of a spawn.
 #[derive(Debug)]
-pub(crate) struct Finish {
+pub struct Finish {
     /// The status, or the setup failure's detail.
     pub status: Result<ExitStatus, String>,
     /// What the helper measured.
-    pub measured: Measured,
+    pub measured: Measurement,
     /// The set's close killed it.
     pub closed: bool,
     /// The deadline killed it after its output had ended.
@@ -400,7 +378,7 @@ pub(crate) struct Finish {
 
 /// The error for a spawn whose container failed before exec: a grant target that the init
 /// found swapped after it was verified is `GrantTargetChanged`, anything else `Runtime`.
-pub(crate) fn setup_failed(detail: String) -> Error {
+pub fn setup_failed(detail: String) -> Error {
     if detail.starts_with("helper: identities: grant target") {
         Error::GrantTargetChanged { detail }
     } else {
@@ -410,12 +388,4 @@ pub(crate) fn setup_failed(detail: String) -> Error {
 
 fn libc_sigkill() -> i32 {
     nix::sys::signal::Signal::SIGKILL as i32
-}
-
-fn with_partial(e: Error, partial: Vec<u8>) -> Error {
-    match e {
-        Error::Cancelled { .. } => Error::Cancelled { partial },
-        Error::DeadlineExceeded { .. } => Error::DeadlineExceeded { partial },
-        other => other,
-    }
 }

@@ -1,0 +1,262 @@
+//! The facade's side of the Linux backend ([`sandbox_linux::backend`]): the set's options as
+//! the backend's configuration, the facade's deadline as the one it waits by, opening (with
+//! the probe run), the synchronous run (its output goes through the facade's pump, shared with
+//! the other backends) and the start of a prepared process as the facade's [`Process`].
+//! Everything else is the backend's.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use sandbox_bundle::{Error, GrantDeltas, Profile};
+use sandbox_linux::backend::{self, Config, Measurement};
+
+pub(crate) use sandbox_linux::backend::{LinuxBackend, SpawnInput, setup_failed};
+
+use crate::backend::Spawn;
+use crate::output::{ExitStatus, Stop, drain, pump};
+use crate::process::{LifetimeContainment, Process, ProcessReader, ProcessResult, ProcessStdin};
+use crate::set::{Admitted, SetInner};
+use crate::{Deadline, ExecutorSetOptions, fsutil};
+
+impl backend::Deadline for Deadline {
+    fn check(&self) -> Result<(), Error> {
+        Deadline::check(self, &[])
+    }
+
+    fn instant(&self) -> Option<Instant> {
+        Deadline::instant(self)
+    }
+}
+
+impl From<backend::ExitStatus> for ExitStatus {
+    fn from(status: backend::ExitStatus) -> ExitStatus {
+        match status {
+            backend::ExitStatus::Code(c) => ExitStatus::Code(c),
+            backend::ExitStatus::Signal(s) => ExitStatus::Signal(s),
+        }
+    }
+}
+
+/// Opens and probes the backend of a set whose directory is `set_dir`.
+pub(crate) fn open(
+    dl: &Deadline,
+    profile: &Profile,
+    options: &ExecutorSetOptions,
+    set_dir: &Path,
+) -> Result<LinuxBackend, Error> {
+    let config = Config {
+        scratch_root: options.scratch_root.clone(),
+        cgroup_parent: options.cgroup_parent.clone(),
+        pids_max: options.pids_max,
+        memory_max: options.memory_max,
+        cpu_weight: options.cpu_weight,
+        cpu_max_millicpus: options.cpu_max_millicpus,
+        tag: fsutil::random_hex(4)?,
+        masked_roots: crate::registry::masked_roots,
+        remove_tree: fsutil::remove_tree,
+    };
+    let mut linux = LinuxBackend::new(config, set_dir)?;
+    // The probe: the profile's own bundle with nothing required, to see what holds.
+    let probe_tmp = fsutil::private_dir(set_dir, "probe-tmp-")?;
+    let never = AtomicBool::new(false);
+    let result = run(&linux, dl, profile, &SpawnInput::probe(profile, &probe_tmp), None, &never, false);
+    let _ = fsutil::remove_tree(&probe_tmp);
+    linux.record_probe(result)?;
+    Ok(linux)
+}
+
+/// The cgroup parent a set with `options` uses (see
+/// [`sandbox_linux::backend::configured_cgroup_parent`]).
+pub(crate) fn cgroup_parent(options: &ExecutorSetOptions) -> Option<String> {
+    backend::configured_cgroup_parent(options.cgroup_parent.as_deref())
+}
+
+/// Runs one spawn to its end: output combined, stdin `/dev/null`. With `require` the probe's
+/// measurements become requirements (a spawn getting less fails).
+pub(crate) fn run(
+    linux: &LinuxBackend,
+    dl: &Deadline,
+    profile: &Profile,
+    input: &SpawnInput<'_>,
+    limit: Option<u64>,
+    closing: &AtomicBool,
+    require: bool,
+) -> Result<(Vec<u8>, backend::ExitStatus, Measurement), Error> {
+    let (out_r, out_w) = crate::output::pipe()?;
+    let err_w = out_w.try_clone().map_err(|e| Error::io("pipe", e))?;
+    let stdin = std::fs::File::open("/dev/null").map_err(|e| Error::io("opening /dev/null", e))?.into();
+    let mut launched = linux.launch(dl, profile, input, stdin, out_w, err_w, require)?;
+    // Bounded start-up first (deadline, close, 60 s): nothing starts after either fired.
+    linux.wait_started(&mut launched, dl, closing)?;
+    let mut bytes = Vec::new();
+    let stop = if launched.ended_early() {
+        None
+    } else {
+        let mut alive = || launched.helper_alive();
+        pump(&out_r, dl, limit, closing, &mut alive, &mut bytes)
+    };
+    if matches!(stop, Some(Stop::Lost)) {
+        return Err(linux.abandon(&mut launched, "the helper died during the run"));
+    }
+    if stop.is_some() {
+        let _ = launched.kill();
+        drain(&out_r, Duration::from_secs(5));
+    }
+    let finish = linux.finish(launched, closing, Some(dl), stop.is_some())?;
+    match stop {
+        Some(Stop::Deadline(e)) => return Err(with_partial(e, bytes)),
+        Some(Stop::Limit) => return Err(Error::OutputLimit { partial: bytes }),
+        Some(Stop::Closed) => return Err(Error::ExecutorClosed { partial: bytes }),
+        None if finish.closed => return Err(Error::ExecutorClosed { partial: bytes }),
+        None if finish.expired.is_some() => {
+            return Err(with_partial(finish.expired.unwrap_or(Error::DeadlineExceeded { partial: vec![] }), bytes));
+        }
+        Some(Stop::Lost) | None => {}
+    }
+    let status = finish.status.map_err(setup_failed)?;
+    Ok((bytes, status, finish.measured))
+}
+
+/// Starts a prepared process in a container and returns once it runs (the deadline covers
+/// setup only); a supervisor thread waits for its end. Pipe mode gets three pipes, PTY mode the
+/// container's terminal.
+pub(crate) fn start(
+    linux: &LinuxBackend,
+    set: &Arc<SetInner>,
+    dl: &Deadline,
+    spawn: Spawn<'_>,
+    tty: bool,
+    admitted: Admitted,
+) -> Result<Process, Error> {
+    let pipe = crate::output::pipe;
+    let null = || -> Result<std::os::fd::OwnedFd, Error> {
+        Ok(File::open("/dev/null").map_err(|e| Error::io("opening /dev/null", e))?.into())
+    };
+    // Pipe mode: three pipes. PTY mode: the container's terminal carries all three.
+    let (stdio, ours) = if tty {
+        ((null()?, null()?, null()?), None)
+    } else {
+        let (in_r, in_w) = pipe()?;
+        let (out_r, out_w) = pipe()?;
+        let (err_r, err_w) = pipe()?;
+        ((in_r, out_w, err_w), Some((in_w, out_r, err_r)))
+    };
+    let mut input = spawn_input(spawn.argv, spawn.cwd.to_path_buf(), spawn.env, spawn.dirs)?;
+    input.tty = tty;
+    input.grants = spawn.deltas;
+    let started_at = SystemTime::now();
+    let mut launched = linux.launch(dl, &set.profile, &input, stdio.0, stdio.1, stdio.2, true)?;
+    let master = if tty {
+        match launched.take_console() {
+            Ok(m) => Some(m),
+            Err(e) => {
+                let _ = launched.kill();
+                let finish = linux.finish(launched, &set.closing, None, true);
+                // The helper's own failure explains a missing terminal best; else the receive
+                // failure is the cause.
+                return Err(match finish {
+                    Ok(f) => match f.status {
+                        Err(detail) => Error::runtime(detail),
+                        Ok(_) => Error::runtime_with("pty", e),
+                    },
+                    Err(e) => Error::runtime(e.to_string()),
+                });
+            }
+        }
+    } else {
+        None
+    };
+    linux.wait_started(&mut launched, dl, &set.closing)?;
+    if launched.ended_early() {
+        // The container was never created: that is a failed start, not a process.
+        let finish = linux.finish(launched, &set.closing, None, false)?;
+        let detail = finish.status.err().unwrap_or_else(|| String::from("the container ended before it started"));
+        return Err(setup_failed(detail));
+    }
+    let outcome = Arc::new(crate::process::Outcome::default());
+    let signaller: Arc<dyn crate::process::Signaller> = Arc::new(LinuxSignaller(launched.signal_handle()));
+    let set = Arc::clone(set);
+    let out = Arc::clone(&outcome);
+    std::thread::Builder::new()
+        .name(String::from("sandbox-supervisor"))
+        .spawn(move || {
+            let Some(linux) = set.backend.linux() else { return };
+            let result = match linux.finish(launched, &set.closing, None, false) {
+                Ok(f) if f.closed => Err(Error::ExecutorClosed { partial: Vec::new() }),
+                Ok(f) => match f.status {
+                    Ok(status) => {
+                        Ok(ProcessResult { status: status.into(), started_at, finished_at: SystemTime::now() })
+                    }
+                    Err(detail) => Err(setup_failed(detail)),
+                },
+                Err(e) => Err(e),
+            };
+            out.set(result);
+            drop(admitted);
+        })
+        .map_err(|e| Error::io("starting the supervisor thread", e))?;
+    let (stdout, stderr, stdin, pty) = match (ours, master) {
+        (Some((in_w, out_r, err_r)), _) => (
+            ProcessReader::new(File::from(out_r)),
+            ProcessReader::new(File::from(err_r)),
+            ProcessStdin::new(Some(File::from(in_w))),
+            None,
+        ),
+        (None, Some(master)) => {
+            let (stdout, stderr, stdin) = crate::process::pty_streams(&master)?;
+            (stdout, stderr, stdin, Some(Arc::new(master)))
+        }
+        (None, None) => return Err(Error::runtime("pty: no master")),
+    };
+    Ok(Process {
+        stdout: Mutex::new(Some(stdout)),
+        stderr: Mutex::new(Some(stderr)),
+        stdin,
+        containment: LifetimeContainment::Enforced,
+        activities: Mutex::new(Some(std::sync::mpsc::channel().1)),
+        outcome,
+        signaller,
+        killed: Arc::new(AtomicBool::new(false)),
+        pty,
+    })
+}
+
+/// The backend's input for a spawn of `argv` in `cwd` with an executor's environment, HOME
+/// (when isolated) and TMPDIR, without grants and without a terminal.
+pub(crate) fn spawn_input<'a>(
+    argv: &[OsString],
+    cwd: PathBuf,
+    env: &[(String, String)],
+    (home_dir, temp_dir): (Option<&'a Path>, &'a Path),
+) -> Result<SpawnInput<'a>, Error> {
+    let argv = argv
+        .iter()
+        .map(|a| {
+            a.to_str().map(str::to_owned).ok_or_else(|| Error::InvalidArgument {
+                detail: String::from("argv: not valid UTF-8 (container arguments are text)"),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(SpawnInput { tty: false, argv, cwd, env: env.to_vec(), home_dir, temp_dir, grants: GrantDeltas::default() })
+}
+
+fn with_partial(e: Error, partial: Vec<u8>) -> Error {
+    match e {
+        Error::Cancelled { .. } => Error::Cancelled { partial },
+        Error::DeadlineExceeded { .. } => Error::DeadlineExceeded { partial },
+        other => other,
+    }
+}
+
+#[derive(Debug)]
+struct LinuxSignaller(sandbox_linux::SignalHandle);
+
+impl crate::process::Signaller for LinuxSignaller {
+    fn send(&self, sig: nix::sys::signal::Signal) {
+        let _ = self.0.send(sig as i32);
+    }
+}
