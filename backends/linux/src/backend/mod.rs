@@ -301,3 +301,16 @@ pub(super) fn check_identities(profile: &Profile) -> Result<(), Error> {
     }
     Ok(())
 }
+
+/// The profile the backend's unit tests assess and compile: `/` readable, commands allowed.
+#[cfg(test)]
+#[allow(clippy::panic)]
+fn test_profile() -> Profile {
+    Profile::new(sandbox_bundle::ProfileConfig {
+        workspace_root: PathBuf::from("/"),
+        workspace_read: sandbox_bundle::Access::Allow,
+        command: sandbox_bundle::Access::Allow,
+        ..sandbox_bundle::ProfileConfig::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"))
+}

@@ -282,27 +282,17 @@ mod tests {
         }
     }
 
-    fn profile() -> Profile {
-        Profile::new(sandbox_bundle::ProfileConfig {
-            workspace_root: PathBuf::from("/"),
-            workspace_read: Access::Allow,
-            command: Access::Allow,
-            ..sandbox_bundle::ProfileConfig::default()
-        })
-        .unwrap_or_else(|e| panic!("{e}"))
-    }
-
     #[test]
     fn limits_that_did_not_read_back_are_not_claimed_and_the_report_names_the_fix() {
         let b = backend(Err(String::from("no cgroup parent")), Landlock::Full, true);
-        let (level, g, report) = b.assess_with(&profile(), &[], String::from("env"));
+        let (level, g, report) = b.assess_with(&super::super::test_profile(), &[], String::from("env"));
         assert!(!g.resource_limits);
         assert_eq!(level, Level::Full, "limits never change the level");
         let entry = report.get("resource-limits").unwrap_or_else(|| panic!("no entry"));
         assert_eq!(entry.status, Status::Unenforced);
         assert!(entry.detail.contains("cgroup_parent"), "{}", entry.detail);
         let b = backend(Ok(String::from("pids.max 4096")), Landlock::Full, true);
-        assert!(b.assess_with(&profile(), &[], String::from("env")).1.resource_limits);
+        assert!(b.assess_with(&super::super::test_profile(), &[], String::from("env")).1.resource_limits);
     }
 
     #[test]
@@ -360,7 +350,7 @@ mod tests {
     fn a_missing_layer_degrades_the_level_and_says_so() {
         for (landlock, seccomp, feature) in [(Landlock::None, true, "landlock"), (Landlock::Full, false, "seccomp")] {
             let b = backend(Ok(String::from("x")), landlock, seccomp);
-            let (level, g, report) = b.assess_with(&profile(), &[], String::from("env"));
+            let (level, g, report) = b.assess_with(&super::super::test_profile(), &[], String::from("env"));
             assert_eq!(level, Level::Degraded);
             assert!(g.read_boundary && g.write_boundary, "the mount view still holds");
             assert_eq!(report.get(feature).map(|e| e.status), Some(Status::Unenforced));

@@ -277,16 +277,6 @@ mod tests {
 
     use super::*;
 
-    fn profile() -> Profile {
-        Profile::new(sandbox_bundle::ProfileConfig {
-            workspace_root: PathBuf::from("/"),
-            workspace_read: Access::Allow,
-            command: Access::Allow,
-            ..sandbox_bundle::ProfileConfig::default()
-        })
-        .unwrap_or_else(|e| panic!("{e}"))
-    }
-
     #[test]
     fn the_shape_key_ignores_the_process_and_cgroup_and_sees_everything_else() {
         let ctx = |argv: &str, cwd: &str, id: &str| sandbox_bundle::SpawnContext {
@@ -313,10 +303,13 @@ mod tests {
         let key = |p: &Profile, c: &sandbox_bundle::SpawnContext| {
             shape_key(&compile(p, c, &host).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"))
         };
-        let first = key(&profile(), &ctx("/bin/true", "/", "a"));
+        let first = key(&super::super::test_profile(), &ctx("/bin/true", "/", "a"));
         // Each compile builds its annotation maps anew (a new hash order): the key holds.
         for i in 0..20 {
-            assert_eq!(key(&profile(), &ctx(&format!("/bin/echo{i}"), "/usr", &format!("b{i}"))), first);
+            assert_eq!(
+                key(&super::super::test_profile(), &ctx(&format!("/bin/echo{i}"), "/usr", &format!("b{i}"))),
+                first
+            );
         }
         let writable = Profile::new(sandbox_bundle::ProfileConfig {
             workspace_root: PathBuf::from("/"),
@@ -329,6 +322,6 @@ mod tests {
         assert_ne!(key(&writable, &ctx("/bin/true", "/", "a")), first);
         let mut tty = ctx("/bin/true", "/", "a");
         tty.tty = true;
-        assert_ne!(key(&profile(), &tty), first);
+        assert_ne!(key(&super::super::test_profile(), &tty), first);
     }
 }
