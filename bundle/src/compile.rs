@@ -16,6 +16,7 @@ use crate::access::{Access, Isolation};
 use crate::error::Error;
 use crate::host::HostView;
 use crate::profile::Profile;
+use crate::protect::{CreationGuard, ProtectScan, Protected};
 use crate::report::{CompileReport, Guarantees, ReportEntry};
 use crate::seccomp;
 
@@ -104,6 +105,8 @@ pub struct SpawnContext {
     pub launch: Launch,
     /// Verified grants for this spawn.
     pub grants: GrantDeltas,
+    /// What the protected-paths scan found at this spawn ([`crate::protect::scan`]).
+    pub protected: ProtectScan,
 }
 
 /// A compiled bundle: the OCI spec, its plan and what a runtime can achieve with it.
@@ -130,6 +133,9 @@ pub struct Bundle {
     pub standard_guarantees: Guarantees,
     /// What the init verifies after mounting (the `sandbox.identities` annotation).
     pub expected: Vec<ExpectedMount>,
+    /// The protected paths of this spawn (issue 14): bound read-only where they exist, refused
+    /// creation where they do not (the `sandbox.protect` annotation carries `guard`).
+    pub protection: Protected,
 }
 
 /// Compiles one spawn of `profile` into a bundle.
@@ -175,6 +181,7 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
     let policy_entries = report::policy_entries(host, &authority, host_entries_bound, replaced, &write_narrowed);
     let (standard_report, standard_guarantees) = report::standard(profile, &policy_entries, host_network);
     let private_network = !host_network;
+    let protection = protection(profile, &spawn.protected);
 
     let spec = spec::build_spec(
         profile,
@@ -186,6 +193,7 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         &standard_report,
         standard_guarantees,
         &expected,
+        &protection,
     )?;
     Ok(Bundle {
         spec,
@@ -198,5 +206,21 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         standard_report,
         standard_guarantees,
         expected,
+        protection,
     })
+}
+
+/// The protections of one spawn: the profile's entries, what the scan bound and found missing.
+fn protection(profile: &Profile, scan: &ProtectScan) -> Protected {
+    let p = &profile.config().protected_paths;
+    let mut paths = scan.missing.clone();
+    paths.sort();
+    paths.dedup();
+    Protected {
+        version: p.version().to_owned(),
+        entries: p.entries(),
+        bound: scan.existing.iter().map(|(path, _)| path.clone()).collect(),
+        guard: CreationGuard { version: p.version().to_owned(), names: p.names(), paths },
+        narrowed: scan.narrowed.clone(),
+    }
 }

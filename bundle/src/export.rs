@@ -213,6 +213,7 @@ pub fn export_bundle(
         egress_route: false,
         launch: Launch::Export,
         grants: GrantDeltas::default(),
+        protected: Default::default(),
     };
     let bundle = compile(profile, &spawn, host)?;
     let config = spec_json(&bundle.spec)?;

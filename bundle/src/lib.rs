@@ -39,6 +39,7 @@ pub mod export;
 pub mod host;
 pub mod path;
 pub mod profile;
+pub mod protect;
 pub mod report;
 pub mod seccomp;
 
@@ -58,4 +59,5 @@ pub use profile::{
     ACCESS_VERSION, Axis, IdentityRole, PRIVATE_PATHS, PathIdentity, Profile, ProfileConfig, RootSettings, Settings,
     restrict,
 };
+pub use protect::{CreateOp, CreationGuard, PROTECT_V1, Protection};
 pub use report::{CompileReport, Guarantees, Level, ReportEntry, Status, check_invariants};

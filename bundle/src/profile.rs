@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 use crate::access::{Access, Home, Isolation, RootAccess};
 use crate::error::Error;
 use crate::path::is_clean_absolute;
+use crate::protect::Protection;
 use crate::report::Guarantees;
 
 mod identity;
@@ -81,6 +82,9 @@ pub struct ProfileConfig {
     /// areas connectable (reported `unix-sockets/widened`). `Gated` is refused: no grant lifts it.
     /// With network `Allow` unix sockets are open whatever this says. `socketpair` works always.
     pub unix_sockets: Access,
+    /// What stays read-only inside every writable area whether it exists or not (issue 14):
+    /// `protect-v1` by default, extendable, and opted out of only explicitly.
+    pub protected_paths: Protection,
 }
 
 /// Which filesystem axis a question is about.
@@ -121,6 +125,10 @@ pub struct Settings {
     pub ack_unconfined: bool,
     /// `deny` or `allow`.
     pub unix_sockets: String,
+    /// `protect-v1`, or `none` when the default list is off.
+    pub protect_version: String,
+    /// The protected entries in force, sorted.
+    pub protected_paths: Vec<String>,
     /// Names of the required guarantee bits.
     pub required_guarantees: Vec<&'static str>,
     /// The bit-mask form of the same.
@@ -222,7 +230,8 @@ impl Profile {
             }
         }
 
-        let config = ProfileConfig { workspace_root: workspace, additional_roots: roots, ..config };
+        let protected_paths = config.protected_paths.canonical()?;
+        let config = ProfileConfig { workspace_root: workspace, additional_roots: roots, protected_paths, ..config };
         let required = required_guarantees(&config);
         let fingerprint = fingerprint(&config, required);
         let identities = if config.isolation == Isolation::Sandboxed { identities(&config)? } else { Vec::new() };
@@ -286,6 +295,8 @@ impl Profile {
                 .collect(),
             ack_unconfined: c.ack_unconfined,
             unix_sockets: c.unix_sockets.to_string(),
+            protect_version: c.protected_paths.version().to_owned(),
+            protected_paths: c.protected_paths.entries(),
             required_guarantees: self.inner.required.names(),
             required_guarantee_bits: self.inner.required.bits(),
             fingerprint: self.inner.fingerprint.clone(),
@@ -375,6 +386,7 @@ pub fn restrict(base: &Profile, ceiling: &Profile) -> Result<Profile, Error> {
         additional_roots: Vec::new(),
         ack_unconfined: isolation == Isolation::Unconfined && b.ack_unconfined && c.ack_unconfined,
         unix_sockets: b.unix_sockets.min(c.unix_sockets),
+        protected_paths: Protection::union(&b.protected_paths, &c.protected_paths),
     };
     let mut paths: Vec<&Path> =
         b.additional_roots.iter().chain(c.additional_roots.iter()).map(|r| r.path.as_path()).collect();
@@ -499,6 +511,10 @@ fn fingerprint(c: &ProfileConfig, required: Guarantees) -> String {
     if c.unix_sockets != Access::Deny {
         field(b"unix_sockets");
         field(&[c.unix_sockets as u8]);
+    }
+    if c.protected_paths != Protection::default() {
+        field(b"protected_paths");
+        field(&c.protected_paths.fingerprint_bytes());
     }
     let digest = h.finalize();
     digest.iter().map(|b| format!("{b:02x}")).collect()

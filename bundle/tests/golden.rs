@@ -73,6 +73,7 @@ impl Fixture {
             egress_route: false,
             launch: Launch::Export,
             grants: GrantDeltas::default(),
+            protected: Default::default(),
         }
     }
 }

@@ -65,6 +65,7 @@ proptest! {
             egress_route: false,
             launch: Launch::Export,
             grants: GrantDeltas::default(),
+            protected: Default::default(),
         };
         if let Err(e) = compile(&p, &spawn, &HostView::default()) {
             prop_assert_eq!(e.kind(), ErrorKind::InvalidArgument);

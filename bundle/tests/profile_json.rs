@@ -150,6 +150,7 @@ fn full_document_with_names() {
         ],
         ack_unconfined: false,
         unix_sockets: Deny,
+        protected_paths: sandbox_bundle::Protection::default(),
     };
     assert_eq!(c, want);
 }

@@ -75,8 +75,8 @@ pub use process::{
 };
 pub use route::NetworkTarget;
 pub use sandbox_bundle::{
-    ACCESS_VERSION, Access, Cause, CompileReport, Error, ErrorKind, Guarantees, Home, Isolation, Level, Profile,
-    ProfileConfig, ReportEntry, RootAccess, Settings, Status, check_invariants, restrict,
+    ACCESS_VERSION, Access, Cause, CompileReport, Error, ErrorKind, Guarantees, Home, Isolation, Level, PROTECT_V1,
+    Profile, ProfileConfig, Protection, ReportEntry, RootAccess, Settings, Status, check_invariants, restrict,
 };
 pub use set::ExecutorSet;
 

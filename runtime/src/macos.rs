@@ -56,6 +56,7 @@ impl MacBackend {
             egress_route: false,
             launch: Launch::Export,
             grants,
+            protected: Default::default(),
         };
         compile(profile, &ctx, &HostView::scan()).map_err(|e| match e {
             Error::InvalidArgument { detail } => Error::runtime(format!("bundle: {detail}")),

@@ -23,6 +23,7 @@ pub fn profile_config(workspace_root: impl Into<std::path::PathBuf>) -> ProfileC
         additional_roots: Vec::new(),
         ack_unconfined: false,
         unix_sockets: Access::Deny,
+        protected_paths: crate::Protection::default(),
     }
 }
 

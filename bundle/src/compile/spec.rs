@@ -18,6 +18,7 @@ use super::plan::{MountKind, MountPlan, Origin, PlannedMount};
 use super::{Launch, SpawnContext};
 use crate::error::Error;
 use crate::profile::Profile;
+use crate::protect::Protected;
 use crate::report::{CompileReport, Guarantees};
 use crate::seccomp;
 
@@ -190,12 +191,15 @@ pub(super) fn build_spec(
     standard_report: &CompileReport,
     standard_guarantees: Guarantees,
     expected: &[ExpectedMount],
+    protection: &Protected,
 ) -> Result<Spec, Error> {
     let mounts = plan.mounts.iter().map(oci_mount).collect::<Result<Vec<_>, _>>()?;
     let report_json =
         serde_json::to_string(&standard_report.entries).map_err(|e| Error::argument(format!("report: {e}")))?;
     let landlock_json = serde_json::to_string(landlock).map_err(|e| Error::argument(format!("landlock rules: {e}")))?;
     let identities_json = serde_json::to_string(expected).map_err(|e| Error::argument(format!("identities: {e}")))?;
+    let protect_json =
+        serde_json::to_string(protection).map_err(|e| Error::argument(format!("protected paths: {e}")))?;
     // Masks over other sets' scratch roots (issue 12, class 7): such a directory may be removed
     // between this compile and the mount (its set closed and its owner deleted it). A runtime
     // that finds one gone has nothing to hide there and may drop that mask (the Linux helper
@@ -211,6 +215,7 @@ pub(super) fn build_spec(
         ("sandbox.fingerprint", profile.fingerprint().to_owned()),
         ("sandbox.landlock", landlock_json),
         ("sandbox.identities", identities_json),
+        ("sandbox.protect", protect_json),
         ("sandbox.guarantees", standard_guarantees.bits().to_string()),
         ("sandbox.report", report_json),
     ]
@@ -289,6 +294,7 @@ mod tests {
                 egress_route: false,
                 launch: launch.clone(),
                 grants: GrantDeltas::default(),
+                protected: Default::default(),
             };
             let bundle = compile(&profile, &spawn, &HostView::default()).unwrap();
             let json = spec_json(&bundle.spec).unwrap();

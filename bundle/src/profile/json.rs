@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::ProfileConfig;
 use crate::access::{Access, Home, Isolation, RootAccess};
 use crate::error::Error;
+use crate::protect::Protection;
 
 const CONFIG_KEYS: &[&str] = &[
     "workspace_root",
@@ -22,6 +23,7 @@ const CONFIG_KEYS: &[&str] = &[
     "additional_roots",
     "ack_unconfined",
     "unix_sockets",
+    "protected_paths",
 ];
 
 impl ProfileConfig {
@@ -61,6 +63,7 @@ impl ProfileConfig {
                         other => other,
                     };
                 }
+                "protected_paths" => config.protected_paths = decode_protection(key, v)?,
                 "ack_unconfined" => {
                     config.ack_unconfined =
                         v.as_bool().ok_or_else(|| Error::profile(format!("{key}: expected true or false")))?;
@@ -240,4 +243,43 @@ fn decode_roots(key: &str, v: &Value) -> Result<Vec<RootAccess>, Error> {
         roots.push(root);
     }
     Ok(roots)
+}
+
+/// `{"defaults": "protect-v1" | "none", "extra": [..], "except": [..]}`, every key optional.
+fn decode_protection(key: &str, v: &Value) -> Result<Protection, Error> {
+    let Value::Object(map) = v else {
+        return Err(Error::profile(format!("{key}: expected an object {{defaults, extra, except}}")));
+    };
+    let mut p = Protection::default();
+    for (k, v) in map {
+        let name = format!("{key}.{k}");
+        match k.as_str() {
+            "defaults" => {
+                p.defaults = match v.as_str() {
+                    Some(crate::protect::PROTECT_V1) => true,
+                    Some("none") => false,
+                    _ => return Err(Error::profile(format!("{name}: expected \"protect-v1\" or \"none\""))),
+                }
+            }
+            "extra" | "except" => {
+                let Value::Array(items) = v else {
+                    return Err(Error::profile(format!("{name}: expected an array of strings")));
+                };
+                let mut list = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    let Value::String(s) = item else {
+                        return Err(Error::profile(format!("{name}[{i}]: expected a string")));
+                    };
+                    list.push(s.clone());
+                }
+                if k == "extra" {
+                    p.extra = list;
+                } else {
+                    p.except = list;
+                }
+            }
+            _ => return Err(Error::profile(format!("{name}: unknown key (known keys: defaults, extra, except)"))),
+        }
+    }
+    Ok(p)
 }

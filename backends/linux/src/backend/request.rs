@@ -17,6 +17,7 @@ impl LinuxBackend {
             argv: input.argv.clone(),
             cwd: input.cwd.clone(),
             env: with_broad_dns(&input.env, input.grants.broad_port.is_some()),
+            protected: Default::default(),
             tty: input.tty,
             home_dir: input.home_dir.map(Path::to_path_buf),
             temp_dir: input.temp_dir.to_path_buf(),

@@ -298,6 +298,7 @@ mod tests {
                 memory_max: None,
             },
             grants: GrantDeltas::default(),
+            protected: Default::default(),
         };
         let host = HostView::scan();
         let key = |p: &Profile, c: &sandbox_bundle::SpawnContext| {

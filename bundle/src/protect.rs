@@ -1,0 +1,404 @@
+//! Protected paths (issue 14): what the host runs later without asking, kept read-only inside
+//! every writable area whether it exists or not.
+//!
+//! A versioned default list ([`PROTECT_V1`]) of three kinds of entries:
+//!
+//! - **names** (`.envrc`, `.vscode`, `.claude/commands`, …): relative patterns protected at
+//!   every depth. A path is protected when one of its ancestors-or-self ends with the pattern's
+//!   components (`/ws/pkg/.claude/commands/x.md` is, through `.claude/commands`).
+//! - **git** (`.git/hooks`, `.git/config`): the hooks and config of every git directory found
+//!   at spawn inside a writable area: repositories at any depth, their submodules
+//!   (`.git/modules/**`), the common directory of a linked worktree (followed through
+//!   `gitdir:` and `commondir`), and the hooks directory the repository's config designates
+//!   (`core.hooksPath`). A repository created during a run is the workload's own and is
+//!   protected from the next spawn on (git must be able to write a new repository's config).
+//! - **home** (`~/.bashrc`, `~/.gitconfig`, …): exact files in the real HOME, when the profile
+//!   gives the real HOME.
+//!
+//! How they are enforced: existing entries are bound read-only onto themselves with their
+//! ancestors pinned (they cannot be written, removed, renamed or replaced, nor moved away
+//! with an ancestor); an entry that does not exist is refused creation by the
+//! [`CreationGuard`] (the Linux init's supervisor, or Seatbelt's deny rules).
+
+use std::collections::BTreeSet;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+
+/// The name of the default list; it appears in reports and exported bundles.
+pub const PROTECT_V1: &str = "protect-v1";
+
+/// What kind of entry a default-list entry is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EntryKind {
+    /// A relative pattern protected at every depth of every writable area.
+    Name,
+    /// The hooks or config of the git directories found at spawn.
+    Git,
+    /// A path relative to the real HOME (spelled `~/…`), protected when the HOME is real.
+    Home,
+}
+
+/// The default list `protect-v1`, with why each entry is there (README "Protected paths").
+pub const V1: &[(&str, EntryKind, &str)] = &[
+    (".git/hooks", EntryKind::Git, "git runs them at commit, checkout, merge, push"),
+    (
+        ".git/config",
+        EntryKind::Git,
+        "core.fsmonitor, core.hooksPath, core.sshCommand, aliases, filters, credential helpers",
+    ),
+    (".envrc", EntryKind::Name, "direnv runs it on cd"),
+    (".vscode", EntryKind::Name, "tasks, launch configurations and settings that start tools"),
+    (".idea", EntryKind::Name, "run configurations and tool settings of JetBrains IDEs"),
+    (".mcp.json", EntryKind::Name, "MCP servers an agent starts"),
+    (".codex", EntryKind::Name, "Codex configuration"),
+    (".agents", EntryKind::Name, "agent configuration"),
+    (".cursor", EntryKind::Name, "Cursor rules and MCP configuration"),
+    (".claude/commands", EntryKind::Name, "Claude Code commands"),
+    (".claude/agents", EntryKind::Name, "Claude Code agents"),
+    (".claude/settings.json", EntryKind::Name, "Claude Code settings carry hooks"),
+    (".claude/settings.local.json", EntryKind::Name, "Claude Code settings carry hooks"),
+    ("~/.bashrc", EntryKind::Home, "shell start-up"),
+    ("~/.bash_profile", EntryKind::Home, "shell start-up"),
+    ("~/.bash_login", EntryKind::Home, "shell start-up"),
+    ("~/.profile", EntryKind::Home, "shell start-up"),
+    ("~/.zshrc", EntryKind::Home, "shell start-up"),
+    ("~/.zprofile", EntryKind::Home, "shell start-up"),
+    ("~/.zshenv", EntryKind::Home, "shell start-up"),
+    ("~/.zlogin", EntryKind::Home, "shell start-up"),
+    ("~/.gitconfig", EntryKind::Home, "global git configuration (hooksPath, aliases, credential helpers)"),
+    ("~/.config/git", EntryKind::Home, "global git configuration"),
+    ("~/.ssh/config", EntryKind::Home, "ProxyCommand and LocalCommand run commands"),
+    ("~/.ssh/rc", EntryKind::Home, "run by sshd at login"),
+    ("~/.ssh/authorized_keys", EntryKind::Home, "who may log in"),
+];
+
+/// The protected-paths part of a profile: the default list (or none), entries added and
+/// default entries dropped. `Default` is `protect-v1` with nothing added or dropped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Protection {
+    /// Whether the default list `protect-v1` applies.
+    pub defaults: bool,
+    /// Relative patterns added to the list (protected at every depth, like the default names).
+    pub extra: Vec<String>,
+    /// Default entries dropped, spelled as in [`V1`].
+    pub except: Vec<String>,
+}
+
+impl Default for Protection {
+    fn default() -> Self {
+        Protection { defaults: true, extra: Vec::new(), except: Vec::new() }
+    }
+}
+
+impl Protection {
+    /// Checks and canonicalises (sorted, deduplicated); errors name the field.
+    pub(crate) fn canonical(&self) -> Result<Protection, Error> {
+        let mut extra = BTreeSet::new();
+        for (i, e) in self.extra.iter().enumerate() {
+            check_pattern(&format!("protected_paths.extra[{i}]"), e)?;
+            extra.insert(e.trim_end_matches('/').to_owned());
+        }
+        let mut except = BTreeSet::new();
+        for (i, e) in self.except.iter().enumerate() {
+            if !V1.iter().any(|(name, _, _)| name == e) {
+                return Err(Error::profile(format!(
+                    "protected_paths.except[{i}]: {e:?} is not an entry of {PROTECT_V1} (entries: {})",
+                    V1.iter().map(|(n, _, _)| *n).collect::<Vec<_>>().join(", ")
+                )));
+            }
+            if !self.defaults {
+                return Err(Error::profile(format!(
+                    "protected_paths.except[{i}]: the default list is off, so there is nothing to drop"
+                )));
+            }
+            except.insert(e.clone());
+        }
+        Ok(Protection {
+            defaults: self.defaults,
+            extra: extra.into_iter().collect(),
+            except: except.into_iter().collect(),
+        })
+    }
+
+    /// The effective entries (default entries kept, then the added ones), sorted.
+    pub fn entries(&self) -> Vec<String> {
+        let mut out: BTreeSet<String> = BTreeSet::new();
+        if self.defaults {
+            out.extend(
+                V1.iter().filter(|(n, _, _)| !self.except.iter().any(|e| e == n)).map(|(n, _, _)| n.to_string()),
+            );
+        }
+        out.extend(self.extra.iter().cloned());
+        out.into_iter().collect()
+    }
+
+    /// Whether the default entry `name` is in force.
+    pub fn keeps(&self, name: &str) -> bool {
+        self.defaults && !self.except.iter().any(|e| e == name)
+    }
+
+    /// The relative patterns protected at every depth (default names kept, plus `extra`).
+    pub fn names(&self) -> Vec<String> {
+        let mut out: Vec<String> = V1
+            .iter()
+            .filter(|(n, k, _)| *k == EntryKind::Name && self.keeps(n))
+            .map(|(n, _, _)| n.to_string())
+            .collect();
+        out.extend(self.extra.iter().cloned());
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The `~/…` entries in force, relative to the HOME.
+    pub fn home_entries(&self) -> Vec<&'static str> {
+        V1.iter()
+            .filter(|(n, k, _)| *k == EntryKind::Home && self.keeps(n))
+            .filter_map(|(n, _, _)| n.strip_prefix("~/"))
+            .collect()
+    }
+
+    /// The git entries in force: `hooks` and/or `config`.
+    pub fn git_entries(&self) -> Vec<&'static str> {
+        V1.iter()
+            .filter(|(n, k, _)| *k == EntryKind::Git && self.keeps(n))
+            .filter_map(|(n, _, _)| n.strip_prefix(".git/"))
+            .collect()
+    }
+
+    /// The version label: `protect-v1`, or `none` when the default list is off.
+    pub fn version(&self) -> &'static str {
+        if self.defaults { PROTECT_V1 } else { "none" }
+    }
+
+    /// The union of two protections (what `restrict` keeps: never less than either).
+    pub(crate) fn union(a: &Protection, b: &Protection) -> Protection {
+        let defaults = a.defaults || b.defaults;
+        let kept = |p: &Protection, n: &str| p.keeps(n);
+        let except = if defaults {
+            V1.iter().map(|(n, _, _)| n.to_string()).filter(|n| !kept(a, n) && !kept(b, n)).collect()
+        } else {
+            Vec::new()
+        };
+        let mut extra: Vec<String> = a.extra.iter().chain(&b.extra).cloned().collect();
+        extra.sort();
+        extra.dedup();
+        Protection { defaults, extra, except }
+    }
+
+    /// Stable bytes for the profile fingerprint.
+    pub(crate) fn fingerprint_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.push(u8::from(self.defaults));
+        for list in [&self.extra, &self.except] {
+            out.extend((list.len() as u64).to_be_bytes());
+            for e in list {
+                out.extend((e.len() as u64).to_be_bytes());
+                out.extend(e.as_bytes());
+            }
+        }
+        out
+    }
+}
+
+/// Checks one relative pattern: clean components, no `.`/`..`, no NUL, not absolute.
+fn check_pattern(field: &str, text: &str) -> Result<(), Error> {
+    let t = text.trim_end_matches('/');
+    if t.is_empty() {
+        return Err(Error::profile(format!("{field}: empty")));
+    }
+    if t.contains('\0') {
+        return Err(Error::profile(format!("{field}: contains NUL")));
+    }
+    if t.starts_with('/') || t.starts_with('~') {
+        return Err(Error::profile(format!(
+            "{field}: {text:?} must be relative (it is protected at every depth); list an absolute path as an \
+             additional root instead"
+        )));
+    }
+    if t.split('/').any(|c| c.is_empty() || c == "." || c == ".." || c.contains('*')) {
+        return Err(Error::profile(format!("{field}: {text:?} must be plain names joined by '/'")));
+    }
+    Ok(())
+}
+
+/// How a path is about to come into being.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CreateOp {
+    /// A new name made empty: `open(O_CREAT)`, `mkdir`, `mknod`.
+    Create,
+    /// A name bound to something that may already have content or point elsewhere: the new
+    /// name of `rename`, `link` or `symlink`.
+    Place,
+}
+
+/// What the Linux init's supervisor refuses to create (the `sandbox.protect` annotation), and
+/// what Seatbelt's deny rules cover.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CreationGuard {
+    /// The list's version (`protect-v1`, or `none`).
+    pub version: String,
+    /// Relative patterns refused at every depth.
+    pub names: Vec<String>,
+    /// Absolute paths refused, with everything beneath them: protected entries that did not
+    /// exist at spawn (a missing hooks directory of an existing repository, a missing `~/.bashrc`,
+    /// a deny or read-only root that does not exist).
+    pub paths: Vec<PathBuf>,
+}
+
+impl CreationGuard {
+    /// Nothing is refused.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty() && self.paths.is_empty()
+    }
+
+    /// Whether bringing `path` into being by `op` is refused. `path` is absolute and resolved
+    /// as the kernel would: the real path of the parent directory joined with the new name.
+    ///
+    /// Refused: a path that is, or lies beneath, a protected entry (a name pattern at any
+    /// depth, or an exact path). For [`CreateOp::Place`] also a path that would complete a
+    /// pattern's leading components (a directory renamed to `.claude` brings its `commands`
+    /// with it) or that is a proper ancestor of an exact path.
+    pub fn refuses(&self, path: &Path, op: CreateOp) -> bool {
+        let comps: Vec<&std::ffi::OsStr> = path
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n),
+                _ => None,
+            })
+            .collect();
+        for pattern in &self.names {
+            let pat: Vec<&str> = pattern.split('/').filter(|c| !c.is_empty()).collect();
+            if pat.is_empty() {
+                continue;
+            }
+            // Some ancestor-or-self ends with the whole pattern.
+            for end in pat.len()..=comps.len() {
+                if comps[end - pat.len()..end].iter().zip(&pat).all(|(c, p)| *c == std::ffi::OsStr::new(p)) {
+                    return true;
+                }
+            }
+            // The path itself ends with a proper leading part of the pattern.
+            if op == CreateOp::Place {
+                for k in 1..pat.len() {
+                    if comps.len() >= k
+                        && comps[comps.len() - k..].iter().zip(&pat[..k]).all(|(c, p)| *c == std::ffi::OsStr::new(p))
+                    {
+                        return true;
+                    }
+                }
+            }
+        }
+        for exact in &self.paths {
+            if path.starts_with(exact) || (op == CreateOp::Place && exact.starts_with(path)) {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// What the scan at spawn found inside the writable areas (host facts, like
+/// [`crate::HostView`]; made by [`scan`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProtectScan {
+    /// Existing protected entries: `(path, is_file)`, canonical, inside a writable area.
+    pub existing: Vec<(PathBuf, bool)>,
+    /// Protected entries that do not exist (exact paths, refused creation).
+    pub missing: Vec<PathBuf>,
+    /// Entries that could not be protected, and why.
+    pub narrowed: Vec<String>,
+}
+
+/// The protections of one compiled spawn (`Bundle::protection`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Protected {
+    /// `protect-v1`, or `none`.
+    pub version: String,
+    /// The entries in force, as the profile lists them.
+    pub entries: Vec<String>,
+    /// Existing entries bound read-only onto themselves.
+    pub bound: Vec<PathBuf>,
+    /// What creation is refused (the `sandbox.protect` annotation).
+    pub guard: CreationGuard,
+    /// Entries that could not be protected, and why.
+    pub narrowed: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard() -> CreationGuard {
+        CreationGuard {
+            version: PROTECT_V1.into(),
+            names: vec![".envrc".into(), ".claude/commands".into()],
+            paths: vec![PathBuf::from("/ws/.git/hooks"), PathBuf::from("/ws/secret/key")],
+        }
+    }
+
+    #[test]
+    fn names_are_refused_at_every_depth_and_beneath() {
+        let g = guard();
+        for p in [
+            "/ws/.envrc",
+            "/ws/a/b/.envrc",
+            "/.envrc",
+            "/ws/.envrc/x",
+            "/ws/p/.claude/commands",
+            "/ws/.claude/commands/x.md",
+        ] {
+            assert!(g.refuses(Path::new(p), CreateOp::Create), "{p}");
+            assert!(g.refuses(Path::new(p), CreateOp::Place), "{p}");
+        }
+        for p in ["/ws/envrc", "/ws/.envrc2", "/ws/.claude", "/ws/.claude/other", "/ws/commands", "/ws/x.envrc"] {
+            assert!(!g.refuses(Path::new(p), CreateOp::Create), "{p}");
+        }
+    }
+
+    #[test]
+    fn placing_a_leading_part_of_a_pattern_is_refused_but_creating_it_is_not() {
+        let g = guard();
+        assert!(!g.refuses(Path::new("/ws/.claude"), CreateOp::Create));
+        assert!(g.refuses(Path::new("/ws/.claude"), CreateOp::Place));
+        assert!(g.refuses(Path::new("/ws/deep/.claude"), CreateOp::Place));
+    }
+
+    #[test]
+    fn exact_paths_and_their_ancestors() {
+        let g = guard();
+        assert!(g.refuses(Path::new("/ws/.git/hooks"), CreateOp::Create));
+        assert!(g.refuses(Path::new("/ws/.git/hooks/pre-commit"), CreateOp::Create));
+        assert!(!g.refuses(Path::new("/ws/.git/index.lock"), CreateOp::Create));
+        assert!(!g.refuses(Path::new("/ws/secret"), CreateOp::Create));
+        assert!(g.refuses(Path::new("/ws/secret"), CreateOp::Place));
+        assert!(g.refuses(Path::new("/ws/secret/key"), CreateOp::Create));
+        assert!(!g.refuses(Path::new("/ws/secret/other"), CreateOp::Create));
+    }
+
+    #[test]
+    fn patterns_are_checked_and_unions_never_lose_an_entry() {
+        for bad in ["", "/abs", "~/x", "a/../b", "./a", "a//b", "a/*"] {
+            let p = Protection { extra: vec![bad.into()], ..Protection::default() };
+            assert!(p.canonical().is_err(), "{bad:?}");
+        }
+        let p = Protection { except: vec![".nope".into()], ..Protection::default() };
+        assert!(p.canonical().unwrap_err().to_string().contains("protected_paths.except[0]"));
+        let a = Protection {
+            defaults: true,
+            extra: vec!["Makefile".into()],
+            except: vec![".idea".into(), ".envrc".into()],
+        };
+        let b = Protection { defaults: false, extra: vec!["secrets".into()], except: vec![] };
+        let u = Protection::union(&a, &b);
+        assert_eq!(u.except, vec![".envrc".to_string(), ".idea".to_string()]);
+        assert_eq!(u.extra, vec!["Makefile".to_string(), "secrets".to_string()]);
+        let c = Protection::default();
+        let u = Protection::union(&a, &c);
+        assert!(u.except.is_empty());
+        assert!(u.names().contains(&".envrc".to_string()));
+    }
+}
