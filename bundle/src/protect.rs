@@ -386,7 +386,7 @@ mod tests {
             assert!(p.canonical().is_err(), "{bad:?}");
         }
         let p = Protection { except: vec![".nope".into()], ..Protection::default() };
-        assert!(p.canonical().unwrap_err().to_string().contains("protected_paths.except[0]"));
+        assert!(p.canonical().is_err_and(|e| e.to_string().contains("protected_paths.except[0]")));
         let a = Protection {
             defaults: true,
             extra: vec!["Makefile".into()],
