@@ -3,7 +3,7 @@
 //! status and words decided here, in one fixed order. The policy entries (`read-boundary`,
 //! `write-boundary`, `runtime-closure`) come from the compiler's plan and pass through.
 //!
-//! Order of the report: `process-boundary`, the policy's boundaries, `env-scrub`,
+//! Order of the report: `process-boundary`, the policy's boundaries and `protected-paths`, `env-scrub`,
 //! `network-boundary`, `unix-sockets`, `loopback`, `abstract-unix`, `landlock`, `seccomp`,
 //! `resource-limits`, `runtime-closure`, then what only one backend reports.
 
@@ -191,6 +191,19 @@ pub fn assess(facts: &Facts<'_>) -> (Level, Guarantees, CompileReport) {
                 "standard oci runtimes do not apply the sandbox.landlock annotation",
             ));
             r.set(ReportEntry::new("seccomp", Status::Enforced, "linux.seccomp, applied by the oci runtime"));
+            // The read-only binds are mounts, which a standard runtime makes; the creation
+            // guard is the sandbox init's, which it does not run.
+            if let Some(e) = r.get("protected-paths").filter(|e| e.status != Status::Vacuous).cloned() {
+                r.set(ReportEntry::new(
+                    "protected-paths",
+                    Status::Narrowed,
+                    format!(
+                        "{}; a standard runtime does not run the sandbox init's creation guard: entries that do not \
+                         exist can be created",
+                        e.detail
+                    ),
+                ));
+            }
             r.set(ReportEntry::new(
                 "resource-limits",
                 Status::Unenforced,

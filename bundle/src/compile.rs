@@ -178,10 +178,11 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
     let expected = expected::expected_mounts(profile, g, &planner);
     let plan = MountPlan { mounts: planner.ops, rootfs_symlinks };
     let landlock = landlock::landlock_rules(&plan, g.broad_port.filter(|_| broad_network), host_network);
-    let policy_entries = report::policy_entries(host, &authority, host_entries_bound, replaced, &write_narrowed);
+    let protection = protection(profile, &spawn.protected, &plan);
+    let mut policy_entries = report::policy_entries(host, &authority, host_entries_bound, replaced, &write_narrowed);
+    policy_entries.insert(2.min(policy_entries.len()), report::protected_entry(&protection));
     let (standard_report, standard_guarantees) = report::standard(profile, &policy_entries, host_network);
     let private_network = !host_network;
-    let protection = protection(profile, &spawn.protected);
 
     let spec = spec::build_spec(
         profile,
@@ -210,16 +211,24 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
     })
 }
 
-/// The protections of one spawn: the profile's entries, what the scan bound and found missing.
-fn protection(profile: &Profile, scan: &ProtectScan) -> Protected {
+/// The protections of one spawn: the profile's entries, what the plan bound read-only, and
+/// what the creation guard refuses: the missing entries and, so that none can be made again
+/// after its object was moved, the bound ones too.
+fn protection(profile: &Profile, scan: &ProtectScan, plan: &MountPlan) -> Protected {
     let p = &profile.config().protected_paths;
-    let mut paths = scan.missing.clone();
+    let bound: Vec<PathBuf> = plan
+        .mounts
+        .iter()
+        .filter(|m| m.origin == Origin::Protected && m.source.as_ref() == Some(&m.destination))
+        .map(|m| m.destination.clone())
+        .collect();
+    let mut paths: Vec<PathBuf> = scan.missing.iter().chain(&bound).cloned().collect();
     paths.sort();
     paths.dedup();
     Protected {
         version: p.version().to_owned(),
         entries: p.entries(),
-        bound: scan.existing.iter().map(|(path, _)| path.clone()).collect(),
+        bound,
         guard: CreationGuard { version: p.version().to_owned(), names: p.names(), paths },
         narrowed: scan.narrowed.clone(),
     }

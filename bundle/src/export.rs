@@ -198,6 +198,7 @@ pub fn export_bundle(
         if isolated { out.join("home") } else { request.real_home.clone().unwrap_or_else(|| PathBuf::from("/")) };
     let tmp = out.join("tmp");
     let env = scrub(&request.env_snapshot, &request.env_options, &home, &tmp, ScrubFlags { linux_container: true });
+    let protected = crate::protect::scan(profile, request.real_home.as_deref());
     let spawn = SpawnContext {
         argv,
         cwd,
@@ -213,7 +214,7 @@ pub fn export_bundle(
         egress_route: false,
         launch: Launch::Export,
         grants: GrantDeltas::default(),
-        protected: Default::default(),
+        protected,
     };
     let bundle = compile(profile, &spawn, host)?;
     let config = spec_json(&bundle.spec)?;

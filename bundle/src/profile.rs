@@ -164,7 +164,7 @@ impl Profile {
         let mut paths: Vec<PathBuf> = Vec::with_capacity(config.additional_roots.len());
         for (i, root) in config.additional_roots.iter().enumerate() {
             let field = format!("additional_roots[{i}].path");
-            let path = canonical_dir(&field, &root.path)?;
+            let path = canonical_root(&field, &root.path, root.write)?;
             // A root protects a name: one configured through a symlink would protect whatever
             // the link points to at the time, and the link itself can be replaced.
             if lexically_clean(&root.path) != path {
@@ -439,6 +439,41 @@ fn private_reason(path: &Path) -> Option<&'static str> {
         return Some("lies under /proc, which is the sandbox's own procfs: the host's cannot be bound there");
     }
     None
+}
+
+/// An additional root: an existing directory or file, canonical; or, for a root whose write is
+/// `deny` (deny or read-only), a path that does not exist yet under an existing directory,
+/// canonical as far as it exists (issue 14: the workload cannot create it).
+fn canonical_root(field: &str, path: &Path, write: Access) -> Result<PathBuf, Error> {
+    if path.as_os_str().is_empty() {
+        return Err(Error::profile(format!("{field}: must not be empty")));
+    }
+    if !path.is_absolute() {
+        return Err(Error::profile(format!("{field}: {} is not absolute", path.display())));
+    }
+    let shown = || path.display().to_string().replace('\0', "\\0");
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => std::fs::canonicalize(path).map_err(|e| Error::profile(format!("{field}: {}: {e}", shown()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if write != Access::Deny {
+                return Err(Error::profile(format!(
+                    "{field}: {}: does not exist (only a root whose write is deny may name a path that does not \
+                     exist yet)",
+                    shown()
+                )));
+            }
+            let clean = lexically_clean(path);
+            let existing = clean.ancestors().find(|a| a.exists()).unwrap_or(Path::new("/"));
+            let base =
+                std::fs::canonicalize(existing).map_err(|e| Error::profile(format!("{field}: {}: {e}", shown())))?;
+            if !base.is_dir() {
+                return Err(Error::profile(format!("{field}: {} is not a directory", existing.display())));
+            }
+            let rest = clean.strip_prefix(existing).unwrap_or(Path::new(""));
+            Ok(base.join(rest))
+        }
+        Err(e) => Err(Error::profile(format!("{field}: {}: {e}", shown()))),
+    }
 }
 
 fn canonical_dir(field: &str, path: &Path) -> Result<PathBuf, Error> {

@@ -27,6 +27,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 
+mod scan;
+pub use scan::{RootKind, scan};
+
 /// The name of the default list; it appears in reports and exported bundles.
 pub const PROTECT_V1: &str = "protect-v1";
 
@@ -311,6 +314,15 @@ pub struct ProtectScan {
     pub missing: Vec<PathBuf>,
     /// Entries that could not be protected, and why.
     pub narrowed: Vec<String>,
+    /// What each additional root is at this spawn (a directory, a file, or missing).
+    pub roots: Vec<(PathBuf, RootKind)>,
+    /// The existing directories between each entry (bound or missing) and its writable area,
+    /// pinned so that no entry moves away with an ancestor.
+    pub pins: Vec<PathBuf>,
+    /// An empty file no one may read (mode 000), bound read-only over a file root whose read
+    /// is denied; without one such a file is bound from `/dev/null` (reads see nothing,
+    /// narrowed).
+    pub placeholder: Option<PathBuf>,
 }
 
 /// The protections of one compiled spawn (`Bundle::protection`).

@@ -292,23 +292,23 @@ fn workspace_symlink_to_directory_is_followed() {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-fn root_empty_relative_missing_or_not_a_directory_is_invalid() {
+fn root_empty_relative_dangling_or_through_a_symlink_is_invalid() {
     let fx = Fx::new();
     let w = fx.dir("w");
     let ok = fx.dir("ok");
     let file = fx.file("f");
     let dangling = fx.link(&fx.t.join("nowhere"), "dangling");
     let file_link = fx.link(&file, "file-link");
-    let bad: Vec<PathBuf> = vec![
-        PathBuf::new(),
-        PathBuf::from("ok"),
-        PathBuf::from("./ok"),
-        PathBuf::from("."),
-        fx.t.join("missing"),
-        dangling,
-        file,
-        file_link,
-    ];
+    let bad: Vec<PathBuf> =
+        vec![PathBuf::new(), PathBuf::from("ok"), PathBuf::from("./ok"), PathBuf::from("."), dangling, file_link];
+    // Issue 14: a file is a valid root, and a missing path is valid for a root whose write is
+    // deny (the workload cannot create it) but not for a writable one.
+    for (path, read, write) in [(file.clone(), Deny, Deny), (file, Allow, Allow), (fx.t.join("missing"), Allow, Deny)] {
+        let c = ProfileConfig { additional_roots: vec![root(&path, read, write)], ..config(&w) };
+        assert!(Profile::new(c).is_ok(), "{}", path.display());
+    }
+    let c = ProfileConfig { additional_roots: vec![root(&fx.t.join("missing"), Allow, Allow)], ..config(&w) };
+    invalid_naming(Profile::new(c), "additional_roots[0]");
     for path in bad {
         // As the only root: index 0.
         let c = ProfileConfig { additional_roots: vec![root(&path, Deny, Deny)], ..config(&w) };
@@ -505,7 +505,7 @@ fn every_root_path_is_checked_before_duplicates() {
     let d = fx.dir("d");
     for bad in [fx.t.join("missing"), PathBuf::from("rel"), w.clone(), PathBuf::new()] {
         let c = ProfileConfig {
-            additional_roots: vec![root(&d, Deny, Deny), root(&d, Allow, Allow), root(&bad, Deny, Deny)],
+            additional_roots: vec![root(&d, Deny, Deny), root(&d, Allow, Allow), root(&bad, Allow, Allow)],
             ..config(&w)
         };
         invalid_naming(Profile::new(c), "additional_roots[2]");
@@ -1495,9 +1495,11 @@ fn restrict_leaves_inputs_untouched_and_validates_the_result() {
     assert_eq!(again.config(), r.config());
     assert_eq!(r.required_guarantees(), expected_required(r.config()));
 
-    // The result goes through Profile::new: a root that vanished on disk makes restrict fail.
+    // The result goes through Profile::new: a deny root that vanished on disk is honoured as a
+    // root that does not exist yet (issue 14), and still denies.
     fs::remove_dir(&a).unwrap();
-    invalid_naming(restrict(&base, &ceiling), "additional_roots");
+    let vanished = restrict(&base, &ceiling).unwrap();
+    assert_eq!(rw(&vanished, &a.display().to_string()), (Deny, Deny));
     // The inputs still answer from their frozen state.
     assert_eq!(rw(&base, &a.display().to_string()), (Deny, Deny));
 }

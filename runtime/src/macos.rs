@@ -40,6 +40,8 @@ impl MacBackend {
                     .ok_or_else(|| Error::InvalidArgument { detail: String::from("argv: not UTF-8") })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let home = env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| std::path::PathBuf::from(v));
+        let protected = sandbox_bundle::protect::scan(profile, home.as_deref());
         let ctx = SpawnContext {
             argv,
             cwd: cwd.to_path_buf(),
@@ -56,7 +58,7 @@ impl MacBackend {
             egress_route: false,
             launch: Launch::Export,
             grants,
-            protected: Default::default(),
+            protected,
         };
         compile(profile, &ctx, &HostView::scan()).map_err(|e| match e {
             Error::InvalidArgument { detail } => Error::runtime(format!("bundle: {detail}")),

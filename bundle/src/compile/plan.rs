@@ -13,6 +13,7 @@ use crate::error::Error;
 use crate::host::{EntryKind, HOST_EXCLUDED, HostView};
 use crate::path::is_clean_absolute;
 use crate::profile::{Axis, Profile};
+use crate::protect::{ProtectScan, RootKind};
 
 /// What a planned mount does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -54,6 +55,8 @@ pub enum Origin {
     Closure,
     /// The workspace, a root or a grant target.
     Area,
+    /// A protected path bound read-only onto itself (issue 14).
+    Protected,
     /// The scratch-root mask.
     ScratchMask,
     /// The executor's HOME or TMPDIR.
@@ -257,9 +260,17 @@ pub(super) fn plan(
     let mut areas: Vec<(PathBuf, bool)> = profile.areas().map(|(p, _, _)| (p.to_path_buf(), false)).collect();
     areas.extend(g.read_trees.iter().chain(&g.write_trees).map(|p| (p.clone(), false)));
     areas.extend(g.read_paths.iter().chain(&g.write_paths).map(|p| (p.clone(), true)));
-    for (path, file) in areas {
+    let scan = &spawn.protected;
+    for (path, mut file) in areas {
         if path == Path::new("/") {
             continue; // no mount at `/`: the host entries above carry an area at `/`
+        }
+        // A root's kind at this spawn: a missing root is not bound (the creation guard refuses
+        // its path), a file root is bound as a file.
+        match scan.roots.iter().find(|(r, _)| *r == path).map(|(_, k)| *k) {
+            Some(RootKind::Missing) => continue,
+            Some(RootKind::File) => file = true,
+            _ => {}
         }
         let (read, write) = (effective(Axis::Read, &path), effective(Axis::Write, &path));
         let kind = match (read, write) {
@@ -273,8 +284,19 @@ pub(super) fn plan(
             (false, false) => None,
         };
         match kind {
+            // A write-only file: Landlock has no file rule that withholds read beneath a
+            // readable directory, so it is denied instead (narrowed).
+            Some(MountKind::WriteOnly) if file => {
+                write_narrowed.push(format!("{} is a write-only file: denied instead", path.display()));
+                deny_file(&mut planner, &mut write_narrowed, scan, path);
+            }
             Some(kind) => planner.push(path.clone(), Some(path), kind, file, Origin::Area, 2),
-            // A file cannot be masked with a tmpfs; an unreadable file target is simply not bound.
+            // A file cannot be masked with a tmpfs: an unreadable file is covered by an
+            // unreadable placeholder (a file root inside a readable directory stays unreadable);
+            // an unreadable grant target is simply not bound.
+            None if file && profile.areas().any(|(r, _, _)| r == path) => {
+                deny_file(&mut planner, &mut write_narrowed, scan, path);
+            }
             None if file => {}
             None => planner.push(path, None, MountKind::Mask, false, Origin::AreaMask, 9),
         }
@@ -295,6 +317,24 @@ pub(super) fn plan(
             _ => continue,
         };
         planner.push(pin.to_path_buf(), Some(pin.to_path_buf()), kind, false, Origin::Area, 2);
+    }
+
+    // 2d. Protected paths (issue 14): each existing entry where it could be written is bound
+    // read-only onto itself, and every directory between it (or a missing entry) and its
+    // writable area is pinned like 2b, so that no entry can be moved away with an ancestor and
+    // replaced by a writable one.
+    for (path, file) in &scan.existing {
+        if !(effective(Axis::Read, path) && effective(Axis::Write, path)) {
+            continue; // not writable here: read-only or invisible already
+        }
+        planner.push(path.clone(), Some(path.clone()), MountKind::ReadOnly, *file, Origin::Protected, 2);
+    }
+    for pin in &scan.pins {
+        let exists = planner.ops.iter().any(|op| op.destination == *pin);
+        if exists || !(effective(Axis::Read, pin) && effective(Axis::Write, pin)) {
+            continue;
+        }
+        planner.push(pin.clone(), Some(pin.clone()), MountKind::ReadWrite, false, Origin::Area, 2);
     }
 
     // 2c. Aliases: where the host shows a masked, read-only or write-only root's directory at
@@ -461,6 +501,21 @@ pub(super) fn plan(
     }
 
     Ok(Planned { planner, rootfs_symlinks, host_entries_bound, replaced, write_narrowed })
+}
+
+/// Covers a file whose read is denied with the scan's unreadable placeholder, or `/dev/null`.
+fn deny_file(planner: &mut Planner, narrowed: &mut Vec<String>, scan: &ProtectScan, path: PathBuf) {
+    let source = match &scan.placeholder {
+        Some(p) => p.clone(),
+        None => {
+            narrowed.push(format!(
+                "{} is covered by /dev/null (no unreadable placeholder here): it reads as empty",
+                path.display()
+            ));
+            PathBuf::from("/dev/null")
+        }
+    };
+    planner.push(path, Some(source), MountKind::ReadOnly, true, Origin::Protected, 2);
 }
 
 #[cfg(test)]

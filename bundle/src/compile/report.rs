@@ -6,6 +6,7 @@ use std::path::Path;
 use crate::assessment::{Confinement, Facts, assess};
 use crate::host::HostView;
 use crate::profile::{Axis, Profile};
+use crate::protect::Protected;
 use crate::report::{CompileReport, Guarantees, ReportEntry, Status};
 
 use super::plan::Authority;
@@ -75,4 +76,28 @@ pub(super) fn standard(
     };
     let (_, guarantees, report) = assess(&facts);
     (report, guarantees)
+}
+
+/// The `protected-paths` entry (issue 14): the list's version and entries, what is bound
+/// read-only, and what could not be protected.
+pub(super) fn protected_entry(p: &Protected) -> ReportEntry {
+    if p.entries.is_empty() {
+        return ReportEntry::new(
+            "protected-paths",
+            Status::Vacuous,
+            "none: the profile turned the default list off and added nothing",
+        );
+    }
+    let what = format!(
+        "{} ({}): {} existing bound read-only, creation refused for the names at every depth and for {} paths",
+        p.version,
+        p.entries.join(" "),
+        p.bound.len(),
+        p.guard.paths.len()
+    );
+    if p.narrowed.is_empty() {
+        ReportEntry::new("protected-paths", Status::Enforced, what)
+    } else {
+        ReportEntry::new("protected-paths", Status::Narrowed, format!("{what}; {}", p.narrowed.join("; ")))
+    }
 }

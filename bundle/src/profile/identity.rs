@@ -104,11 +104,17 @@ pub(super) fn identities(c: &ProfileConfig) -> Result<Vec<PathIdentity>, Error> 
         entry_ino,
     });
     for (i, r) in c.additional_roots.iter().enumerate() {
+        if std::fs::symlink_metadata(&r.path).is_err() {
+            continue; // a root that does not exist yet (write deny): nothing to pin down
+        }
         let (dev, ino) = stat(&format!("additional_roots[{i}].path"), &r.path)?;
         let (parent, entry_ino) = entry(&r.path);
         out.push(PathIdentity { role: IdentityRole::Root, path: r.path.clone(), dev, ino, parent, entry_ino });
     }
     for p in pins {
+        if !p.is_dir() {
+            continue; // an ancestor of a root that does not exist yet
+        }
         let (dev, ino) = stat("additional_roots", &p)?;
         let (parent, entry_ino) = entry(&p);
         out.push(PathIdentity { role: IdentityRole::Pin, path: p, dev, ino, parent, entry_ino });

@@ -89,6 +89,8 @@ pub struct LinuxBackend {
     state_root: PathBuf,
     bundles: PathBuf,
     scratch_root: PathBuf,
+    /// The unreadable placeholder bound over denied file roots.
+    placeholder: PathBuf,
     uid: u32,
     gid: u32,
     layout: CgroupLayout,
@@ -169,6 +171,18 @@ impl LinuxBackend {
         for d in [&state_root, &bundles, &skeletons] {
             std::fs::create_dir(d).map_err(|e| Error::io(format!("creating {}", d.display()), e))?;
         }
+        // An empty file no one may read (mode 000; the workload has no capability that would
+        // override it), bound read-only over file roots whose read is denied (issue 14).
+        let placeholder = set_dir.join("denied");
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o000)
+                .open(&placeholder)
+                .map_err(|e| Error::io(format!("creating {}", placeholder.display()), e))?;
+        }
         Ok(LinuxBackend {
             state_root,
             bundles,
@@ -189,6 +203,7 @@ impl LinuxBackend {
             counter: AtomicU64::new(0),
             zygote: crate::Zygote::new(),
             skeletons,
+            placeholder,
             prepared: std::sync::Mutex::default(),
             warm: std::sync::Mutex::default(),
             probe: Probe::unmeasured(),

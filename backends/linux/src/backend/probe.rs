@@ -269,6 +269,7 @@ mod tests {
             counter: AtomicU64::new(0),
             zygote: crate::Zygote::new(),
             skeletons: PathBuf::from("/nonexistent/rootfs"),
+            placeholder: PathBuf::from("/nonexistent/denied"),
             prepared: std::sync::Mutex::default(),
             warm: std::sync::Mutex::default(),
             probe: Probe {

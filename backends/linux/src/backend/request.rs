@@ -13,11 +13,15 @@ use super::{LinuxBackend, SpawnInput};
 impl LinuxBackend {
     /// Compiles the spawn (for the report, to see that it can be expressed, or to run it).
     pub fn compile(&self, profile: &Profile, input: &SpawnInput<'_>, id: &str) -> Result<Bundle, Error> {
+        // The protected paths as they are now (issue 14); the real HOME is the workload's HOME.
+        let home = input.env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| std::path::PathBuf::from(v));
+        let mut protected = sandbox_bundle::protect::scan(profile, home.as_deref());
+        protected.placeholder = Some(self.placeholder.clone());
         let ctx = SpawnContext {
             argv: input.argv.clone(),
             cwd: input.cwd.clone(),
             env: with_broad_dns(&input.env, input.grants.broad_port.is_some()),
-            protected: Default::default(),
+            protected,
             tty: input.tty,
             home_dir: input.home_dir.map(Path::to_path_buf),
             temp_dir: input.temp_dir.to_path_buf(),

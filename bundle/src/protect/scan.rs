@@ -1,0 +1,305 @@
+//! The scan at spawn: which protected entries exist inside the writable areas, which are
+//! missing, and what each additional root is (issue 14).
+//!
+//! The walk starts at every area whose write is not `deny`, does not follow symlinks, does not
+//! enter other areas (each is walked as itself when writable), and stops descending at a
+//! protected entry (its bind covers what lies beneath) and at `.git` (whose parts are looked
+//! up by name). It is bounded: after [`MAX_DIRS`] directories it stops and says so (entries
+//! deeper are then refused creation by name but not bound).
+
+use std::path::{Path, PathBuf};
+
+use super::{ProtectScan, Protection};
+use crate::access::{Access, Home, Isolation};
+use crate::profile::Profile;
+
+/// The most directories one scan reads.
+pub const MAX_DIRS: usize = 50_000;
+
+/// What an additional root is at a spawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RootKind {
+    /// An existing directory.
+    Dir,
+    /// An existing file (or anything else that is not a directory).
+    File,
+    /// Nothing exists at the path.
+    Missing,
+}
+
+/// Scans the writable areas of `profile` for protected entries (see the module docs). `home`
+/// is the real HOME the workload gets (used only with `Home::RealHome`).
+pub fn scan(profile: &Profile, home: Option<&Path>) -> ProtectScan {
+    let c = profile.config();
+    let mut out = ProtectScan::default();
+    if c.isolation == Isolation::Unconfined {
+        return out;
+    }
+    for r in &c.additional_roots {
+        let kind = match std::fs::symlink_metadata(&r.path) {
+            Ok(m) if m.is_dir() => RootKind::Dir,
+            Ok(_) => RootKind::File,
+            Err(_) => RootKind::Missing,
+        };
+        if kind == RootKind::Missing {
+            out.missing.push(r.path.clone());
+        }
+        out.roots.push((r.path.clone(), kind));
+    }
+    let p = &c.protected_paths;
+    let areas: Vec<PathBuf> = profile.areas().map(|(a, _, _)| a.to_path_buf()).collect();
+    let writable: Vec<PathBuf> =
+        profile.areas().filter(|(a, _, w)| *w != Access::Deny && a.is_dir()).map(|(a, _, _)| a.to_path_buf()).collect();
+    let mut walker = Walker { p, names: split(&p.names()), areas: &areas, out: &mut out, dirs: 0, stopped: false };
+    for area in &writable {
+        walker.walk(area);
+    }
+    if walker.stopped {
+        let n = MAX_DIRS;
+        walker.out.narrowed.push(format!(
+            "the scan stopped after {n} directories: protected names deeper are refused creation but existing ones \
+             there are not bound read-only"
+        ));
+    }
+    if c.home == Home::RealHome {
+        if let Some(home) = home.filter(|h| h.is_absolute() && *h != Path::new("/")) {
+            for rel in p.home_entries() {
+                walker.entry(&home.join(rel));
+            }
+        }
+    }
+    if c.host_write != Access::Deny {
+        out.narrowed.push(String::from(
+            "host write is not deny: protected names outside the workspace and roots are refused creation, but \
+             existing ones there are not looked for",
+        ));
+    }
+    out.existing.sort();
+    out.existing.dedup();
+    out.missing.sort();
+    out.missing.dedup();
+    // The directories between each entry and the innermost writable area holding it (or the
+    // top-level host entry, itself a mount), shallow first.
+    let mut pins: Vec<PathBuf> = Vec::new();
+    for path in out.existing.iter().map(|(p, _)| p).chain(&out.missing) {
+        let stop = profile
+            .areas()
+            .filter(|(r, _, w)| *w != Access::Deny && path.starts_with(r))
+            .map(|(r, _, _)| r.components().count())
+            .max()
+            .unwrap_or(2)
+            .max(2);
+        for anc in path.ancestors().skip(1).take_while(|a| a.components().count() > stop) {
+            if !pins.iter().any(|p| p == anc) && anc.is_dir() && !areas.iter().any(|a| a == anc) {
+                pins.push(anc.to_path_buf());
+            }
+        }
+    }
+    pins.sort_by_key(|p| (p.components().count(), p.clone()));
+    out.pins = pins;
+    out
+}
+
+fn split(names: &[String]) -> Vec<Vec<String>> {
+    names.iter().map(|n| n.split('/').filter(|c| !c.is_empty()).map(str::to_owned).collect()).collect()
+}
+
+struct Walker<'a> {
+    p: &'a Protection,
+    names: Vec<Vec<String>>,
+    areas: &'a [PathBuf],
+    out: &'a mut ProtectScan,
+    dirs: usize,
+    stopped: bool,
+}
+
+impl Walker<'_> {
+    fn walk(&mut self, dir: &Path) {
+        if self.dirs >= MAX_DIRS {
+            self.stopped = true;
+            return;
+        }
+        self.dirs += 1;
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let mut subdirs = Vec::new();
+        for e in entries.flatten() {
+            let path = e.path();
+            let Ok(ft) = e.file_type() else { continue };
+            if self.matches(&path) {
+                self.existing(&path);
+                continue;
+            }
+            if e.file_name() == ".git" {
+                self.git(&path);
+                continue;
+            }
+            if ft.is_dir() && !self.areas.contains(&path) {
+                subdirs.push(path);
+            }
+        }
+        subdirs.sort();
+        for d in subdirs {
+            self.walk(&d);
+        }
+    }
+
+    /// Whether `path` ends with one of the name patterns.
+    fn matches(&self, path: &Path) -> bool {
+        let comps: Vec<&std::ffi::OsStr> = path.iter().collect();
+        self.names.iter().any(|pat| {
+            comps.len() >= pat.len()
+                && comps[comps.len() - pat.len()..].iter().zip(pat).all(|(c, p)| *c == std::ffi::OsStr::new(p))
+        })
+    }
+
+    /// A protected entry that exists (bound read-only) or not (refused creation). A symlink is
+    /// refused re-creation by its name and its target is bound where it exists.
+    fn entry(&mut self, path: &Path) {
+        match std::fs::symlink_metadata(path) {
+            Err(_) => self.out.missing.push(path.to_path_buf()),
+            Ok(_) => self.existing(path),
+        }
+    }
+
+    fn existing(&mut self, path: &Path) {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                self.out.missing.push(path.to_path_buf());
+                if let Ok(target) = std::fs::canonicalize(path) {
+                    let file = !target.is_dir();
+                    self.out.existing.push((target, file));
+                }
+            }
+            Ok(m) => self.out.existing.push((path.to_path_buf(), !m.is_dir())),
+            Err(_) => self.out.missing.push(path.to_path_buf()),
+        }
+    }
+
+    /// A `.git` directory, or a `.git` file (a linked worktree's or a submodule's pointer).
+    fn git(&mut self, dot_git: &Path) {
+        let parts = self.p.git_entries();
+        if parts.is_empty() {
+            return;
+        }
+        let Some(worktree) = dot_git.parent().map(Path::to_path_buf) else { return };
+        let Ok(meta) = std::fs::symlink_metadata(dot_git) else { return };
+        let gitdir = if meta.is_dir() {
+            dot_git.to_path_buf()
+        } else {
+            // The pointer itself is protected: redirected, it would hand git another directory.
+            self.existing(dot_git);
+            let Some(target) = read_gitdir(dot_git) else { return };
+            let target = if target.is_absolute() { target } else { worktree.join(target) };
+            match std::fs::canonicalize(&target) {
+                Ok(t) => t,
+                Err(_) => return,
+            }
+        };
+        self.gitdir(&gitdir, &worktree, &parts, 0);
+        if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+            let common = PathBuf::from(common.trim());
+            let common = if common.is_absolute() { common } else { gitdir.join(common) };
+            if let Ok(common) = std::fs::canonicalize(common) {
+                self.gitdir(&common, &worktree, &parts, 0);
+            }
+        }
+    }
+
+    /// The hooks and config of one git directory, its `config.worktree`, the hooks directory
+    /// its config designates, and (below `modules/`) every submodule's git directory.
+    fn gitdir(&mut self, gitdir: &Path, worktree: &Path, parts: &[&str], depth: usize) {
+        for part in parts {
+            self.entry(&gitdir.join(part));
+        }
+        if parts.contains(&"config") {
+            self.entry(&gitdir.join("config.worktree"));
+            if let Ok(wts) = std::fs::read_dir(gitdir.join("worktrees")) {
+                for wt in wts.flatten() {
+                    if wt.path().is_dir() {
+                        self.entry(&wt.path().join("config.worktree"));
+                    }
+                }
+            }
+        }
+        if parts.contains(&"hooks") {
+            if let Some(hooks) = hooks_path(&gitdir.join("config")) {
+                let hooks = if hooks.is_absolute() { hooks } else { worktree.join(hooks) };
+                self.entry(&crate::profile::lexically_clean(&hooks));
+            }
+        }
+        if depth < 8 {
+            self.modules(&gitdir.join("modules"), parts, depth);
+        }
+    }
+
+    /// Every git directory below a `modules/` directory (nested paths, nested modules).
+    fn modules(&mut self, dir: &Path, parts: &[&str], depth: usize) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries.flatten() {
+            let path = e.path();
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if path.join("HEAD").is_file() {
+                // A submodule's hooks path is relative to its checkout, which is elsewhere:
+                // only its hooks and config are protected here.
+                for part in parts {
+                    self.entry(&path.join(part));
+                }
+                self.modules(&path.join("modules"), parts, depth + 1);
+            } else if depth < 8 {
+                self.modules(&path, parts, depth + 1);
+            }
+        }
+    }
+}
+
+/// The `gitdir:` line of a `.git` file.
+fn read_gitdir(file: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(file).ok()?;
+    text.lines().find_map(|l| l.strip_prefix("gitdir:")).map(|p| PathBuf::from(p.trim()))
+}
+
+/// `core.hooksPath` of a git config file (the plain form git writes: a `[core]` section and a
+/// `hooksPath = value` line, case-insensitive key, optional quotes).
+fn hooks_path(config: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(config).ok()?;
+    let mut in_core = false;
+    let mut found = None;
+    for line in text.lines() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            in_core = l.trim_start_matches('[').trim_end_matches(']').trim().eq_ignore_ascii_case("core");
+            continue;
+        }
+        if !in_core {
+            continue;
+        }
+        if let Some((k, v)) = l.split_once('=') {
+            if k.trim().eq_ignore_ascii_case("hookspath") {
+                let v = v.trim().trim_matches('"');
+                if !v.is_empty() {
+                    found = Some(PathBuf::from(v));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+#[allow(clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hooks_path_is_read_from_the_core_section_only() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let cfg = dir.path().join("config");
+        std::fs::write(&cfg, "[user]\n\thooksPath = nope\n[core]\n\tbare = false\n\tHooksPath = \".husky\"\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(hooks_path(&cfg), Some(PathBuf::from(".husky")));
+        std::fs::write(&cfg, "[core]\n\tbare = false\n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(hooks_path(&cfg), None);
+    }
+}
