@@ -1,0 +1,415 @@
+//! Issue 14, protected paths on the Linux backend through the library: every default entry of
+//! `protect-v1` that exists, at the top of the workspace and deeper, cannot be written,
+//! created in, removed, renamed over, moved away with an ancestor or replaced by a symlink from
+//! inside; the git workflow keeps working on a real repository and on a linked worktree while
+//! hooks and config stay read-only; an opt-out profile writes them (the control); file roots
+//! deny read or write of one file; a root that does not exist cannot be created. Needs root or
+//! the rootless mode. The creation guard's own attacks on names that do not exist are in
+//! `linux_protect_guard`.
+//!
+//! `harness = false`: `main` calls `sandbox::init()` first, as every embedder must.
+#![allow(clippy::unwrap_used, clippy::panic, clippy::print_stdout, clippy::tests_outside_test_module)]
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::fs;
+    use std::path::Path;
+    use std::process::Command;
+    use std::sync::Arc;
+
+    use sandbox::{
+        Access, Error, Executor, ExecutorSet, ExitStatus, Profile, ProfileConfig, Protection, RootAccess, Status,
+    };
+    use sandbox_tests::TestDirs;
+
+    pub use sandbox_tests::deadline as dl;
+
+    /// Workspace read-write, host readable (git and sh come from there), network denied.
+    fn config(dirs: &TestDirs) -> ProfileConfig {
+        ProfileConfig { network: Access::Deny, ..dirs.allow_config() }
+    }
+
+    fn executor(dirs: &TestDirs, config: ProfileConfig) -> (ExecutorSet, Arc<Executor>) {
+        let profile = Profile::new(config).unwrap();
+        let set = ExecutorSet::new(&dl(), &profile, dirs.set_options(4)).unwrap();
+        let exec = set.executor("k").unwrap();
+        (set, exec)
+    }
+
+    /// Runs `script` with `sh -c` in `cwd`; (exit code, combined output).
+    fn sh_in(exec: &Executor, cwd: &Path, script: &str) -> Result<(i32, String), Error> {
+        exec.run_argv(&dl(), cwd, &["/bin/sh", "-c", script]).map(|o| {
+            let code = match o.status {
+                ExitStatus::Code(c) => c,
+                other => panic!("{script}: {other:?}"),
+            };
+            (code, String::from_utf8_lossy(&o.bytes).into_owned())
+        })
+    }
+
+    fn sh_ok(exec: &Executor, cwd: &Path, script: &str) -> String {
+        let (code, out) = sh_in(exec, cwd, script).unwrap();
+        assert_eq!(code, 0, "{script}: {out}");
+        out
+    }
+
+    fn attempt(name: &str, cmd: &str) -> String {
+        format!("({cmd}) >/dev/null 2>&1; echo {name}=$?; ")
+    }
+
+    /// Each attack line `<name>=<code>` must show a failure.
+    fn all_failed(out: &str, names: &[String]) {
+        for n in names {
+            let line = out.lines().find(|l| l.starts_with(&format!("{n}="))).unwrap_or_else(|| panic!("no {n}: {out}"));
+            assert_ne!(line, format!("{n}=0"), "attack {n} succeeded: {out}");
+        }
+    }
+
+    /// The default entries that are plain names (git's are tested with a real repository),
+    /// with whether each is a directory.
+    const NAMES: &[(&str, bool)] = &[
+        (".envrc", false),
+        (".vscode", true),
+        (".idea", true),
+        (".mcp.json", false),
+        (".codex", true),
+        (".agents", true),
+        (".cursor", true),
+        (".claude/commands", true),
+        (".claude/agents", true),
+        (".claude/settings.json", false),
+        (".claude/settings.local.json", false),
+    ];
+
+    fn plant(base: &Path, entry: &str, dir: bool) {
+        let p = base.join(entry);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        if dir {
+            fs::create_dir_all(&p).unwrap();
+            fs::write(p.join("keep"), "ORIGINAL\n").unwrap();
+        } else {
+            fs::write(&p, "ORIGINAL\n").unwrap();
+        }
+    }
+
+    fn untouched(base: &Path, entry: &str, dir: bool) {
+        let p = base.join(entry);
+        let file = if dir { p.join("keep") } else { p.clone() };
+        assert_eq!(fs::read_to_string(&file).unwrap_or_default(), "ORIGINAL\n", "{} changed", file.display());
+        if dir {
+            let names: Vec<_> = fs::read_dir(&p).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert_eq!(names, vec![std::ffi::OsString::from("keep")], "{} gained entries", p.display());
+        }
+    }
+
+    /// The attacks on one existing entry at `rel` (relative to the workspace), by name prefix.
+    fn attacks(tag: &str, rel: &str, dir: bool) -> (String, Vec<String>) {
+        let parent = Path::new(rel).parent().map(|p| p.display().to_string()).filter(|p| !p.is_empty());
+        let mut script = String::new();
+        let mut names = Vec::new();
+        let mut add = |n: &str, cmd: String| {
+            let name = format!("{tag}-{n}");
+            script.push_str(&attempt(&name, &cmd));
+            names.push(name);
+        };
+        if dir {
+            add("create-in", format!("echo evil > '{rel}/new'"));
+            add("write", format!("echo evil >> '{rel}/keep'"));
+            add("remove", format!("rm -rf '{rel}' && test ! -e '{rel}'"));
+            add("rename-over", format!("mkdir -p evil-{tag} && mv -T evil-{tag} '{rel}'"));
+            add("rename-away", format!("mv '{rel}' moved-{tag}"));
+        } else {
+            add("write", format!("echo evil >> '{rel}'"));
+            add("truncate", format!(": > '{rel}' && test ! -s '{rel}'"));
+            add("remove", format!("rm -f '{rel}' && test ! -e '{rel}'"));
+            add("rename-over", format!("echo evil > evil-{tag} && mv -f evil-{tag} '{rel}'"));
+            add("rename-away", format!("mv '{rel}' moved-{tag}"));
+        }
+        add("symlink", format!("ln -sfn /tmp '{rel}' && test -L '{rel}'"));
+        add("chmod", format!("chmod 777 '{rel}'"));
+        if let Some(parent) = parent {
+            add("rename-ancestor", format!("mv '{parent}' renamed-{tag}"));
+            add("symlink-ancestor", format!("mv '{parent}' gone-{tag}; ln -s /tmp '{parent}' && test -L '{parent}'"));
+        }
+        (script, names)
+    }
+
+    /// Every default name entry, existing at the top of the workspace and three levels deeper
+    /// (a monorepo package), survives every attack; the control writes an ordinary sibling.
+    pub fn every_existing_default_entry_is_read_only_at_every_depth() {
+        let d = TestDirs::new("sbx-protect");
+        for (entry, dir) in NAMES {
+            plant(&d.ws, entry, *dir);
+            plant(&d.ws.join("packages/app/src"), entry, *dir);
+        }
+        let (_set, exec) = executor(&d, config(&d));
+        let mut script = String::new();
+        let mut names = Vec::new();
+        for (i, (entry, dir)) in NAMES.iter().enumerate() {
+            for (tag, rel) in
+                [(format!("top{i}"), entry.to_string()), (format!("deep{i}"), format!("packages/app/src/{entry}"))]
+            {
+                let (s, n) = attacks(&tag, &rel, *dir);
+                script.push_str(&s);
+                names.extend(n);
+            }
+        }
+        script.push_str(
+            "echo ok > ordinary && mkdir -p packages/app/src/lib && echo ok > packages/app/src/lib/x && echo CONTROL",
+        );
+        let out = sh_ok(&exec, &d.ws, &script);
+        assert!(out.contains("CONTROL"), "{out}");
+        all_failed(&out, &names);
+        for (entry, dir) in NAMES {
+            untouched(&d.ws, entry, *dir);
+            untouched(&d.ws.join("packages/app/src"), entry, *dir);
+        }
+        assert_eq!(fs::read_to_string(d.ws.join("packages/app/src/lib/x")).unwrap(), "ok\n");
+        let entry = exec.report().get("protected-paths").unwrap().clone();
+        assert_eq!(entry.status, Status::Enforced, "{entry:?}");
+        assert!(entry.detail.starts_with("protect-v1 ("), "{entry:?}");
+    }
+
+    /// The opt-out control: with the default list off, the same entries are writable.
+    pub fn the_opt_out_writes_them() {
+        let d = TestDirs::new("sbx-protect");
+        for (entry, dir) in NAMES {
+            plant(&d.ws, entry, *dir);
+        }
+        git(&d.ws, &["init", "-q", "repo"]);
+        let off = Protection { defaults: false, ..Protection::default() };
+        let (_set, exec) = executor(&d, ProfileConfig { protected_paths: off, ..config(&d) });
+        let mut script = String::new();
+        for (entry, dir) in NAMES {
+            if *dir {
+                script.push_str(&format!("echo w > '{entry}/new' && "));
+            } else {
+                script.push_str(&format!("echo w >> '{entry}' && "));
+            }
+        }
+        script.push_str("echo w > repo/.git/hooks/pre-commit && echo '[x]' >> repo/.git/config && echo DONE");
+        let out = sh_ok(&exec, &d.ws, &script);
+        assert!(out.contains("DONE"), "{out}");
+        assert_eq!(fs::read_to_string(d.ws.join("repo/.git/hooks/pre-commit")).unwrap(), "w\n");
+        assert_eq!(exec.report().get("protected-paths").unwrap().status, Status::Vacuous);
+        // An extra entry is protected like the defaults, at every depth.
+        fs::create_dir_all(d.ws.join("a/b")).unwrap();
+        fs::write(d.ws.join("a/b/Makefile"), "ORIGINAL\n").unwrap();
+        let extra = Protection { defaults: false, extra: vec![String::from("Makefile")], except: Vec::new() };
+        let (_set2, exec2) = executor(&d, ProfileConfig { protected_paths: extra, ..config(&d) });
+        let (code, out) = sh_in(&exec2, &d.ws, "echo evil >> a/b/Makefile").unwrap();
+        assert_ne!(code, 0, "{out}");
+        assert_eq!(fs::read_to_string(d.ws.join("a/b/Makefile")).unwrap(), "ORIGINAL\n");
+    }
+
+    fn git(cwd: &Path, args: &[&str]) {
+        let st = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+            .args(args)
+            .current_dir(cwd)
+            .status()
+            .unwrap();
+        assert!(st.success(), "git {args:?}");
+    }
+
+    const GIT: &str = "git -c user.name=t -c user.email=t@t -c init.defaultBranch=main";
+
+    /// The git workflow inside a sandbox on a real repository and on a linked worktree: init (a
+    /// new repository), add, commit, branch, checkout, stash, worktree add, fetch into objects
+    /// and refs; the repository's hooks and config (and the common directory's, seen from the
+    /// worktree) can be neither created, changed nor replaced; a nested repository's too.
+    pub fn git_keeps_working_while_hooks_and_config_stay_read_only() {
+        let d = TestDirs::new("sbx-protect");
+        let repo = d.ws.join("repo");
+        fs::create_dir(&repo).unwrap();
+        git(&repo, &["init", "-q"]);
+        fs::write(repo.join("f"), "1\n").unwrap();
+        git(&repo, &["add", "f"]);
+        git(&repo, &["commit", "-qm", "init"]);
+        git(&repo, &["branch", "other"]);
+        // A nested repository deeper in the workspace, with hooks designated by its config.
+        let nested = d.ws.join("vendor/lib");
+        fs::create_dir_all(&nested).unwrap();
+        git(&nested, &["init", "-q"]);
+        fs::create_dir(nested.join(".husky")).unwrap();
+        fs::write(nested.join(".husky/pre-commit"), "ORIGINAL\n").unwrap();
+        git(&nested, &["config", "core.hooksPath", ".husky"]);
+        let config_before = fs::read_to_string(repo.join(".git/config")).unwrap();
+
+        let (_set, exec) = executor(&d, config(&d));
+        let workflow = format!(
+            "set -e; cd repo; echo 2 >> f; {GIT} commit -qam msg; {GIT} branch feature; {GIT} checkout -q feature; \
+             echo 3 >> f; {GIT} stash -q; {GIT} stash pop -q; {GIT} commit -qam more; {GIT} checkout -q main; \
+             {GIT} worktree add -q ../wt other; {GIT} fetch -q . feature:refs/remotes/local/feature; \
+             cd ../wt; echo w > g; {GIT} add g; {GIT} commit -qm in-worktree; cd ..; \
+             mkdir fresh; cd fresh; {GIT} init -q; echo x > x; {GIT} add x; {GIT} commit -qm first; echo WORKFLOW"
+        );
+        let out = sh_ok(&exec, &d.ws, &workflow);
+        assert!(out.contains("WORKFLOW"), "{out}");
+        let log = Command::new("git").args(["log", "--oneline", "--all"]).current_dir(&repo).output().unwrap();
+        let log = String::from_utf8_lossy(&log.stdout);
+        assert!(log.contains("msg") && log.contains("more") && log.contains("in-worktree"), "{log}");
+
+        // The attacks, from the repository, from the linked worktree (the common directory's
+        // hooks and config) and on the nested repository.
+        let mut script = String::new();
+        let mut names = Vec::new();
+        for (tag, cmd) in [
+            ("hook-create", "echo evil > repo/.git/hooks/pre-commit"),
+            ("hook-change", "echo evil >> repo/.git/hooks/pre-commit.sample"),
+            (
+                "hook-chmod",
+                "chmod +x repo/.git/hooks/pre-commit.sample && test -x repo/.git/hooks/pre-commit.sample && mv repo/.git/hooks/pre-commit.sample repo/.git/hooks/pre-commit",
+            ),
+            ("hooks-replace", "mv repo/.git/hooks repo/.git/hooks-old"),
+            ("hooks-symlink", "rm -rf repo/.git/hooks; ln -s /tmp repo/.git/hooks && test -L repo/.git/hooks"),
+            ("config-write", "echo '[core]' >> repo/.git/config && echo fsmonitor=evil >> repo/.git/config"),
+            ("config-git", "cd repo && git config core.fsmonitor evil"),
+            ("config-rename-over", "cp repo/.git/config c2 && echo evil >> c2 && mv -f c2 repo/.git/config"),
+            ("gitdir-rename", "mv repo/.git repo/.git-old"),
+            ("repo-rename", "mv repo repo-old"),
+            ("wt-hook", "cd wt && echo evil > \"$(git rev-parse --git-common-dir)/hooks/post-checkout\""),
+            ("wt-config", "cd wt && git config core.hooksPath /tmp"),
+            ("wt-pointer", "echo 'gitdir: /tmp/evil' > wt/.git"),
+            ("nested-hook", "echo evil >> vendor/lib/.husky/pre-commit"),
+            ("nested-husky-new", "echo evil > vendor/lib/.husky/post-merge"),
+            ("nested-config", "echo evil >> vendor/lib/.git/config"),
+            ("nested-hooks-dir", "echo evil > vendor/lib/.git/hooks/pre-commit"),
+        ] {
+            script.push_str(&attempt(tag, cmd));
+            names.push(tag.to_owned());
+        }
+        let out = sh_ok(&exec, &d.ws, &script);
+        all_failed(&out, &names);
+        assert!(!repo.join(".git/hooks/pre-commit").exists());
+        assert!(repo.join(".git/hooks").is_dir() && !repo.join(".git/hooks").is_symlink());
+        assert_eq!(fs::read_to_string(repo.join(".git/config")).unwrap(), config_before);
+        assert!(!repo.join(".git/hooks/post-checkout").exists());
+        assert_eq!(fs::read_to_string(nested.join(".husky/pre-commit")).unwrap(), "ORIGINAL\n");
+        assert!(!nested.join(".husky/post-merge").exists());
+    }
+
+    /// `sandbox` as a user runs it: a repository as the workspace, the default profile of the
+    /// CLI (`sandbox run`), `git commit -am msg` works and `.git/hooks/pre-commit` can neither
+    /// be created nor changed.
+    pub fn sandbox_run_in_a_repository_commits_and_keeps_hooks() {
+        let d = TestDirs::new("sbx-protect");
+        git(&d.ws, &["init", "-q"]);
+        fs::write(d.ws.join("f"), "1\n").unwrap();
+        git(&d.ws, &["add", "f"]);
+        git(&d.ws, &["commit", "-qm", "init"]);
+        fs::write(d.ws.join(".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+        let (_set, exec) = executor(&d, config(&d));
+        let script = format!(
+            "echo 2 >> f; {GIT} commit -qam msg && echo COMMITTED; {} {}",
+            attempt("create", "echo evil > .git/hooks/post-commit"),
+            attempt("change", "echo evil >> .git/hooks/pre-commit")
+        );
+        let out = sh_ok(&exec, &d.ws, &script);
+        assert!(out.contains("COMMITTED"), "{out}");
+        all_failed(&out, &[String::from("create"), String::from("change")]);
+        assert_eq!(fs::read_to_string(d.ws.join(".git/hooks/pre-commit")).unwrap(), "#!/bin/sh\nexit 0\n");
+    }
+
+    /// File roots: a denied file inside a readable directory cannot be read (its sibling can);
+    /// a `.env` denied write inside the writable workspace cannot be written, removed or
+    /// replaced (its sibling can); a read-only `Makefile` reads but does not change.
+    pub fn file_roots_deny_one_file() {
+        let d = TestDirs::new("sbx-protect");
+        let keys = d.root.join("keys");
+        fs::create_dir(&keys).unwrap();
+        fs::write(keys.join("id_ed25519"), "SECRET\n").unwrap();
+        fs::write(keys.join("id_ed25519.pub"), "PUBLIC\n").unwrap();
+        fs::write(d.ws.join(".env"), "TOKEN=1\n").unwrap();
+        fs::write(d.ws.join("Makefile"), "all:\n").unwrap();
+        let roots = vec![
+            RootAccess { path: keys.join("id_ed25519"), read: Access::Deny, write: Access::Deny },
+            RootAccess { path: d.ws.join(".env"), read: Access::Allow, write: Access::Deny },
+            RootAccess { path: d.ws.join("Makefile"), read: Access::Allow, write: Access::Deny },
+        ];
+        let (_set, exec) = executor(&d, ProfileConfig { additional_roots: roots, ..config(&d) });
+        let k = keys.display();
+        let script = format!(
+            "cat {k}/id_ed25519.pub; cat .env; cat Makefile; echo ok > sibling && echo CONTROL; {}{}{}{}{}{}{}",
+            attempt("read-key", &format!("cat {k}/id_ed25519 | grep -q SECRET")),
+            attempt("copy-key", &format!("cp {k}/id_ed25519 stolen && grep -q SECRET stolen")),
+            attempt("env-write", "echo EVIL=1 >> .env"),
+            attempt("env-remove", "rm -f .env && test ! -e .env"),
+            attempt("env-replace", "echo EVIL=1 > e2 && mv -f e2 .env"),
+            attempt("make-write", "echo evil >> Makefile"),
+            attempt("make-replace", "rm -f Makefile; echo evil > Makefile && grep -q evil Makefile"),
+        );
+        let out = sh_ok(&exec, &d.ws, &script);
+        assert!(
+            out.contains("PUBLIC") && out.contains("TOKEN=1") && out.contains("all:") && out.contains("CONTROL"),
+            "{out}"
+        );
+        assert!(!out.contains("SECRET"), "{out}");
+        let names: Vec<String> =
+            ["read-key", "copy-key", "env-write", "env-remove", "env-replace", "make-write", "make-replace"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        all_failed(&out, &names);
+        assert_eq!(fs::read_to_string(d.ws.join(".env")).unwrap(), "TOKEN=1\n");
+        assert_eq!(fs::read_to_string(d.ws.join("Makefile")).unwrap(), "all:\n");
+    }
+
+    /// A deny or read-only root that does not exist yet is honoured: the workload cannot create
+    /// it, nor an ancestor by rename or symlink; a sibling is created freely. Created on the
+    /// host later, the next spawn binds it with its access.
+    pub fn a_root_that_does_not_exist_cannot_be_created() {
+        let d = TestDirs::new("sbx-protect");
+        let missing = d.ws.join("secrets/prod.key");
+        let roots = vec![RootAccess { path: missing.clone(), read: Access::Deny, write: Access::Deny }];
+        let (_set, exec) = executor(&d, ProfileConfig { additional_roots: roots, ..config(&d) });
+        let script = format!(
+            "mkdir -p secrets && echo ok > secrets/other && echo CONTROL; {}{}{}",
+            attempt("create", "echo evil > secrets/prod.key"),
+            attempt("rename-in", "echo evil > k && mv k secrets/prod.key"),
+            attempt(
+                "ancestor",
+                "mkdir -p s2 && echo evil > s2/prod.key && rm -rf secrets && mv s2 secrets && test -e secrets/prod.key"
+            ),
+        );
+        let out = sh_ok(&exec, &d.ws, &script);
+        assert!(out.contains("CONTROL"), "{out}");
+        all_failed(&out, &[String::from("create"), String::from("rename-in"), String::from("ancestor")]);
+        assert!(!missing.exists());
+        // Created on the host: the next spawn denies reading it.
+        fs::create_dir_all(missing.parent().unwrap()).unwrap();
+        fs::write(&missing, "SECRET\n").unwrap();
+        let (code, out) = sh_in(&exec, &d.ws, "cat secrets/prod.key").unwrap();
+        assert!(code != 0 && !out.contains("SECRET"), "{out}");
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    sandbox::init();
+    #[cfg(target_os = "linux")]
+    {
+        if !sandbox_tests::privileged("linux_protect") {
+            return std::process::ExitCode::SUCCESS;
+        }
+        use linux::*;
+        sandbox_tests::run_tests(&[
+            (
+                "every_existing_default_entry_is_read_only_at_every_depth",
+                every_existing_default_entry_is_read_only_at_every_depth,
+            ),
+            ("the_opt_out_writes_them", the_opt_out_writes_them),
+            (
+                "git_keeps_working_while_hooks_and_config_stay_read_only",
+                git_keeps_working_while_hooks_and_config_stay_read_only,
+            ),
+            (
+                "sandbox_run_in_a_repository_commits_and_keeps_hooks",
+                sandbox_run_in_a_repository_commits_and_keeps_hooks,
+            ),
+            ("file_roots_deny_one_file", file_roots_deny_one_file),
+            ("a_root_that_does_not_exist_cannot_be_created", a_root_that_does_not_exist_cannot_be_created),
+        ])
+    }
+    #[cfg(not(target_os = "linux"))]
+    std::process::ExitCode::SUCCESS
+}
