@@ -1388,3 +1388,53 @@ fn runs_go_on_while_other_runs_scratch_roots_come_and_go() {
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(churned > 0, "the other runs never ran");
 }
+
+/// Issue 14's acceptance through the CLI: `sandbox run` with the default profile inside a git
+/// repository commits (`git commit -am msg`), and `.git/hooks/pre-commit` can neither be
+/// created nor changed (an existing hook too).
+#[test]
+fn sandbox_run_in_a_git_repository_commits_and_cannot_touch_the_hooks() {
+    if !sandbox_runs_here("sandbox_run_in_a_git_repository_commits_and_cannot_touch_the_hooks") {
+        return;
+    }
+    let area = Area::new();
+    let git = |args: &[&str]| {
+        let st = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(&area.ws)
+            .status()
+            .unwrap();
+        assert!(st.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "keep.txt"]);
+    git(&["commit", "-qm", "init"]);
+    let scratch = area.scratch.clone().into_os_string();
+    let run = |script: &str| {
+        area.sandbox(&refs(&[
+            os("run"),
+            os("--scratch"),
+            scratch.clone(),
+            os("--"),
+            os("/bin/sh"),
+            os("-c"),
+            os(script),
+        ]))
+    };
+    let o = run("echo more >> keep.txt && git -c user.name=t -c user.email=t@t commit -qam msg && echo COMMITTED");
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("COMMITTED"));
+    let log = Command::new("git").args(["log", "--format=%s"]).current_dir(&area.ws).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&log.stdout), "msg\ninit\n");
+    // Creating the hook fails; so does changing one that exists.
+    let o = run("echo evil > .git/hooks/pre-commit");
+    assert_ne!(o.status.code(), Some(0));
+    assert!(!area.ws.join(".git/hooks/pre-commit").exists());
+    fs::write(area.ws.join(".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+    for script in ["echo evil >> .git/hooks/pre-commit", "rm -f .git/hooks/pre-commit", "mv .git/hooks .git/h2"] {
+        let o = run(script);
+        assert_ne!(o.status.code(), Some(0), "{script}");
+        assert_eq!(fs::read_to_string(area.ws.join(".git/hooks/pre-commit")).unwrap(), "#!/bin/sh\nexit 0\n");
+    }
+}
