@@ -410,3 +410,43 @@ r = libc.syscall(323, 0); print("userfaultfd", r, ctypes.get_errno())
     let o = runc(&case.export(&case.profile(r#", "unix_sockets": "allow""#), script));
     assert!(stdout(&o).contains("\nunix ok\nvsock 13\ndgram-pair ok\nraw-pair ok\npair ok\n"), "{}", describe(&o));
 }
+
+/// Issue 14 in exported bundles: the protections that exist at export are read-only binds in
+/// `config.json`, so runc and crun enforce them (an existing `.git/hooks` and `.envrc` cannot be
+/// written, an ordinary file can); the `sandbox.protect` annotation lists the version and what
+/// is bound, and the bundle's report says that names that do not exist are not refused
+/// creation by a standard runtime (the sandbox init's guard is not there). The opt-out is the
+/// control.
+#[test]
+fn protected_paths_hold_under_runc_and_crun_and_the_opt_out_is_the_control() {
+    if !privileged("runc") {
+        return;
+    }
+    let case = Case::new();
+    let ws = case.ws();
+    let st = Command::new("git").args(["init", "-q"]).current_dir(&ws).status().unwrap();
+    assert!(st.success());
+    fs::write(ws.join(".envrc"), "ORIGINAL\n").unwrap();
+    let probe = "for t in .git/hooks/pre-commit .envrc ordinary; do \
+                 if echo evil >> $t 2>/dev/null; then echo \"$t=wrote\"; else echo \"$t=refused\"; fi; done";
+    let bundle = case.export(&case.profile(""), probe);
+    let config: serde_json::Value = serde_json::from_slice(&fs::read(bundle.join("config.json")).unwrap()).unwrap();
+    let protect: serde_json::Value =
+        serde_json::from_str(config["annotations"]["sandbox.protect"].as_str().unwrap()).unwrap();
+    assert_eq!(protect["version"], "protect-v1");
+    let bound: Vec<&str> = protect["bound"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
+    for p in [ws.join(".git/hooks"), ws.join(".git/config"), ws.join(".envrc")] {
+        assert!(bound.contains(&p.to_str().unwrap()), "{} not bound: {bound:?}", p.display());
+    }
+    let report = config["annotations"]["sandbox.report"].as_str().unwrap();
+    assert!(report.contains("\"protected-paths\",\"status\":\"narrowed\""), "{report}");
+    let want = ".git/hooks/pre-commit=refused\n.envrc=refused\nordinary=wrote\n";
+    for (name, out) in [("runc", runc(&bundle)), ("crun", crun(&bundle))] {
+        assert_eq!(stdout(&out), want, "{name}: {}", describe(&out));
+    }
+    assert_eq!(fs::read_to_string(ws.join(".envrc")).unwrap(), "ORIGINAL\n");
+    assert!(!ws.join(".git/hooks/pre-commit").exists());
+
+    let off = runc(&case.export(&case.profile(r#", "protected_paths": {"defaults": "none"}"#), probe));
+    assert_eq!(stdout(&off), ".git/hooks/pre-commit=wrote\n.envrc=wrote\nordinary=wrote\n", "{}", describe(&off));
+}
