@@ -178,7 +178,7 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
     let expected = expected::expected_mounts(profile, g, &planner);
     let plan = MountPlan { mounts: planner.ops, rootfs_symlinks };
     let landlock = landlock::landlock_rules(&plan, g.broad_port.filter(|_| broad_network), host_network);
-    let protection = protection(profile, &spawn.protected, &plan);
+    let protection = protection(profile, spawn, &plan);
     let mut policy_entries = report::policy_entries(host, &authority, host_entries_bound, replaced, &write_narrowed);
     policy_entries.insert(2.min(policy_entries.len()), report::protected_entry(&protection));
     let (standard_report, standard_guarantees) = report::standard(profile, &policy_entries, host_network);
@@ -214,7 +214,8 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
 /// The protections of one spawn: the profile's entries, what the plan bound read-only, and
 /// what the creation guard refuses: the missing entries and, so that none can be made again
 /// after its object was moved, the bound ones too.
-fn protection(profile: &Profile, scan: &ProtectScan, plan: &MountPlan) -> Protected {
+fn protection(profile: &Profile, spawn: &SpawnContext, plan: &MountPlan) -> Protected {
+    let scan = &spawn.protected;
     let p = &profile.config().protected_paths;
     let bound: Vec<PathBuf> = plan
         .mounts
@@ -229,7 +230,20 @@ fn protection(profile: &Profile, scan: &ProtectScan, plan: &MountPlan) -> Protec
         version: p.version().to_owned(),
         entries: p.entries(),
         bound,
-        guard: CreationGuard { version: p.version().to_owned(), names: p.names(), paths },
+        guard: CreationGuard { version: p.version().to_owned(), names: p.names(), paths, exempt: exempt(profile, spawn) },
         narrowed: scan.narrowed.clone(),
     }
+}
+
+/// The sandbox's private directories, where the names are not refused (see
+/// [`CreationGuard::exempt`]).
+fn exempt(profile: &Profile, spawn: &SpawnContext) -> Vec<PathBuf> {
+    let mut out = vec![PathBuf::from("/tmp"), PathBuf::from("/dev/shm"), spawn.temp_dir.clone()];
+    if let Some(home) = spawn.home_dir.as_ref().filter(|_| profile.config().home == crate::access::Home::IsolatedHome) {
+        out.push(home.clone());
+    }
+    // A private directory that holds (or lies in) an area is not exempt: a workspace under
+    // `/tmp` is the host's, bound over the private tmpfs.
+    out.retain(|e| !profile.areas().any(|(a, _, _)| a.starts_with(e) || e.starts_with(a)));
+    out
 }

@@ -248,8 +248,13 @@ pub struct CreationGuard {
     pub names: Vec<String>,
     /// Absolute paths refused, with everything beneath them: protected entries that did not
     /// exist at spawn (a missing hooks directory of an existing repository, a missing `~/.bashrc`,
-    /// a deny or read-only root that does not exist).
+    /// a deny or read-only root that does not exist), and the ones bound read-only.
     pub paths: Vec<PathBuf>,
+    /// Directories private to the sandbox where the names are not refused: the private `/tmp`
+    /// and `/dev/shm`, the executor's isolated HOME and its TMPDIR. Nothing the host runs later
+    /// lives there (exact `paths` are refused everywhere).
+    #[serde(default)]
+    pub exempt: Vec<PathBuf>,
 }
 
 impl CreationGuard {
@@ -273,7 +278,8 @@ impl CreationGuard {
                 _ => None,
             })
             .collect();
-        for pattern in &self.names {
+        let exempt = self.exempt.iter().any(|e| path.starts_with(e));
+        for pattern in self.names.iter().filter(|_| !exempt) {
             let pat: Vec<&str> = pattern.split('/').filter(|c| !c.is_empty()).collect();
             if pat.is_empty() {
                 continue;
@@ -349,6 +355,7 @@ mod tests {
             version: PROTECT_V1.into(),
             names: vec![".envrc".into(), ".claude/commands".into()],
             paths: vec![PathBuf::from("/ws/.git/hooks"), PathBuf::from("/ws/secret/key")],
+            exempt: vec![PathBuf::from("/tmp"), PathBuf::from("/ws/secret")],
         }
     }
 
@@ -369,6 +376,14 @@ mod tests {
         for p in ["/ws/envrc", "/ws/.envrc2", "/ws/.claude", "/ws/.claude/other", "/ws/commands", "/ws/x.envrc"] {
             assert!(!g.refuses(Path::new(p), CreateOp::Create), "{p}");
         }
+    }
+
+    #[test]
+    fn names_are_not_refused_in_the_private_directories_but_exact_paths_are() {
+        let g = guard();
+        assert!(!g.refuses(Path::new("/tmp/.envrc"), CreateOp::Create));
+        assert!(!g.refuses(Path::new("/tmp/x/.claude/commands"), CreateOp::Place));
+        assert!(g.refuses(Path::new("/ws/secret/key"), CreateOp::Create));
     }
 
     #[test]

@@ -221,10 +221,19 @@ impl Walker<'_> {
                 }
             }
         }
+        let refs = config_refs(&gitdir.join("config"));
         if parts.contains(&"hooks") {
-            if let Some(hooks) = hooks_path(&gitdir.join("config")) {
+            if let Some(hooks) = refs.hooks_path {
                 let hooks = if hooks.is_absolute() { hooks } else { worktree.join(hooks) };
                 self.entry(&crate::profile::lexically_clean(&hooks));
+            }
+        }
+        if parts.contains(&"config") {
+            // A file the config includes is configuration too (relative to the config's
+            // directory; `~/` ones live in the HOME, whose own entries cover the usual places).
+            for inc in refs.includes.into_iter().filter(|i| !i.starts_with("~")) {
+                let inc = if inc.is_absolute() { inc } else { gitdir.join(inc) };
+                self.entry(&crate::profile::lexically_clean(&inc));
             }
         }
         if depth < 8 {
@@ -260,31 +269,39 @@ fn read_gitdir(file: &Path) -> Option<PathBuf> {
     text.lines().find_map(|l| l.strip_prefix("gitdir:")).map(|p| PathBuf::from(p.trim()))
 }
 
-/// `core.hooksPath` of a git config file (the plain form git writes: a `[core]` section and a
-/// `hooksPath = value` line, case-insensitive key, optional quotes).
-fn hooks_path(config: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(config).ok()?;
-    let mut in_core = false;
-    let mut found = None;
+/// What a git config file points at: `core.hooksPath` and the `path` of `[include]` and
+/// `[includeIf …]` sections.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct ConfigRefs {
+    hooks_path: Option<PathBuf>,
+    includes: Vec<PathBuf>,
+}
+
+/// Reads the plain form git writes: `[section]` headers and `key = value` lines, keys
+/// case-insensitive, values optionally quoted.
+fn config_refs(config: &Path) -> ConfigRefs {
+    let mut out = ConfigRefs::default();
+    let Ok(text) = std::fs::read_to_string(config) else { return out };
+    let mut section = String::new();
     for line in text.lines() {
         let l = line.trim();
-        if l.starts_with('[') {
-            in_core = l.trim_start_matches('[').trim_end_matches(']').trim().eq_ignore_ascii_case("core");
+        if let Some(rest) = l.strip_prefix('[') {
+            let name = rest.split(|c: char| c == ']' || c.is_whitespace() || c == '"').next().unwrap_or("");
+            section = name.to_ascii_lowercase();
             continue;
         }
-        if !in_core {
+        let Some((k, v)) = l.split_once('=') else { continue };
+        let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().trim_matches('"'));
+        if v.is_empty() {
             continue;
         }
-        if let Some((k, v)) = l.split_once('=') {
-            if k.trim().eq_ignore_ascii_case("hookspath") {
-                let v = v.trim().trim_matches('"');
-                if !v.is_empty() {
-                    found = Some(PathBuf::from(v));
-                }
-            }
+        match (section.as_str(), k.as_str()) {
+            ("core", "hookspath") => out.hooks_path = Some(PathBuf::from(v)),
+            ("include" | "includeif", "path") => out.includes.push(PathBuf::from(v)),
+            _ => {}
         }
     }
-    found
+    out
 }
 
 #[cfg(test)]
@@ -293,13 +310,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hooks_path_is_read_from_the_core_section_only() {
+    fn hooks_path_and_includes_are_read_from_their_sections_only() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let cfg = dir.path().join("config");
-        std::fs::write(&cfg, "[user]\n\thooksPath = nope\n[core]\n\tbare = false\n\tHooksPath = \".husky\"\n")
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(hooks_path(&cfg), Some(PathBuf::from(".husky")));
+        let text = "[user]\n\thooksPath = nope\n[core]\n\tbare = false\n\tHooksPath = \".husky\"\n\
+                    [include]\n\tpath = ../shared.gitconfig\n[includeIf \"gitdir:/x/\"]\n\tpath = /etc/x\n";
+        std::fs::write(&cfg, text).unwrap_or_else(|e| panic!("{e}"));
+        let refs = config_refs(&cfg);
+        assert_eq!(refs.hooks_path, Some(PathBuf::from(".husky")));
+        assert_eq!(refs.includes, vec![PathBuf::from("../shared.gitconfig"), PathBuf::from("/etc/x")]);
         std::fs::write(&cfg, "[core]\n\tbare = false\n").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(hooks_path(&cfg), None);
+        assert_eq!(config_refs(&cfg), ConfigRefs::default());
     }
 }
