@@ -5,7 +5,9 @@
 //! and exec of the macOS runtime closure; each area as its bind says (`subpath` for trees,
 //! `literal` for files), masks as denies after the enclosing allow, the scratch root denied
 //! except the executor's HOME and TMPDIR; literal metadata reads on every ancestor of an allowed
-//! path; both the `/private/…` and the public spelling of `/tmp`, `/var` and `/etc`. Network is
+//! path; both the `/private/…` and the public spelling of `/tmp`, `/var` and `/etc`; last, the
+//! protected paths (issue 14, `protect`): denies of writing, creating, removing and renaming
+//! them, after every allow that could widen them. Network is
 //! denied unless the profile allows it; a broad grant opens outbound TCP to its port plus the
 //! mDNSResponder socket. Every path is a quoted, escaped SBPL string; a path with a control
 //! character is refused, so no path can inject SBPL.
@@ -23,6 +25,8 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+mod protect;
 
 use sandbox_bundle::{Bundle, CompileReport, Error, Guarantees, Level, MountKind, Origin, Profile};
 
@@ -84,9 +88,15 @@ pub fn quote(path: &Path) -> Result<String, Error> {
     let text = path
         .to_str()
         .ok_or_else(|| Error::InvalidArgument { detail: format!("path {} is not UTF-8", path.display()) })?;
+    quote_str("path", text)
+}
+
+/// Quotes `text` as an SBPL string (a path, or a regex): `"` and `\` escaped; control
+/// characters refused.
+fn quote_str(what: &str, text: &str) -> Result<String, Error> {
     if text.chars().any(char::is_control) {
         return Err(Error::InvalidArgument {
-            detail: format!("path {text:?} contains a control character, which seatbelt rules cannot express"),
+            detail: format!("{what} {text:?} contains a control character, which seatbelt rules cannot express"),
         });
     }
     let mut out = String::with_capacity(text.len() + 2);
@@ -245,6 +255,7 @@ pub fn compile_sbpl(bundle: &Bundle, ctx: &SeatbeltContext) -> Result<String, Er
     let mut masks: Vec<PathBuf> = Vec::new();
     let mut host: Option<bool> = None; // Some(writable) when host entries are bound
     let mut area_rules = String::new();
+    let mut writable: Vec<PathBuf> = Vec::new(); // the trees the profile allows writing
     for m in &bundle.plan.mounts {
         match (m.origin, m.kind) {
             (Origin::HostEntry, MountKind::ReadWrite) => host = Some(true),
@@ -258,6 +269,9 @@ pub fn compile_sbpl(bundle: &Bundle, ctx: &SeatbeltContext) -> Result<String, Er
                 };
                 rule(&mut area_rules, op, &m.destination, m.file)?;
                 allowed.push(m.destination.clone());
+                if !m.file && kind != MountKind::ReadOnly {
+                    writable.push(m.destination.clone());
+                }
             }
             (Origin::AreaMask | Origin::ScratchMask, MountKind::Mask) => masks.push(m.destination.clone()),
             // Closure binds are replaced by the macOS closure; /proc, /dev and the private /tmp
@@ -328,6 +342,11 @@ pub fn compile_sbpl(bundle: &Bundle, ctx: &SeatbeltContext) -> Result<String, Er
     }
     out.push_str(";; the per-user developer-tools cache (xcrun)\n");
     out.push_str("(allow file-read* file-write* (regex #\"^/private/var/folders/[^/]+/[^/]+/C/com\\.apple\\.DeveloperTools/\"))\n");
+    // Protected paths last: denies after every allow that could widen them.
+    if host == Some(true) {
+        writable.push(PathBuf::from("/"));
+    }
+    protect::rules(&mut out, &bundle.protection, &writable)?;
     Ok(out)
 }
 

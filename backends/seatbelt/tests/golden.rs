@@ -7,6 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use sandbox_bundle::protect::ProtectScan;
 use sandbox_bundle::*;
 use sandbox_seatbelt::{SeatbeltContext, assess, compile_sbpl};
 
@@ -154,6 +155,115 @@ fn shapes() {
         &f,
         ProfileConfig { workspace_read: Access::Gated, host_read: Access::Deny, ..f.config() },
         f.spawn(),
+    );
+    check("protected", &f, f.config(), f.protected_spawn());
+    check("protect-opt-out", &f, ProfileConfig { protected_paths: opt_out(), ..f.config() }, f.spawn());
+    check("protect-extra", &f, ProfileConfig { protected_paths: extra(), ..f.config() }, f.spawn());
+}
+
+fn opt_out() -> Protection {
+    Protection { defaults: false, extra: Vec::new(), except: Vec::new() }
+}
+
+/// Added names with regex metacharacters, and a dropped default entry.
+fn extra() -> Protection {
+    Protection {
+        defaults: true,
+        extra: vec!["Makefile".into(), "ci/a+b (1).[x]".into(), "deploy/keys/prod".into()],
+        except: vec![".idea".into()],
+    }
+}
+
+impl Fixture {
+    /// A spawn whose scan found existing entries (the workspace's hooks and config), missing ones
+    /// (a nested repository without hooks), and one it could not protect.
+    fn protected_spawn(&self) -> SpawnContext {
+        SpawnContext {
+            protected: ProtectScan {
+                existing: vec![(self.p("ws/.git/hooks"), false), (self.p("ws/.git/config"), true)],
+                missing: vec![self.p("ws/sub/.git/hooks"), self.p("ws/sub/.git/config")],
+                narrowed: vec![String::from(".git/hooks of ws/vendor: the gitdir is outside every area")],
+            },
+            ..self.spawn()
+        }
+    }
+}
+
+fn sbpl(f: &Fixture, config: ProfileConfig, spawn: &SpawnContext) -> String {
+    let profile = Profile::new(config).unwrap();
+    let bundle = compile(&profile, spawn, &host()).unwrap();
+    compile_sbpl(&bundle, &f.ctx()).unwrap()
+}
+
+/// Issue 14: every protect rule comes after the last allow of a write (later rules win in SBPL),
+/// whatever the shape; the names, leading parts and found entries are all there; the opt-out has
+/// no protect rule at all.
+#[test]
+fn protect_rules_come_after_every_write_allow() {
+    let f = Fixture::new();
+    let mut grants = f.spawn();
+    grants.grants = GrantDeltas { write_paths: vec![f.p("ws/f")], ..GrantDeltas::default() };
+    let shapes = [
+        ("default", f.config(), f.spawn()),
+        ("protected", f.config(), f.protected_spawn()),
+        ("host-rw", ProfileConfig { host_write: Access::Allow, ..f.config() }, f.protected_spawn()),
+        (
+            "real-home",
+            ProfileConfig { home: Home::RealHome, ..f.config() },
+            SpawnContext { home_dir: None, ..f.spawn() },
+        ),
+        ("grants", ProfileConfig { workspace_write: Access::Gated, ..f.config() }, grants),
+        ("extra", ProfileConfig { protected_paths: extra(), ..f.config() }, f.protected_spawn()),
+    ];
+    for (name, config, spawn) in shapes {
+        let text = sbpl(&f, config, &spawn);
+        let lines: Vec<&str> = text.lines().collect();
+        // Protect rules are the only denies of writes without reads (masks deny both).
+        let first_protect = lines
+            .iter()
+            .position(|l| l.starts_with("(deny file-write") || l.starts_with("(deny file-link"))
+            .unwrap_or_else(|| panic!("{name}: no protect rule"));
+        let last_write_allow = lines
+            .iter()
+            .rposition(|l| l.starts_with("(allow") && l.contains("file-write"))
+            .unwrap_or_else(|| panic!("{name}: no write allow"));
+        assert!(last_write_allow < first_protect, "{name}: an allow of a write after the protect rules\n{text}");
+        assert!(
+            lines[first_protect..].iter().all(|l| !l.starts_with("(allow")),
+            "{name}: an allow after the protect rules\n{text}"
+        );
+        // Every default name is denied, `.claude` cannot be created, hard links are denied.
+        for re in
+            ["^(/.*)?/\\\\.envrc(/.*)?$", "^(/.*)?/\\\\.claude/commands(/.*)?$", "^(/.*)?/\\\\.mcp\\\\.json(/.*)?$"]
+        {
+            assert!(text.contains(&format!("(regex \"{re}\")")), "{name}: {re}\n{text}");
+        }
+        assert!(text.contains("(deny file-write-create\n  (regex \"^(/.*)?/\\\\.claude$\")"), "{name}\n{text}");
+        assert!(text.ends_with("(deny file-link)\n"), "{name}");
+        if spawn.protected.existing.is_empty() {
+            continue;
+        }
+        // Found entries (both spellings, literal and subpath) and their pinned ancestors.
+        let root = f.root.display().to_string();
+        for p in ["ws/.git/hooks", "ws/.git/config", "ws/sub/.git/hooks", "ws/sub/.git/config"] {
+            let want = format!(
+                "(deny file-write* (literal \"{root}/{p}\") (subpath \"{root}/{p}\") (literal \"/private{root}/{p}\") \
+                 (subpath \"/private{root}/{p}\"))"
+            );
+            assert!(lines.contains(&want.as_str()), "{name}: {want}\n{text}");
+        }
+        for a in ["ws", "ws/.git", "ws/sub", "ws/sub/.git"] {
+            let want = format!(
+                "(deny file-write-unlink file-write-create (literal \"{root}/{a}\") (literal \"/private{root}/{a}\"))"
+            );
+            assert!(lines.contains(&want.as_str()), "{name}: {want}\n{text}");
+        }
+    }
+    // The opt-out: no protect rule at all.
+    let text = sbpl(&f, ProfileConfig { protected_paths: opt_out(), ..f.config() }, &f.spawn());
+    assert!(
+        !text.contains("protected paths") && !text.contains("(deny file-write") && !text.contains("file-link"),
+        "{text}"
     );
 }
 

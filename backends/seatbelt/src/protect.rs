@@ -1,0 +1,278 @@
+//! Protected paths (issue 14) in SBPL: the deny rules that keep the bundle's protected entries
+//! ([`Protected`]) read-only wherever the profile lets the workload write, creation, removal and
+//! rename included. They are written last in the profile: SBPL lets the last matching rule win,
+//! so no allow (workspace, roots, grants, the executor's HOME and TMPDIR, the xcrun cache) can
+//! widen them again.
+//!
+//! - **Names** (`.envrc`, `.claude/commands`, a profile's `extra`): one
+//!   `(deny file-write* (regex …))` each, matching any path that has the name's components as
+//!   the last components of one of its ancestors-or-self: the entry and everything beneath it,
+//!   at every depth. The regex is not anchored at each writable area but at `/`: a deny where
+//!   nothing is writable changes nothing, and an area-anchored rule would leave the places the
+//!   profile allows writing outside the areas (the executor's HOME and TMPDIR, the xcrun cache)
+//!   open to "move the parent there, edit, move it back". `file-write*` covers create, unlink,
+//!   rename (both ends), symlink, mode, flags, times and xattrs.
+//! - **A name's leading part** (`.claude` of `.claude/commands`): `(deny file-write-create …)`.
+//!   A directory renamed to `.claude` (or a symlink named `.claude`) would bring a `commands` the
+//!   workload filled elsewhere. Seatbelt checks the new name of a rename, a link, a symlink and a
+//!   `mkdir` alike (`file-write-create`) and has no filter that tells them apart, so refusing the
+//!   rename refuses `mkdir .claude` too: on macOS a leading part that does not exist cannot be
+//!   created inside a writable area (Linux allows the `mkdir`; its guard sees the operation). An
+//!   existing `.claude` stays usable, and may be removed or renamed away (what it held is then no
+//!   longer where the host looks). `git init` is unaffected: `.git/…` entries are exact paths
+//!   found by the scan at spawn, not names.
+//! - **Exact paths** (`bound`: existing entries; `guard.paths`: entries that did not exist):
+//!   `(deny file-write* (literal P) (subpath P))`, both spellings of `/private` paths. Seatbelt
+//!   matches paths, not inodes, so each of their ancestors inside a writable area is pinned
+//!   (`file-write-unlink`: not removed or renamed away with the entry inside, to be edited
+//!   elsewhere and put back) and refused creation (`file-write-create`: a missing ancestor cannot
+//!   be made a symlink or a renamed, pre-filled directory; this refuses its `mkdir` too).
+//! - **Hard links**: `(deny file-link)`. The profile never allows `file-link`; the deny makes
+//!   sure no protected file gets a second, writable name whether or not macOS counts the link's
+//!   new name under `file-write*` (not verified on macOS).
+//!
+//! `narrowed` entries need nothing here (the report names them). An opted-out profile with
+//! nothing found by the scan gets no rules at all.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use sandbox_bundle::Error;
+use sandbox_bundle::protect::Protected;
+
+use crate::{filter, quote_str, spellings};
+
+/// The longest string literal `sandbox-exec` reads (it rejects the whole profile beyond that).
+const SBPL_STRING_MAX: usize = 1024;
+
+/// Escapes `text` so that a regex matches it literally: every character POSIX extended regular
+/// expressions (Seatbelt) and the `regex` crate treat as special gets a backslash.
+pub(crate) fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '.' | '*' | '+' | '?' | '^' | '$' | '{' | '}' | '(' | ')' | '|' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn components(pattern: &str) -> Vec<String> {
+    pattern.split('/').filter(|c| !c.is_empty()).map(regex_escape).collect()
+}
+
+/// The regex of a name pattern: a path with an ancestor-or-self ending with the pattern's
+/// components (`^(/.*)?/<c1>/<c2>(/.*)?$`). `None` for an empty pattern.
+pub(crate) fn name_regex(pattern: &str) -> Option<String> {
+    let comps = components(pattern);
+    if comps.is_empty() {
+        return None;
+    }
+    Some(format!("^(/.*)?/{}(/.*)?$", comps.join("/")))
+}
+
+/// The regexes of a pattern's proper leading parts as a path's last components
+/// (`.claude/commands` → `^(/.*)?/\.claude$`).
+pub(crate) fn leading_regexes(pattern: &str) -> Vec<String> {
+    let comps = components(pattern);
+    (1..comps.len()).map(|k| format!("^(/.*)?/{}$", comps[..k].join("/"))).collect()
+}
+
+/// `(regex "…")`, the regex quoted as an SBPL string.
+fn regex_filter(regex: &str) -> Result<String, Error> {
+    let q = quote_str("protected-path regex", regex)?;
+    if q.len() > SBPL_STRING_MAX {
+        return Err(Error::InvalidArgument {
+            detail: format!(
+                "protected-path regex {regex:?} is longer than the {SBPL_STRING_MAX} bytes a seatbelt string can hold"
+            ),
+        });
+    }
+    Ok(format!("(regex {q})"))
+}
+
+/// The ancestors of `paths` at or below a writable area (`writable`), without `paths` themselves.
+fn pinned_ancestors(paths: &[PathBuf], writable: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for p in paths {
+        let mut a = p.clone();
+        while a.pop() && a != Path::new("/") {
+            if writable.iter().any(|w| a.starts_with(w)) && !paths.contains(&a) && !out.contains(&a) {
+                out.push(a.clone());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Appends the protect rules of `protection` to `out` (nothing when nothing is protected).
+/// `writable` are the trees the profile allows writing (`/` when host entries are writable).
+pub(crate) fn rules(out: &mut String, protection: &Protected, writable: &[PathBuf]) -> Result<(), Error> {
+    let names = &protection.guard.names;
+    let mut exact: Vec<PathBuf> = protection.bound.iter().chain(&protection.guard.paths).cloned().collect();
+    exact.sort();
+    exact.dedup();
+    if names.is_empty() && exact.is_empty() {
+        return Ok(());
+    }
+    let _ = writeln!(
+        out,
+        ";; protected paths ({}): read-only wherever writing is allowed above, creation, removal and\n\
+         ;; rename included; last, so that no allow widens them again",
+        protection.version
+    );
+    let name_filters =
+        names.iter().filter_map(|n| name_regex(n)).map(|r| regex_filter(&r)).collect::<Result<Vec<_>, _>>()?;
+    if !name_filters.is_empty() {
+        out.push_str(";; names, at every depth: the entry and everything beneath it\n(deny file-write*");
+        for f in &name_filters {
+            let _ = write!(out, "\n  {f}");
+        }
+        out.push_str(")\n");
+    }
+    let mut leading: Vec<String> = names.iter().flat_map(|n| leading_regexes(n)).collect();
+    leading.sort();
+    leading.dedup();
+    if !leading.is_empty() {
+        out.push_str(
+            ";; a name's leading part cannot come into being: renamed or linked there, a directory would\n\
+             ;; bring the rest of the name along, and seatbelt checks mkdir the same way (file-write-create)\n\
+             (deny file-write-create",
+        );
+        for r in &leading {
+            let _ = write!(out, "\n  {}", regex_filter(r)?);
+        }
+        out.push_str(")\n");
+    }
+    if !exact.is_empty() {
+        out.push_str(";; entries found at spawn, existing or not: the entry and everything beneath it\n");
+        for p in &exact {
+            let mut filters = Vec::new();
+            for s in spellings(p) {
+                filters.push(filter(&s, true)?);
+                filters.push(filter(&s, false)?);
+            }
+            let _ = writeln!(out, "(deny file-write* {})", filters.join(" "));
+        }
+        let ancestors = pinned_ancestors(&exact, writable);
+        if !ancestors.is_empty() {
+            out.push_str(";; their ancestors in a writable area: neither removed, renamed nor created\n");
+            for a in &ancestors {
+                let filters = spellings(a).iter().map(|s| filter(s, true)).collect::<Result<Vec<_>, _>>()?;
+                let _ = writeln!(out, "(deny file-write-unlink file-write-create {})", filters.join(" "));
+            }
+        }
+    }
+    out.push_str(";; hard links: no protected file gets a second, writable name\n(deny file-link)\n");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matches(re: &str, path: &str) -> bool {
+        regex::Regex::new(re).is_ok_and(|r| r.is_match(path))
+    }
+
+    #[test]
+    fn escaping_makes_every_metacharacter_literal() {
+        assert_eq!(regex_escape(".mcp.json"), "\\.mcp\\.json");
+        assert_eq!(regex_escape("a+b(c)[d]{e}|f^g$h*i?j\\k"), "a\\+b\\(c\\)\\[d\\]\\{e\\}\\|f\\^g\\$h\\*i\\?j\\\\k");
+        assert_eq!(regex_escape("plain-name_1 #\"/"), "plain-name_1 #\"/");
+        // Each escaped text matches itself and only itself.
+        for text in [".mcp.json", "a+b", "x(y)", "[z]", "{1,2}", "a|b", "^$", "a*", "q?", "back\\slash", "\"q\""] {
+            let re = format!("^{}$", regex_escape(text));
+            assert!(matches(&re, text), "{text:?}");
+            assert!(!matches(&re, &format!("{text}x")), "{text:?}");
+        }
+        assert!(!matches(&format!("^{}$", regex_escape(".mcp.json")), "xmcpxjson"));
+    }
+
+    #[test]
+    fn a_name_matches_the_entry_at_every_depth_and_beneath_it_only() {
+        let re = name_regex(".mcp.json").unwrap_or_default();
+        assert_eq!(re, "^(/.*)?/\\.mcp\\.json(/.*)?$");
+        for p in
+            ["/.mcp.json", "/ws/.mcp.json", "/private/var/ws/a/b/.mcp.json", "/ws/.mcp.json/x", "/ws/.mcp.json/x/y"]
+        {
+            assert!(matches(&re, p), "{p}");
+        }
+        for p in ["/ws/xmcp.json", "/ws/.mcp.jsonx", "/ws/x.mcp.json", "/ws/.mcp.json.bak", "/ws/.mcp_json", "/ws"] {
+            assert!(!matches(&re, p), "{p}");
+        }
+        let re = name_regex(".claude/commands").unwrap_or_default();
+        assert_eq!(re, "^(/.*)?/\\.claude/commands(/.*)?$");
+        for p in ["/ws/.claude/commands", "/ws/pkg/.claude/commands/x.md", "/.claude/commands"] {
+            assert!(matches(&re, p), "{p}");
+        }
+        for p in ["/ws/.claude", "/ws/.claude/other", "/ws/commands", "/ws/x.claude/commands", "/ws/.claude/commandsx"]
+        {
+            assert!(!matches(&re, p), "{p}");
+        }
+        assert_eq!(name_regex(""), None);
+        assert_eq!(name_regex("/"), None);
+    }
+
+    #[test]
+    fn leading_parts_match_the_new_name_only() {
+        assert!(leading_regexes(".envrc").is_empty());
+        let res = leading_regexes("a.b/c/d");
+        assert_eq!(res, vec!["^(/.*)?/a\\.b$".to_owned(), "^(/.*)?/a\\.b/c$".to_owned()]);
+        assert!(matches(&res[0], "/ws/a.b") && matches(&res[0], "/ws/x/a.b"));
+        assert!(!matches(&res[0], "/ws/a.b/c") && !matches(&res[0], "/ws/axb") && !matches(&res[0], "/ws/xa.b"));
+        assert!(matches(&res[1], "/ws/a.b/c") && !matches(&res[1], "/ws/a.b/c/d"));
+    }
+
+    #[test]
+    fn regexes_agree_with_the_creation_guard() {
+        use sandbox_bundle::{CreateOp, CreationGuard};
+        let names = [".envrc", ".claude/commands", "a.b/c+d"];
+        let guard =
+            CreationGuard { version: "protect-v1".into(), names: names.map(String::from).into(), paths: vec![] };
+        let write: Vec<String> = names.iter().filter_map(|n| name_regex(n)).collect();
+        let create: Vec<String> = names.iter().flat_map(|n| leading_regexes(n)).collect();
+        for p in [
+            "/ws/.envrc",
+            "/ws/a/.envrc/b",
+            "/ws/.envrcx",
+            "/ws/.claude",
+            "/ws/.claude/commands",
+            "/ws/.claude/commands/x",
+            "/ws/.claude/agents",
+            "/ws/a.b",
+            "/ws/axb",
+            "/ws/a.b/c+d",
+            "/ws/a.b/cd",
+            "/ws/a.b/c+d/e",
+        ] {
+            let by_write = write.iter().any(|r| matches(r, p));
+            let by_create = create.iter().any(|r| matches(r, p));
+            assert_eq!(by_write, guard.refuses(Path::new(p), CreateOp::Create), "{p}: create");
+            assert_eq!(by_write || by_create, guard.refuses(Path::new(p), CreateOp::Place), "{p}: place");
+        }
+    }
+
+    #[test]
+    fn long_regexes_and_control_characters_are_refused() {
+        let long = "x".repeat(SBPL_STRING_MAX);
+        assert!(regex_filter(&name_regex(&long).unwrap_or_default()).is_err());
+        assert!(regex_filter("^a\nb$").is_err());
+        assert_eq!(regex_filter("^a\"b\\.c$").ok().as_deref(), Some("(regex \"^a\\\"b\\\\.c$\")"));
+    }
+
+    #[test]
+    fn ancestors_are_pinned_inside_writable_areas_only() {
+        let paths = [PathBuf::from("/ws/.git/hooks"), PathBuf::from("/ws/.git/config"), PathBuf::from("/ro/x/y")];
+        let got = pinned_ancestors(&paths, &[PathBuf::from("/ws")]);
+        assert_eq!(got, vec![PathBuf::from("/ws"), PathBuf::from("/ws/.git")]);
+        let nested = [PathBuf::from("/ws/a"), PathBuf::from("/ws/a/b")];
+        assert_eq!(pinned_ancestors(&nested, &[PathBuf::from("/ws")]), vec![PathBuf::from("/ws")]);
+        assert_eq!(
+            pinned_ancestors(&paths[..1], &[PathBuf::from("/")]),
+            vec![PathBuf::from("/ws"), PathBuf::from("/ws/.git")]
+        );
+    }
+}
