@@ -230,7 +230,12 @@ fn protection(profile: &Profile, spawn: &SpawnContext, plan: &MountPlan) -> Prot
         version: p.version().to_owned(),
         entries: p.entries(),
         bound,
-        guard: CreationGuard { version: p.version().to_owned(), names: p.names(), paths, exempt: exempt(profile, spawn) },
+        guard: CreationGuard {
+            version: p.version().to_owned(),
+            names: p.names(),
+            paths,
+            exempt: exempt(profile, spawn),
+        },
         narrowed: scan.narrowed.clone(),
     }
 }

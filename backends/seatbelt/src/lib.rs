@@ -253,6 +253,7 @@ pub fn compile_sbpl(bundle: &Bundle, ctx: &SeatbeltContext) -> Result<String, Er
 
     let mut allowed: Vec<PathBuf> = Vec::new();
     let mut masks: Vec<PathBuf> = Vec::new();
+    let mut denied_files: Vec<PathBuf> = Vec::new();
     let mut host: Option<bool> = None; // Some(writable) when host entries are bound
     let mut area_rules = String::new();
     let mut writable: Vec<PathBuf> = Vec::new(); // the trees the profile allows writing
@@ -268,12 +269,23 @@ pub fn compile_sbpl(bundle: &Bundle, ctx: &SeatbeltContext) -> Result<String, Er
                     _ => continue,
                 };
                 rule(&mut area_rules, op, &m.destination, m.file)?;
+                // Read-only inside something writable (a file root like `.env` in the workspace,
+                // a read-only root under a writable one or under a writable host): an allow of
+                // reads alone would leave the enclosing allow of writes in force (later rules
+                // win per operation), so writes are denied here; deeper areas come later.
+                if kind == MountKind::ReadOnly {
+                    rule(&mut area_rules, "deny file-write*", &m.destination, m.file)?;
+                }
                 allowed.push(m.destination.clone());
                 if !m.file && kind != MountKind::ReadOnly {
                     writable.push(m.destination.clone());
                 }
             }
             (Origin::AreaMask | Origin::ScratchMask, MountKind::Mask) => masks.push(m.destination.clone()),
+            // A file root whose read is denied, covered by a placeholder on Linux: denied here.
+            (Origin::Protected, MountKind::ReadOnly) if m.source.as_ref() != Some(&m.destination) => {
+                denied_files.push(m.destination.clone());
+            }
             // Closure binds are replaced by the macOS closure; /proc, /dev and the private /tmp
             // have no Seatbelt counterpart (only TMPDIR is granted, §16).
             _ => {}
@@ -345,6 +357,12 @@ pub fn compile_sbpl(bundle: &Bundle, ctx: &SeatbeltContext) -> Result<String, Er
     // Protected paths last: denies after every allow that could widen them.
     if host == Some(true) {
         writable.push(PathBuf::from("/"));
+    }
+    if !denied_files.is_empty() {
+        out.push_str(";; file roots whose read is denied\n");
+        for f in &denied_files {
+            rule(&mut out, "deny file-read* file-write* process-exec", f, true)?;
+        }
     }
     protect::rules(&mut out, &bundle.protection, &writable)?;
     Ok(out)

@@ -230,8 +230,12 @@ mod tests {
     fn regexes_agree_with_the_creation_guard() {
         use sandbox_bundle::{CreateOp, CreationGuard};
         let names = [".envrc", ".claude/commands", "a.b/c+d"];
-        let guard =
-            CreationGuard { version: "protect-v1".into(), names: names.map(String::from).into(), paths: vec![] };
+        let guard = CreationGuard {
+            version: "protect-v1".into(),
+            names: names.map(String::from).into(),
+            paths: vec![],
+            exempt: vec![],
+        };
         let write: Vec<String> = names.iter().filter_map(|n| name_regex(n)).collect();
         let create: Vec<String> = names.iter().flat_map(|n| leading_regexes(n)).collect();
         for p in [

@@ -159,6 +159,7 @@ fn shapes() {
     check("protected", &f, f.config(), f.protected_spawn());
     check("protect-opt-out", &f, ProfileConfig { protected_paths: opt_out(), ..f.config() }, f.spawn());
     check("protect-extra", &f, ProfileConfig { protected_paths: extra(), ..f.config() }, f.spawn());
+    check("file-roots", &f, f.file_roots(), f.file_roots_spawn());
 }
 
 fn opt_out() -> Protection {
@@ -175,6 +176,27 @@ fn extra() -> Protection {
 }
 
 impl Fixture {
+    /// File roots (issue 14): a denied key in a readable directory, a write-denied `.env` in the
+    /// writable workspace, and a deny root that does not exist yet.
+    fn file_roots(&self) -> ProfileConfig {
+        fs::write(self.p("data/id_ed25519"), "k").unwrap();
+        fs::write(self.p("ws/.env"), "e").unwrap();
+        let root = |rel: &str, read, write| sandbox_bundle::RootAccess { path: self.p(rel), read, write };
+        ProfileConfig {
+            additional_roots: vec![
+                root("data/id_ed25519", Access::Deny, Access::Deny),
+                root("ws/.env", Access::Allow, Access::Deny),
+                root("ws/secret/prod.key", Access::Deny, Access::Deny),
+            ],
+            ..self.config()
+        }
+    }
+
+    fn file_roots_spawn(&self) -> SpawnContext {
+        let profile = Profile::new(self.file_roots()).unwrap();
+        SpawnContext { protected: sandbox_bundle::protect::scan(&profile, None), ..self.spawn() }
+    }
+
     /// A spawn whose scan found existing entries (the workspace's hooks and config), missing ones
     /// (a nested repository without hooks), and one it could not protect.
     fn protected_spawn(&self) -> SpawnContext {
@@ -183,6 +205,7 @@ impl Fixture {
                 existing: vec![(self.p("ws/.git/hooks"), false), (self.p("ws/.git/config"), true)],
                 missing: vec![self.p("ws/sub/.git/hooks"), self.p("ws/sub/.git/config")],
                 narrowed: vec![String::from(".git/hooks of ws/vendor: the gitdir is outside every area")],
+                ..ProtectScan::default()
             },
             ..self.spawn()
         }
@@ -218,10 +241,10 @@ fn protect_rules_come_after_every_write_allow() {
     for (name, config, spawn) in shapes {
         let text = sbpl(&f, config, &spawn);
         let lines: Vec<&str> = text.lines().collect();
-        // Protect rules are the only denies of writes without reads (masks deny both).
+        // The protect section starts with its header comment.
         let first_protect = lines
             .iter()
-            .position(|l| l.starts_with("(deny file-write") || l.starts_with("(deny file-link"))
+            .position(|l| l.starts_with(";; protected paths"))
             .unwrap_or_else(|| panic!("{name}: no protect rule"));
         let last_write_allow = lines
             .iter()
