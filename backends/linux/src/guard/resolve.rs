@@ -1,0 +1,432 @@
+//! Path resolution on behalf of a workload thread, done by the guard in the init.
+//!
+//! The init shares the workload's mount namespace, root, credentials and Landlock domain, so
+//! the kernel resolves a path for it as for the workload, except where a path names the caller:
+//! `/proc/self` and `/proc/thread-self` (and every symlink through them: `/dev/fd`, `/dev/stdout`,
+//! `/proc/mounts`, `/proc/net`) would reach the init's own descriptors and memory. So the guard
+//! walks every path one component at a time (`openat` with `O_PATH | O_NOFOLLOW`), reads each
+//! symlink and walks its text, replaces `self` and `thread-self` at the procfs root by the
+//! notifying thread's ids, and follows procfs magic links (`/proc/<tid>/fd/<n>`, `cwd`, `root`)
+//! with the kernel's own `openat`. A relative path starts at the thread's cwd
+//! (`/proc/<tid>/cwd`) or at its descriptor (`/proc/<tid>/fd/<n>`).
+
+use std::ffi::{CString, OsStr};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use nix::errno::Errno;
+
+use crate::notify;
+
+/// The most symlinks one resolution follows (the kernel's limit).
+const MAX_LINKS: u32 = 40;
+
+/// The inode number of the procfs root.
+const PROC_ROOT_INO: u64 = 1;
+
+/// A path cut into the directory part and the final name.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Split<'a> {
+    /// Everything before the final name (`""`: the start directory; `"/"`: the root).
+    pub dir: &'a [u8],
+    /// The final name, without trailing slashes (`.` for the root itself).
+    pub name: &'a [u8],
+    /// Whether the path ended with one or more slashes.
+    pub slash: bool,
+}
+
+/// Cuts `path` as the kernel does for a creating call; None for the empty path.
+pub fn split(path: &[u8]) -> Option<Split<'_>> {
+    if path.is_empty() {
+        return None;
+    }
+    let kept = path.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    let slash = kept < path.len();
+    if kept == 0 {
+        return Some(Split { dir: b"/", name: b".", slash });
+    }
+    let trimmed = &path[..kept];
+    Some(match trimmed.iter().rposition(|&b| b == b'/') {
+        Some(i) => Split { dir: &trimmed[..=i], name: &trimmed[i + 1..], slash },
+        None => Split { dir: b"", name: trimmed, slash },
+    })
+}
+
+/// Whether `name` is `.` or `..` (nothing can be created under such a name).
+pub fn is_dot(name: &[u8]) -> bool {
+    name == b"." || name == b".."
+}
+
+/// The components of `path`, last first (a stack: `pop` yields them in order).
+fn push_components(stack: &mut Vec<Vec<u8>>, path: &[u8]) {
+    for c in path.split(|&b| b == b'/').filter(|c| !c.is_empty()).rev() {
+        stack.push(c.to_vec());
+    }
+}
+
+/// A C string of `bytes` (a name copied from the workload has no NUL: it ended there).
+pub fn cstr(bytes: &[u8]) -> Result<CString, Errno> {
+    CString::new(bytes).map_err(|_| Errno::EINVAL)
+}
+
+/// The real path of an open directory or file of this process (`/proc/self/fd/<n>`).
+pub fn real_path(fd: BorrowedFd<'_>) -> Result<PathBuf, Errno> {
+    let link = nix::fcntl::readlink(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_str())?;
+    Ok(PathBuf::from(link))
+}
+
+/// A directory and a name in it, where a call creates or places something.
+#[derive(Debug)]
+pub struct Parent {
+    /// The directory (an `O_PATH` handle).
+    pub dir: OwnedFd,
+    /// The final name.
+    pub name: Vec<u8>,
+    /// Whether the path ended with a slash.
+    pub slash: bool,
+}
+
+impl Parent {
+    /// The name as the kernel should see it relative to `dir`: with its trailing slash.
+    pub fn kernel_name(&self) -> Result<CString, Errno> {
+        let mut n = self.name.clone();
+        if self.slash {
+            n.push(b'/');
+        }
+        cstr(&n)
+    }
+}
+
+/// Where a final symlink led.
+#[derive(Debug)]
+pub enum Followed {
+    /// An ordinary symlink: its text, resolved to a new directory and name.
+    Name(Parent),
+    /// A procfs magic link (or `self`): the object, opened by the kernel (`O_PATH`).
+    Object(OwnedFd),
+}
+
+/// The notifying thread: its id and its `/proc/<tid>` directory.
+#[derive(Debug)]
+pub struct Thread {
+    /// The thread id (in the init's pid namespace).
+    pub tid: i32,
+    /// `/proc/<tid>`, opened while the notification was valid (pinned to that thread).
+    pub proc_dir: OwnedFd,
+    tgid: std::cell::OnceCell<i32>,
+}
+
+impl Thread {
+    /// The thread `tid`, whose `/proc/<tid>` is `proc_dir`.
+    pub fn new(tid: i32, proc_dir: OwnedFd) -> Thread {
+        Thread { tid, proc_dir, tgid: std::cell::OnceCell::new() }
+    }
+
+    /// Its thread-group id (`Tgid:` of its status, read when first needed; its own id when
+    /// unreadable, which then names the thread's directory).
+    pub fn tgid(&self) -> i32 {
+        *self.tgid.get_or_init(|| {
+            read_status(self)
+                .ok()
+                .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok()))
+                .unwrap_or(self.tid)
+        })
+    }
+}
+
+/// One resolution: counts the symlinks it follows.
+#[derive(Debug)]
+pub struct Resolver<'a> {
+    thread: &'a Thread,
+    links: u32,
+}
+
+fn open_path(dir: BorrowedFd<'_>, name: &[u8], flags: i32) -> Result<OwnedFd, Errno> {
+    notify::open_at(Some(dir), &cstr(name)?, flags | libc::O_PATH | libc::O_CLOEXEC, 0)
+}
+
+fn root() -> Result<OwnedFd, Errno> {
+    notify::open_at(None, c"/", libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)
+}
+
+fn is_procfs(fd: BorrowedFd<'_>) -> bool {
+    nix::sys::statfs::fstatfs(fd).is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::PROC_SUPER_MAGIC)
+}
+
+fn is_proc_root(fd: BorrowedFd<'_>) -> bool {
+    is_procfs(fd) && nix::sys::stat::fstat(fd.as_raw_fd()).is_ok_and(|s| s.st_ino == PROC_ROOT_INO)
+}
+
+impl<'a> Resolver<'a> {
+    /// A resolution for `thread`.
+    pub fn new(thread: &'a Thread) -> Resolver<'a> {
+        Resolver { thread, links: 0 }
+    }
+
+    fn count_link(&mut self) -> Result<(), Errno> {
+        self.links += 1;
+        if self.links > MAX_LINKS { Err(Errno::ELOOP) } else { Ok(()) }
+    }
+
+    /// What `self` or `thread-self` at the procfs root means for the thread.
+    fn proc_self(&self, name: &[u8]) -> Option<String> {
+        match name {
+            b"self" => Some(self.thread.tgid().to_string()),
+            b"thread-self" => Some(format!("{}/task/{}", self.thread.tgid(), self.thread.tid)),
+            _ => None,
+        }
+    }
+
+    /// The directory a relative path of the thread starts from: its cwd for `AT_FDCWD`, else
+    /// its descriptor `dirfd`.
+    pub fn base(&self, dirfd: i32) -> Result<OwnedFd, Errno> {
+        let name = if dirfd == libc::AT_FDCWD {
+            "cwd".to_owned()
+        } else if dirfd < 0 {
+            return Err(Errno::EBADF);
+        } else {
+            format!("fd/{dirfd}")
+        };
+        open_path(self.thread.proc_dir.as_fd(), name.as_bytes(), 0).map_err(|e| match e {
+            Errno::ENOENT => Errno::EBADF,
+            other => other,
+        })
+    }
+
+    /// Walks `path` from `start`, following every symlink (the last component's too). The
+    /// result is a directory unless `last_may_be_file`.
+    pub fn walk(&mut self, start: OwnedFd, path: &[u8], last_may_be_file: bool) -> Result<OwnedFd, Errno> {
+        let mut cur = start;
+        let mut stack = Vec::new();
+        push_components(&mut stack, path);
+        while let Some(c) = stack.pop() {
+            let last = stack.is_empty();
+            if let Some(sub) = self.proc_self(&c).filter(|_| is_proc_root(cur.as_fd())) {
+                self.count_link()?;
+                push_components(&mut stack, sub.as_bytes());
+                continue;
+            }
+            match open_path(cur.as_fd(), &c, libc::O_NOFOLLOW | libc::O_DIRECTORY) {
+                Ok(fd) => cur = fd,
+                Err(Errno::ENOTDIR) => {
+                    let cname = cstr(&c)?;
+                    let st = nix::sys::stat::fstatat(
+                        Some(cur.as_raw_fd()),
+                        cname.as_c_str(),
+                        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                    )?;
+                    if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
+                        self.count_link()?;
+                        match self.follow_link(cur.as_fd(), &c)? {
+                            Some(object) => cur = object,
+                            None => {
+                                let text = nix::fcntl::readlinkat(Some(cur.as_raw_fd()), cname.as_c_str())?;
+                                let text = text.as_bytes();
+                                if text.is_empty() {
+                                    return Err(Errno::ENOENT);
+                                }
+                                if text.first() == Some(&b'/') {
+                                    cur = root()?;
+                                }
+                                push_components(&mut stack, text);
+                            }
+                        }
+                    } else if last && last_may_be_file {
+                        cur = open_path(cur.as_fd(), &c, libc::O_NOFOLLOW)?;
+                    } else {
+                        return Err(Errno::ENOTDIR);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(cur)
+    }
+
+    /// A symlink `name` in `dir` that the kernel must follow itself: a procfs magic link (every
+    /// symlink of procfs below its root). None: an ordinary symlink, to be read and walked.
+    fn follow_link(&self, dir: BorrowedFd<'_>, name: &[u8]) -> Result<Option<OwnedFd>, Errno> {
+        if is_procfs(dir) && !is_proc_root(dir) { open_path(dir, name, 0).map(Some) } else { Ok(None) }
+    }
+
+    /// Resolves `path` of the thread (relative to `dirfd`) to the directory that holds its
+    /// final name, and that name. Empty path: ENOENT.
+    pub fn parent(&mut self, dirfd: i32, path: &[u8]) -> Result<Parent, Errno> {
+        let s = split(path).ok_or(Errno::ENOENT)?;
+        let start = if path.first() == Some(&b'/') { root()? } else { self.base(dirfd)? };
+        let dir = self.walk(start, s.dir, false)?;
+        Ok(Parent { dir, name: s.name.to_vec(), slash: s.slash })
+    }
+
+    /// Resolves `path` of the thread to the object it names, following the final symlink
+    /// when `follow` (else the final name itself), as an `O_PATH` handle.
+    pub fn object(&mut self, dirfd: i32, path: &[u8], follow: bool) -> Result<OwnedFd, Errno> {
+        if follow {
+            let start = if path.first() == Some(&b'/') { root()? } else { self.base(dirfd)? };
+            if path.is_empty() {
+                return Err(Errno::ENOENT);
+            }
+            return self.walk(start, path, true);
+        }
+        let p = self.parent(dirfd, path)?;
+        if is_dot(&p.name) {
+            return self.walk(p.dir, &p.name, false);
+        }
+        open_path(p.dir.as_fd(), &p.kernel_name()?.into_bytes(), libc::O_NOFOLLOW)
+    }
+
+    /// Follows the final symlink `p.name` of `p.dir` one step, as the kernel does for
+    /// `open(O_CREAT)` without `O_EXCL` or `O_NOFOLLOW`.
+    pub fn follow_final(&mut self, p: &Parent) -> Result<Followed, Errno> {
+        self.count_link()?;
+        let text = match self.proc_self(&p.name).filter(|_| is_proc_root(p.dir.as_fd())) {
+            Some(sub) => sub.into_bytes(),
+            None => {
+                if let Some(object) = self.follow_link(p.dir.as_fd(), &p.name)? {
+                    return Ok(Followed::Object(object));
+                }
+                let name = cstr(&p.name)?;
+                nix::fcntl::readlinkat(Some(p.dir.as_raw_fd()), name.as_c_str())?.as_bytes().to_vec()
+            }
+        };
+        let s = split(&text).ok_or(Errno::ENOENT)?;
+        let start =
+            if text.first() == Some(&b'/') { root()? } else { open_path(p.dir.as_fd(), b".", libc::O_DIRECTORY)? };
+        let dir = self.walk(start, s.dir, false)?;
+        Ok(Followed::Name(Parent { dir, name: s.name.to_vec(), slash: s.slash }))
+    }
+}
+
+/// The `Umask:` of `/proc/<tid>/status`.
+pub fn umask_of(thread: &Thread) -> Result<u32, Errno> {
+    parse_umask(&read_status(thread)?).ok_or(Errno::EIO)
+}
+
+fn read_status(thread: &Thread) -> Result<String, Errno> {
+    let fd = notify::open_at(Some(thread.proc_dir.as_fd()), c"status", libc::O_RDONLY | libc::O_CLOEXEC, 0)?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::fs::File::from(fd), &mut text).map_err(|_| Errno::EIO)?;
+    Ok(text)
+}
+
+/// The `Umask:` field of a `status` text.
+pub fn parse_umask(status: &str) -> Option<u32> {
+    let v = status.lines().find_map(|l| l.strip_prefix("Umask:"))?;
+    u32::from_str_radix(v.trim(), 8).ok().filter(|m| *m <= 0o777)
+}
+
+/// The bytes of a name as an `OsStr`.
+pub fn os(name: &[u8]) -> &OsStr {
+    OsStr::from_bytes(name)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn s(path: &str) -> (String, String, bool) {
+        let s = split(path.as_bytes()).unwrap();
+        (String::from_utf8_lossy(s.dir).into(), String::from_utf8_lossy(s.name).into(), s.slash)
+    }
+
+    #[test]
+    fn splits_like_the_kernel() {
+        assert!(split(b"").is_none());
+        assert_eq!(s(".envrc"), ("".into(), ".envrc".into(), false));
+        assert_eq!(s("a/b/.envrc"), ("a/b/".into(), ".envrc".into(), false));
+        assert_eq!(s("/.envrc"), ("/".into(), ".envrc".into(), false));
+        assert_eq!(s("dir/"), ("".into(), "dir".into(), true));
+        assert_eq!(s("a//dir//"), ("a//".into(), "dir".into(), true));
+        assert_eq!(s("/"), ("/".into(), ".".into(), true));
+        assert_eq!(s("//"), ("/".into(), ".".into(), true));
+        assert_eq!(s("a/.."), ("a/".into(), "..".into(), false));
+        assert_eq!(s("."), ("".into(), ".".into(), false));
+        assert!(is_dot(b".") && is_dot(b"..") && !is_dot(b"...") && !is_dot(b".envrc"));
+    }
+
+    #[test]
+    fn components_pop_in_order() {
+        let mut stack = Vec::new();
+        push_components(&mut stack, b"/a//b/./c/");
+        let order: Vec<Vec<u8>> = std::iter::from_fn(|| stack.pop()).collect();
+        assert_eq!(order, vec![b"a".to_vec(), b"b".to_vec(), b".".to_vec(), b"c".to_vec()]);
+    }
+
+    #[test]
+    fn umask_is_read_from_status() {
+        assert_eq!(parse_umask("Name:\tsh\nUmask:\t0022\nState:\tR\n"), Some(0o022));
+        assert_eq!(parse_umask("Umask:\t0777\n"), Some(0o777));
+        assert_eq!(parse_umask("Umask:\t9\n"), None);
+        assert_eq!(parse_umask("Name:\tsh\n"), None);
+    }
+
+    fn this_thread() -> Thread {
+        let tid = nix::unistd::gettid().as_raw();
+        let proc_dir = notify::open_at(
+            None,
+            &cstr(format!("/proc/{tid}").as_bytes()).unwrap(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            0,
+        )
+        .unwrap();
+        let t = Thread::new(tid, proc_dir);
+        assert_eq!(t.tgid(), std::process::id() as i32);
+        t
+    }
+
+    #[test]
+    fn resolves_through_symlinks_dots_and_proc_self() {
+        let dir = tempfile_dir();
+        let base = std::fs::canonicalize(&dir).unwrap();
+        std::fs::create_dir_all(base.join("a/b")).unwrap();
+        std::os::unix::fs::symlink("a/b", base.join("l")).unwrap();
+        std::os::unix::fs::symlink(base.join("a"), base.join("abs")).unwrap();
+        std::os::unix::fs::symlink("loop", base.join("loop")).unwrap();
+        std::os::unix::fs::symlink("new-name", base.join("dangling")).unwrap();
+        let t = this_thread();
+        let mut r = Resolver::new(&t);
+        let path = |p: &str| format!("{}/{p}", base.display()).into_bytes();
+        let p = r.parent(libc::AT_FDCWD, &path("l/../b/x")).unwrap();
+        assert_eq!(real_path(p.dir.as_fd()).unwrap(), base.join("a/b"));
+        assert_eq!(p.name, b"x");
+        let p = r.parent(libc::AT_FDCWD, &path("abs/b/y/")).unwrap();
+        assert_eq!(real_path(p.dir.as_fd()).unwrap(), base.join("a/b"));
+        assert!(p.slash);
+        assert_eq!(Resolver::new(&t).parent(libc::AT_FDCWD, &path("loop/x")).unwrap_err(), Errno::ELOOP);
+        assert_eq!(Resolver::new(&t).parent(libc::AT_FDCWD, &path("none/x")).unwrap_err(), Errno::ENOENT);
+        assert_eq!(Resolver::new(&t).parent(libc::AT_FDCWD, b"").unwrap_err(), Errno::ENOENT);
+        assert_eq!(Resolver::new(&t).base(12345).unwrap_err(), Errno::EBADF);
+        // A dangling final symlink leads to its target's name.
+        let p = Resolver::new(&t).parent(libc::AT_FDCWD, &path("dangling")).unwrap();
+        match Resolver::new(&t).follow_final(&p).unwrap() {
+            Followed::Name(q) => {
+                assert_eq!(real_path(q.dir.as_fd()).unwrap(), base);
+                assert_eq!(q.name, b"new-name");
+            }
+            Followed::Object(_) => panic!("an ordinary symlink"),
+        }
+        // /proc/self and /proc/thread-self name the thread, through /dev/fd too.
+        let file = std::fs::File::open(base.join("a")).unwrap();
+        let fd = file.as_raw_fd();
+        for p in [format!("/proc/self/fd/{fd}/b/z"), format!("/proc/thread-self/fd/{fd}/b/z")] {
+            let q = Resolver::new(&t).parent(libc::AT_FDCWD, p.as_bytes()).unwrap();
+            assert_eq!(real_path(q.dir.as_fd()).unwrap(), base.join("a/b"), "{p}");
+        }
+        let object = Resolver::new(&t).object(libc::AT_FDCWD, format!("/dev/fd/{fd}").as_bytes(), true).unwrap();
+        assert_eq!(real_path(object.as_fd()).unwrap(), base.join("a"));
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "guard-resolve-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}
