@@ -154,6 +154,24 @@ fn is_procfs(fd: BorrowedFd<'_>) -> bool {
     nix::sys::statfs::fstatfs(fd).is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::PROC_SUPER_MAGIC)
 }
 
+/// EACCES for anything in a procfs directory of the init's own thread group (`/proc/1`, the
+/// guard thread's `/proc/<tid>`): the init may open its own descriptors, memory and
+/// environment there, which the workload may not (the init is not dumpable). A procfs object
+/// whose path does not start with `/proc/` is refused too (the container has one procfs, there).
+fn refuse_own_proc(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    if !is_procfs(fd) {
+        return Ok(());
+    }
+    let path = real_path(fd)?;
+    let rest = path.strip_prefix("/proc").map_err(|_| Errno::EACCES)?;
+    let Some(first) = rest.components().next() else { return Ok(()) };
+    let Some(n) = first.as_os_str().to_str().and_then(|s| s.parse::<u32>().ok()) else { return Ok(()) };
+    if n == std::process::id() || std::fs::symlink_metadata(format!("/proc/self/task/{n}")).is_ok() {
+        return Err(Errno::EACCES);
+    }
+    Ok(())
+}
+
 fn is_proc_root(fd: BorrowedFd<'_>) -> bool {
     is_procfs(fd) && nix::sys::stat::fstat(fd.as_raw_fd()).is_ok_and(|s| s.st_ino == PROC_ROOT_INO)
 }
@@ -188,15 +206,18 @@ impl<'a> Resolver<'a> {
         } else {
             format!("fd/{dirfd}")
         };
-        open_path(self.thread.proc_dir.as_fd(), name.as_bytes(), 0).map_err(|e| match e {
+        let fd = open_path(self.thread.proc_dir.as_fd(), name.as_bytes(), 0).map_err(|e| match e {
             Errno::ENOENT => Errno::EBADF,
             other => other,
-        })
+        })?;
+        refuse_own_proc(fd.as_fd())?;
+        Ok(fd)
     }
 
     /// Walks `path` from `start`, following every symlink (the last component's too). The
     /// result is a directory unless `last_may_be_file`.
     pub fn walk(&mut self, start: OwnedFd, path: &[u8], last_may_be_file: bool) -> Result<OwnedFd, Errno> {
+        refuse_own_proc(start.as_fd())?;
         let mut cur = start;
         let mut stack = Vec::new();
         push_components(&mut stack, path);
@@ -208,7 +229,10 @@ impl<'a> Resolver<'a> {
                 continue;
             }
             match open_path(cur.as_fd(), &c, libc::O_NOFOLLOW | libc::O_DIRECTORY) {
-                Ok(fd) => cur = fd,
+                Ok(fd) => {
+                    refuse_own_proc(fd.as_fd())?;
+                    cur = fd;
+                }
                 Err(Errno::ENOTDIR) => {
                     let cname = cstr(&c)?;
                     let st = nix::sys::stat::fstatat(
@@ -219,7 +243,10 @@ impl<'a> Resolver<'a> {
                     if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
                         self.count_link()?;
                         match self.follow_link(cur.as_fd(), &c)? {
-                            Some(object) => cur = object,
+                            Some(object) => {
+                                refuse_own_proc(object.as_fd())?;
+                                cur = object;
+                            }
                             None => {
                                 let text = nix::fcntl::readlinkat(Some(cur.as_raw_fd()), cname.as_c_str())?;
                                 let text = text.as_bytes();
@@ -284,6 +311,7 @@ impl<'a> Resolver<'a> {
             Some(sub) => sub.into_bytes(),
             None => {
                 if let Some(object) = self.follow_link(p.dir.as_fd(), &p.name)? {
+                    refuse_own_proc(object.as_fd())?;
                     return Ok(Followed::Object(object));
                 }
                 let name = cstr(&p.name)?;
@@ -407,15 +435,68 @@ mod tests {
             }
             Followed::Object(_) => panic!("an ordinary symlink"),
         }
-        // /proc/self and /proc/thread-self name the thread, through /dev/fd too.
-        let file = std::fs::File::open(base.join("a")).unwrap();
-        let fd = file.as_raw_fd();
-        for p in [format!("/proc/self/fd/{fd}/b/z"), format!("/proc/thread-self/fd/{fd}/b/z")] {
-            let q = Resolver::new(&t).parent(libc::AT_FDCWD, p.as_bytes()).unwrap();
+        // /proc/self and /proc/thread-self name the notifying thread (another process here:
+        // the test process plays the init), through /dev/fd too.
+        let mut child = std::process::Command::new("/bin/sh")
+            .args(["-c", "exec 7<\"$0\"; exec sleep 10"])
+            .arg(base.join("a"))
+            .spawn()
+            .unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        let fd7 = format!("/proc/{pid}/fd/7");
+        for _ in 0..100 {
+            if std::fs::read_link(&fd7).is_ok_and(|l| l == base.join("a")) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let proc_dir = notify::open_at(
+            None,
+            &cstr(format!("/proc/{pid}").as_bytes()).unwrap(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            0,
+        )
+        .unwrap();
+        let c = Thread::new(pid, proc_dir);
+        for p in ["/proc/self/fd/7/b/z", "/proc/thread-self/fd/7/b/z", "/dev/fd/7/b/z"] {
+            let q = Resolver::new(&c).parent(libc::AT_FDCWD, p.as_bytes()).unwrap();
             assert_eq!(real_path(q.dir.as_fd()).unwrap(), base.join("a/b"), "{p}");
         }
-        let object = Resolver::new(&t).object(libc::AT_FDCWD, format!("/dev/fd/{fd}").as_bytes(), true).unwrap();
+        let object = Resolver::new(&c).object(libc::AT_FDCWD, b"/dev/fd/7", true).unwrap();
         assert_eq!(real_path(object.as_fd()).unwrap(), base.join("a"));
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn the_inits_own_proc_directories_are_refused() {
+        // Here the test process plays the init: its own /proc entries are refused, however
+        // they are reached; another process's are not.
+        let t = this_thread();
+        let me = std::process::id();
+        let tid = nix::unistd::gettid().as_raw();
+        for p in [format!("/proc/{me}/fd/0"), format!("/proc/{tid}/x"), format!("/proc/{me}/task/{tid}/fd/1")] {
+            assert_eq!(Resolver::new(&t).parent(libc::AT_FDCWD, p.as_bytes()).unwrap_err(), Errno::EACCES, "{p}");
+        }
+        let own = std::fs::File::open(format!("/proc/{me}")).unwrap();
+        let fd = own.as_raw_fd();
+        assert_eq!(Resolver::new(&t).parent(fd, b"fd/0").unwrap_err(), Errno::EACCES);
+        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let p = format!("/proc/{}/x", child.id());
+        assert!(Resolver::new(&t).parent(libc::AT_FDCWD, p.as_bytes()).is_ok());
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    #[test]
+    fn a_dirfd_is_followed() {
+        let dir = tempfile_dir();
+        let base = std::fs::canonicalize(&dir).unwrap();
+        let t = this_thread();
+        let d = std::fs::File::open(&base).unwrap();
+        let p = Resolver::new(&t).parent(d.as_raw_fd(), b"new").unwrap();
+        assert_eq!(real_path(p.dir.as_fd()).unwrap(), base);
         let _ = std::fs::remove_dir_all(&base);
     }
 
