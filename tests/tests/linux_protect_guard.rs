@@ -120,7 +120,7 @@ mod linux {
         let ok = sh_ok(
             &exec,
             &d.ws,
-            "set -e; echo a > f1 && mkdir d1 && ln -s f1 s1 && ln f1 h1 && mv h1 h2 && cat s1 h2; \
+            "set -e; echo a > f1 && mkdir d1 && ! mkdir d1 2>/tmp/e && grep -q 'File exists' /tmp/e && mkdir -p d1 && ln -s f1 s1 && ln f1 h1 && mv h1 h2 && cat s1 h2; \
              echo b > existing && cat existing; \
              ln -s new-target dangling-ok && echo c > dangling-ok && cat new-target; \
              set -C; echo d > excl && ! (echo e > excl) 2>/dev/null; set +C; cat excl; \

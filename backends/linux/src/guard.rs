@@ -334,6 +334,18 @@ fn handle(guard: &CreationGuard, listener: BorrowedFd<'_>, req: &libc::seccomp_n
     })
 }
 
+/// EEXIST when `p` names something that exists (`.`, `..`, or an entry): nothing is created,
+/// and the kernel answers so before any permission check.
+fn new_name(p: &Parent) -> Result<(), Errno> {
+    if is_dot(&p.name) {
+        return Err(Errno::EEXIST);
+    }
+    match nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), cstr(&p.name)?.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+        Ok(_) => Err(Errno::EEXIST),
+        Err(_) => Ok(()),
+    }
+}
+
 struct Guard<'a> {
     guard: &'a CreationGuard,
     thread: &'a Thread,
@@ -356,9 +368,7 @@ impl Guard<'_> {
 
     fn mkdir(&self, dirfd: i32, path: &[u8], mode: u32) -> Result<(), Errno> {
         let p = Resolver::new(self.thread).parent(dirfd, path)?;
-        if is_dot(&p.name) {
-            return Err(Errno::EEXIST);
-        }
+        new_name(&p)?;
         self.check(&p, CreateOp::Create)?;
         self.caller_umask()?;
         let mode = Mode::from_bits_truncate((mode & 0o7777) as libc::mode_t);
@@ -367,9 +377,7 @@ impl Guard<'_> {
 
     fn mknod(&self, dirfd: i32, path: &[u8], mode: u32, dev: u64) -> Result<(), Errno> {
         let p = Resolver::new(self.thread).parent(dirfd, path)?;
-        if is_dot(&p.name) {
-            return Err(Errno::EEXIST);
-        }
+        new_name(&p)?;
         self.check(&p, CreateOp::Create)?;
         self.caller_umask()?;
         let kind = SFlag::from_bits_truncate(mode as libc::mode_t & libc::S_IFMT);
@@ -379,9 +387,7 @@ impl Guard<'_> {
 
     fn symlink(&self, target: &[u8], dirfd: i32, path: &[u8]) -> Result<(), Errno> {
         let p = Resolver::new(self.thread).parent(dirfd, path)?;
-        if is_dot(&p.name) {
-            return Err(Errno::EEXIST);
-        }
+        new_name(&p)?;
         self.check(&p, CreateOp::Place)?;
         if target.is_empty() {
             return Err(Errno::ENOENT);
@@ -394,9 +400,7 @@ impl Guard<'_> {
             return Err(Errno::EINVAL);
         }
         let p = Resolver::new(self.thread).parent(newdirfd, new)?;
-        if is_dot(&p.name) {
-            return Err(Errno::EEXIST);
-        }
+        new_name(&p)?;
         self.check(&p, CreateOp::Place)?;
         let newname = p.kernel_name()?;
         let mut r = Resolver::new(self.thread);
@@ -484,6 +488,7 @@ impl Guard<'_> {
             let opened = match existing {
                 Some(_) if excl => return Err(Errno::EEXIST),
                 Some(libc::S_IFLNK) => Err(Errno::ELOOP),
+                Some(libc::S_IFDIR) => return Err(Errno::EISDIR),
                 Some(libc::S_IFIFO) => {
                     // Opening a FIFO waits for its other end: not on the guard's thread.
                     let dir = p.dir;
@@ -505,6 +510,11 @@ impl Guard<'_> {
                 Err(Errno::ELOOP) if !nofollow && !excl => match r.follow_final(&p)? {
                     Followed::Name(next) => p = next,
                     Followed::Object(object) => {
+                        if nix::sys::stat::fstat(object.as_raw_fd())
+                            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+                        {
+                            return Err(Errno::EISDIR);
+                        }
                         let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
                         let fd = notify::open_at(None, &via, base & !(libc::O_CREAT | libc::O_NOFOLLOW), 0)?;
                         return Ok(Outcome::Answer(Answer::Fd(fd, cloexec)));
