@@ -339,6 +339,11 @@ fn start_guard(status: &mut Status, sock: OwnedFd, g: sandbox_bundle::CreationGu
         }
         _ => status.fail(Stage::Guard, "the workload did not hand over the listener"),
     };
+    // At the lowest free number (4, where `go` was): the init's descriptors stay 0-4.
+    let listener = match sys::dup_lowest_cloexec(listener.as_fd()) {
+        Ok(low) => low,
+        Err(_) => listener,
+    };
     let spawned = std::thread::Builder::new().name("guard".into()).spawn(move || guard::serve(listener, g));
     if let Err(e) = spawned {
         status.fail(Stage::Guard, &format!("thread: {e}"));
