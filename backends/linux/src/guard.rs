@@ -432,6 +432,13 @@ impl Guard<'_> {
     }
 
     fn rename(&self, olddirfd: i32, old: &[u8], newdirfd: i32, new: &[u8], flags: u32) -> Result<(), Errno> {
+        let r = self.rename_inner(olddirfd, old, newdirfd, new, flags);
+        // A directory may have moved, and with it what deep_path remembers.
+        resolve::forget_deep_path();
+        r
+    }
+
+    fn rename_inner(&self, olddirfd: i32, old: &[u8], newdirfd: i32, new: &[u8], flags: u32) -> Result<(), Errno> {
         let flags = nix::fcntl::RenameFlags::from_bits(flags).ok_or(Errno::EINVAL)?;
         let n = Resolver::new(self.thread).parent(newdirfd, new)?;
         let o = Resolver::new(self.thread).parent(olddirfd, old)?;

@@ -70,10 +70,83 @@ pub fn cstr(bytes: &[u8]) -> Result<CString, Errno> {
     CString::new(bytes).map_err(|_| Errno::EINVAL)
 }
 
-/// The real path of an open directory or file of this process (`/proc/self/fd/<n>`).
+/// The real path of an open directory or file of this process (`/proc/self/fd/<n>`). A
+/// directory deeper than `PATH_MAX` (which a workload may make with relative calls) gets its
+/// path from its nearest ancestor that has one, and the names found walking up to it.
 pub fn real_path(fd: BorrowedFd<'_>) -> Result<PathBuf, Errno> {
-    let link = nix::fcntl::readlink(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_str())?;
-    Ok(PathBuf::from(link))
+    match nix::fcntl::readlink(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_str()) {
+        Ok(link) => Ok(PathBuf::from(link)),
+        Err(Errno::ENAMETOOLONG) => deep_path(fd),
+        Err(e) => Err(e),
+    }
+}
+
+/// The most levels [`deep_path`] walks up.
+const MAX_DEEP: usize = 1 << 16;
+
+/// The path of a directory deeper than `PATH_MAX`: walks up through `..`, finding each level's
+/// name in its parent by inode number, until an ancestor's path can be read. Fails closed
+/// (ENAMETOOLONG) at a mount boundary or when a name is not found (the guard's thread is the
+/// only one of the sandbox that renames, so the names do not move meanwhile).
+fn deep_path(fd: BorrowedFd<'_>) -> Result<PathBuf, Errno> {
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    let start = open_path(fd, b".", libc::O_DIRECTORY)?;
+    let first = nix::sys::stat::fstat(start.as_raw_fd())?;
+    let mut cur = open_path(start.as_fd(), b".", libc::O_DIRECTORY)?;
+    let mut start = Some(start);
+    let mut done = |base: PathBuf, names: &[Vec<u8>]| {
+        let mut path = base;
+        for n in names.iter().rev() {
+            path.push(os(n));
+        }
+        if let Some(held) = start.take() {
+            DEEP.with(|d| {
+                *d.borrow_mut() = Some(Deep { _held: held, dev: first.st_dev, ino: first.st_ino, path: path.clone() })
+            });
+        }
+        path
+    };
+    for _ in 0..MAX_DEEP {
+        let st = nix::sys::stat::fstat(cur.as_raw_fd())?;
+        let up = open_path(cur.as_fd(), b"..", libc::O_DIRECTORY)?;
+        let ust = nix::sys::stat::fstat(up.as_raw_fd())?;
+        if ust.st_dev != st.st_dev || ust.st_ino == st.st_ino {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let listing = notify::open_at(Some(up.as_fd()), c".", libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)?;
+        names.push(notify::entry_with_ino(listing, st.st_ino)?.ok_or(Errno::ENAMETOOLONG)?);
+        let cached = DEEP.with(|d| {
+            d.borrow().as_ref().filter(|c| (c.dev, c.ino) == (ust.st_dev, ust.st_ino)).map(|c| c.path.clone())
+        });
+        if let Some(base) = cached {
+            return Ok(done(base, &names));
+        }
+        match nix::fcntl::readlink(format!("/proc/self/fd/{}", up.as_raw_fd()).as_str()) {
+            Ok(link) => return Ok(done(PathBuf::from(link), &names)),
+            Err(Errno::ENAMETOOLONG) => cur = up,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Errno::ENAMETOOLONG)
+}
+
+/// The last directory [`deep_path`] named: a workload going down one level at a time then costs
+/// one level per call. Held open, so that its inode number cannot name another directory while
+/// remembered; forgotten at every rename (the guard's thread performs all of the sandbox's).
+struct Deep {
+    _held: OwnedFd,
+    dev: u64,
+    ino: u64,
+    path: PathBuf,
+}
+
+thread_local! {
+    static DEEP: std::cell::RefCell<Option<Deep>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Forgets what [`deep_path`] remembered (a rename may have moved it).
+pub fn forget_deep_path() {
+    DEEP.with(|d| *d.borrow_mut() = None);
 }
 
 /// A directory and a name in it, where a call creates or places something.
@@ -353,6 +426,7 @@ pub fn os(name: &[u8]) -> &OsStr {
 #[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
+    use nix::sys::stat::Mode;
 
     fn s(path: &str) -> (String, String, bool) {
         let s = split(path.as_bytes()).unwrap();
@@ -487,6 +561,29 @@ mod tests {
         assert!(Resolver::new(&t).parent(libc::AT_FDCWD, p.as_bytes()).is_ok());
         let _ = child.kill();
         let _ = child.wait();
+    }
+
+    #[test]
+    fn a_directory_deeper_than_path_max_has_a_path() {
+        let base = std::fs::canonicalize(tempfile_dir()).unwrap();
+        let mut cur = std::fs::File::open(&base).unwrap();
+        let mut want = base.clone();
+        let name = "d".repeat(200);
+        for _ in 0..25 {
+            nix::sys::stat::mkdirat(Some(cur.as_raw_fd()), name.as_str(), Mode::from_bits_truncate(0o755)).unwrap();
+            let next = notify::open_at(
+                Some(cur.as_fd()),
+                &cstr(name.as_bytes()).unwrap(),
+                libc::O_RDONLY | libc::O_DIRECTORY,
+                0,
+            )
+            .unwrap();
+            cur = std::fs::File::from(next);
+            want.push(&name);
+        }
+        assert!(want.as_os_str().len() > 4096);
+        assert_eq!(real_path(cur.as_fd()).unwrap(), want);
+        let _ = std::process::Command::new("rm").arg("-rf").arg(&base).status();
     }
 
     #[test]
