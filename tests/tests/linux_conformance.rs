@@ -1159,8 +1159,9 @@ if mode == "init":
         print("init-fds", sorted(int(n) for n in os.listdir("/proc/1/fd")), flush=True)
     except OSError as e:
         print("init-fds", "err:" + errno.errorcode.get(e.errno, str(e.errno)), flush=True)
-    for fd in range(0, 4):
+    for fd in range(0, 5):
         attempt("write-status-%d" % fd, lambda fd=fd: write_status(fd))
+        attempt("create-status-%d" % fd, lambda fd=fd: os.open("/proc/1/fd/%d" % fd, os.O_WRONLY | os.O_CREAT))
         attempt("readlink-fd%d" % fd, lambda fd=fd: os.readlink("/proc/1/fd/%d" % fd))
     attempt("mem", lambda: read_mem(1, 0x400000))
     attempt("maps", lambda: first_readable(1))
@@ -1225,11 +1226,15 @@ elif mode == "signals":
             // The workload holds no descriptor beyond its stdio (the listing's own is the 4th).
             assert_eq!(verdict("own-fds"), "[0, 1, 2, 3]", "round {round}");
             // The names of the init's descriptors may be listed (a directory of numbers: 0-2 its
-            // stdio, 3 the status pipe); none of them can be opened or read.
+            // stdio, 3 the status pipe, 4 the creation guard's listener); none of them can be
+            // opened or read, also not through the guard (open with O_CREAT).
             let fds = verdict("init-fds");
-            assert!(fds == "[0, 1, 2, 3]" || fds.starts_with("err:"), "round {round}: {fds}");
-            let mut attacks: Vec<String> =
-                (0..4).flat_map(|fd| [format!("write-status-{fd}"), format!("readlink-fd{fd}")]).collect();
+            assert!(fds == "[0, 1, 2, 3, 4]" || fds.starts_with("err:"), "round {round}: {fds}");
+            let mut attacks: Vec<String> = (0..5)
+                .flat_map(|fd| {
+                    [format!("write-status-{fd}"), format!("create-status-{fd}"), format!("readlink-fd{fd}")]
+                })
+                .collect();
             attacks.extend(
                 ["mem", "maps", "environ", "oom-score-adj", "getfd", "vm-readv", "ptrace-attach"].map(String::from),
             );

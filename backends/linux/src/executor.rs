@@ -9,7 +9,7 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use libcontainer::oci_spec::runtime::Spec;
 use libcontainer::workload::{Executor, ExecutorError, ExecutorSetEnvsError, ExecutorValidationError};
@@ -17,7 +17,7 @@ use nix::unistd::{ForkResult, Pid, setsid};
 
 use crate::protocol::{GoProcess, LandlockStatus};
 use crate::status::{self, Stage};
-use crate::{filter, ruleset, sys};
+use crate::{filter, guard, notify, ruleset, sys};
 
 /// The descriptor number of the status pipe inside the container (kept by
 /// `with_preserved_fds(2)`).
@@ -182,6 +182,16 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     };
     let prepared =
         ruleset::prepare(&rules, cfg.kernel_abi).unwrap_or_else(|e| status.fail(Stage::Landlock, &e.to_string()));
+    // The creation guard of protected paths that do not exist (issue 14): none when the bundle
+    // carries no `sandbox.protect` or refuses nothing; an annotation that does not parse fails
+    // closed.
+    let creation_guard = match annotations.get("sandbox.protect") {
+        Some(text) => serde_json::from_str::<ProtectAnnotation>(text)
+            .unwrap_or_else(|e| status.fail(Stage::Guard, &e.to_string()))
+            .guard
+            .filter(|g| !g.is_empty()),
+        None => None,
+    };
     let section = spec.linux().as_ref().and_then(|l| l.seccomp().clone());
     let programs = section
         .map(|section| filter::compile(&section).unwrap_or_else(|e| status.fail(Stage::Seccomp, &e.to_string())));
@@ -249,6 +259,14 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
             .collect()
     };
 
+    // With a guard, the workload child installs the guard's filter and hands its listener
+    // back over this pair (a stream pair: the base policy may refuse datagram pairs).
+    let guard_pair = creation_guard.as_ref().map(|_| {
+        use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+        socketpair(AddressFamily::Unix, SockType::Stream, None, SockFlag::SOCK_CLOEXEC)
+            .unwrap_or_else(|e| status.fail(Stage::Guard, &format!("socketpair: {e}")))
+    });
+
     status.line(&format!("setup landlock={landlock} abi={} seccomp={seccomp}", cfg.kernel_abi));
 
     if let Some((file, _)) = &oom {
@@ -258,7 +276,14 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     // (a clone copies only the calling thread) and nothing in it starts a thread.
     match unsafe { sys::fork_single_threaded() } {
         Err(e) => status.fail(Stage::Fork, &e.to_string()),
-        Ok(ForkResult::Child) => exec_workload(&status, old_mask, tty, &candidates, &argv, &envp, &program),
+        Ok(ForkResult::Child) => {
+            let _ = nix::unistd::close(status.0.as_raw_fd());
+            if let Some((init_end, child_end)) = guard_pair {
+                drop(init_end);
+                install_guard(child_end);
+            }
+            exec_workload(old_mask, tty, &candidates, &argv, &envp, &program)
+        }
         Ok(ForkResult::Parent { child }) => {
             if let Some((file, original)) = oom {
                 let _ = (&file).write_all(original.as_bytes());
@@ -266,14 +291,67 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
                 // take (the child's copy is close-on-exec).
                 drop(file);
             }
+            if let (Some((init_end, child_end)), Some(g)) = (guard_pair, creation_guard) {
+                drop(child_end);
+                start_guard(&mut status, init_end, g);
+            }
             supervise(status, child)
         }
     }
 }
 
+/// The part of the `sandbox.protect` annotation the init reads.
+#[derive(serde::Deserialize)]
+struct ProtectAnnotation {
+    guard: Option<sandbox_bundle::CreationGuard>,
+}
+
+/// In the workload child, before exec: installs the guard's filter and sends its listener to
+/// the init over `sock` (or why it could not, after which the child ends: the init then fails
+/// the spawn).
+fn install_guard(sock: OwnedFd) {
+    let sent = match notify::install_with_listener(&guard::program()) {
+        Ok(listener) => sys::send_with_fds(sock.as_fd(), b"f", &[listener.as_fd()]),
+        Err(e) => {
+            let _ = sys::send_with_fds(sock.as_fd(), format!("e{e}").as_bytes(), &[]);
+            sys::exit_now(127)
+        }
+    };
+    if sent.is_err() {
+        sys::exit_now(127);
+    }
+}
+
+/// In the init after the fork: receives the child's listener and serves it from a thread
+/// (the init is single-threaded until here, as the fork required). A child that could not
+/// install the filter fails the spawn.
+fn start_guard(status: &mut Status, sock: OwnedFd, g: sandbox_bundle::CreationGuard) {
+    let mut buf = [0u8; 512];
+    let (n, mut fds) = match sys::recv_with_fds(sock.as_fd(), &mut buf) {
+        Ok(r) => r,
+        Err(e) => status.fail(Stage::Guard, &format!("receiving the listener: {e}")),
+    };
+    drop(sock);
+    let listener = match (buf.get(..n), fds.len()) {
+        (Some([b'f']), 1) => fds.remove(0),
+        (Some([b'e', reason @ ..]), _) => {
+            status.fail(Stage::Guard, &format!("filter: {}", String::from_utf8_lossy(reason)))
+        }
+        _ => status.fail(Stage::Guard, "the workload did not hand over the listener"),
+    };
+    // At the lowest free number (4, where `go` was): the init's descriptors stay 0-4.
+    let listener = match sys::dup_lowest_cloexec(listener.as_fd()) {
+        Ok(low) => low,
+        Err(_) => listener,
+    };
+    let spawned = std::thread::Builder::new().name("guard".into()).spawn(move || guard::serve(listener, g));
+    if let Err(e) = spawned {
+        status.fail(Stage::Guard, &format!("thread: {e}"));
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn exec_workload(
-    status: &Status,
     old_mask: sys::KernelSigset,
     tty: bool,
     candidates: &[CString],
@@ -281,7 +359,6 @@ fn exec_workload(
     envp: &[CString],
     name: &str,
 ) -> ! {
-    let _ = nix::unistd::close(status.0.as_raw_fd());
     // Dispositions the helper inherited from its embedder (Rust ignores SIGPIPE; a background
     // job ignores SIGINT) must not reach the workload.
     sys::reset_signal_dispositions();

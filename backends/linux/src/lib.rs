@@ -37,9 +37,13 @@ mod executor;
 #[cfg(target_os = "linux")]
 mod filter;
 #[cfg(target_os = "linux")]
+mod guard;
+#[cfg(target_os = "linux")]
 mod helper;
 #[cfg(target_os = "linux")]
 mod launch;
+#[cfg(target_os = "linux")]
+mod notify;
 #[cfg(target_os = "linux")]
 mod protocol;
 #[cfg(target_os = "linux")]

@@ -70,11 +70,13 @@ pub enum Stage {
     Exec,
     /// The workload could not be forked.
     Fork,
+    /// The creation guard of protected paths could not be read or started (issue 14).
+    Guard,
 }
 
 impl Stage {
     /// Every stage.
-    pub const ALL: [Stage; 11] = [
+    pub const ALL: [Stage; 12] = [
         Stage::ParentDeath,
         Stage::Dumpable,
         Stage::Signals,
@@ -86,6 +88,7 @@ impl Stage {
         Stage::Cwd,
         Stage::Exec,
         Stage::Fork,
+        Stage::Guard,
     ];
 
     /// The wire name (the runtime and the tests match on the detail's prefix, e.g.
@@ -103,6 +106,7 @@ impl Stage {
             Stage::Cwd => "cwd",
             Stage::Exec => "exec",
             Stage::Fork => "fork",
+            Stage::Guard => "protect guard",
         }
     }
 

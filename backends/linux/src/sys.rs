@@ -268,6 +268,13 @@ pub fn dup_high_cloexec(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
     Ok(unsafe { own_fd(fd) })
 }
 
+/// A close-on-exec copy of `fd` at the lowest free number (`F_DUPFD_CLOEXEC` from 0).
+pub fn dup_lowest_cloexec(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    let fd = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(0))?;
+    // SAFETY: F_DUPFD_CLOEXEC just returned this descriptor: it is open and nothing owns it yet.
+    Ok(unsafe { own_fd(fd) })
+}
+
 /// Opens `name` relative to the directory `dir` (`openat`).
 pub fn open_at(dir: BorrowedFd<'_>, name: &str, flags: nix::fcntl::OFlag) -> io::Result<OwnedFd> {
     let fd = nix::fcntl::openat(Some(dir.as_raw_fd()), name, flags, nix::sys::stat::Mode::empty())?;

@@ -1,0 +1,538 @@
+//! The creation guard (issue 14): protected names that do not exist are refused creation from
+//! inside the container, at every depth, without touching the host filesystem.
+//!
+//! The workload child installs one more seccomp filter ([`program`]) before exec, with a
+//! user-notification listener it hands to the init. The filter sends every call that brings a
+//! name into being to the init: `open`/`openat` with `O_CREAT`, `creat`, `mkdir(at)`,
+//! `mknod(at)`, `symlink(at)`, `link(at)`, `rename(at|at2)`; `openat2` (whose flags seccomp
+//! cannot see) answers ENOSYS so that libc falls back to `openat`. The init's guard thread
+//! ([`serve`]) copies the paths out of the caller's memory, resolves the directory that will
+//! hold the new name as the kernel would ([`resolve`]), asks [`CreationGuard::refuses`] about
+//! its real path joined with the name, and answers EACCES or performs the call itself relative
+//! to the directory it resolved, with the names it copied, and answers with the result (an
+//! opened file is installed in the caller with `SECCOMP_IOCTL_NOTIF_ADDFD`). It never lets the
+//! kernel continue the caller's call: the path lives in the caller's memory, which another
+//! thread may change after the check.
+//!
+//! The init runs with the workload's credentials, mount namespace, root and Landlock domain
+//! (it applied them to itself before forking), so a call it performs is checked by the kernel
+//! exactly as the workload's own would be. It reads the caller's memory through
+//! `/proc/<tid>/mem` (the base seccomp policy refuses `process_vm_readv` to the init as to the
+//! workload; Landlock grants `read_file` beneath `/proc`), after pinning `/proc/<tid>` and
+//! checking that the notification is still pending, and checks again after reading. A creating
+//! call runs under the caller's umask (`Umask:` of `/proc/<tid>/status`).
+
+mod resolve;
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::sync::Arc;
+
+use nix::errno::Errno;
+use nix::fcntl::AtFlags;
+use nix::sys::stat::{Mode, SFlag};
+use sandbox_bundle::{CreateOp, CreationGuard};
+use seccompiler::sock_filter;
+
+use crate::notify;
+use resolve::{Followed, Parent, Resolver, Thread, cstr, is_dot, os, real_path};
+
+/// `AUDIT_ARCH_*` of the native architecture (what `seccomp_data.arch` carries).
+#[cfg(target_arch = "x86_64")]
+const NATIVE_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+const NATIVE_ARCH: u32 = 0xC000_00B7;
+
+const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+const JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+const JSET_K: u16 = 0x45; // BPF_JMP | BPF_JSET | BPF_K
+const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+
+/// The calls sent to the guard whatever their arguments.
+#[cfg(target_arch = "x86_64")]
+const NOTIFIED: &[libc::c_long] = &[
+    libc::SYS_creat,
+    libc::SYS_mkdir,
+    libc::SYS_mkdirat,
+    libc::SYS_mknod,
+    libc::SYS_mknodat,
+    libc::SYS_symlink,
+    libc::SYS_symlinkat,
+    libc::SYS_link,
+    libc::SYS_linkat,
+    libc::SYS_rename,
+    libc::SYS_renameat,
+    libc::SYS_renameat2,
+];
+#[cfg(target_arch = "aarch64")]
+const NOTIFIED: &[libc::c_long] = &[
+    libc::SYS_mkdirat,
+    libc::SYS_mknodat,
+    libc::SYS_symlinkat,
+    libc::SYS_linkat,
+    libc::SYS_renameat,
+    libc::SYS_renameat2,
+];
+
+/// The opens sent to the guard when their flags (this argument) carry `O_CREAT`.
+#[cfg(target_arch = "x86_64")]
+const OPENS: &[(libc::c_long, u32)] = &[(libc::SYS_open, 1), (libc::SYS_openat, 2)];
+#[cfg(target_arch = "aarch64")]
+const OPENS: &[(libc::c_long, u32)] = &[(libc::SYS_openat, 2)];
+
+fn ins(code: u16, jt: u8, jf: u8, k: u32) -> sock_filter {
+    sock_filter { code, jt, jf, k }
+}
+
+fn nr(n: libc::c_long) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The workload's extra filter. A foreign architecture or an x32 number kills the process (as
+/// the base filters do); `openat2` answers ENOSYS; the creating calls go to the guard (the
+/// opens only with `O_CREAT` in the low 32 bits of their flags, the int the kernel reads);
+/// everything else is allowed (the base filters still apply: of two answers the stricter
+/// wins, so a set-id creation mode they refuse is never notified).
+pub fn program() -> Vec<sock_filter> {
+    let kill = libc::SECCOMP_RET_KILL_PROCESS;
+    let notify = libc::SECCOMP_RET_USER_NOTIF;
+    let allow = libc::SECCOMP_RET_ALLOW;
+    let mut p = vec![ins(LD_W_ABS, 0, 0, 4), ins(JEQ_K, 1, 0, NATIVE_ARCH), ins(RET_K, 0, 0, kill)];
+    p.push(ins(LD_W_ABS, 0, 0, 0));
+    if cfg!(target_arch = "x86_64") {
+        p.push(ins(JGE_K, 0, 1, 0x4000_0000));
+        p.push(ins(RET_K, 0, 0, kill));
+    }
+    p.push(ins(JEQ_K, 0, 1, nr(libc::SYS_openat2)));
+    p.push(ins(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32));
+    for &n in NOTIFIED {
+        p.push(ins(JEQ_K, 0, 1, nr(n)));
+        p.push(ins(RET_K, 0, 0, notify));
+    }
+    for &(n, arg) in OPENS {
+        p.push(ins(JEQ_K, 0, 4, nr(n)));
+        p.push(ins(LD_W_ABS, 0, 0, 16 + 8 * arg));
+        p.push(ins(JSET_K, 0, 1, libc::O_CREAT as u32));
+        p.push(ins(RET_K, 0, 0, notify));
+        p.push(ins(RET_K, 0, 0, allow));
+    }
+    p.push(ins(RET_K, 0, 0, allow));
+    p
+}
+
+/// One call sent to the guard, its path arguments still addresses in the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Call {
+    Open { dirfd: i32, path: u64, flags: i32, mode: u32 },
+    Mkdir { dirfd: i32, path: u64, mode: u32 },
+    Mknod { dirfd: i32, path: u64, mode: u32, dev: u64 },
+    Symlink { target: u64, dirfd: i32, path: u64 },
+    Link { olddirfd: i32, old: u64, newdirfd: i32, new: u64, flags: i32 },
+    Rename { olddirfd: i32, old: u64, newdirfd: i32, new: u64, flags: u32 },
+}
+
+/// An int argument: the low 32 bits, as the kernel reads them.
+#[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap, reason = "the kernel reads an int")]
+fn int(a: u64) -> i32 {
+    a as u32 as i32
+}
+
+/// An unsigned int argument (a mode, rename flags): the low 32 bits.
+#[allow(clippy::cast_possible_truncation, reason = "the kernel reads an unsigned int")]
+fn uint(a: u64) -> u32 {
+    a as u32
+}
+
+fn decode(n: libc::c_long, a: &[u64; 6]) -> Option<Call> {
+    const FDCWD: i32 = libc::AT_FDCWD;
+    #[cfg(target_arch = "x86_64")]
+    {
+        let legacy = match n {
+            libc::SYS_open => Some(Call::Open { dirfd: FDCWD, path: a[0], flags: int(a[1]), mode: uint(a[2]) }),
+            libc::SYS_creat => Some(Call::Open {
+                dirfd: FDCWD,
+                path: a[0],
+                flags: libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+                mode: uint(a[1]),
+            }),
+            libc::SYS_mkdir => Some(Call::Mkdir { dirfd: FDCWD, path: a[0], mode: uint(a[1]) }),
+            libc::SYS_mknod => Some(Call::Mknod { dirfd: FDCWD, path: a[0], mode: uint(a[1]), dev: a[2] }),
+            libc::SYS_symlink => Some(Call::Symlink { target: a[0], dirfd: FDCWD, path: a[1] }),
+            libc::SYS_link => Some(Call::Link { olddirfd: FDCWD, old: a[0], newdirfd: FDCWD, new: a[1], flags: 0 }),
+            libc::SYS_rename => Some(Call::Rename { olddirfd: FDCWD, old: a[0], newdirfd: FDCWD, new: a[1], flags: 0 }),
+            _ => None,
+        };
+        if legacy.is_some() {
+            return legacy;
+        }
+    }
+    Some(match n {
+        libc::SYS_openat => Call::Open { dirfd: int(a[0]), path: a[1], flags: int(a[2]), mode: uint(a[3]) },
+        libc::SYS_mkdirat => Call::Mkdir { dirfd: int(a[0]), path: a[1], mode: uint(a[2]) },
+        libc::SYS_mknodat => Call::Mknod { dirfd: int(a[0]), path: a[1], mode: uint(a[2]), dev: a[3] },
+        libc::SYS_symlinkat => Call::Symlink { target: a[0], dirfd: int(a[1]), path: a[2] },
+        libc::SYS_linkat => {
+            Call::Link { olddirfd: int(a[0]), old: a[1], newdirfd: int(a[2]), new: a[3], flags: int(a[4]) }
+        }
+        libc::SYS_renameat => Call::Rename { olddirfd: int(a[0]), old: a[1], newdirfd: int(a[2]), new: a[3], flags: 0 },
+        libc::SYS_renameat2 => {
+            Call::Rename { olddirfd: int(a[0]), old: a[1], newdirfd: int(a[2]), new: a[3], flags: uint(a[4]) }
+        }
+        _ => return None,
+    })
+}
+
+/// The answer to one notification.
+#[derive(Debug)]
+enum Answer {
+    /// The call returns this value.
+    Value(i64),
+    /// The call fails with this errno.
+    Error(Errno),
+    /// The call returns a copy of this descriptor, installed in the caller (close-on-exec when
+    /// the flag says so).
+    Fd(OwnedFd, bool),
+}
+
+impl From<Errno> for Answer {
+    fn from(e: Errno) -> Answer {
+        Answer::Error(e)
+    }
+}
+
+/// What handling a notification came to.
+enum Outcome {
+    /// Answer now.
+    Answer(Answer),
+    /// The caller is gone (the notification is no longer pending): no answer.
+    Gone,
+    /// An open that may block (a FIFO): run it on its own thread, then answer.
+    Blocking(Box<dyn FnOnce() -> Answer + Send>),
+}
+
+/// The longest path the kernel accepts, its NUL included.
+const PATH_MAX: usize = 4096;
+
+/// Copies the NUL-terminated string at `addr` out of the caller's memory, page by page (a
+/// string may end just before an unmapped page). EFAULT for an unreadable address,
+/// ENAMETOOLONG past [`PATH_MAX`], as the kernel answers.
+fn read_string(mem: BorrowedFd<'_>, addr: u64) -> Result<Vec<u8>, Errno> {
+    if addr == 0 {
+        return Err(Errno::EFAULT);
+    }
+    let mut out = Vec::new();
+    let mut at = addr;
+    let mut buf = [0u8; 4096];
+    while out.len() < PATH_MAX {
+        let in_page = 4096 - usize::try_from(at % 4096).unwrap_or(0);
+        let want = in_page.min(PATH_MAX - out.len());
+        let offset = i64::try_from(at).map_err(|_| Errno::EFAULT)?;
+        let n = nix::sys::uio::pread(mem, &mut buf[..want], offset).map_err(|_| Errno::EFAULT)?;
+        if n == 0 {
+            return Err(Errno::EFAULT);
+        }
+        if let Some(i) = buf[..n].iter().position(|&b| b == 0) {
+            out.extend_from_slice(&buf[..i]);
+            return Ok(out);
+        }
+        out.extend_from_slice(&buf[..n]);
+        at = at.checked_add(n as u64).ok_or(Errno::EFAULT)?;
+    }
+    Err(Errno::ENAMETOOLONG)
+}
+
+/// Serves the listener until it fails (then it is closed, and every call the filter sends to
+/// it fails with ENOSYS: closed). Never panics on what a workload sends.
+pub fn serve(listener: OwnedFd, guard: CreationGuard) {
+    let listener = Arc::new(listener);
+    loop {
+        let req = match notify::recv(listener.as_fd()) {
+            Ok(r) => r,
+            // A caller interrupted before we took its call, or a signal here.
+            Err(Errno::EINTR | Errno::ENOENT) => continue,
+            Err(_) => return,
+        };
+        match handle(&guard, listener.as_fd(), &req) {
+            Outcome::Answer(a) => answer(listener.as_fd(), req.id, a),
+            Outcome::Gone => {}
+            Outcome::Blocking(job) => {
+                let l = Arc::clone(&listener);
+                let id = req.id;
+                let spawned = std::thread::Builder::new().name("guard-open".into()).spawn(move || {
+                    let a = job();
+                    answer(l.as_fd(), id, a);
+                });
+                if spawned.is_err() {
+                    answer(listener.as_fd(), id, Answer::Error(Errno::EAGAIN));
+                }
+            }
+        }
+    }
+}
+
+fn answer(listener: BorrowedFd<'_>, id: u64, a: Answer) {
+    let _ = match a {
+        Answer::Value(v) => notify::send(listener, id, v, 0),
+        Answer::Error(e) => notify::send(listener, id, 0, e as i32),
+        Answer::Fd(fd, cloexec) => match notify::add_fd_and_send(listener, id, fd.as_fd(), cloexec) {
+            Ok(_) | Err(Errno::ENOENT) => Ok(()),
+            Err(e) => notify::send(listener, id, 0, e as i32),
+        },
+    };
+}
+
+fn handle(guard: &CreationGuard, listener: BorrowedFd<'_>, req: &libc::seccomp_notif) -> Outcome {
+    let Some(call) = decode(libc::c_long::from(req.data.nr), &req.data.args) else {
+        return Outcome::Answer(Answer::Error(Errno::ENOSYS));
+    };
+    let Ok(tid) = i32::try_from(req.pid) else { return Outcome::Answer(Answer::Error(Errno::ESRCH)) };
+    let proc_dir = match cstr(format!("/proc/{tid}").as_bytes())
+        .and_then(|p| notify::open_at(None, &p, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0))
+    {
+        Ok(d) => d,
+        Err(e) => return Outcome::Answer(e.into()),
+    };
+    // `/proc/<tid>` is now pinned to the thread that is waiting in this notification.
+    if !notify::id_valid(listener, req.id) {
+        return Outcome::Gone;
+    }
+    let thread = Thread::new(tid, proc_dir);
+    let mem = match notify::open_at(Some(thread.proc_dir.as_fd()), c"mem", libc::O_RDONLY | libc::O_CLOEXEC, 0) {
+        Ok(m) => m,
+        Err(e) => return Outcome::Answer(e.into()),
+    };
+    let read = |addr| read_string(mem.as_fd(), addr);
+    let strings = match call {
+        Call::Open { path, .. } | Call::Mkdir { path, .. } | Call::Mknod { path, .. } => read(path).map(|p| (p, None)),
+        Call::Symlink { target, path, .. } => read(target).and_then(|t| Ok((read(path)?, Some(t)))),
+        Call::Link { old, new, .. } | Call::Rename { old, new, .. } => {
+            read(new).and_then(|n| Ok((n, Some(read(old)?))))
+        }
+    };
+    let (path, other) = match strings {
+        Ok(s) => s,
+        Err(e) => return Outcome::Answer(e.into()),
+    };
+    drop(mem);
+    // What was read belongs to the thread still waiting in this call.
+    if !notify::id_valid(listener, req.id) {
+        return Outcome::Gone;
+    }
+    let g = Guard { guard, thread: &thread };
+    let other = other.unwrap_or_default();
+    let result = match call {
+        Call::Open { dirfd, flags, mode, .. } => return g.open(dirfd, &path, flags, mode),
+        Call::Mkdir { dirfd, mode, .. } => g.mkdir(dirfd, &path, mode),
+        Call::Mknod { dirfd, mode, dev, .. } => g.mknod(dirfd, &path, mode, dev),
+        Call::Symlink { dirfd, .. } => g.symlink(&other, dirfd, &path),
+        Call::Link { olddirfd, newdirfd, flags, .. } => g.link(olddirfd, &other, newdirfd, &path, flags),
+        Call::Rename { olddirfd, newdirfd, flags, .. } => g.rename(olddirfd, &other, newdirfd, &path, flags),
+    };
+    Outcome::Answer(match result {
+        Ok(()) => Answer::Value(0),
+        Err(e) => Answer::Error(e),
+    })
+}
+
+/// EEXIST when `p` names something that exists (`.`, `..`, or an entry): nothing is created,
+/// and the kernel answers so before any permission check.
+fn new_name(p: &Parent) -> Result<(), Errno> {
+    if is_dot(&p.name) {
+        return Err(Errno::EEXIST);
+    }
+    match nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), cstr(&p.name)?.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+        Ok(_) => Err(Errno::EEXIST),
+        Err(_) => Ok(()),
+    }
+}
+
+struct Guard<'a> {
+    guard: &'a CreationGuard,
+    thread: &'a Thread,
+}
+
+impl Guard<'_> {
+    /// EACCES when bringing `p` into being by `op` is refused.
+    fn check(&self, p: &Parent, op: CreateOp) -> Result<(), Errno> {
+        let full = real_path(p.dir.as_fd())?.join(os(&p.name));
+        if self.guard.refuses(&full, op) { Err(Errno::EACCES) } else { Ok(()) }
+    }
+
+    /// Sets this process's umask to the caller's, for the creating call that follows (the
+    /// init itself creates nothing).
+    fn caller_umask(&self) -> Result<(), Errno> {
+        let mask = resolve::umask_of(self.thread)?;
+        nix::sys::stat::umask(Mode::from_bits_truncate(mask as libc::mode_t));
+        Ok(())
+    }
+
+    fn mkdir(&self, dirfd: i32, path: &[u8], mode: u32) -> Result<(), Errno> {
+        let p = Resolver::new(self.thread).parent(dirfd, path)?;
+        new_name(&p)?;
+        self.check(&p, CreateOp::Create)?;
+        self.caller_umask()?;
+        let mode = Mode::from_bits_truncate((mode & 0o7777) as libc::mode_t);
+        nix::sys::stat::mkdirat(Some(p.dir.as_raw_fd()), cstr(&p.name)?.as_c_str(), mode)
+    }
+
+    fn mknod(&self, dirfd: i32, path: &[u8], mode: u32, dev: u64) -> Result<(), Errno> {
+        let p = Resolver::new(self.thread).parent(dirfd, path)?;
+        new_name(&p)?;
+        self.check(&p, CreateOp::Create)?;
+        self.caller_umask()?;
+        let kind = SFlag::from_bits_truncate(mode as libc::mode_t & libc::S_IFMT);
+        let perm = Mode::from_bits_truncate((mode & 0o7777) as libc::mode_t);
+        nix::sys::stat::mknodat(Some(p.dir.as_raw_fd()), p.kernel_name()?.as_c_str(), kind, perm, dev)
+    }
+
+    fn symlink(&self, target: &[u8], dirfd: i32, path: &[u8]) -> Result<(), Errno> {
+        let p = Resolver::new(self.thread).parent(dirfd, path)?;
+        new_name(&p)?;
+        self.check(&p, CreateOp::Place)?;
+        if target.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        nix::unistd::symlinkat(cstr(target)?.as_c_str(), Some(p.dir.as_raw_fd()), p.kernel_name()?.as_c_str())
+    }
+
+    fn link(&self, olddirfd: i32, old: &[u8], newdirfd: i32, new: &[u8], flags: i32) -> Result<(), Errno> {
+        if flags & !(libc::AT_SYMLINK_FOLLOW | libc::AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let p = Resolver::new(self.thread).parent(newdirfd, new)?;
+        new_name(&p)?;
+        self.check(&p, CreateOp::Place)?;
+        let newname = p.kernel_name()?;
+        let mut r = Resolver::new(self.thread);
+        let object = if old.is_empty() {
+            if flags & libc::AT_EMPTY_PATH == 0 {
+                return Err(Errno::ENOENT);
+            }
+            r.base(olddirfd)?
+        } else if flags & libc::AT_SYMLINK_FOLLOW != 0 {
+            r.object(olddirfd, old, true)?
+        } else {
+            let o = r.parent(olddirfd, old)?;
+            return nix::unistd::linkat(
+                Some(o.dir.as_raw_fd()),
+                o.kernel_name()?.as_c_str(),
+                Some(p.dir.as_raw_fd()),
+                newname.as_c_str(),
+                AtFlags::empty(),
+            );
+        };
+        let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
+        nix::unistd::linkat(
+            None,
+            via.as_c_str(),
+            Some(p.dir.as_raw_fd()),
+            newname.as_c_str(),
+            AtFlags::AT_SYMLINK_FOLLOW,
+        )
+    }
+
+    fn rename(&self, olddirfd: i32, old: &[u8], newdirfd: i32, new: &[u8], flags: u32) -> Result<(), Errno> {
+        let r = self.rename_inner(olddirfd, old, newdirfd, new, flags);
+        // A directory may have moved, and with it what deep_path remembers.
+        resolve::forget_deep_path();
+        r
+    }
+
+    fn rename_inner(&self, olddirfd: i32, old: &[u8], newdirfd: i32, new: &[u8], flags: u32) -> Result<(), Errno> {
+        let flags = nix::fcntl::RenameFlags::from_bits(flags).ok_or(Errno::EINVAL)?;
+        let n = Resolver::new(self.thread).parent(newdirfd, new)?;
+        let o = Resolver::new(self.thread).parent(olddirfd, old)?;
+        if is_dot(&n.name) || is_dot(&o.name) {
+            return Err(Errno::EBUSY);
+        }
+        self.check(&n, CreateOp::Place)?;
+        if flags.contains(nix::fcntl::RenameFlags::RENAME_EXCHANGE) {
+            self.check(&o, CreateOp::Place)?;
+        }
+        nix::fcntl::renameat2(
+            Some(o.dir.as_raw_fd()),
+            o.kernel_name()?.as_c_str(),
+            Some(n.dir.as_raw_fd()),
+            n.kernel_name()?.as_c_str(),
+            flags,
+        )
+    }
+
+    /// `open(O_CREAT)`: a final symlink is followed here, one step at a time (each name it
+    /// leads to is checked), never by the kernel on creation (`O_NOFOLLOW` is always added).
+    fn open(&self, dirfd: i32, path: &[u8], flags: i32, mode: u32) -> Outcome {
+        match self.open_inner(dirfd, path, flags, mode) {
+            Ok(o) => o,
+            Err(e) => Outcome::Answer(Answer::Error(e)),
+        }
+    }
+
+    fn open_inner(&self, dirfd: i32, path: &[u8], flags: i32, mode: u32) -> Result<Outcome, Errno> {
+        let cloexec = flags & libc::O_CLOEXEC != 0;
+        let nofollow = flags & libc::O_NOFOLLOW != 0;
+        let mut r = Resolver::new(self.thread);
+        if flags & libc::O_PATH != 0 {
+            // O_PATH ignores O_CREAT: nothing is created.
+            let fd = r.object(dirfd, path, !nofollow)?;
+            return Ok(Outcome::Answer(Answer::Fd(fd, cloexec)));
+        }
+        let excl = flags & libc::O_EXCL != 0;
+        let base = (flags & !libc::O_CLOEXEC) | libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_CLOEXEC;
+        let mode = mode & 0o7777;
+        let mut p = r.parent(dirfd, path)?;
+        loop {
+            if p.slash || is_dot(&p.name) {
+                return Err(Errno::EISDIR);
+            }
+            self.check(&p, CreateOp::Create)?;
+            let name = cstr(&p.name)?;
+            let existing =
+                match nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+                    Ok(st) => Some(st.st_mode & libc::S_IFMT),
+                    Err(Errno::ENOENT) => None,
+                    Err(e) => return Err(e),
+                };
+            let opened = match existing {
+                Some(_) if excl => return Err(Errno::EEXIST),
+                Some(libc::S_IFLNK) => Err(Errno::ELOOP),
+                Some(libc::S_IFDIR) => return Err(Errno::EISDIR),
+                Some(libc::S_IFIFO) => {
+                    // Opening a FIFO waits for its other end: not on the guard's thread.
+                    let dir = p.dir;
+                    let job = move || match notify::open_at(Some(dir.as_fd()), &name, base & !libc::O_CREAT, 0) {
+                        Ok(fd) => Answer::Fd(fd, cloexec),
+                        Err(e) => Answer::Error(e),
+                    };
+                    return Ok(Outcome::Blocking(Box::new(job)));
+                }
+                // It exists: nothing is created (gone meanwhile: ENOENT, never a creation).
+                Some(_) => notify::open_at(Some(p.dir.as_fd()), &name, base & !libc::O_CREAT, 0),
+                None => {
+                    self.caller_umask()?;
+                    notify::open_at(Some(p.dir.as_fd()), &name, base, mode)
+                }
+            };
+            match opened {
+                Ok(fd) => return Ok(Outcome::Answer(Answer::Fd(fd, cloexec))),
+                Err(Errno::ELOOP) if !nofollow && !excl => match r.follow_final(&p)? {
+                    Followed::Name(next) => p = next,
+                    Followed::Object(object) => {
+                        if nix::sys::stat::fstat(object.as_raw_fd())
+                            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+                        {
+                            return Err(Errno::EISDIR);
+                        }
+                        let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
+                        let fd = notify::open_at(None, &via, base & !(libc::O_CREAT | libc::O_NOFOLLOW), 0)?;
+                        return Ok(Outcome::Answer(Answer::Fd(fd, cloexec)));
+                    }
+                },
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests;

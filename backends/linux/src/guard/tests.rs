@@ -1,0 +1,107 @@
+use super::*;
+
+/// Runs the classic-BPF subset the guard's program uses over one `seccomp_data`.
+fn run(prog: &[sock_filter], nr: i32, arch: u32, args: [u64; 6]) -> u32 {
+    let mut data = Vec::new();
+    data.extend(nr.to_le_bytes());
+    data.extend(arch.to_le_bytes());
+    data.extend(0u64.to_le_bytes());
+    for a in args {
+        data.extend(a.to_le_bytes());
+    }
+    let mut acc = 0u32;
+    let mut pc = 0usize;
+    loop {
+        let i = &prog[pc];
+        match i.code {
+            LD_W_ABS => {
+                let k = i.k as usize;
+                acc = u32::from_le_bytes(data[k..k + 4].try_into().unwrap());
+                pc += 1;
+            }
+            JEQ_K | JGE_K | JSET_K => {
+                let taken = match i.code {
+                    JEQ_K => acc == i.k,
+                    JGE_K => acc >= i.k,
+                    _ => acc & i.k != 0,
+                };
+                pc += 1 + usize::from(if taken { i.jt } else { i.jf });
+            }
+            RET_K => return i.k,
+            other => panic!("unexpected instruction {other:#x}"),
+        }
+    }
+}
+
+fn n(x: libc::c_long) -> i32 {
+    i32::try_from(x).unwrap()
+}
+
+#[test]
+fn the_filter_sends_creating_calls_and_allows_the_rest() {
+    let p = program();
+    assert!(p.len() < 100);
+    let notify = libc::SECCOMP_RET_USER_NOTIF;
+    let allow = libc::SECCOMP_RET_ALLOW;
+    let kill = libc::SECCOMP_RET_KILL_PROCESS;
+    let creat = u64::try_from(libc::O_CREAT).unwrap();
+    let wr = u64::try_from(libc::O_WRONLY).unwrap();
+    let a = |i: usize, v: u64| {
+        let mut args = [0u64; 6];
+        args[i] = v;
+        args
+    };
+    assert_eq!(run(&p, n(libc::SYS_openat), NATIVE_ARCH, a(2, creat | wr)), notify);
+    assert_eq!(run(&p, n(libc::SYS_openat), NATIVE_ARCH, a(2, wr)), allow);
+    // Only the low 32 bits of the int flags count.
+    assert_eq!(run(&p, n(libc::SYS_openat), NATIVE_ARCH, a(2, creat << 32)), allow);
+    assert_eq!(run(&p, n(libc::SYS_openat), NATIVE_ARCH, a(2, (1 << 32) | creat)), notify);
+    assert_eq!(
+        run(&p, n(libc::SYS_openat2), NATIVE_ARCH, [0; 6]),
+        libc::SECCOMP_RET_ERRNO | u32::try_from(libc::ENOSYS).unwrap()
+    );
+    for &call in NOTIFIED {
+        assert_eq!(run(&p, n(call), NATIVE_ARCH, [0; 6]), notify, "{call}");
+    }
+    for call in [libc::SYS_read, libc::SYS_write, libc::SYS_unlinkat, libc::SYS_close, libc::SYS_fchmodat] {
+        assert_eq!(run(&p, n(call), NATIVE_ARCH, [creat; 6]), allow, "{call}");
+    }
+    assert_eq!(run(&p, n(libc::SYS_mkdirat), 0x4000_0003, [0; 6]), kill);
+    #[cfg(target_arch = "x86_64")]
+    {
+        assert_eq!(run(&p, n(libc::SYS_open), NATIVE_ARCH, a(1, creat)), notify);
+        assert_eq!(run(&p, n(libc::SYS_open), NATIVE_ARCH, a(2, creat)), allow);
+        assert_eq!(run(&p, 0x4000_0000 | n(libc::SYS_mkdir), NATIVE_ARCH, [0; 6]), kill);
+    }
+}
+
+#[test]
+fn calls_decode_with_int_arguments_truncated() {
+    let fdcwd = u64::from(libc::AT_FDCWD.cast_unsigned());
+    let creat = u64::try_from(libc::O_CREAT).unwrap();
+    assert_eq!(
+        decode(libc::SYS_openat, &[fdcwd | (7 << 32), 0x1000, creat | (1 << 40), 0o644, 0, 0]),
+        Some(Call::Open { dirfd: libc::AT_FDCWD, path: 0x1000, flags: libc::O_CREAT, mode: 0o644 })
+    );
+    assert_eq!(
+        decode(libc::SYS_renameat2, &[3, 1, 4, 2, 2, 0]),
+        Some(Call::Rename { olddirfd: 3, old: 1, newdirfd: 4, new: 2, flags: 2 })
+    );
+    assert_eq!(decode(libc::SYS_symlinkat, &[1, 5, 2, 0, 0, 0]), Some(Call::Symlink { target: 1, dirfd: 5, path: 2 }));
+    assert_eq!(decode(libc::SYS_read, &[0; 6]), None);
+}
+
+#[test]
+fn strings_are_read_from_memory_up_to_their_nul() {
+    let mem = std::fs::File::open("/proc/self/mem").unwrap();
+    let text = b"hello/.envrc\0tail".to_vec();
+    let addr = text.as_ptr() as u64;
+    assert_eq!(read_string(mem.as_fd(), addr).unwrap(), b"hello/.envrc");
+    assert_eq!(read_string(mem.as_fd(), 0).unwrap_err(), Errno::EFAULT);
+    assert_eq!(read_string(mem.as_fd(), 8).unwrap_err(), Errno::EFAULT);
+    let long = vec![b'a'; PATH_MAX + 10];
+    assert_eq!(read_string(mem.as_fd(), long.as_ptr() as u64).unwrap_err(), Errno::ENAMETOOLONG);
+    let mut exact = vec![b'a'; PATH_MAX - 1];
+    exact.push(0);
+    assert_eq!(read_string(mem.as_fd(), exact.as_ptr() as u64).unwrap().len(), PATH_MAX - 1);
+}

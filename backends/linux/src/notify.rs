@@ -1,0 +1,139 @@
+//! The raw kernel calls of the creation guard (issue 14): installing a seccomp filter with a
+//! user-notification listener, and the listener's ioctls. Every unsafe call of the guard lives
+//! here (see `guard.rs` for what the calls are for).
+
+#![allow(unsafe_code)]
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
+
+use nix::errno::Errno;
+use seccompiler::sock_filter;
+
+use crate::sys::own_fd;
+
+/// `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV` (Linux 5.19): once the supervisor has received a
+/// notification, only a fatal signal interrupts the waiting task, so a call the supervisor
+/// performed is never restarted by the kernel (a restarted mkdir would answer EEXIST).
+const WAIT_KILLABLE_RECV: libc::c_ulong = 1 << 5;
+
+/// Installs `program` on the calling thread (and what it forks and execs) with a new
+/// user-notification listener, and returns the listener. `no_new_privs` must be set.
+pub fn install_with_listener(program: &[sock_filter]) -> io::Result<OwnedFd> {
+    let len = libc::c_ushort::try_from(program.len()).map_err(|_| io::Error::other("filter too long"))?;
+    let prog = libc::sock_fprog { len, filter: program.as_ptr().cast_mut().cast::<libc::sock_filter>() };
+    let mut last = io::Error::other("no attempt");
+    for flags in [libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | WAIT_KILLABLE_RECV, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER] {
+        // SAFETY: seccomp(SET_MODE_FILTER) reads the sock_fprog and the `len` instructions it
+        // points to (`program`, alive and unchanged for the call; seccompiler's sock_filter has
+        // the kernel's layout) and returns a new descriptor or -1; it writes no memory of ours.
+        let fd = unsafe {
+            libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, flags, &prog as *const libc::sock_fprog)
+        };
+        if fd >= 0 {
+            let fd = RawFd::try_from(fd).map_err(|_| io::Error::other("descriptor out of range"))?;
+            // SAFETY: seccomp just returned this descriptor: it is open and nothing owns it yet.
+            return Ok(unsafe { own_fd(fd) });
+        }
+        last = io::Error::last_os_error();
+        // EINVAL: a kernel before 5.19 without the killable wait; try without it.
+        if last.raw_os_error() != Some(libc::EINVAL) {
+            break;
+        }
+    }
+    Err(last)
+}
+
+/// Waits for the next notification on `listener` (`SECCOMP_IOCTL_NOTIF_RECV`).
+pub fn recv(listener: BorrowedFd<'_>) -> Result<libc::seccomp_notif, Errno> {
+    // SAFETY: seccomp_notif is plain old data; the kernel requires it zeroed before RECV.
+    let mut req: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+    // SAFETY: RECV writes one seccomp_notif into `req`, alive and writable on this frame (the
+    // kernel's struct has the libc crate's layout, checked by the guard's tests).
+    let r = unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_RECV, &mut req) };
+    if r < 0 { Err(Errno::last()) } else { Ok(req) }
+}
+
+/// Whether the notification `id` is still pending: its task is still waiting in that call
+/// (`SECCOMP_IOCTL_NOTIF_ID_VALID`).
+pub fn id_valid(listener: BorrowedFd<'_>, id: u64) -> bool {
+    // SAFETY: ID_VALID reads one u64 from `id`, alive on this frame.
+    unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &id as *const u64) == 0 }
+}
+
+/// Answers the notification `id`: the call returns `val`, or fails with `errno` when it is
+/// non-zero (`SECCOMP_IOCTL_NOTIF_SEND`, never with `SECCOMP_USER_NOTIF_FLAG_CONTINUE`).
+pub fn send(listener: BorrowedFd<'_>, id: u64, val: i64, errno: i32) -> Result<(), Errno> {
+    let resp = libc::seccomp_notif_resp { id, val, error: if errno == 0 { 0 } else { -errno.abs() }, flags: 0 };
+    // SAFETY: SEND reads one seccomp_notif_resp from `resp`, alive on this frame.
+    let r = unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_SEND, &resp) };
+    if r < 0 { Err(Errno::last()) } else { Ok(()) }
+}
+
+/// Installs a copy of `fd` in the notifying task at its lowest free number and answers the
+/// notification with that number, atomically (`SECCOMP_IOCTL_NOTIF_ADDFD` with
+/// `SECCOMP_ADDFD_FLAG_SEND`, Linux 5.14).
+pub fn add_fd_and_send(listener: BorrowedFd<'_>, id: u64, fd: BorrowedFd<'_>, cloexec: bool) -> Result<i32, Errno> {
+    let srcfd = u32::try_from(fd.as_raw_fd()).map_err(|_| Errno::EBADF)?;
+    let newfd_flags = if cloexec { libc::O_CLOEXEC as u32 } else { 0 };
+    let add = libc::seccomp_notif_addfd {
+        id,
+        flags: u32::try_from(libc::SECCOMP_ADDFD_FLAG_SEND).unwrap_or(2),
+        srcfd,
+        newfd: 0,
+        newfd_flags,
+    };
+    // SAFETY: ADDFD reads one seccomp_notif_addfd from `add`, alive on this frame; `fd` is open
+    // for the call (borrowed).
+    let r = unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_ADDFD, &add) };
+    if r < 0 { Err(Errno::last()) } else { Ok(r) }
+}
+
+/// `openat(dir, name, flags, mode)`; `dir` None is `AT_FDCWD`.
+pub fn open_at(dir: Option<BorrowedFd<'_>>, name: &CStr, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
+    let dirfd = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    // SAFETY: openat reads the NUL-terminated `name` (alive for the call) and returns a new
+    // descriptor or -1; the mode is passed as the unsigned int the kernel reads.
+    let fd = unsafe { libc::openat(dirfd, name.as_ptr(), flags, mode as libc::c_uint) };
+    if fd < 0 {
+        return Err(Errno::last());
+    }
+    // SAFETY: openat just returned this descriptor: it is open and nothing owns it yet.
+    Ok(unsafe { own_fd(fd) })
+}
+
+/// The name of the entry of the directory `dir` whose inode number is `ino` (`.` and `..`
+/// excluded); None when no entry has it. Consumes `dir` (read with `readdir`).
+pub fn entry_with_ino(dir: OwnedFd, ino: u64) -> Result<Option<Vec<u8>>, Errno> {
+    use std::os::fd::IntoRawFd;
+    let raw = dir.into_raw_fd();
+    // SAFETY: `raw` is an open directory descriptor we own; on success the stream owns it.
+    let stream = unsafe { libc::fdopendir(raw) };
+    if stream.is_null() {
+        let e = Errno::last();
+        // SAFETY: fdopendir failed, so `raw` is still ours to close.
+        unsafe { libc::close(raw) };
+        return Err(e);
+    }
+    let mut found = None;
+    loop {
+        // SAFETY: `stream` is a live directory stream; the entry it returns stays valid until
+        // the next readdir or closedir on it, and is only read before either.
+        let entry = unsafe { libc::readdir64(stream) };
+        if entry.is_null() {
+            break;
+        }
+        // SAFETY: a non-null entry points to a live dirent64 (see above).
+        let entry = unsafe { &*entry };
+        // SAFETY: d_name of a dirent64 is NUL-terminated within the entry.
+        let name = unsafe { CStr::from_ptr(entry.d_name.as_ptr()) }.to_bytes();
+        if entry.d_ino == ino && name != b"." && name != b".." {
+            found = Some(name.to_vec());
+            break;
+        }
+    }
+    // SAFETY: `stream` is live and closed exactly once (this also closes `raw`).
+    unsafe { libc::closedir(stream) };
+    Ok(found)
+}

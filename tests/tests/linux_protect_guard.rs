@@ -1,0 +1,222 @@
+//! Issue 14, the creation guard of the Linux init: a protected name that does not exist cannot
+//! be created from inside, at any depth and by any creating call (open with O_CREAT, mkdir,
+//! mknod, symlink, link, rename), and nothing of it reaches the host; ordinary work next to it
+//! (files, directories, links, renames, umask, git) is untouched, and a profile that opts out
+//! of the default list creates the names freely. Needs root or the rootless mode.
+//!
+//! `harness = false`: `main` calls `sandbox::init()` first, as every embedder must.
+#![allow(clippy::unwrap_used, clippy::panic, clippy::print_stdout, clippy::tests_outside_test_module)]
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::fs;
+    use std::path::Path;
+    use std::time::Instant;
+
+    use sandbox::{Executor, ExecutorSet, ExitStatus, Profile, ProfileConfig, Protection};
+    use sandbox_tests::TestDirs;
+
+    pub use sandbox_tests::deadline as dl;
+
+    fn set_of(dirs: &TestDirs, config: ProfileConfig) -> ExecutorSet {
+        ExecutorSet::new(&dl(), &Profile::new(config).unwrap(), dirs.set_options(2)).unwrap()
+    }
+
+    /// Runs `script` with `sh -c` in `cwd`; (exit code, combined output).
+    fn sh_in(exec: &Executor, cwd: &Path, script: &str) -> (i32, String) {
+        let o = exec.run_argv(&dl(), cwd, &["/bin/sh", "-c", script]).unwrap();
+        let code = match o.status {
+            ExitStatus::Code(c) => c,
+            other => panic!("{script}: {other:?}"),
+        };
+        (code, String::from_utf8_lossy(&o.bytes).into_owned())
+    }
+
+    fn sh_ok(exec: &Executor, cwd: &Path, script: &str) -> String {
+        let (code, out) = sh_in(exec, cwd, script);
+        assert_eq!(code, 0, "{script}: {out}");
+        out
+    }
+
+    /// The attacks: each prints `<name>=<exit code>` and its error text.
+    const ATTACKS: &[(&str, &str)] = &[
+        ("redirect", "echo x > .envrc"),
+        ("append", "echo x >> .mcp.json"),
+        ("mkdir", "mkdir .vscode"),
+        ("mkdir-p-deep", "mkdir -p deep/er/.vscode"),
+        ("touch-deep", "touch sub/deeper/.envrc"),
+        ("abs-path", "touch \"$PWD/sub/.envrc\""),
+        ("symlink", "ln -s /etc/passwd .envrc"),
+        ("hardlink", "ln existing .envrc"),
+        ("rename", "mv file .envrc"),
+        ("rename-deep", "mv file sub/deeper/.envrc"),
+        ("claude-commands", "mkdir -p .claude && mkdir .claude/commands"),
+        ("claude-commands-file", "mkdir -p .claude && echo x > .claude/commands"),
+        ("leading-part", "mkdir x && mkdir x/commands && mv x .claude2 && mv .claude2 .claude/commands"),
+        ("place-leading", "mkdir -p z/y/commands && mv z/y z/.claude"),
+        ("mkfifo", "mkfifo .envrc"),
+        ("dangling", "ln -s .envrc link && echo x > link"),
+        ("dangling-abs", "ln -s \"$PWD/sub/.vscode\" link2 && echo x > link2"),
+        ("through-dev-fd", "exec 7<sub && echo x > /dev/fd/7/.envrc"),
+        ("through-proc-self", "exec 8<sub && echo x > /proc/self/fd/8/.envrc"),
+        ("dotdot", "cd sub/deeper && echo x > ../../sub/./.envrc"),
+        ("trailing-slash", "mkdir .vscode/"),
+        ("tmp", "echo x > /tmp/.envrc"),
+        // The init's own descriptors and memory stay out of reach (it is not dumpable; the
+        // guard resolves these paths for the workload, never as itself).
+        ("init-status-pipe", "echo 'exited 7' >> /proc/1/fd/3"),
+        ("init-memory", ": >> /proc/1/mem"),
+        ("init-cwd", "echo x > /proc/1/cwd/init-file"),
+        ("python-open", "/usr/bin/python3 -c 'import os; os.open(\".envrc\", os.O_CREAT|os.O_WRONLY)'"),
+        ("python-mknod", "/usr/bin/python3 -c 'import os; os.mknod(\".mcp.json\")'"),
+        (
+            "python-exchange",
+            "touch plain && /usr/bin/python3 -c 'import ctypes,os; l=ctypes.CDLL(None,use_errno=True); r=l.renameat2(-100,b\"plain\",-100,b\"sub/.envrc\",2); os._exit(0 if r==0 else 1)'",
+        ),
+    ];
+
+    /// With the default list: every attack fails with "Permission denied" and leaves nothing on
+    /// the host; the positive controls of the same run work.
+    pub fn protected_names_cannot_be_created_at_any_depth() {
+        let d = TestDirs::new("sbx-guard");
+        fs::write(d.ws.join("existing"), "E\n").unwrap();
+        fs::write(d.ws.join("file"), "F\n").unwrap();
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        sh_ok(&exec, &d.ws, "mkdir -p sub/deeper && test -d sub/deeper");
+        let mut script = String::new();
+        for (name, cmd) in ATTACKS {
+            script.push_str(&format!(
+                "({cmd}) >/tmp/err 2>&1; echo \"{name}=$? $(head -c 200 /tmp/err | tr '\\n' ' ')\"; "
+            ));
+        }
+        let out = sh_ok(&exec, &d.ws, &script);
+        for (name, _) in ATTACKS {
+            let line =
+                out.lines().find(|l| l.starts_with(&format!("{name}="))).unwrap_or_else(|| panic!("no {name}: {out}"));
+            assert!(!line.starts_with(&format!("{name}=0")), "attack {name} succeeded: {out}");
+            // Failures the guard made say so (the python exchange exits 1 without text).
+            if !matches!(*name, "python-exchange") {
+                assert!(line.contains("Permission denied"), "{name} failed otherwise: {line}");
+            }
+        }
+        for p in [
+            "init-file",
+            ".envrc",
+            ".mcp.json",
+            ".vscode",
+            "deep/er/.vscode",
+            "sub/deeper/.envrc",
+            "sub/.envrc",
+            ".claude/commands",
+            "z/.claude",
+            "sub/.vscode",
+        ] {
+            assert!(fs::symlink_metadata(d.ws.join(p)).is_err(), "{p} exists on the host: {out}");
+        }
+        assert_eq!(fs::read_to_string(d.ws.join("file")).unwrap(), "F\n");
+
+        // Positive controls in the same executor.
+        let ok = sh_ok(
+            &exec,
+            &d.ws,
+            "set -e; echo a > f1 && mkdir d1 && ! mkdir d1 2>/tmp/e && grep -q 'File exists' /tmp/e && mkdir -p d1 && ln -s f1 s1 && ln f1 h1 && mv h1 h2 && cat s1 h2; \
+             echo b > existing && cat existing; \
+             ln -s new-target dangling-ok && echo c > dangling-ok && cat new-target; \
+             set -C; echo d > excl && ! (echo e > excl) 2>/dev/null; set +C; cat excl; \
+             umask 077 && touch um && mkdir umd && stat -c %a um umd; umask 022; \
+             mkdir -p .claude && echo ok > .claude/notes.md && mkfifo fifo && (cat fifo > fifo.out &) && echo via-fifo > fifo && sleep 0.2 && cat fifo.out; \
+             cd sub/deeper && echo g > rel && mkdir reldir && mv rel ../rel2 && cd ../.. && cat sub/rel2; \
+             echo h > /dev/stdout; echo h2 > /proc/self/fd/1; echo i > /dev/null; echo tmp > /tmp/t && cat /tmp/t; \
+             /usr/bin/python3 -c 'import os; fd=os.open(\"py\", os.O_CREAT|os.O_WRONLY|os.O_EXCL, 0o640); os.write(fd, b\"p\"); os.close(fd); print(oct(os.stat(\"py\").st_mode & 0o777))'; \
+             echo controls-ok",
+        );
+        for want in ["a\na\n", "b\n", "c\n", "d\n", "600\n700\n", "via-fifo\n", "g\n", "h\nh2\n", "tmp\n", "0o640\n"] {
+            assert!(ok.contains(want), "{want:?} missing: {ok}");
+        }
+        assert!(ok.ends_with("controls-ok\n"), "{ok}");
+        assert_eq!(fs::read_to_string(d.ws.join("new-target")).unwrap(), "c\n");
+        assert_eq!(fs::read_to_string(d.ws.join("sub/rel2")).unwrap(), "g\n");
+        assert_eq!(fs::read_to_string(d.ws.join(".claude/notes.md")).unwrap(), "ok\n");
+    }
+
+    /// git keeps working next to the guard: init, add, commit in a fresh subdirectory.
+    pub fn git_works_under_the_guard() {
+        let d = TestDirs::new("sbx-guard");
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        let out = sh_ok(
+            &exec,
+            &d.ws,
+            "set -e; mkdir repo && cd repo && /usr/bin/git init -q . && echo one > a.txt && /usr/bin/git add a.txt && \
+             /usr/bin/git -c user.name=t -c user.email=t@example.invalid commit -q -m first && \
+             /usr/bin/git checkout -q -b topic && echo two >> a.txt && \
+             /usr/bin/git -c user.name=t -c user.email=t@example.invalid commit -q -am second && \
+             /usr/bin/git log --oneline | wc -l && ! (echo x > .envrc) 2>/dev/null && echo git-ok",
+        );
+        assert!(out.ends_with("2\ngit-ok\n"), "{out}");
+        assert!(d.ws.join("repo/.git/HEAD").exists());
+        assert!(!d.ws.join("repo/.envrc").exists());
+    }
+
+    /// The opt-out: no default list, no guard; the names are created like any other.
+    pub fn the_opt_out_creates_the_names() {
+        let d = TestDirs::new("sbx-guard");
+        let config = ProfileConfig {
+            protected_paths: Protection { defaults: false, ..Protection::default() },
+            ..d.allow_config()
+        };
+        let set = set_of(&d, config);
+        let exec = set.executor("k").unwrap();
+        sh_ok(&exec, &d.ws, "echo x > .envrc && mkdir .vscode && mkdir -p .claude/commands && ln -s .envrc .mcp.json");
+        assert_eq!(fs::read_to_string(d.ws.join(".envrc")).unwrap(), "x\n");
+        assert!(d.ws.join(".vscode").is_dir() && d.ws.join(".claude/commands").is_dir());
+    }
+
+    /// The cost, roughly: 1000 file creations with and without the guard, the best of three
+    /// runs each (printed only: the machines that run the suite vary too much for a bound).
+    pub fn cost_of_the_guard() {
+        let d = TestDirs::new("sbx-guard");
+        let script = "for i in $(seq 1000); do : > f$i; done; rm f*";
+        let mut best = [u128::MAX; 2];
+        let sets: Vec<ExecutorSet> = [true, false]
+            .into_iter()
+            .map(|defaults| {
+                let protected_paths = Protection { defaults, ..Protection::default() };
+                set_of(&d, ProfileConfig { protected_paths, ..d.allow_config() })
+            })
+            .collect();
+        let execs: Vec<_> = sets.iter().map(|s| s.executor("k").unwrap()).collect();
+        for (i, e) in execs.iter().enumerate() {
+            fs::create_dir(d.ws.join(format!("d{i}"))).unwrap();
+            sh_ok(e, &d.ws.join(format!("d{i}")), "true");
+        }
+        for _ in 0..3 {
+            for (i, e) in execs.iter().enumerate() {
+                let start = Instant::now();
+                sh_ok(e, &d.ws.join(format!("d{i}")), script);
+                best[i] = best[i].min(start.elapsed().as_millis());
+            }
+        }
+        println!("cost: 1000 creations, best of 3 runs: with the guard {} ms, without {} ms", best[0], best[1]);
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    sandbox::init();
+    #[cfg(target_os = "linux")]
+    {
+        if !sandbox_tests::privileged("linux_protect_guard") {
+            return std::process::ExitCode::SUCCESS;
+        }
+        use linux::*;
+        sandbox_tests::run_tests(&[
+            ("protected_names_cannot_be_created_at_any_depth", protected_names_cannot_be_created_at_any_depth),
+            ("git_works_under_the_guard", git_works_under_the_guard),
+            ("the_opt_out_creates_the_names", the_opt_out_creates_the_names),
+            ("cost_of_the_guard", cost_of_the_guard),
+        ])
+    }
+    #[cfg(not(target_os = "linux"))]
+    std::process::ExitCode::SUCCESS
+}
