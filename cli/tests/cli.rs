@@ -1438,3 +1438,41 @@ fn sandbox_run_in_a_git_repository_commits_and_cannot_touch_the_hooks() {
         assert_eq!(fs::read_to_string(area.ws.join(".git/hooks/pre-commit")).unwrap(), "#!/bin/sh\nexit 0\n");
     }
 }
+
+/// Issue 14, the real HOME's entries through the CLI: with `"home": "real"` and a writable HOME
+/// (here the workspace itself, named by `HOME`), an existing `.bashrc` cannot be changed and a
+/// missing `.profile`, `.gitconfig` or `.ssh/config` cannot be created; an ordinary file can.
+#[test]
+fn the_real_homes_start_up_files_are_protected() {
+    if !sandbox_runs_here("the_real_homes_start_up_files_are_protected") {
+        return;
+    }
+    let area = Area::new();
+    fs::write(area.ws.join(".bashrc"), "ORIGINAL\n").unwrap();
+    let profile = area.dir.path().join("home.json");
+    let json = serde_json::json!({
+        "workspace_root": area.ws, "workspace_read": "allow", "workspace_write": "allow",
+        "host_read": "allow", "command": "allow", "home": "real"
+    });
+    fs::write(&profile, json.to_string()).unwrap();
+    let script = "for a in 'echo evil >> .bashrc' 'echo evil > .profile' 'echo evil > .gitconfig' \
+                  'mkdir -p .ssh && echo evil > .ssh/config'; do \
+                  if sh -c \"$a\" 2>/dev/null; then echo \"wrote: $a\"; fi; done; echo ok > ordinary && echo CONTROL";
+    let o = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .env("HOME", &area.ws)
+        .args(["run", "--profile"])
+        .arg(&profile)
+        .arg("--scratch")
+        .arg(&area.scratch)
+        .args(["--", "/bin/sh", "-c", script])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out} {}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(out, "CONTROL\n", "{out}");
+    assert_eq!(fs::read_to_string(area.ws.join(".bashrc")).unwrap(), "ORIGINAL\n");
+    for f in [".profile", ".gitconfig", ".ssh/config"] {
+        assert!(!area.ws.join(f).exists(), "{f}");
+    }
+}

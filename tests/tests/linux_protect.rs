@@ -382,6 +382,27 @@ mod linux {
         let (code, out) = sh_in(&exec, &d.ws, "cat secrets/prod.key").unwrap();
         assert!(code != 0 && !out.contains("SECRET"), "{out}");
     }
+    /// A repository whose hooks directory is missing: it cannot be created (nor moved into
+    /// place, nor the `.git` directory swapped for one that has it) while commits still work.
+    pub fn a_missing_hooks_directory_of_an_existing_repository_cannot_be_created() {
+        let d = TestDirs::new("sbx-protect");
+        git(&d.ws, &["init", "-q"]);
+        fs::remove_dir_all(d.ws.join(".git/hooks")).unwrap();
+        fs::write(d.ws.join("f"), "1\n").unwrap();
+        git(&d.ws, &["add", "f"]);
+        git(&d.ws, &["commit", "-qm", "init"]);
+        let (_set, exec) = executor(&d, config(&d));
+        let script = format!(
+            "echo 2 >> f; {GIT} commit -qam msg && echo COMMITTED; {}{}{}",
+            attempt("mkdir", "mkdir .git/hooks"),
+            attempt("move-in", "mkdir h && echo evil > h/pre-commit && mv h .git/hooks"),
+            attempt("swap-gitdir", "cp -r .git g2 && mkdir -p g2/hooks && mv .git g-old && mv g2 .git"),
+        );
+        let out = sh_ok(&exec, &d.ws, &script);
+        assert!(out.contains("COMMITTED"), "{out}");
+        all_failed(&out, &[String::from("mkdir"), String::from("move-in"), String::from("swap-gitdir")]);
+        assert!(!d.ws.join(".git/hooks").exists());
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -408,6 +429,10 @@ fn main() -> std::process::ExitCode {
             ),
             ("file_roots_deny_one_file", file_roots_deny_one_file),
             ("a_root_that_does_not_exist_cannot_be_created", a_root_that_does_not_exist_cannot_be_created),
+            (
+                "a_missing_hooks_directory_of_an_existing_repository_cannot_be_created",
+                a_missing_hooks_directory_of_an_existing_repository_cannot_be_created,
+            ),
         ])
     }
     #[cfg(not(target_os = "linux"))]
