@@ -6,7 +6,7 @@
 //! a tokio program across 4 executors, against bwrap at the same concurrency.
 //!
 //! Usage: `cargo run --release -p sandbox-tests --bin spawn-bench -- [--quick] [--runs N]
-//! [--json FILE] [--throughput] [--only NAME-PREFIX] [--phases]`. Needs root for the container contenders; missing peers are
+//! [--json FILE] [--throughput] [--only NAME-PREFIX] [--phases] [--workspace DIR]`. Needs root for the container contenders; missing peers are
 //! reported, never silently dropped.
 #![allow(unsafe_code, clippy::print_stdout, clippy::unwrap_used, clippy::cast_precision_loss)]
 
@@ -28,10 +28,13 @@ mod bench {
         pub only: Option<String>,
         /// Print where each library spawn's time went (the backend's `spawn phases` events).
         pub phases: bool,
+        /// The library contenders' workspace (an existing tree, e.g. a large repository: the
+        /// protected-paths scan walks it at every spawn); adds a contender without protection.
+        pub workspace: Option<PathBuf>,
     }
 
     pub fn parse() -> Result<Args, String> {
-        let mut args = Args { runs: 60, json: None, throughput: false, only: None, phases: false };
+        let mut args = Args { runs: 60, json: None, throughput: false, only: None, phases: false, workspace: None };
         let mut it = std::env::args().skip(1);
         while let Some(a) = it.next() {
             match a.as_str() {
@@ -40,6 +43,10 @@ mod bench {
                 "--json" => args.json = Some(it.next().ok_or("--json needs a file")?.into()),
                 "--throughput" => args.throughput = true,
                 "--phases" => args.phases = true,
+                "--workspace" => {
+                    let dir = PathBuf::from(it.next().ok_or("--workspace needs a directory")?);
+                    args.workspace = Some(std::fs::canonicalize(&dir).map_err(|e| format!("--workspace: {e}"))?);
+                }
                 "--only" => args.only = Some(it.next().ok_or("--only needs a contender name prefix")?),
                 other => return Err(format!("unknown argument {other}")),
             }
@@ -229,7 +236,7 @@ mod bench {
         private_mount_namespace_for_crun();
         let root = tempfile::Builder::new().prefix("spawn-bench").tempdir_in("/var/tmp").map_err(|e| e.to_string())?;
         let base = std::fs::canonicalize(root.path()).map_err(|e| e.to_string())?;
-        let ws = base.join("ws");
+        let ws = args.workspace.clone().unwrap_or_else(|| base.join("ws"));
         let scratch = base.join("scratch");
         std::fs::create_dir_all(&ws).map_err(|e| e.to_string())?;
         std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
@@ -298,6 +305,41 @@ mod bench {
                     }
                     // Untimed: the warm container for the next call builds now, not while the
                     // next contender is being timed (an agent thinks between calls anyway).
+                    std::thread::sleep(WARM_PAUSE);
+                    Ok((took, None))
+                }),
+            );
+        }
+        if args.workspace.is_some() {
+            // The same workspace without protected paths: the difference is the scan's cost.
+            let off = Profile::new(ProfileConfig {
+                protected_paths: sandbox::Protection { defaults: false, ..sandbox::Protection::default() },
+                ..profile.config().clone()
+            })
+            .map_err(|e| e.to_string())?;
+            let off_set = Arc::new(
+                ExecutorSet::new(
+                    &Deadline::after(Duration::from_secs(60)),
+                    &off,
+                    ExecutorSetOptions::new(&scratch).max_executors(8),
+                )
+                .map_err(|e| e.to_string())?,
+            );
+            let exec = off_set.executor("bench").map_err(|e| e.to_string())?;
+            let ws = ws.clone();
+            add(
+                &mut contenders,
+                "library, protection off",
+                Box::new(move || {
+                    let _keep = &off_set;
+                    let start = Instant::now();
+                    let out = exec
+                        .run_argv(&Deadline::after(Duration::from_secs(30)), &ws, &["/bin/echo", "confined"])
+                        .map_err(|e| e.to_string())?;
+                    let took = start.elapsed();
+                    if out.bytes != b"confined\n" {
+                        return Err(format!("output {:?}", out.bytes));
+                    }
                     std::thread::sleep(WARM_PAUSE);
                     Ok((took, None))
                 }),
