@@ -235,7 +235,7 @@ impl Executor {
             // Compiled now so that a spawn that cannot be expressed fails before start.
             let mut input = self.spawn_input(&argv, cwd.clone())?;
             input.grants = deltas.clone();
-            linux.compile(&self.set.profile, &input, "prepare")?;
+            linux.compile_unscanned(&self.set.profile, &input, "prepare")?;
         }
         Ok(PreparedProcess {
             set: Arc::clone(&self.set),

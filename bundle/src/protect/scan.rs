@@ -7,6 +7,8 @@
 //! up by name). It is bounded: after [`MAX_DIRS`] directories it stops and says so (entries
 //! deeper are then refused creation by name but not bound).
 
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::{ProtectScan, Protection};
@@ -30,6 +32,57 @@ pub enum RootKind {
 /// Scans the writable areas of `profile` for protected entries (see the module docs). `home`
 /// is the real HOME the workload gets (used only with `Home::RealHome`).
 pub fn scan(profile: &Profile, home: Option<&Path>) -> ProtectScan {
+    scan_with(profile, home, None)
+}
+
+/// What earlier scans read of each directory, reused while the directory is unchanged: a
+/// directory whose inode, change time and modification time are those recorded has the same
+/// entries (adding, removing or renaming an entry changes both times). A directory changed
+/// within the last two seconds is always read again (timestamps are coarser than the changes
+/// they record: the "racy" case git's index knows). Only directory listings are kept; files
+/// the scan reads (git's config and pointers) are read at every scan.
+#[derive(Debug, Default)]
+pub struct ScanMemo {
+    inner: std::sync::Mutex<Memo>,
+}
+
+#[derive(Debug, Default)]
+struct Memo {
+    /// The names the listings were filtered by (a memo of other names is dropped).
+    last: Vec<OsString>,
+    dirs: HashMap<PathBuf, Listing>,
+}
+
+#[derive(Clone, Debug)]
+struct Listing {
+    stamp: Stamp,
+    /// Entries whose name is the last component of a pattern, or `.git`.
+    hits: Vec<OsString>,
+    /// Subdirectories (not followed through symlinks).
+    subdirs: Vec<OsString>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+fn stamp(dir: &Path) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(dir).ok()?;
+    m.is_dir().then(|| Stamp {
+        dev: m.dev(),
+        ino: m.ino(),
+        mtime: (m.mtime(), m.mtime_nsec()),
+        ctime: (m.ctime(), m.ctime_nsec()),
+    })
+}
+
+/// [`scan`] reusing (and refreshing) `memo`'s directory listings.
+pub fn scan_with(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>) -> ProtectScan {
     let c = profile.config();
     let mut out = ProtectScan::default();
     if c.isolation == Isolation::Unconfined {
@@ -50,10 +103,28 @@ pub fn scan(profile: &Profile, home: Option<&Path>) -> ProtectScan {
     let areas: Vec<PathBuf> = profile.areas().map(|(a, _, _)| a.to_path_buf()).collect();
     let writable: Vec<PathBuf> =
         profile.areas().filter(|(a, _, w)| *w != Access::Deny && a.is_dir()).map(|(a, _, _)| a.to_path_buf()).collect();
-    let mut walker = Walker { p, names: split(&p.names()), areas: &areas, out: &mut out, dirs: 0, stopped: false };
-    for area in &writable {
+    let names = split(&p.names());
+    let last: HashSet<OsString> = names.iter().filter_map(|n| n.last()).map(OsString::from).collect();
+    let mut sorted_last: Vec<OsString> = last.iter().cloned().collect();
+    sorted_last.sort();
+    let mut guard = memo.and_then(|m| m.inner.lock().ok());
+    let old = match guard.as_deref_mut() {
+        Some(m) if m.last == sorted_last => std::mem::take(&mut m.dirs),
+        _ => HashMap::new(),
+    };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let mut walker =
+        Walker { p, names, last, areas: &areas, out: &mut out, dirs: 0, stopped: false, old, new: HashMap::new(), now };
+    // Nothing to look for (the list is off): no walk at all.
+    let looking = !walker.last.is_empty() || !p.git_entries().is_empty();
+    for area in writable.iter().filter(|_| looking) {
         walker.walk(area);
     }
+    if let Some(m) = guard.as_deref_mut() {
+        m.last = sorted_last;
+        m.dirs = std::mem::take(&mut walker.new);
+    }
+    drop(guard);
     if walker.stopped {
         let n = MAX_DIRS;
         walker.out.narrowed.push(format!(
@@ -107,10 +178,18 @@ fn split(names: &[String]) -> Vec<Vec<String>> {
 struct Walker<'a> {
     p: &'a Protection,
     names: Vec<Vec<String>>,
+    /// The last component of every name pattern: an entry is compared in full only when its
+    /// name is one of these (the walk's per-entry cost is one set lookup).
+    last: HashSet<OsString>,
     areas: &'a [PathBuf],
     out: &'a mut ProtectScan,
     dirs: usize,
     stopped: bool,
+    /// The memo's listings from earlier scans, and the ones of this scan.
+    old: HashMap<PathBuf, Listing>,
+    new: HashMap<PathBuf, Listing>,
+    /// Seconds since the epoch when the scan started (for the racy check).
+    now: i64,
 }
 
 impl Walker<'_> {
@@ -120,27 +199,55 @@ impl Walker<'_> {
             return;
         }
         self.dirs += 1;
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let Some(listing) = self.listing(dir) else { return };
+        for name in &listing.hits {
+            let path = dir.join(name);
+            if self.last.contains(name) && self.matches(&path) {
+                self.existing(&path);
+            } else if name == ".git" {
+                self.git(&path);
+            }
+        }
+        for name in &listing.subdirs {
+            let path = dir.join(name);
+            if !self.areas.contains(&path) && name != ".git" && !self.out.existing.iter().any(|(e, _)| *e == path) {
+                self.walk(&path);
+            }
+        }
+    }
+
+    /// The directory's listing: the memo's while the directory is unchanged, else read now.
+    fn listing(&mut self, dir: &Path) -> Option<Listing> {
+        let stamp = stamp(dir);
+        if let (Some(stamp), Some(old)) = (stamp, self.old.get(dir)) {
+            if old.stamp == stamp {
+                let listing = old.clone();
+                self.new.insert(dir.to_path_buf(), listing.clone());
+                return Some(listing);
+            }
+        }
+        let entries = std::fs::read_dir(dir).ok()?;
+        let mut hits = Vec::new();
         let mut subdirs = Vec::new();
         for e in entries.flatten() {
-            let path = e.path();
+            let name = e.file_name();
             let Ok(ft) = e.file_type() else { continue };
-            if self.matches(&path) {
-                self.existing(&path);
-                continue;
+            if self.last.contains(&name) || name == ".git" {
+                hits.push(name.clone());
             }
-            if e.file_name() == ".git" {
-                self.git(&path);
-                continue;
-            }
-            if ft.is_dir() && !self.areas.contains(&path) {
-                subdirs.push(path);
+            if ft.is_dir() {
+                subdirs.push(name);
             }
         }
         subdirs.sort();
-        for d in subdirs {
-            self.walk(&d);
+        let listing = Listing { stamp: stamp?, hits, subdirs };
+        // A directory changed in the last two seconds may change again within the same tick
+        // of its timestamps: it is read again next time.
+        let recent = |t: (i64, i64)| t.0 >= self.now - 2;
+        if !recent(listing.stamp.mtime) && !recent(listing.stamp.ctime) {
+            self.new.insert(dir.to_path_buf(), listing.clone());
         }
+        Some(listing)
     }
 
     /// Whether `path` ends with one of the name patterns.
@@ -321,5 +428,39 @@ mod tests {
         assert_eq!(refs.includes, vec![PathBuf::from("../shared.gitconfig"), PathBuf::from("/etc/x")]);
         std::fs::write(&cfg, "[core]\n\tbare = false\n").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(config_refs(&cfg), ConfigRefs::default());
+    }
+
+    #[test]
+    fn a_memo_scan_finds_what_a_fresh_scan_finds_after_every_change() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ws = std::fs::canonicalize(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let mk = |p: &str| std::fs::create_dir_all(ws.join(p)).unwrap_or_else(|e| panic!("{e}"));
+        mk("a/b/c");
+        mk("pkg/.vscode");
+        mk("repo/.git/hooks");
+        std::fs::write(ws.join("repo/.git/config"), "[core]\n\thooksPath = .husky\n").unwrap_or_else(|e| panic!("{e}"));
+        let profile = crate::Profile::new(crate::ProfileConfig {
+            workspace_root: ws.clone(),
+            workspace_read: Access::Allow,
+            workspace_write: Access::Allow,
+            command: Access::Allow,
+            ..crate::ProfileConfig::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        let memo = ScanMemo::default();
+        let same = |what: &str| {
+            let (a, b) = (scan_with(&profile, None, Some(&memo)), scan(&profile, None));
+            assert_eq!(a, b, "{what}");
+            a
+        };
+        let first = same("first");
+        assert!(first.existing.contains(&(ws.join("pkg/.vscode"), false)));
+        assert!(first.missing.contains(&ws.join("repo/.husky")));
+        mk("a/b/c/.envrc");
+        assert!(same("added deep").existing.contains(&(ws.join("a/b/c/.envrc"), false)));
+        std::fs::rename(ws.join("a"), ws.join("z")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(same("renamed").existing.contains(&(ws.join("z/b/c/.envrc"), false)));
+        std::fs::remove_dir(ws.join("pkg/.vscode")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!same("removed").existing.iter().any(|(p, _)| p.ends_with(".vscode")));
     }
 }

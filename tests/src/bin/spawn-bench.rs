@@ -329,7 +329,7 @@ mod bench {
             let ws = ws.clone();
             add(
                 &mut contenders,
-                "library, protection off",
+                "sandbox library, protection off",
                 Box::new(move || {
                     let _keep = &off_set;
                     let start = Instant::now();

@@ -91,6 +91,11 @@ pub struct LinuxBackend {
     scratch_root: PathBuf,
     /// The unreadable placeholder bound over denied file roots.
     placeholder: PathBuf,
+    /// The protected-paths scan's directory listings, reused while unchanged.
+    scan_memo: sandbox_bundle::protect::ScanMemo,
+    /// The last spawn's scan (with its profile's fingerprint), for the warm containers built
+    /// ahead for its shape.
+    last_scan: std::sync::Mutex<Option<(String, sandbox_bundle::protect::ProtectScan)>>,
     uid: u32,
     gid: u32,
     layout: CgroupLayout,
@@ -204,6 +209,8 @@ impl LinuxBackend {
             zygote: crate::Zygote::new(),
             skeletons,
             placeholder,
+            scan_memo: sandbox_bundle::protect::ScanMemo::default(),
+            last_scan: std::sync::Mutex::default(),
             prepared: std::sync::Mutex::default(),
             warm: std::sync::Mutex::default(),
             probe: Probe::unmeasured(),

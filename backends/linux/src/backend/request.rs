@@ -13,9 +13,54 @@ use super::{LinuxBackend, SpawnInput};
 impl LinuxBackend {
     /// Compiles the spawn (for the report, to see that it can be expressed, or to run it).
     pub fn compile(&self, profile: &Profile, input: &SpawnInput<'_>, id: &str) -> Result<Bundle, Error> {
+        self.compile_with(profile, input, id, true)
+    }
+
+    /// [`LinuxBackend::compile`] without the protected-paths scan: for a check that the spawn
+    /// can be expressed at all (the scan walks the writable areas and only adds read-only
+    /// binds; the spawn itself always scans).
+    pub fn compile_unscanned(&self, profile: &Profile, input: &SpawnInput<'_>, id: &str) -> Result<Bundle, Error> {
+        self.compile_with(profile, input, id, false)
+    }
+
+    /// [`LinuxBackend::compile`] for a warm container built ahead for the shape of the spawn
+    /// that was just compiled: it takes that spawn's scan (the next spawn of the shape scans
+    /// again and uses the warm container only if its own bundle has the same shape).
+    pub(super) fn compile_for_warm(
+        &self,
+        profile: &Profile,
+        input: &SpawnInput<'_>,
+        id: &str,
+    ) -> Result<Bundle, Error> {
+        let last = self.last_scan.lock().ok().and_then(|l| l.clone()).filter(|(f, _)| f == profile.fingerprint());
+        match last {
+            Some((_, scan)) => self.compile_scanned(profile, input, id, scan),
+            None => self.compile(profile, input, id),
+        }
+    }
+
+    fn compile_with(&self, profile: &Profile, input: &SpawnInput<'_>, id: &str, scan: bool) -> Result<Bundle, Error> {
         // The protected paths as they are now (issue 14); the real HOME is the workload's HOME.
         let home = input.env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| std::path::PathBuf::from(v));
-        let mut protected = sandbox_bundle::protect::scan(profile, home.as_deref());
+        let protected = if scan {
+            let found = sandbox_bundle::protect::scan_with(profile, home.as_deref(), Some(&self.scan_memo));
+            if let Ok(mut last) = self.last_scan.lock() {
+                *last = Some((profile.fingerprint().to_owned(), found.clone()));
+            }
+            found
+        } else {
+            sandbox_bundle::protect::ProtectScan::default()
+        };
+        self.compile_scanned(profile, input, id, protected)
+    }
+
+    fn compile_scanned(
+        &self,
+        profile: &Profile,
+        input: &SpawnInput<'_>,
+        id: &str,
+        mut protected: sandbox_bundle::protect::ProtectScan,
+    ) -> Result<Bundle, Error> {
         protected.placeholder = Some(self.placeholder.clone());
         let ctx = SpawnContext {
             argv: input.argv.clone(),
