@@ -1798,3 +1798,50 @@ fn identities_record_every_area_and_pin_the_ancestors_up_to_the_enclosing_writab
     assert!(pins.contains(&v.join("ws/a")) && pins.contains(&PathBuf::from("/var/tmp")), "{pins:?}");
     assert!(!pins.iter().any(|p| p.starts_with("/tmp") || p == Path::new("/var")), "{pins:?}");
 }
+
+/// Issue 14: `protected_paths` in JSON (every key optional, errors name the key), in the
+/// fingerprint (the default keeps old fingerprints; a change makes a new one), in `settings`,
+/// and `restrict` never drops an entry either side keeps.
+#[test]
+fn protected_paths_decode_fingerprint_and_restrict_keeps_every_entry() {
+    let fx = Fx::new();
+    let w = fx.dir("w");
+    let json = |extra: &str| {
+        format!(r#"{{"workspace_root": {:?}, "workspace_write": "allow"{extra}}}"#, w.display().to_string())
+    };
+    let default = new(ProfileConfig::from_json(&json("")).unwrap());
+    let explicit = new(ProfileConfig::from_json(&json(r#", "protected_paths": {"defaults": "protect-v1"}"#)).unwrap());
+    assert_eq!(default.fingerprint(), explicit.fingerprint());
+    assert_eq!(default.settings().protect_version, "protect-v1");
+    assert!(default.settings().protected_paths.contains(&String::from(".git/hooks")));
+    let off = new(ProfileConfig::from_json(&json(r#", "protected_paths": {"defaults": "none"}"#)).unwrap());
+    assert_ne!(off.fingerprint(), default.fingerprint());
+    assert!(off.settings().protected_paths.is_empty());
+    let extra =
+        new(ProfileConfig::from_json(&json(r#", "protected_paths": {"extra": ["Makefile"], "except": [".idea"]}"#))
+            .unwrap());
+    assert_ne!(extra.fingerprint(), default.fingerprint());
+    assert!(extra.settings().protected_paths.contains(&String::from("Makefile")));
+    assert!(!extra.settings().protected_paths.contains(&String::from(".idea")));
+    for (bad, field) in [
+        (r#", "protected_paths": {"defaults": "v2"}"#, "protected_paths.defaults"),
+        (r#", "protected_paths": {"extra": ["/abs"]}"#, "protected_paths.extra[0]"),
+        (r#", "protected_paths": {"extra": ["a/../b"]}"#, "protected_paths.extra[0]"),
+        (r#", "protected_paths": {"except": [".nope"]}"#, "protected_paths.except[0]"),
+        (r#", "protected_paths": {"defaults": "none", "except": [".idea"]}"#, "protected_paths.except[0]"),
+        (r#", "protected_paths": {"other": 1}"#, "protected_paths.other"),
+        (r#", "protected_paths": []"#, "protected_paths"),
+    ] {
+        let made = ProfileConfig::from_json(&json(bad)).and_then(Profile::new);
+        let e = made.map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains(field), "{bad}: {e}");
+    }
+    // restrict keeps every entry either side keeps, whichever side opted out.
+    for (a, b) in [(&off, &default), (&default, &off), (&extra, &off)] {
+        let r = restricted(a, b);
+        let entries = r.settings().protected_paths;
+        for e in a.settings().protected_paths.iter().chain(&b.settings().protected_paths) {
+            assert!(entries.contains(e), "{e} dropped");
+        }
+    }
+}
