@@ -292,6 +292,14 @@ impl Walker<'_> {
         let Ok(meta) = std::fs::symlink_metadata(dot_git) else { return };
         let gitdir = if meta.is_dir() {
             dot_git.to_path_buf()
+        } else if meta.file_type().is_symlink() && dot_git.is_dir() {
+            // A `.git` symlink to a directory is a git directory to git: the link is refused
+            // re-creation and the directory it names is protected like any other.
+            self.out.missing.push(dot_git.to_path_buf());
+            match std::fs::canonicalize(dot_git) {
+                Ok(t) => t,
+                Err(_) => return,
+            }
         } else {
             // The pointer itself is protected: redirected, it would hand git another directory.
             self.existing(dot_git);
@@ -462,5 +470,31 @@ mod tests {
         assert!(same("renamed").existing.contains(&(ws.join("z/b/c/.envrc"), false)));
         std::fs::remove_dir(ws.join("pkg/.vscode")).unwrap_or_else(|e| panic!("{e}"));
         assert!(!same("removed").existing.iter().any(|(p, _)| p.ends_with(".vscode")));
+    }
+
+    #[test]
+    fn a_git_symlink_to_a_directory_is_followed_and_a_pointer_file_too() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ws = std::fs::canonicalize(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let mk = |p: &str| std::fs::create_dir_all(ws.join(p)).unwrap_or_else(|e| panic!("{e}"));
+        mk("store/g1/hooks");
+        mk("store/g2");
+        mk("a");
+        mk("b");
+        std::os::unix::fs::symlink(ws.join("store/g1"), ws.join("a/.git")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(ws.join("b/.git"), "gitdir: ../store/g2\n").unwrap_or_else(|e| panic!("{e}"));
+        let profile = crate::Profile::new(crate::ProfileConfig {
+            workspace_root: ws.clone(),
+            workspace_read: Access::Allow,
+            workspace_write: Access::Allow,
+            ..crate::ProfileConfig::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        let found = scan(&profile, None);
+        assert!(found.existing.contains(&(ws.join("store/g1/hooks"), false)), "{found:?}");
+        assert!(found.missing.contains(&ws.join("a/.git")), "{found:?}");
+        assert!(found.existing.contains(&(ws.join("b/.git"), true)), "{found:?}");
+        assert!(found.missing.contains(&ws.join("store/g2/hooks")), "{found:?}");
+        assert!(found.missing.contains(&ws.join("store/g2/config")), "{found:?}");
     }
 }
