@@ -424,3 +424,29 @@ fn supervise(mut status: Status, child: Pid) -> ! {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_protect_annotation_yields_its_guard() {
+        let protected = sandbox_bundle::protect::Protected {
+            version: "protect-v1".into(),
+            entries: vec![".envrc".into()],
+            guard: sandbox_bundle::CreationGuard {
+                version: "protect-v1".into(),
+                names: vec![".envrc".into()],
+                paths: vec!["/ws/.git/hooks".into()],
+            },
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&protected).unwrap();
+        let parsed: ProtectAnnotation = serde_json::from_str(&text).unwrap();
+        assert_eq!(parsed.guard, Some(protected.guard));
+        let none: ProtectAnnotation = serde_json::from_str(r#"{"version":"none"}"#).unwrap();
+        assert!(none.guard.is_none());
+        assert!(serde_json::from_str::<ProtectAnnotation>("[1]").is_err());
+    }
+}
