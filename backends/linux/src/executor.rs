@@ -4,7 +4,9 @@
 //! and seccomp (so they bind the init and everything below it), reports what it measured on the
 //! status pipe, then forks: the child execs the workload, the parent stays as a minimal init
 //! that forwards signals to the whole pid namespace, reaps everything, and writes the
-//! workload's outcome to the status pipe. It never returns into libcontainer.
+//! workload's outcome to the status pipe. When the bundle protects paths that do not exist
+//! (issue 14), the child first installs the creation guard's filter and the parent serves it
+//! from a second thread (`guard.rs`). It never returns into libcontainer.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -273,7 +275,8 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
         let _ = (&*file).write_all(b"1000");
     }
     // SAFETY: the init is single-threaded: libcontainer cloned it from a single-threaded process
-    // (a clone copies only the calling thread) and nothing in it starts a thread.
+    // (a clone copies only the calling thread) and nothing in it starts a thread before this
+    // fork (the creation guard's thread starts after it, in the parent).
     match unsafe { sys::fork_single_threaded() } {
         Err(e) => status.fail(Stage::Fork, &e.to_string()),
         Ok(ForkResult::Child) => {
