@@ -140,6 +140,54 @@ mod linux {
         assert_eq!(fs::read_to_string(d.ws.join(".claude/notes.md")).unwrap(), "ok\n");
     }
 
+    /// The path lives in the caller's memory, which another thread rewrites while the call
+    /// waits: the guard decides and acts on one copy, so a name flipping between an allowed
+    /// one and `.envrc` is created only as the allowed one (a guard letting the kernel continue
+    /// the call after its check would lose this race).
+    const FLIP: &str = r#"
+import ctypes, os, threading
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(16)
+ok, bad = b"okname\0", b".envrc\0"
+stop = []
+def flip():
+    while not stop:
+        ctypes.memmove(buf, ok, 7)
+        ctypes.memmove(buf, bad, 7)
+def clean():
+    # A torn read makes a mix of both names: remove whatever was made.
+    for n in os.listdir("."):
+        if n != "flip.py":
+            (os.rmdir if os.path.isdir(n) else os.unlink)(n)
+t = threading.Thread(target=flip, daemon=True)
+t.start()
+made = refused = 0
+envrc = False
+for i in range(3000):
+    r = libc.mkdir(buf, 0o755)
+    fd = libc.open(buf, os.O_CREAT | os.O_WRONLY, 0o644)
+    if fd >= 0:
+        os.close(fd)
+    made += (r == 0) + (fd >= 0)
+    refused += (r != 0) + (fd < 0)
+    if os.path.lexists(".envrc"):
+        envrc = True
+        break
+    clean()
+stop.append(1)
+print("made", made > 0, "refused", refused > 0, "envrc", envrc)
+"#;
+
+    pub fn a_path_rewritten_during_the_call_is_decided_once() {
+        let d = TestDirs::new("sbx-guard");
+        fs::write(d.ws.join("flip.py"), FLIP).unwrap();
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        let out = sh_ok(&exec, &d.ws, "/usr/bin/python3 flip.py");
+        assert_eq!(out, "made True refused True envrc False\n");
+        assert!(!d.ws.join(".envrc").exists());
+    }
+
     /// git keeps working next to the guard: init, add, commit in a fresh subdirectory.
     pub fn git_works_under_the_guard() {
         let d = TestDirs::new("sbx-guard");
@@ -212,6 +260,7 @@ fn main() -> std::process::ExitCode {
         use linux::*;
         sandbox_tests::run_tests(&[
             ("protected_names_cannot_be_created_at_any_depth", protected_names_cannot_be_created_at_any_depth),
+            ("a_path_rewritten_during_the_call_is_decided_once", a_path_rewritten_during_the_call_is_decided_once),
             ("git_works_under_the_guard", git_works_under_the_guard),
             ("the_opt_out_creates_the_names", the_opt_out_creates_the_names),
             ("cost_of_the_guard", cost_of_the_guard),

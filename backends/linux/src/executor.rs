@@ -4,7 +4,9 @@
 //! and seccomp (so they bind the init and everything below it), reports what it measured on the
 //! status pipe, then forks: the child execs the workload, the parent stays as a minimal init
 //! that forwards signals to the whole pid namespace, reaps everything, and writes the
-//! workload's outcome to the status pipe. It never returns into libcontainer.
+//! workload's outcome to the status pipe. When the bundle protects paths that do not exist
+//! (issue 14), the child first installs the creation guard's filter and the parent serves it
+//! from a second thread (`guard.rs`). It never returns into libcontainer.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -273,7 +275,8 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
         let _ = (&*file).write_all(b"1000");
     }
     // SAFETY: the init is single-threaded: libcontainer cloned it from a single-threaded process
-    // (a clone copies only the calling thread) and nothing in it starts a thread.
+    // (a clone copies only the calling thread) and nothing in it starts a thread before this
+    // fork (the creation guard's thread starts after it, in the parent).
     match unsafe { sys::fork_single_threaded() } {
         Err(e) => status.fail(Stage::Fork, &e.to_string()),
         Ok(ForkResult::Child) => {
@@ -422,5 +425,31 @@ fn supervise(mut status: Status, child: Pid) -> ! {
             // Forward to every process of the namespace (all but this init).
             let _ = sys::kill_raw(-1, info.signo);
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_protect_annotation_yields_its_guard() {
+        let protected = sandbox_bundle::protect::Protected {
+            version: "protect-v1".into(),
+            entries: vec![".envrc".into()],
+            guard: sandbox_bundle::CreationGuard {
+                version: "protect-v1".into(),
+                names: vec![".envrc".into()],
+                paths: vec!["/ws/.git/hooks".into()],
+            },
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&protected).unwrap();
+        let parsed: ProtectAnnotation = serde_json::from_str(&text).unwrap();
+        assert_eq!(parsed.guard, Some(protected.guard));
+        let none: ProtectAnnotation = serde_json::from_str(r#"{"version":"none"}"#).unwrap();
+        assert!(none.guard.is_none());
+        assert!(serde_json::from_str::<ProtectAnnotation>("[1]").is_err());
     }
 }

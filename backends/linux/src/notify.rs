@@ -73,17 +73,23 @@ pub fn send(listener: BorrowedFd<'_>, id: u64, val: i64, errno: i32) -> Result<(
 
 /// Installs a copy of `fd` in the notifying task at its lowest free number and answers the
 /// notification with that number, atomically (`SECCOMP_IOCTL_NOTIF_ADDFD` with
-/// `SECCOMP_ADDFD_FLAG_SEND`, Linux 5.14).
+/// `SECCOMP_ADDFD_FLAG_SEND`, Linux 5.14; before it, the copy is installed and then sent).
 pub fn add_fd_and_send(listener: BorrowedFd<'_>, id: u64, fd: BorrowedFd<'_>, cloexec: bool) -> Result<i32, Errno> {
+    let send_flag = u32::try_from(libc::SECCOMP_ADDFD_FLAG_SEND).unwrap_or(2);
+    match add_fd(listener, id, fd, cloexec, send_flag) {
+        Err(Errno::EINVAL) => {
+            let newfd = add_fd(listener, id, fd, cloexec, 0)?;
+            send(listener, id, i64::from(newfd), 0)?;
+            Ok(newfd)
+        }
+        other => other,
+    }
+}
+
+fn add_fd(listener: BorrowedFd<'_>, id: u64, fd: BorrowedFd<'_>, cloexec: bool, flags: u32) -> Result<i32, Errno> {
     let srcfd = u32::try_from(fd.as_raw_fd()).map_err(|_| Errno::EBADF)?;
     let newfd_flags = if cloexec { libc::O_CLOEXEC as u32 } else { 0 };
-    let add = libc::seccomp_notif_addfd {
-        id,
-        flags: u32::try_from(libc::SECCOMP_ADDFD_FLAG_SEND).unwrap_or(2),
-        srcfd,
-        newfd: 0,
-        newfd_flags,
-    };
+    let add = libc::seccomp_notif_addfd { id, flags, srcfd, newfd: 0, newfd_flags };
     // SAFETY: ADDFD reads one seccomp_notif_addfd from `add`, alive on this frame; `fd` is open
     // for the call (borrowed).
     let r = unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_ADDFD, &add) };
