@@ -442,6 +442,7 @@ mod tests {
                 version: "protect-v1".into(),
                 names: vec![".envrc".into()],
                 paths: vec!["/ws/.git/hooks".into()],
+                exempt: vec!["/tmp".into()],
             },
             ..Default::default()
         };
