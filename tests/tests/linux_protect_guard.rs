@@ -61,7 +61,10 @@ mod linux {
         ("through-proc-self", "exec 8<sub && echo x > /proc/self/fd/8/.envrc"),
         ("dotdot", "cd sub/deeper && echo x > ../../sub/./.envrc"),
         ("trailing-slash", "mkdir .vscode/"),
-        ("tmp", "echo x > /tmp/.envrc"),
+        // The private /tmp is exempt from the names (a control below), but what is made there
+        // cannot be carried into the workspace: another mount, so mv copies, and the copy's
+        // .vscode is refused.
+        ("from-tmp", "mkdir -p /tmp/mv/.vscode && mv /tmp/mv moved && test -d moved/.vscode"),
         // The init's own descriptors and memory stay out of reach (it is not dumpable; the
         // guard resolves these paths for the workload, never as itself).
         ("init-status-pipe", "echo 'exited 7' >> /proc/1/fd/3"),
@@ -127,11 +130,23 @@ mod linux {
              umask 077 && touch um && mkdir umd && stat -c %a um umd; umask 022; \
              mkdir -p .claude && echo ok > .claude/notes.md && mkfifo fifo && (cat fifo > fifo.out &) && echo via-fifo > fifo && sleep 0.2 && cat fifo.out; \
              cd sub/deeper && echo g > rel && mkdir reldir && mv rel ../rel2 && cd ../.. && cat sub/rel2; \
-             echo h > /dev/stdout; echo h2 > /proc/self/fd/1; echo i > /dev/null; echo tmp > /tmp/t && cat /tmp/t; \
+             echo h > /dev/stdout; echo h2 > /proc/self/fd/1; echo i > /dev/null; echo tmp > /tmp/t && cat /tmp/t; echo exempt > /tmp/.envrc && cat /tmp/.envrc; \
              /usr/bin/python3 -c 'import os; fd=os.open(\"py\", os.O_CREAT|os.O_WRONLY|os.O_EXCL, 0o640); os.write(fd, b\"p\"); os.close(fd); print(oct(os.stat(\"py\").st_mode & 0o777))'; \
              echo controls-ok",
         );
-        for want in ["a\na\n", "b\n", "c\n", "d\n", "600\n700\n", "via-fifo\n", "g\n", "h\nh2\n", "tmp\n", "0o640\n"] {
+        for want in [
+            "a\na\n",
+            "b\n",
+            "c\n",
+            "d\n",
+            "600\n700\n",
+            "via-fifo\n",
+            "g\n",
+            "h\nh2\n",
+            "tmp\n",
+            "exempt\n",
+            "0o640\n",
+        ] {
             assert!(ok.contains(want), "{want:?} missing: {ok}");
         }
         assert!(ok.ends_with("controls-ok\n"), "{ok}");
