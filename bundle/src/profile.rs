@@ -463,7 +463,9 @@ fn canonical_root(field: &str, path: &Path, write: Access) -> Result<PathBuf, Er
                 )));
             }
             let clean = lexically_clean(path);
-            let existing = clean.ancestors().find(|a| a.exists()).unwrap_or(Path::new("/"));
+            // The deepest ancestor that is there at all (a dangling symlink counts: it fails to
+            // resolve below, rather than being skipped and resolved later by the workload).
+            let existing = clean.ancestors().find(|a| std::fs::symlink_metadata(a).is_ok()).unwrap_or(Path::new("/"));
             let base =
                 std::fs::canonicalize(existing).map_err(|e| Error::profile(format!("{field}: {}: {e}", shown())))?;
             if !base.is_dir() {

@@ -309,6 +309,14 @@ fn root_empty_relative_dangling_or_through_a_symlink_is_invalid() {
     }
     let c = ProfileConfig { additional_roots: vec![root(&fx.t.join("missing"), Allow, Allow)], ..config(&w) };
     invalid_naming(Profile::new(c), "additional_roots[0]");
+    // A missing root below a dangling symlink, or below a symlink to a directory, is refused:
+    // the workload could create the target the link names.
+    let dangling_dir = fx.link(&fx.t.join("nowhere-dir"), "dangling-dir");
+    let dir_link = fx.link(&ok, "dir-link");
+    for base in [dangling_dir, dir_link] {
+        let c = ProfileConfig { additional_roots: vec![root(&base.join("key"), Deny, Deny)], ..config(&w) };
+        invalid_naming(Profile::new(c), "additional_roots[0]");
+    }
     for path in bad {
         // As the only root: index 0.
         let c = ProfileConfig { additional_roots: vec![root(&path, Deny, Deny)], ..config(&w) };
