@@ -112,34 +112,6 @@ pub fn open_at(dir: Option<BorrowedFd<'_>>, name: &CStr, flags: i32, mode: u32) 
 /// The name of the entry of the directory `dir` whose inode number is `ino` (`.` and `..`
 /// excluded); None when no entry has it. Consumes `dir` (read with `readdir`).
 pub fn entry_with_ino(dir: OwnedFd, ino: u64) -> Result<Option<Vec<u8>>, Errno> {
-    use std::os::fd::IntoRawFd;
-    let raw = dir.into_raw_fd();
-    // SAFETY: `raw` is an open directory descriptor we own; on success the stream owns it.
-    let stream = unsafe { libc::fdopendir(raw) };
-    if stream.is_null() {
-        let e = Errno::last();
-        // SAFETY: fdopendir failed, so `raw` is still ours to close.
-        unsafe { libc::close(raw) };
-        return Err(e);
-    }
-    let mut found = None;
-    loop {
-        // SAFETY: `stream` is a live directory stream; the entry it returns stays valid until
-        // the next readdir or closedir on it, and is only read before either.
-        let entry = unsafe { libc::readdir64(stream) };
-        if entry.is_null() {
-            break;
-        }
-        // SAFETY: a non-null entry points to a live dirent64 (see above).
-        let entry = unsafe { &*entry };
-        // SAFETY: d_name of a dirent64 is NUL-terminated within the entry.
-        let name = unsafe { CStr::from_ptr(entry.d_name.as_ptr()) }.to_bytes();
-        if entry.d_ino == ino && name != b"." && name != b".." {
-            found = Some(name.to_vec());
-            break;
-        }
-    }
-    // SAFETY: `stream` is live and closed exactly once (this also closes `raw`).
-    unsafe { libc::closedir(stream) };
-    Ok(found)
+    crate::sys::find_entry(dir, |name, i| i == ino && name != b"." && name != b"..")
+        .map(|found| found.map(|(name, _)| name))
 }

@@ -457,12 +457,23 @@ pub fn is_tmpfs(fd: &std::os::fd::OwnedFd) -> io::Result<bool> {
 /// The `d_ino` of the entry `name` in the open directory `dir` (None: no such entry). For a
 /// mount point this is the covered inode, not the mounted root's.
 pub fn dir_entry_ino(dir: std::os::fd::OwnedFd, name: &[u8]) -> io::Result<Option<u64>> {
+    find_entry(dir, |entry, _| entry == name)
+        .map(|found| found.map(|(_, ino)| ino))
+        .map_err(|e| io::Error::from_raw_os_error(e as i32))
+}
+
+/// The first entry `(name, d_ino)` of the open directory `dir` for which `wanted` holds (`.`
+/// and `..` included); None when none does. Consumes `dir` (read with `readdir`).
+pub fn find_entry(
+    dir: std::os::fd::OwnedFd,
+    mut wanted: impl FnMut(&[u8], u64) -> bool,
+) -> Result<Option<(Vec<u8>, u64)>, nix::Error> {
     use std::os::fd::IntoRawFd;
     let raw = dir.into_raw_fd();
     // SAFETY: `raw` is an open directory descriptor we own; on success the stream owns it.
     let stream = unsafe { libc::fdopendir(raw) };
     if stream.is_null() {
-        let e = io::Error::last_os_error();
+        let e = nix::Error::last();
         // SAFETY: fdopendir failed, so `raw` is still ours to close.
         unsafe { libc::close(raw) };
         return Err(e);
@@ -478,10 +489,9 @@ pub fn dir_entry_ino(dir: std::os::fd::OwnedFd, name: &[u8]) -> io::Result<Optio
         // SAFETY: a non-null entry points to a live dirent64 (see above).
         let entry = unsafe { &*entry };
         // SAFETY: d_name of a dirent64 is NUL-terminated within the entry.
-        let entry_name = unsafe { std::ffi::CStr::from_ptr(entry.d_name.as_ptr()) };
-        let ino = entry.d_ino;
-        if entry_name.to_bytes() == name {
-            found = Some(ino);
+        let name = unsafe { std::ffi::CStr::from_ptr(entry.d_name.as_ptr()) }.to_bytes();
+        if wanted(name, entry.d_ino) {
+            found = Some((name.to_vec(), entry.d_ino));
             break;
         }
     }

@@ -223,6 +223,26 @@ mod bench {
         }
     }
 
+    /// One timed library call of `echo confined` in `ws`, then the untimed pause: the warm
+    /// container for the next call builds now, not while the next contender is being timed (an
+    /// agent thinks between calls anyway). `set` keeps the executor's set alive when nothing
+    /// else does.
+    fn library_run(exec: Arc<Executor>, ws: PathBuf, set: Option<Arc<ExecutorSet>>) -> RunFn {
+        Box::new(move || {
+            let _set = &set;
+            let start = Instant::now();
+            let out = exec
+                .run_argv(&Deadline::after(Duration::from_secs(30)), &ws, &["/bin/echo", "confined"])
+                .map_err(|e| e.to_string())?;
+            let took = start.elapsed();
+            if out.bytes != b"confined\n" {
+                return Err(format!("output {:?}", out.bytes));
+            }
+            std::thread::sleep(WARM_PAUSE);
+            Ok((took, None))
+        })
+    }
+
     pub fn run(args: &Args) -> Result<(), String> {
         if args.phases {
             use tracing_subscriber::Layer as _;
@@ -289,29 +309,10 @@ mod bench {
         let add = |contenders: &mut Vec<Contender>, name, run| {
             contenders.push(Contender { name, run, argv: None, samples: Vec::new(), rss: 0, error: None })
         };
-        {
-            let (exec, ws) = (Arc::clone(&exec), ws.clone());
-            add(
-                &mut contenders,
-                "sandbox library",
-                Box::new(move || {
-                    let start = Instant::now();
-                    let out = exec
-                        .run_argv(&Deadline::after(Duration::from_secs(30)), &ws, &["/bin/echo", "confined"])
-                        .map_err(|e| e.to_string())?;
-                    let took = start.elapsed();
-                    if out.bytes != b"confined\n" {
-                        return Err(format!("output {:?}", out.bytes));
-                    }
-                    // Untimed: the warm container for the next call builds now, not while the
-                    // next contender is being timed (an agent thinks between calls anyway).
-                    std::thread::sleep(WARM_PAUSE);
-                    Ok((took, None))
-                }),
-            );
-        }
+        add(&mut contenders, "sandbox library", library_run(Arc::clone(&exec), ws.clone(), None));
         if args.workspace.is_some() {
-            // The same workspace without protected paths: the difference is the scan's cost.
+            // The same workspace without protected paths: the difference is what the protections
+            // cost (the scan and the creation guard).
             let off = Profile::new(ProfileConfig {
                 protected_paths: sandbox::Protection { defaults: false, ..sandbox::Protection::default() },
                 ..profile.config().clone()
@@ -326,24 +327,7 @@ mod bench {
                 .map_err(|e| e.to_string())?,
             );
             let exec = off_set.executor("bench").map_err(|e| e.to_string())?;
-            let ws = ws.clone();
-            add(
-                &mut contenders,
-                "sandbox library, protection off",
-                Box::new(move || {
-                    let _keep = &off_set;
-                    let start = Instant::now();
-                    let out = exec
-                        .run_argv(&Deadline::after(Duration::from_secs(30)), &ws, &["/bin/echo", "confined"])
-                        .map_err(|e| e.to_string())?;
-                    let took = start.elapsed();
-                    if out.bytes != b"confined\n" {
-                        return Err(format!("output {:?}", out.bytes));
-                    }
-                    std::thread::sleep(WARM_PAUSE);
-                    Ok((took, None))
-                }),
-            );
+            add(&mut contenders, "sandbox library, protection off", library_run(exec, ws.clone(), Some(off_set)));
         }
         {
             // The same, but with no pause before the timed call: the previous call has just
