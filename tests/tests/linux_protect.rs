@@ -79,6 +79,17 @@ mod linux {
         (".claude/agents", true),
         (".claude/settings.json", false),
         (".claude/settings.local.json", false),
+        (".bashrc", false),
+        (".bash_profile", false),
+        (".bash_login", false),
+        (".profile", false),
+        (".zshrc", false),
+        (".zprofile", false),
+        (".zshenv", false),
+        (".zlogin", false),
+        (".gitconfig", false),
+        (".gitmodules", false),
+        (".ripgreprc", false),
     ];
 
     fn plant(base: &Path, entry: &str, dir: bool) {
@@ -403,6 +414,42 @@ mod linux {
         all_failed(&out, &[String::from("mkdir"), String::from("move-in"), String::from("swap-gitdir")]);
         assert!(!d.ws.join(".git/hooks").exists());
     }
+    /// Every default name that does not exist cannot be created, at the top of the workspace
+    /// and deeper, as a file, a directory or a symlink (the creation guard); the control
+    /// creates ordinary names beside them.
+    pub fn every_missing_default_name_cannot_be_created_at_any_depth() {
+        let d = TestDirs::new("sbx-protect");
+        fs::create_dir_all(d.ws.join("packages/app/src")).unwrap();
+        let (_set, exec) = executor(&d, config(&d));
+        let mut script = String::new();
+        let mut names = Vec::new();
+        for (i, (entry, _)) in NAMES.iter().enumerate() {
+            for (tag, base) in
+                [(format!("top{i}"), String::from(".")), (format!("deep{i}"), String::from("packages/app/src"))]
+            {
+                let parent = Path::new(entry).parent().filter(|p| !p.as_os_str().is_empty());
+                let prep = parent.map(|p| format!("mkdir -p '{base}/{}' && ", p.display())).unwrap_or_default();
+                for (how, cmd) in [
+                    ("file", format!("{prep}echo x > '{base}/{entry}'")),
+                    ("dir", format!("{prep}mkdir '{base}/{entry}'")),
+                    ("symlink", format!("{prep}ln -s /tmp '{base}/{entry}'")),
+                ] {
+                    let name = format!("{tag}-{how}");
+                    script.push_str(&attempt(&name, &cmd));
+                    names.push(name);
+                }
+            }
+        }
+        script.push_str("echo ok > packages/app/src/ordinary && mkdir packages/app/src/dir && echo CONTROL");
+        let out = sh_ok(&exec, &d.ws, &script);
+        assert!(out.contains("CONTROL"), "{out}");
+        all_failed(&out, &names);
+        for (entry, _) in NAMES {
+            for base in [d.ws.clone(), d.ws.join("packages/app/src")] {
+                assert!(fs::symlink_metadata(base.join(entry)).is_err(), "{} was created", base.join(entry).display());
+            }
+        }
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -417,6 +464,10 @@ fn main() -> std::process::ExitCode {
             (
                 "every_existing_default_entry_is_read_only_at_every_depth",
                 every_existing_default_entry_is_read_only_at_every_depth,
+            ),
+            (
+                "every_missing_default_name_cannot_be_created_at_any_depth",
+                every_missing_default_name_cannot_be_created_at_any_depth,
             ),
             ("the_opt_out_writes_them", the_opt_out_writes_them),
             (
