@@ -213,7 +213,8 @@ fn run(args: RunArgs) -> Result<i32, Error> {
             // Exactly one JSON object, also when nothing could run.
             let value = serde_json::json!({
                 "exit_code": null, "signal": null, "stdout": "", "stderr": "",
-                "error": e.kind().as_str(), "level": "none", "guarantees": [], "guarantee_bits": 0, "report": [],
+                "error": e.kind().as_str(), "message": e.to_string(),
+                "level": "none", "guarantees": [], "guarantee_bits": 0, "report": [],
             });
             println!("{value}");
             Ok(125)
@@ -325,6 +326,7 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
             "stdout": text(0),
             "stderr": text(1),
             "error": error.as_ref().map(|e| e.kind().as_str()),
+            "message": error.as_ref().map(|e| e.to_string()),
             "level": executor.level().to_string(),
             "guarantees": executor.guarantees().names(),
             "guarantee_bits": executor.guarantee_bits(),

@@ -425,9 +425,10 @@ fn huge_and_non_finite_numbers_name_their_flag_and_write_nothing() {
             assert_eq!(o.status.code(), Some(code), "{flag} {value:?}: {err}");
             assert!(!err.contains("panicked"), "{flag} {value:?}: {err}");
             if json && code == 125 {
-                // Exactly one JSON object naming the error kind.
+                // Exactly one JSON object naming the error kind, and its message the flag.
                 let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
                 assert_eq!(v["error"], "invalid_argument", "{flag} {value:?}");
+                assert!(v["message"].as_str().is_some_and(|m| m.contains(flag)), "{flag} {value:?}: {v}");
             } else {
                 assert!(err.contains(flag), "{flag} {value:?}: {err}");
             }
@@ -1475,4 +1476,26 @@ fn the_real_homes_start_up_files_are_protected() {
     for f in [".profile", ".gitconfig", ".ssh/config"] {
         assert!(!area.ws.join(f).exists(), "{f}");
     }
+}
+
+/// Issue 15, item 4: a `--json` error object carries the human message next to the kind, and
+/// the message names the offending key (here an unknown key of the profile file).
+#[test]
+fn json_errors_carry_their_message() {
+    let area = Area::new();
+    let profile = area.dir.path().join("bad.json");
+    fs::write(&profile, r#"{"workspace_root": "/", "frob": 1}"#).unwrap();
+    let o = area.sandbox(&refs(&[
+        os("run"),
+        os("--json"),
+        os("--profile"),
+        profile.into_os_string(),
+        os("--"),
+        os("/bin/true"),
+    ]));
+    assert_eq!(o.status.code(), Some(125), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["error"], "invalid_profile");
+    let message = v["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("invalid profile: frob: unknown key"), "{v}");
 }

@@ -332,6 +332,7 @@ fn sandbox_run_json_prints_exactly_one_object() {
     assert_eq!(v["stdout"], "out\n");
     assert_eq!(v["stderr"], "err\n");
     assert_eq!(v["error"], serde_json::Value::Null);
+    assert_eq!(v["message"], serde_json::Value::Null);
     assert_eq!(v["level"], "full");
     assert!(v["guarantees"].as_array().unwrap().iter().any(|g| g == "network-boundary"));
     assert!(v["report"].as_array().unwrap().iter().any(|e| e["feature"] == "landlock"));
@@ -339,6 +340,7 @@ fn sandbox_run_json_prints_exactly_one_object() {
     assert_eq!(o.status.code(), Some(125));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["error"], "deadline_exceeded");
+    assert!(v["message"].as_str().is_some_and(|m| !m.is_empty()), "{v}");
 }
 
 #[test]

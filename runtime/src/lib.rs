@@ -6,11 +6,12 @@
 //! acknowledged-unconfined) compiles into a minimal OCI bundle that a backend runs, and the
 //! caller gets [`Level`], [`Guarantees`] and a [`CompileReport`] of what was achieved.
 //!
-//! **State of this version.** The profile vocabulary, reports, errors, the bundle compiler and
-//! bundle export are complete ([`bundle::export_bundle`], `sandbox bundle export`); exported
-//! bundles run under `runc run`. The backends that run bundles in-process (Linux container,
-//! macOS Seatbelt) and the executor API come next; until they land no sandboxed command runs
-//! through this crate, and nothing pretends otherwise.
+//! **State of this version.** The profile vocabulary, reports, errors, the bundle compiler,
+//! bundle export ([`export::export_bundle`], `sandbox bundle export`, runnable by `runc run`),
+//! executor sets, executors, grants and processes are complete. The Linux backend runs bundles
+//! with an embedded runtime (libcontainer, our own init, Landlock, seccomp, cgroup limits,
+//! protected paths); the macOS Seatbelt backend compiles the same bundle to a Seatbelt profile
+//! and has not been run on macOS here. An acknowledged-unconfined profile runs directly.
 //!
 //! **Not defended against:** kernel exploits, side channels, CPU and disk exhaustion,
 //! exfiltration over network a profile or grant opens (CONTRACT.md §1).

@@ -58,7 +58,8 @@ pub struct HostProbe {
     pub guarantee_bits: u64,
     /// Lifetime containment of its processes.
     pub lifetime_containment: &'static str,
-    /// Grant classes a backend here can enforce (none before grants land).
+    /// Grant classes a backend here can enforce (none when no sandbox runs here;
+    /// `network.proxy-target.v1` never: there is no egress route in this version).
     pub grant_classes: Vec<&'static str>,
     /// Its report.
     pub report: Vec<ReportEntry>,
@@ -151,6 +152,21 @@ fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
             probe.guarantees = guarantees.names();
             probe.guarantee_bits = guarantees.bits();
             probe.lifetime_containment = "enforced";
+            // The classes `Executor::issue_grant` accepts and the Linux backend enforces
+            // (linux_grants covers each).
+            #[cfg(target_os = "linux")]
+            {
+                probe.grant_classes = vec![
+                    "command.start.v1",
+                    "filesystem.path.read.v1",
+                    "filesystem.path.write.v1",
+                    "filesystem.tree.read.v1",
+                    "filesystem.tree.write.v1",
+                    "filesystem.host.read.v1",
+                    "filesystem.host.write.v1",
+                    "network.broad.v1",
+                ];
+            }
             probe.report = report.entries;
         }
         Err(e @ (Error::DeadlineExceeded { .. } | Error::Cancelled { .. })) => return Err(e),
