@@ -69,7 +69,7 @@ impl ExecutorSetOptions {
     }
 
     /// `pids.max` of every spawn's cgroup (default: 128 per CPU, at least 1024 and at most
-    /// 4096; see [`default_pids_max`]).
+    /// 4096; see `default_pids_max`).
     pub fn pids_max(self, n: u32) -> Self {
         ExecutorSetOptions { pids_max: n, ..self }
     }

@@ -124,7 +124,7 @@ pub enum ProcessAccessKind {
     BroadWrite = 3,
 }
 
-/// [`PreparedProcess::effective_access`].
+/// [`crate::PreparedProcess::effective_access`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProcessAccess {
     pub(crate) kind: ProcessAccessKind,

@@ -26,7 +26,7 @@ use crate::executor::{GO_FD, STATUS_FD, SandboxExecutor};
 use crate::protocol::{Command, Event, Measured, Outcome, Request, monotonic_us};
 use crate::sys;
 
-/// The argv[1] that makes a re-executed binary the helper. It never reaches a workload.
+/// The `argv[1]` that makes a re-executed binary the helper. It never reaches a workload.
 pub const HELPER_MARKER: &str = "--sandbox-linux-helper-v1";
 
 /// The helper's control socket descriptor number.

@@ -381,7 +381,7 @@ pub(crate) fn sweep_container(
     if problems.is_empty() { Ok(()) } else { Err(SweepError { problems }) }
 }
 
-/// What a sweep ([`sweep_container`]) could not do; it did the rest. The message lists each
+/// What a sweep (`sweep_container`) could not do; it did the rest. The message lists each
 /// problem, separated by `; `.
 #[cfg(target_os = "linux")]
 #[derive(Debug, thiserror::Error)]
