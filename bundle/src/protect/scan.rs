@@ -203,7 +203,7 @@ impl Walker<'_> {
         for name in &listing.hits {
             let path = dir.join(name);
             if self.last.contains(name) && self.matches(&path) {
-                self.existing(&path);
+                self.entry(&path);
             } else if name == ".git" {
                 self.git(&path);
             }
@@ -263,13 +263,6 @@ impl Walker<'_> {
     /// refused re-creation by its name and its target is bound where it exists.
     fn entry(&mut self, path: &Path) {
         match std::fs::symlink_metadata(path) {
-            Err(_) => self.out.missing.push(path.to_path_buf()),
-            Ok(_) => self.existing(path),
-        }
-    }
-
-    fn existing(&mut self, path: &Path) {
-        match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_symlink() => {
                 self.out.missing.push(path.to_path_buf());
                 if let Ok(target) = std::fs::canonicalize(path) {
@@ -302,7 +295,7 @@ impl Walker<'_> {
             }
         } else {
             // The pointer itself is protected: redirected, it would hand git another directory.
-            self.existing(dot_git);
+            self.entry(dot_git);
             let Some(target) = read_gitdir(dot_git) else { return };
             let target = if target.is_absolute() { target } else { worktree.join(target) };
             match std::fs::canonicalize(&target) {
@@ -424,6 +417,20 @@ fn config_refs(config: &Path) -> ConfigRefs {
 mod tests {
     use super::*;
 
+    /// A workspace in a fresh temporary directory and a profile that writes it.
+    fn writable_workspace() -> (tempfile::TempDir, PathBuf, crate::Profile) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ws = std::fs::canonicalize(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let profile = crate::Profile::new(crate::ProfileConfig {
+            workspace_root: ws.clone(),
+            workspace_read: Access::Allow,
+            workspace_write: Access::Allow,
+            ..crate::ProfileConfig::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        (dir, ws, profile)
+    }
+
     #[test]
     fn hooks_path_and_includes_are_read_from_their_sections_only() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -440,21 +447,12 @@ mod tests {
 
     #[test]
     fn a_memo_scan_finds_what_a_fresh_scan_finds_after_every_change() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let ws = std::fs::canonicalize(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let (_dir, ws, profile) = writable_workspace();
         let mk = |p: &str| std::fs::create_dir_all(ws.join(p)).unwrap_or_else(|e| panic!("{e}"));
         mk("a/b/c");
         mk("pkg/.vscode");
         mk("repo/.git/hooks");
         std::fs::write(ws.join("repo/.git/config"), "[core]\n\thooksPath = .husky\n").unwrap_or_else(|e| panic!("{e}"));
-        let profile = crate::Profile::new(crate::ProfileConfig {
-            workspace_root: ws.clone(),
-            workspace_read: Access::Allow,
-            workspace_write: Access::Allow,
-            command: Access::Allow,
-            ..crate::ProfileConfig::default()
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
         let memo = ScanMemo::default();
         let same = |what: &str| {
             let (a, b) = (scan_with(&profile, None, Some(&memo)), scan(&profile, None));
@@ -474,8 +472,7 @@ mod tests {
 
     #[test]
     fn a_git_symlink_to_a_directory_is_followed_and_a_pointer_file_too() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let ws = std::fs::canonicalize(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let (_dir, ws, profile) = writable_workspace();
         let mk = |p: &str| std::fs::create_dir_all(ws.join(p)).unwrap_or_else(|e| panic!("{e}"));
         mk("store/g1/hooks");
         mk("store/g2");
@@ -483,13 +480,6 @@ mod tests {
         mk("b");
         std::os::unix::fs::symlink(ws.join("store/g1"), ws.join("a/.git")).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(ws.join("b/.git"), "gitdir: ../store/g2\n").unwrap_or_else(|e| panic!("{e}"));
-        let profile = crate::Profile::new(crate::ProfileConfig {
-            workspace_root: ws.clone(),
-            workspace_read: Access::Allow,
-            workspace_write: Access::Allow,
-            ..crate::ProfileConfig::default()
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
         let found = scan(&profile, None);
         assert!(found.existing.contains(&(ws.join("store/g1/hooks"), false)), "{found:?}");
         assert!(found.missing.contains(&ws.join("a/.git")), "{found:?}");

@@ -92,6 +92,11 @@ impl Recorder {
         }
     }
 
+    /// The calls from the container's start on.
+    fn since_start(&self) -> Vec<Call> {
+        self.calls.iter().skip_while(|c| !matches!(c, Call::Started(_))).cloned().collect()
+    }
+
     fn count(&self, call: &Call) -> usize {
         self.calls.iter().filter(|c| *c == call).count()
     }
@@ -560,7 +565,7 @@ fn a_kill_request_or_the_embedder_gone_during_the_run_is_a_sigkill() {
         host.status = VecDeque::from([b"ready\n".to_vec(), b"setup landlock=full abi=4 seccomp=2\n".to_vec()]);
         run(&mut host, &request).unwrap();
         let procs = PathBuf::from(PROCS);
-        let run_calls = host.calls.iter().skip_while(|c| !matches!(c, Call::Started(_))).cloned().collect::<Vec<_>>();
+        let run_calls = host.since_start();
         assert_eq!(
             run_calls,
             [
@@ -602,7 +607,7 @@ fn a_status_channel_violation_fails_the_run_closed() {
     let mut host = Recorder::new();
     host.status = VecDeque::from([b"ready\n".to_vec(), b"exited 0\nexited 1\n".to_vec()]);
     run(&mut host, &request()).unwrap();
-    let after_start = host.calls.iter().skip_while(|c| !matches!(c, Call::Started(_))).cloned().collect::<Vec<_>>();
+    let after_start = host.since_start();
     assert_eq!(
         after_start,
         [
