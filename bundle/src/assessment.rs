@@ -142,11 +142,8 @@ pub fn assess(facts: &Facts<'_>) -> (Level, Guarantees, CompileReport) {
             guarantees.resource_limits = limits.is_ok();
             r.set(match limits {
                 Ok(detail) => ReportEntry::new("resource-limits", Status::Enforced, detail.clone()),
-                Err(why) => ReportEntry::new(
-                    "resource-limits",
-                    Status::Unenforced,
-                    format!("{why}; delegate a writable cgroup subtree and pass it as cgroup_parent"),
-                ),
+                // The backend's words name the reason and the fix for this host.
+                Err(why) => ReportEntry::new("resource-limits", Status::Unenforced, why.clone()),
             });
             if *landlock_full && *seccomp { Level::Full } else { Level::Degraded }
         }

@@ -67,6 +67,9 @@ pub enum Launch {
         pids_max: Option<u32>,
         /// `memory.max` in bytes, applied only with a cgroup.
         memory_max: Option<u64>,
+        /// `RLIMIT_NPROC` (soft and hard) of the run's processes, when no pids controller bounds
+        /// them: counted per user namespace (Linux 5.14 on), so it bounds this run alone.
+        nproc: Option<u64>,
     },
     /// Exported for a standard OCI runtime: no `cgroupsPath`, no `resources`.
     Export,

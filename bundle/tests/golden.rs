@@ -256,6 +256,7 @@ fn rootless_embedded_with_limits_and_landlock_write_only_workspace() {
         cgroups_path: Some("/sandbox/sbx-1".into()),
         pids_max: Some(4096),
         memory_max: Some(512 * 1024 * 1024),
+        nproc: None,
     };
     let config = ProfileConfig { workspace_read: Access::Gated, host_read: Access::Deny, ..f.config() };
     check("rootless-limits-write-only", &f, config, spawn);
@@ -267,7 +268,7 @@ fn rootless_embedded_without_cgroup_or_landlock() {
     let mut spawn = f.spawn();
     spawn.uid = 1000;
     spawn.gid = 1000;
-    spawn.launch = Launch::Embedded { cgroups_path: None, pids_max: Some(4096), memory_max: None };
+    spawn.launch = Launch::Embedded { cgroups_path: None, pids_max: None, memory_max: None, nproc: Some(4096) };
     let config = ProfileConfig { workspace_read: Access::Gated, host_read: Access::Deny, ..f.config() };
     check("rootless-no-limits", &f, config, spawn);
 }

@@ -66,7 +66,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub use deadline::{CancelToken, Deadline};
 pub use executor::Executor;
 pub use grants::GrantRequest;
-pub use options::ExecutorSetOptions;
+pub use options::{CGROUP_PARENT_ENV, ExecutorSetOptions};
 pub use output::{ExitStatus, Output};
 pub use prepared::PreparedProcess;
 pub use probe::{CgroupProbe, HostProbe, probe};

@@ -50,7 +50,7 @@ pub(crate) fn open(
 ) -> Result<LinuxBackend, Error> {
     let config = Config {
         scratch_root: options.scratch_root.clone(),
-        cgroup_parent: options.cgroup_parent.clone(),
+        cgroup_parent: options.configured_cgroup_parent(),
         pids_max: options.pids_max,
         memory_max: options.memory_max,
         cpu_weight: options.cpu_weight,
@@ -72,7 +72,7 @@ pub(crate) fn open(
 /// The cgroup parent a set with `options` uses (see
 /// [`sandbox_linux::backend::configured_cgroup_parent`]).
 pub(crate) fn cgroup_parent(options: &ExecutorSetOptions) -> Option<String> {
-    backend::configured_cgroup_parent(options.cgroup_parent.as_deref())
+    backend::configured_cgroup_parent(options.configured_cgroup_parent().as_deref())
 }
 
 /// Runs one spawn to its end: output combined, stdin `/dev/null`. With `require` the probe's

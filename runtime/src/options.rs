@@ -95,9 +95,21 @@ impl ExecutorSetOptions {
     }
 
     /// The cgroup under which each spawn gets its own (Linux; absolute and clean, relative to
-    /// the cgroup root).
+    /// the cgroup root). Default: `SANDBOX_CGROUP_PARENT` from the environment when set, else
+    /// `/sandbox` as root, else the caller's own cgroup v2 when this user may write it (a
+    /// delegated systemd unit or scope, a container's own cgroup namespace), else none: the
+    /// runs are then confined all the same, and `resource-limits` is reported unenforced with
+    /// the reason and the fix.
     pub fn cgroup_parent(self, path: impl Into<PathBuf>) -> Self {
         ExecutorSetOptions { cgroup_parent: Some(path.into()), ..self }
+    }
+
+    /// The configured cgroup parent: the option, else `SANDBOX_CGROUP_PARENT` when set and not
+    /// empty.
+    pub(crate) fn configured_cgroup_parent(&self) -> Option<PathBuf> {
+        self.cgroup_parent
+            .clone()
+            .or_else(|| std::env::var_os(CGROUP_PARENT_ENV).filter(|v| !v.is_empty()).map(PathBuf::from))
     }
 
     /// Adds names that pass the environment scrub.
@@ -158,10 +170,11 @@ impl ExecutorSetOptions {
                 });
             }
         }
-        if let Some(parent) = &self.cgroup_parent {
+        if let Some(parent) = &self.configured_cgroup_parent() {
             if !is_clean_absolute(parent) {
+                let name = if self.cgroup_parent.is_some() { "cgroup_parent" } else { CGROUP_PARENT_ENV };
                 return Err(Error::InvalidOptions {
-                    detail: format!("cgroup_parent: {} is not an absolute, clean path", parent.display()),
+                    detail: format!("{name}: {} is not an absolute, clean path", parent.display()),
                 });
             }
         }
@@ -180,6 +193,9 @@ impl ExecutorSetOptions {
 }
 
 /// A cgroup parent is written into cgroup files as text: clean, absolute and UTF-8.
+/// The environment variable that sets the default cgroup parent (issue 15).
+pub const CGROUP_PARENT_ENV: &str = "SANDBOX_CGROUP_PARENT";
+
 fn is_clean_absolute(p: &Path) -> bool {
     p.to_str().is_some() && sandbox_bundle::path::is_clean_absolute(p)
 }

@@ -10,6 +10,18 @@ pub fn rootless_mode() -> bool {
     std::env::var_os("SANDBOX_TEST_ROOTLESS").is_some_and(|v| v == "1")
 }
 
+/// The suite runs as a user for whom root prepared nothing (`SANDBOX_TEST_ROOTLESS=1` without a
+/// cgroup parent; `SANDBOX_ROOTLESS_PLAIN=1 scripts/rootless.sh`): runs are confined without
+/// cgroup limits (issue 15).
+pub fn plain_mode() -> bool {
+    rootless_mode() && cgroup_parent().is_none()
+}
+
+/// Whether the runs of this suite get cgroup limits (`resource-limits` enforced).
+pub fn limits_expected() -> bool {
+    !plain_mode()
+}
+
 /// The cgroup parent the tests pass to every set (`SANDBOX_TEST_CGROUP_PARENT`), if any.
 pub fn cgroup_parent() -> Option<String> {
     std::env::var("SANDBOX_TEST_CGROUP_PARENT").ok().filter(|p| !p.is_empty())

@@ -135,6 +135,16 @@ fn run() -> std::io::Result<()> {
     control.reader.read_line(&mut line)?;
     phases.push((String::from("request"), monotonic_us()));
     let request: Request = serde_json::from_str(&line).map_err(std::io::Error::other)?;
+    if request.cgroupless
+        && let Err(e) = namespaces::enter_cgroupless()
+    {
+        let outcome = Outcome::Failed { detail: format!("helper: a run without a cgroup: {e}") };
+        return control.send(&Event::Finished {
+            outcome,
+            measured: Measured { phases, ..Measured::default() },
+            teardown: true,
+        });
+    }
 
     // The workload's stdio is ours; hand it to the runtime and keep /dev/null for ourselves,
     // so readers see EOF exactly when the container is gone.

@@ -33,6 +33,8 @@
 #[cfg(target_os = "linux")]
 pub mod backend;
 #[cfg(target_os = "linux")]
+pub mod cgroups;
+#[cfg(target_os = "linux")]
 mod executor;
 #[cfg(target_os = "linux")]
 mod filter;

@@ -29,6 +29,14 @@ pub struct Request {
     pub limits: Vec<Limit>,
     /// Fail the spawn unless every limit reads back as set.
     pub require_limits: bool,
+    /// The spawn's own `cgroup.procs` (its processes are killed through it, and the teardown is
+    /// proven when it is empty); none without a cgroup.
+    #[serde(default)]
+    pub procs: Option<PathBuf>,
+    /// No usable cgroup: the helper enters its own user, mount and cgroup namespaces first
+    /// (see `enter_cgroupless`), so that the runtime makes none.
+    #[serde(default)]
+    pub cgroupless: bool,
     /// The run's own bound on inotify (instances, watches), written in the container's user
     /// namespace (`/proc/sys/user/max_inotify_{instances,watches}`); part of the limits: a
     /// failure fails the spawn when `require_limits` is set.

@@ -98,6 +98,11 @@ fn process(spawn: &SpawnContext) -> Result<Process, Error> {
     let rlimit = |typ: PosixRlimitType, soft: u64, hard: u64| {
         PosixRlimitBuilder::default().typ(typ).soft(soft).hard(hard).build().map_err(spec_error)
     };
+    let mut rlimits =
+        vec![rlimit(PosixRlimitType::RlimitCore, 0, 0)?, rlimit(PosixRlimitType::RlimitNofile, 1024, 4096)?];
+    if let Launch::Embedded { nproc: Some(n), .. } = &spawn.launch {
+        rlimits.push(rlimit(PosixRlimitType::RlimitNproc, *n, *n)?);
+    }
     ProcessBuilder::default()
         .terminal(spawn.tty)
         .user(UserBuilder::default().uid(0u32).gid(0u32).build().map_err(spec_error)?)
@@ -105,7 +110,7 @@ fn process(spawn: &SpawnContext) -> Result<Process, Error> {
         .env(env)
         .cwd(PathBuf::from(path_str(&spawn.cwd)?))
         .capabilities(no_capabilities)
-        .rlimits(vec![rlimit(PosixRlimitType::RlimitCore, 0, 0)?, rlimit(PosixRlimitType::RlimitNofile, 1024, 4096)?])
+        .rlimits(rlimits)
         .no_new_privileges(true)
         .build()
         .map_err(spec_error)
@@ -154,7 +159,7 @@ fn linux(
     // not empty (an empty device list): both are cleared and set only as below.
     linux.set_cgroups_path(None);
     linux.set_resources(None);
-    if let Launch::Embedded { cgroups_path: Some(path), pids_max, memory_max } = &spawn.launch {
+    if let Launch::Embedded { cgroups_path: Some(path), pids_max, memory_max, .. } = &spawn.launch {
         linux.set_cgroups_path(Some(PathBuf::from(path)));
         // No `resources` at all without limits: its mere presence makes a v1 runtime write
         // device rules, which only root may (rootless limits are then written by the helper).
@@ -270,12 +275,18 @@ mod tests {
         .unwrap();
         let launches = [
             Launch::Export,
-            Launch::Embedded { cgroups_path: None, pids_max: None, memory_max: None },
-            Launch::Embedded { cgroups_path: Some(String::from("/sandbox/c")), pids_max: None, memory_max: None },
+            Launch::Embedded { cgroups_path: None, pids_max: None, memory_max: None, nproc: Some(64) },
+            Launch::Embedded {
+                cgroups_path: Some(String::from("/sandbox/c")),
+                pids_max: None,
+                memory_max: None,
+                nproc: None,
+            },
             Launch::Embedded {
                 cgroups_path: Some(String::from("/sandbox/c")),
                 pids_max: Some(64),
                 memory_max: Some(1 << 30),
+                nproc: None,
             },
         ];
         for launch in launches {
@@ -305,7 +316,7 @@ mod tests {
                 v.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default()
             };
             let (cgroup, limits) = match &launch {
-                Launch::Embedded { cgroups_path: Some(_), pids_max, memory_max } => {
+                Launch::Embedded { cgroups_path: Some(_), pids_max, memory_max, .. } => {
                     (true, pids_max.is_some() || memory_max.is_some())
                 }
                 _ => (false, false),

@@ -64,7 +64,8 @@ impl Deadline for NoDeadline {
 pub struct Config {
     /// The set's scratch root (its own, masked only for other sets).
     pub scratch_root: PathBuf,
-    /// The configured cgroup parent, if any (see [`configured_cgroup_parent`]).
+    /// The configured cgroup parent (the `cgroup_parent` option, else `SANDBOX_CGROUP_PARENT`),
+    /// if any; without one the backend finds its own (see [`crate::cgroups`]).
     pub cgroup_parent: Option<PathBuf>,
     /// `pids.max` of every spawn.
     pub pids_max: u32,
@@ -99,7 +100,8 @@ pub struct LinuxBackend {
     uid: u32,
     gid: u32,
     layout: CgroupLayout,
-    cgroup_parent: Option<String>,
+    /// Where the spawns get their cgroups, if anywhere (issue 15).
+    cgroups: crate::cgroups::Cgroups,
     pids_max: u32,
     memory_max: Option<u64>,
     /// CPU weight (cgroup v2 units) and optional bound (thousandths of a CPU) of every spawn.
@@ -158,16 +160,10 @@ impl LinuxBackend {
         let uid = nix::unistd::getuid().as_raw();
         let gid = nix::unistd::getgid().as_raw();
         let layout = CgroupLayout::detect();
-        let own_parent = config.cgroup_parent.is_none() && uid == 0;
-        let cgroup_parent = configured_cgroup_parent(config.cgroup_parent.as_deref());
-        if cgroup_parent.is_none() {
-            return Err(Error::SandboxUnavailable {
-                detail: String::from(
-                    "running as a non-root user needs a writable (delegated) cgroup subtree: create one as root, \
-                     chown it to this user, and pass it as cgroup_parent",
-                ),
-            });
-        }
+        // Without a usable cgroup the run is confined all the same (issue 15): the report says
+        // which limits did not apply, and why.
+        let cgroups = crate::cgroups::prepare(config.cgroup_parent.as_deref(), config.memory_max.is_some());
+        let own_parent = cgroups.parent.as_ref().is_some_and(|(_, s)| *s == crate::cgroups::Source::Root);
         // The parent is not recorded in the set directory: a sweep uses its own configured
         // parent, never a file of the scratch root (issue 12, class 6).
         let state_root = set_dir.join("state");
@@ -195,7 +191,7 @@ impl LinuxBackend {
             uid,
             gid,
             layout,
-            cgroup_parent,
+            cgroups,
             pids_max: config.pids_max,
             memory_max: config.memory_max,
             cpu_weight: config.cpu_weight,

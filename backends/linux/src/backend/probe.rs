@@ -110,8 +110,9 @@ impl LinuxBackend {
 
     fn check_readback(&self, measured: &Measured) -> Result<String, String> {
         let limits = self.limits("probe");
-        if limits.is_empty() {
-            return Err(String::from("no cgroup parent"));
+        if self.cgroups.parent.is_none() {
+            let why = self.cgroups.why.clone().unwrap_or_else(|| String::from("no cgroup parent"));
+            return Err(format!("no cgroup: {why}. {}", self.without_cgroup_detail()));
         }
         for (limit, read) in limits.iter().zip(measured.readback.iter().chain(std::iter::repeat(&None))) {
             if !read.as_deref().is_some_and(|r| limit.holds(r)) {
@@ -124,8 +125,10 @@ impl LinuxBackend {
                 return Err(format!("{} read back as {read:?}, expected {}{cpu}", limit.file.display(), limit.value));
             }
         }
-        let mut detail = format!("pids.max {}", self.pids_max);
-        if let Some(want) = self.memory_max {
+        let missing = |c: &str| self.cgroups.missing.contains(&c);
+        let mut detail =
+            if missing("pids") { String::from("no pids.max") } else { format!("pids.max {}", self.pids_max) };
+        if let (Some(want), false) = (self.memory_max, missing("memory")) {
             detail.push_str(&format!(", memory {want} bytes"));
         }
         if let Some(e) = &measured.inotify_error {
@@ -137,12 +140,35 @@ impl LinuxBackend {
              per-uid limits are shared by every run of this uid)",
             self.inotify.0, self.inotify.1
         ));
-        Ok(format!("{detail} (cgroup under {})", self.cgroup_parent.as_deref().unwrap_or("?")))
+        let parent = self.cgroup_parent().unwrap_or("?");
+        if let Some(why) = &self.cgroups.why {
+            let nproc =
+                if self.cgroups.needs_nproc() { format!(". {}", self.without_cgroup_detail()) } else { String::new() };
+            return Err(format!(
+                "cgroup under {parent}, but not every limit can be set there: {why}{nproc}. What was set: {detail}"
+            ));
+        }
+        Ok(format!("{detail} (cgroup under {parent})"))
+    }
+
+    /// What bounds a run whose process count has no cgroup.
+    fn without_cgroup_detail(&self) -> String {
+        format!(
+            "What applies without it: RLIMIT_NPROC {} (counted in the run's own user namespace: one run's processes \
+             and threads), inotify {} instances and {} watches (its user namespace's own bound), and the run's pid \
+             namespace (killing its init ends every process of the run); memory and CPU are not bounded",
+            self.nproc_bound(),
+            self.inotify.0,
+            self.inotify.1
+        )
     }
 
     /// The CPU part of the resource-limits detail.
     fn cpu_detail(&self) -> String {
-        let parent = self.cgroup_parent.as_deref().unwrap_or("?");
+        if self.cgroups.missing.contains(&"cpu") {
+            return String::new();
+        }
+        let parent = self.cgroup_parent().unwrap_or("?");
         let mut detail = format!(", cpu weight {} (a host process has 100)", self.cpu_weight);
         if self.own_parent {
             detail.push_str(&format!(" on each spawn and on {parent}, which all spawns share"));
@@ -256,7 +282,11 @@ mod tests {
             uid: 1000,
             gid: 1000,
             layout: CgroupLayout::V2,
-            cgroup_parent: None,
+            cgroups: crate::cgroups::Cgroups {
+                parent: None,
+                missing: Vec::new(),
+                why: Some(String::from("no cgroup parent; fix: x")),
+            },
             pids_max: 4096,
             memory_max: None,
             cpu_weight: 10,
@@ -287,13 +317,18 @@ mod tests {
 
     #[test]
     fn limits_that_did_not_read_back_are_not_claimed_and_the_report_names_the_fix() {
-        let b = backend(Err(String::from("no cgroup parent")), Landlock::Full, true);
+        // Without a cgroup (issue 15): the reason with its fix, and what applies instead.
+        let mut b = backend(Err(String::from("not probed")), Landlock::Full, true);
+        let measured = b.check_readback(&Measured::default());
+        let why = measured.as_ref().err().cloned().unwrap_or_default();
+        assert!(why.contains("no cgroup parent; fix: x") && why.contains("RLIMIT_NPROC"), "{why}");
+        b.probe.limits = measured;
         let (level, g, report) = b.assess_with(&super::super::test_profile(), &[], String::from("env"));
         assert!(!g.resource_limits);
         assert_eq!(level, Level::Full, "limits never change the level");
         let entry = report.get("resource-limits").unwrap_or_else(|| panic!("no entry"));
         assert_eq!(entry.status, Status::Unenforced);
-        assert!(entry.detail.contains("cgroup_parent"), "{}", entry.detail);
+        assert!(entry.detail.contains("fix: x"), "{}", entry.detail);
         let b = backend(Ok(String::from("pids.max 4096")), Landlock::Full, true);
         assert!(b.assess_with(&super::super::test_profile(), &[], String::from("env")).1.resource_limits);
     }

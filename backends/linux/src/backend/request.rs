@@ -77,9 +77,13 @@ impl LinuxBackend {
             landlock: self.probe.landlock == Landlock::Full,
             egress_route: false,
             launch: Launch::Embedded {
-                cgroups_path: self.cgroup_path(id),
-                pids_max: (self.uid == 0).then_some(self.pids_max),
-                memory_max: self.memory_max.filter(|_| self.uid == 0),
+                // Without a cgroup the helper runs the runtime in a cgroup namespace of its own
+                // whose root it may not write: the runtime's attempt to make `/<id>` there fails
+                // and leaves the process where it is (an absolute path keeps it off systemd).
+                cgroups_path: self.cgroup_path(id).or_else(|| Some(format!("/{id}"))),
+                pids_max: (self.uid == 0 && self.cgroups.parent.is_some()).then_some(self.pids_max),
+                memory_max: self.memory_max.filter(|_| self.uid == 0 && self.cgroups.parent.is_some()),
+                nproc: self.cgroups.needs_nproc().then(|| self.nproc_bound()),
             },
             grants: input.grants.clone(),
         };
@@ -112,6 +116,10 @@ impl LinuxBackend {
             require_seccomp: require && self.probe.seccomp,
             limits: self.limits(id),
             require_limits: require && self.probe.limits.is_ok(),
+            procs: self
+                .cgroup_path(id)
+                .and_then(|p| self.layout.limit_files(&p).0.parent().map(|d| d.join("cgroup.procs"))),
+            cgroupless: self.cgroups.parent.is_none(),
             inotify: Some(self.inotify),
             tty,
             warm,
@@ -119,7 +127,20 @@ impl LinuxBackend {
     }
 
     pub(super) fn cgroup_path(&self, id: &str) -> Option<String> {
-        self.cgroup_parent.as_ref().map(|p| format!("{}/{id}", p.trim_end_matches('/')))
+        self.cgroups.parent().map(|p| format!("{}/{id}", p.trim_end_matches('/')))
+    }
+
+    /// `RLIMIT_NPROC` of a run without a pids controller: `pids_max`, or the caller's own hard
+    /// limit when that is lower (the runtime may only lower it).
+    pub(super) fn nproc_bound(&self) -> u64 {
+        let hard =
+            nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NPROC).map_or(u64::MAX, |(_, h)| h);
+        u64::from(self.pids_max).min(hard)
+    }
+
+    /// The configured or found cgroup parent, if any.
+    pub(super) fn cgroup_parent(&self) -> Option<&str> {
+        self.cgroups.parent()
     }
 
     /// The spawn's cgroup limits. As root libcontainer applies them from `linux.resources`;
@@ -129,9 +150,17 @@ impl LinuxBackend {
         let Some(path) = self.cgroup_path(id) else { return Vec::new() };
         let (pids, memory) = self.layout.limit_files(&path);
         let write = self.uid != 0;
-        let mut limits = vec![Limit { file: pids, value: u64::from(self.pids_max), write }];
-        if let Some(value) = self.memory_max {
+        // A v2 delegation without a controller gets no limit of it (the report says so).
+        let has = |c: &str| !self.cgroups.missing.contains(&c);
+        let mut limits = Vec::new();
+        if has("pids") {
+            limits.push(Limit { file: pids, value: u64::from(self.pids_max), write });
+        }
+        if let (Some(value), true) = (self.memory_max, has("memory")) {
             limits.push(Limit { file: memory, value, write });
+        }
+        if !has("cpu") {
+            return limits;
         }
         // CPU (issue 12, class 13): always written by the helper, as root too (libcontainer
         // would convert an OCI `cpu.shares` into a different v2 weight). A spawn's weight only
@@ -143,7 +172,7 @@ impl LinuxBackend {
         if let Some(m) = self.cpu_max_millicpus {
             limits.push(Limit { file: quota_file, value: u64::from(m) * 100, write: true });
         }
-        if let (true, Some(parent)) = (self.own_parent, self.cgroup_parent.as_deref()) {
+        if let (true, Some(parent)) = (self.own_parent, self.cgroup_parent()) {
             limits.push(Limit { file: self.layout.cpu_files(parent).0, value: weight, write: true });
         }
         limits
@@ -151,13 +180,10 @@ impl LinuxBackend {
 }
 
 /// The cgroup parent a set with the `configured` one uses: that one, else `/sandbox` as root,
-/// else none (rootless without a delegated subtree).
+/// else the caller's own delegated cgroup v2, else none (see [`crate::cgroups`]). Changes
+/// nothing.
 pub fn configured_cgroup_parent(configured: Option<&Path>) -> Option<String> {
-    match (configured, nix::unistd::getuid().as_raw()) {
-        (Some(p), _) => Some(p.to_string_lossy().into_owned()),
-        (None, 0) => Some(String::from("/sandbox")),
-        (None, _) => None,
-    }
+    crate::cgroups::discover(configured, false).parent().map(str::to_owned)
 }
 
 /// inotify instances a run may hold (issue 12, class 10). The host allows each uid 128 by

@@ -296,6 +296,7 @@ mod tests {
                 cgroups_path: Some(format!("/sandbox/{id}")),
                 pids_max: Some(128),
                 memory_max: None,
+                nproc: None,
             },
             grants: GrantDeltas::default(),
             protected: Default::default(),

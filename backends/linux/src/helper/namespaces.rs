@@ -70,3 +70,36 @@ pub(super) fn raise_loopback(pid: Pid, rootless: bool) -> Result<(), String> {
         },
     }
 }
+
+/// A run without a usable cgroup (issue 15): the runtime would still put the container into a
+/// cgroup of the host's hierarchy, and on cgroup v1 (or hybrid) a non-root user can create
+/// none. The helper therefore first enters a user namespace of its own (its uid and gid mapped
+/// to themselves: files keep their owners, the container's own mapping is written as before),
+/// with a private mount namespace and cgroup namespace, and mounts a cgroup2 view of its own
+/// cgroup on `/sys/fs/cgroup` there. The runtime then takes the unified manager, whose rootless
+/// mode leaves the process where it is when it may not make a cgroup; the host's hierarchies are
+/// neither reshaped nor written. What bounds the run then: its pid namespace (killing the init
+/// ends every process of the run), and `RLIMIT_NPROC`, counted per user namespace.
+pub(super) fn enter_cgroupless() -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    let uid = nix::unistd::getuid().as_raw();
+    let gid = nix::unistd::getgid().as_raw();
+    nix::sched::unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWCGROUP)
+        .map_err(|e| format!("unshare(user, mount, cgroup): {e}"))?;
+    let write = |file: &str, text: String| {
+        std::fs::write(format!("/proc/self/{file}"), text).map_err(|e| format!("writing /proc/self/{file}: {e}"))
+    };
+    write("setgroups", String::from("deny"))?;
+    write("uid_map", format!("{uid} {uid} 1\n"))?;
+    write("gid_map", format!("{gid} {gid} 1\n"))?;
+    mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_SLAVE, None::<&str>)
+        .map_err(|e| format!("making / a slave: {e}"))?;
+    mount(
+        Some("cgroup2"),
+        "/sys/fs/cgroup",
+        Some("cgroup2"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None::<&str>,
+    )
+    .map_err(|e| format!("mounting cgroup2 on /sys/fs/cgroup: {e}"))
+}

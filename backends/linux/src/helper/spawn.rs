@@ -111,7 +111,7 @@ pub(super) fn drive<H: Host>(host: &mut H, request: &Request, pid: Pid, mut meas
         let _ = host.kill(pid, Signal::SIGKILL);
     }
 
-    let procs = request.limits.first().and_then(|l| l.file.parent()).map(|d| d.join("cgroup.procs"));
+    let procs = request.procs.clone();
     if !parent_alive {
         supervise::kill_members(host, procs.as_deref());
     }

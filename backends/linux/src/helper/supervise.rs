@@ -43,10 +43,11 @@ pub(super) fn wait_ready<H: Host>(host: &mut H, channel: &mut StatusChannel, wit
     }
 }
 
-/// Whether the spawn's own cgroup holds no process (true when it has none: no limits).
+/// Whether the spawn's own cgroup holds no process (true when it has none: the reaped init
+/// took its pid namespace, and with it every process of the run).
 pub(super) fn cgroup_empty<H: Host>(host: &mut H, request: &Request) -> bool {
-    let Some(dir) = request.limits.first().and_then(|l| l.file.parent()) else { return true };
-    host.read_cgroup(&dir.join("cgroup.procs")).is_ok_and(|p| p.trim().is_empty())
+    let Some(procs) = &request.procs else { return true };
+    host.read_cgroup(procs).is_ok_and(|p| p.trim().is_empty())
 }
 
 /// Reads the status pipe into `channel` until the init is gone, serving control commands

@@ -259,6 +259,8 @@ fn request() -> Request {
         require_seccomp: true,
         limits: Vec::new(),
         require_limits: false,
+        procs: None,
+        cgroupless: false,
         inotify: None,
         tty: false,
         warm: false,
@@ -280,6 +282,7 @@ fn limited() -> Request {
             Limit { file: PathBuf::from(MEMORY), value: 1 << 20, write: false },
         ],
         require_limits: true,
+        procs: Some(PathBuf::from(PROCS)),
         inotify: Some((16, 1024)),
         ..request()
     }
@@ -523,7 +526,11 @@ fn an_embedder_gone_at_the_start_kills_the_init_and_its_cgroup() {
     host.files.insert(PathBuf::from(PROCS), String::from("4242\n7\n8\n"));
     host.embedder_gone = true;
     host.status = VecDeque::from([b"ready\n".to_vec()]);
-    let request = Request { limits: vec![Limit { file: PathBuf::from(PIDS), value: 64, write: true }], ..request() };
+    let request = Request {
+        limits: vec![Limit { file: PathBuf::from(PIDS), value: 64, write: true }],
+        procs: Some(PathBuf::from(PROCS)),
+        ..request()
+    };
     // The answer is lost; the clean-up still runs.
     run(&mut host, &request).unwrap();
     let procs = PathBuf::from(PROCS);
@@ -560,8 +567,11 @@ fn a_kill_request_or_the_embedder_gone_during_the_run_is_a_sigkill() {
         let mut host = cgroup();
         host.files.insert(PathBuf::from(PROCS), String::from("9\n"));
         host.control.push_back(command);
-        let request =
-            Request { limits: vec![Limit { file: PathBuf::from(PIDS), value: 64, write: true }], ..request() };
+        let request = Request {
+            limits: vec![Limit { file: PathBuf::from(PIDS), value: 64, write: true }],
+            procs: Some(PathBuf::from(PROCS)),
+            ..request()
+        };
         host.status = VecDeque::from([b"ready\n".to_vec(), b"setup landlock=full abi=4 seccomp=2\n".to_vec()]);
         run(&mut host, &request).unwrap();
         let procs = PathBuf::from(PROCS);
@@ -635,7 +645,11 @@ fn a_spawn_not_proven_over_is_answered_after_its_delete() {
     let mut host = cgroup();
     host.files.insert(PathBuf::from(PROCS), String::from("77\n"));
     host.delete_fails = true;
-    let one_limit = Request { limits: vec![Limit { file: PathBuf::from(PIDS), value: 64, write: true }], ..request() };
+    let one_limit = Request {
+        limits: vec![Limit { file: PathBuf::from(PIDS), value: 64, write: true }],
+        procs: Some(PathBuf::from(PROCS)),
+        ..request()
+    };
     run(&mut host, &one_limit).unwrap();
     let tail = &host.calls[host.calls.len() - 4..];
     assert_eq!(

@@ -1,0 +1,213 @@
+//! Where a set's spawns get their cgroups (issue 15): the configured parent (the
+//! `cgroup_parent` option, else `SANDBOX_CGROUP_PARENT`, both resolved by the facade), `/sandbox`
+//! as root, else the caller's own cgroup v2 when this uid may write it (a systemd unit or scope
+//! with `Delegate=yes`, a container with its own cgroup namespace, a CI job's cgroup), else none:
+//! the run is then confined all the same and `resource-limits` is not claimed (CONTRACT.md
+//! §15.7), with the reason and the exact fix.
+//!
+//! cgroup v2's no-internal-process rule: a cgroup whose `cgroup.subtree_control` enables
+//! controllers may hold no process itself. When the caller's delegated cgroup has controllers
+//! that are not enabled for its children, the processes in it (this uid's: the cgroup was
+//! delegated to it) are moved into a leaf, [`LEAF`], and the controllers are enabled; each spawn
+//! then gets `<cgroup>/<container id>`. A later set of the same process finds itself in the leaf
+//! and uses the leaf's parent again.
+
+use std::path::{Path, PathBuf};
+
+use crate::CgroupLayout;
+
+/// The leaf the caller's processes are moved into when its delegated cgroup must enable
+/// controllers for its children.
+pub const LEAF: &str = "sbx-leaf";
+
+/// The controllers whose limits a spawn gets (memory only when a memory bound is set).
+fn wanted(memory: bool) -> Vec<&'static str> {
+    if memory { vec!["pids", "memory", "cpu"] } else { vec!["pids", "cpu"] }
+}
+
+/// How the cgroup parent was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The `cgroup_parent` option or `SANDBOX_CGROUP_PARENT`.
+    Configured,
+    /// `/sandbox`, as root.
+    Root,
+    /// The caller's own cgroup v2, writable by this uid.
+    Delegated,
+}
+
+/// The cgroups of a set's spawns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cgroups {
+    /// The parent (absolute form, relative to the cgroup root) and how it was found; none
+    /// without a usable cgroup.
+    pub parent: Option<(String, Source)>,
+    /// Controllers whose limits cannot be set under the parent (a v2 delegation that lacks
+    /// them), with why; empty when all can (or, v1 and root, when only the probe's read-back
+    /// can tell).
+    pub missing: Vec<&'static str>,
+    /// Why there is no parent, or why controllers are missing, and the fix.
+    pub why: Option<String>,
+}
+
+impl Cgroups {
+    /// The parent path, if any.
+    pub fn parent(&self) -> Option<&str> {
+        self.parent.as_ref().map(|(p, _)| p.as_str())
+    }
+
+    /// Whether the spawns' process count needs `RLIMIT_NPROC` (no pids controller to bound it).
+    pub fn needs_nproc(&self) -> bool {
+        self.parent.is_none() || self.missing.contains(&"pids")
+    }
+}
+
+/// Finds the cgroups a set's spawns get, without changing anything (a sweep uses this).
+pub fn discover(configured: Option<&Path>, memory: bool) -> Cgroups {
+    choose(configured, memory, false)
+}
+
+/// Finds the cgroups a set's spawns get, and makes a delegated cgroup ready for them (its
+/// processes into [`LEAF`] when controllers must be enabled for its children).
+pub fn prepare(configured: Option<&Path>, memory: bool) -> Cgroups {
+    choose(configured, memory, true)
+}
+
+fn choose(configured: Option<&Path>, memory: bool, prepare: bool) -> Cgroups {
+    if let Some(p) = configured {
+        let parent = Some((p.to_string_lossy().into_owned(), Source::Configured));
+        return Cgroups { parent, missing: Vec::new(), why: None };
+    }
+    let uid = nix::unistd::getuid().as_raw();
+    if uid == 0 {
+        return Cgroups { parent: Some((String::from("/sandbox"), Source::Root)), missing: Vec::new(), why: None };
+    }
+    let none = |why: String| Cgroups { parent: None, missing: Vec::new(), why: Some(why) };
+    let layout = CgroupLayout::detect();
+    let env = "set SANDBOX_CGROUP_PARENT (or the cgroup_parent option) to it";
+    match layout {
+        CgroupLayout::None => none(format!(
+            "no cgroup filesystem is mounted at /sys/fs/cgroup; to bound the runs, mount one and give this \
+             user (uid {uid}) a writable subtree, then {env}"
+        )),
+        CgroupLayout::V1OrHybrid => none(format!(
+            "this host's pids and memory controllers are on cgroup v1 (or hybrid), where only root can make a \
+             cgroup and nothing is delegated to uid {uid}; fix: as root, for c in pids memory cpu; do mkdir \
+             -p /sys/fs/cgroup/$c/sandbox-{uid} && chown -R {uid} /sys/fs/cgroup/$c/sandbox-{uid}; done, then \
+             SANDBOX_CGROUP_PARENT=/sandbox-{uid}; or boot with systemd.unified_cgroup_hierarchy=1 (cgroup \
+             v2), where systemd delegates to users"
+        )),
+        CgroupLayout::V2 => match own_v2_cgroup() {
+            None => none(String::from("this process's cgroup v2 could not be read from /proc/self/cgroup")),
+            Some(own) => delegated(&own, uid, memory, prepare).unwrap_or_else(none),
+        },
+    }
+}
+
+/// This process's cgroup v2 path (`0::<path>` in `/proc/self/cgroup`), with a trailing
+/// [`LEAF`] taken off.
+fn own_v2_cgroup() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?.trim().to_owned();
+    let path = match path.strip_suffix(&format!("/{LEAF}")) {
+        Some(parent) if !parent.is_empty() => parent.to_owned(),
+        Some(_) => String::from("/"),
+        None => path,
+    };
+    path.starts_with('/').then_some(path)
+}
+
+fn cgroup_dir(path: &str) -> PathBuf {
+    Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'))
+}
+
+/// The caller's own cgroup `own` as the parent when this uid may write it; Err: why not, and
+/// the fix.
+fn delegated(own: &str, uid: u32, memory: bool, prepare: bool) -> Result<Cgroups, String> {
+    use nix::unistd::{AccessFlags, access};
+    let dir = cgroup_dir(own);
+    let writable = |p: &Path| access(p, AccessFlags::W_OK).is_ok();
+    if own == "/"
+        || !writable(&dir)
+        || !writable(&dir.join("cgroup.procs"))
+        || !writable(&dir.join("cgroup.subtree_control"))
+    {
+        return Err(format!(
+            "this process's cgroup {own} is not delegated to uid {uid} (it may not make cgroups below it); fix: run \
+             the caller in a delegated systemd scope, systemd-run --user --scope -p Delegate=yes <command>, or set \
+             SANDBOX_CGROUP_PARENT (or the cgroup_parent option) to a cgroup delegated to this user"
+        ));
+    }
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+    let available = read("cgroup.controllers");
+    let has = |list: &str, c: &str| list.split_whitespace().any(|x| x == c);
+    let mut missing = Vec::new();
+    let mut why = Vec::new();
+    for c in wanted(memory) {
+        if !has(&available, c) {
+            missing.push(c);
+            why.push(format!("{c} is not delegated to {own} (its cgroup.controllers: {:?})", available.trim()));
+        } else if !has(&read("cgroup.subtree_control"), c) {
+            let enabled = if prepare { enable(&dir, c) } else { Ok(()) };
+            if let Err(e) = enabled {
+                missing.push(c);
+                why.push(format!("{c} could not be enabled in {own}/cgroup.subtree_control: {e}"));
+            }
+        }
+    }
+    let why = (!why.is_empty()).then(|| {
+        format!(
+            "{}; fix: delegate the controllers with the scope or unit (systemd: Delegate=pids memory cpu), or \
+             set SANDBOX_CGROUP_PARENT to a cgroup that has them",
+            why.join("; ")
+        )
+    });
+    Ok(Cgroups { parent: Some((own.to_owned(), Source::Delegated)), missing, why })
+}
+
+/// Enables controller `c` for the children of the delegated cgroup `dir`, first moving the
+/// processes in it into [`LEAF`] (v2's no-internal-process rule) when the kernel says it is busy.
+fn enable(dir: &Path, c: &str) -> std::io::Result<()> {
+    let control = dir.join("cgroup.subtree_control");
+    match std::fs::write(&control, format!("+{c}")) {
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+        other => return other,
+    }
+    let leaf = dir.join(LEAF);
+    match std::fs::create_dir(&leaf) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    let procs = std::fs::read_to_string(dir.join("cgroup.procs"))?;
+    for pid in procs.split_whitespace() {
+        match std::fs::write(leaf.join("cgroup.procs"), pid) {
+            // A process that ended meanwhile.
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+            other => other?,
+        }
+    }
+    tracing::info!(cgroup = %dir.display(), leaf = LEAF, "moved the delegated cgroup's processes into a leaf");
+    std::fs::write(&control, format!("+{c}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_configured_parent_is_used_as_given() {
+        let c = discover(Some(Path::new("/mine")), false);
+        assert_eq!(c.parent, Some((String::from("/mine"), Source::Configured)));
+        assert!(c.missing.is_empty() && c.why.is_none() && !c.needs_nproc());
+    }
+
+    #[test]
+    fn without_a_parent_the_process_count_needs_the_rlimit() {
+        let c = Cgroups { parent: None, missing: Vec::new(), why: Some(String::from("x")) };
+        assert!(c.needs_nproc());
+        let c = Cgroups { parent: Some((String::from("/a"), Source::Delegated)), missing: vec!["pids"], why: None };
+        assert!(c.needs_nproc());
+        let c = Cgroups { parent: Some((String::from("/a"), Source::Delegated)), missing: vec!["memory"], why: None };
+        assert!(!c.needs_nproc());
+    }
+}
