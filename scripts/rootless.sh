@@ -61,12 +61,18 @@ chmod 700 "$dir/small-fs"
 only=${1:-}
 [ $# -gt 0 ] && shift
 status=0
+ran=0
 for b in "$dir"/linux_*; do
   [ -n "$only" ] && [ "$(basename "$b" | sed 's/-[0-9a-f]*$//')" != "$only" ] && continue
+  ran=$((ran + 1))
   echo "== rootless ($user, cgroup parent ${parent:-none}): $(basename "$b")"
   (cd "$dir/home" && setpriv --reuid="$user" --regid="$user" --clear-groups \
     env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$dir/home" SANDBOX_TEST_ROOTLESS=1 \
     SANDBOX_TEST_CGROUP_PARENT="$parent" SANDBOX_PROBE_BIN="$dir/sandbox-probe" \
     SANDBOX_TEST_SMALL_FS="$dir/small-fs" RUST_BACKTRACE=1 "$b" "$@") || status=1
 done
+# Every suite must have run: a missing binary is a failure, never a silent gap.
+want=$(ls tests/tests | grep -c '^linux_.*\.rs$')
+if [ -n "$only" ]; then want=1; fi
+[ "$ran" = "$want" ] || { echo "rootless.sh: $ran suites ran, expected $want"; status=1; }
 exit $status

@@ -39,8 +39,12 @@ if [ "$(id -u)" = 0 ]; then
   echo "== the spawn benchmark, short mode (no thresholds: it only must not rot)"
   cargo build --locked --release -p sandbox-cli --bin sandbox
   cargo run --locked --release -p sandbox-tests --bin spawn-bench -- --quick --throughput --json target/spawn-bench.json
-  echo "== the Linux suites again as an unprivileged user (rootless)"
+  echo "== the Linux suites again as an unprivileged user (rootless, with a delegated cgroup)"
   bash scripts/rootless.sh
+  echo "== the Linux suites again as a user for whom root prepared nothing (no cgroup)"
+  SANDBOX_ROOTLESS_PLAIN=1 bash scripts/rootless.sh
+  echo "== the CLI as that user: nothing prepared, the probe's fix, a simulated cgroup v2 host"
+  bash scripts/plain-user.sh
 fi
 # One closing line for the whole run: the cargo tests, the harness-less suites and the examples.
 total=$(grep -ohE "test result: ok\. [0-9]+ passed|^[0-9]+ passed, 0 failed" target/test-output.txt \

@@ -40,9 +40,10 @@ enum Command {
     },
     /// Run the stage-11 proof: `echo confined` in a denied-network, isolated-home sandbox.
     Proof,
-    /// Print, as JSON, what this host can enforce and what the default profile gets here.
+    /// Say what this host can enforce, what the default profile gets here, and for each layer
+    /// that is missing what it costs and the command or file that fixes it.
     Probe {
-        /// Accepted for symmetry; the output is always JSON.
+        /// Print the same as JSON (errors too: {"error": kind, "message": text}).
         #[arg(long)]
         json: bool,
     },
@@ -119,7 +120,7 @@ fn main() -> ExitCode {
             export(&out, profile.as_deref(), cwd, argv).map(|()| 0)
         }
         Command::Proof => sandbox::proof::stage11(&mut std::io::stdout()).map(|()| 0),
-        Command::Probe { json: _ } => probe(),
+        Command::Probe { json } => probe(json),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
@@ -160,11 +161,63 @@ fn export(out: &Path, profile: Option<&Path>, cwd: Option<PathBuf>, argv: Vec<Os
     Ok(())
 }
 
-fn probe() -> Result<i32, Error> {
-    let probe = sandbox::probe(&Deadline::after(Duration::from_secs(60)))?;
-    let text = serde_json::to_string_pretty(&probe).map_err(|e| Error::io("encoding json", e.into()))?;
-    println!("{text}");
+fn probe(json: bool) -> Result<i32, Error> {
+    let probe = match sandbox::probe(&Deadline::after(Duration::from_secs(60))) {
+        Ok(p) => p,
+        Err(e) if json => {
+            let value = serde_json::json!({ "error": e.kind().as_str(), "message": e.to_string() });
+            println!("{value}");
+            return Ok(125);
+        }
+        Err(e) => return Err(e),
+    };
+    if json {
+        let text = serde_json::to_string_pretty(&probe).map_err(|e| Error::io("encoding json", e.into()))?;
+        println!("{text}");
+    } else {
+        print!("{}", probe_text(&probe));
+    }
     Ok(0)
+}
+
+/// `sandbox probe` for a person: the verdict, then each missing layer with its cost and fix,
+/// then the default profile's report.
+fn probe_text(p: &sandbox::HostProbe) -> String {
+    use std::fmt::Write as _;
+    let mut t = String::new();
+    let backend = p.backend.unwrap_or("none");
+    let _ = writeln!(t, "sandbox probe: {} {} (backend: {backend})", p.os, p.arch);
+    if p.available {
+        let _ = writeln!(t, "available: yes, level {} ({})", p.level, p.reason);
+        let _ = writeln!(t, "guarantees: {}", p.guarantees.join(", "));
+    } else {
+        let _ = writeln!(t, "available: no: {}", p.reason);
+    }
+    let _ = writeln!(t, "lifetime containment: {}", p.lifetime_containment);
+    let parent = p.cgroup.parent.as_deref().unwrap_or("none");
+    let _ = writeln!(t, "cgroup: {}, parent {parent}", p.cgroup.version);
+    let abi = p.landlock_abi.map_or_else(|| String::from("none"), |a| a.to_string());
+    let _ = writeln!(t, "landlock abi: {abi}; user namespaces: {}; seccomp: {}", p.user_namespaces, p.seccomp);
+    if p.findings.is_empty() {
+        let _ = writeln!(t, "missing: nothing");
+    } else {
+        let _ = writeln!(t, "missing ({}):", p.findings.len());
+        for f in &p.findings {
+            let _ = writeln!(t, "- {}: {}", f.layer, f.missing);
+            let _ = writeln!(t, "  costs: {}", f.costs);
+            let _ = writeln!(t, "  fix: {}", f.fix.replace('\n', "\n  "));
+        }
+    }
+    if !p.report.is_empty() {
+        let _ = writeln!(t, "report of the default profile:");
+        for e in &p.report {
+            let _ = writeln!(t, "  {}: {}: {}", e.feature, e.status, e.detail);
+        }
+    }
+    if !p.grant_classes.is_empty() {
+        let _ = writeln!(t, "grant classes: {}", p.grant_classes.join(", "));
+    }
+    t
 }
 
 /// A stream copied as it arrives: to our own stream, or captured for `--json`.

@@ -266,7 +266,7 @@ impl Area {
 /// Whether `sandbox run` can confine here (the probe says so). Otherwise a loud SKIPPED line,
 /// or a failure when `SANDBOX_REQUIRE_PRIVILEGED=1` (scripts/test.sh as root).
 fn sandbox_runs_here(what: &str) -> bool {
-    let o = Command::new(SANDBOX).arg("probe").output().unwrap();
+    let o = Command::new(SANDBOX).args(["probe", "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
     if v["available"] == serde_json::Value::Bool(true) {
         return true;
@@ -275,6 +275,43 @@ fn sandbox_runs_here(what: &str) -> bool {
     assert!(!required, "cli::{what} needs a sandbox here (SANDBOX_REQUIRE_PRIVILEGED=1): {}", v["reason"]);
     eprintln!("!!!!!!!! SKIPPED privileged test cli::{what} ({}) !!!!!!!!", v["reason"]);
     false
+}
+
+/// `sandbox probe` speaks to a person by default and gives the same as data with `--json`
+/// (issue 15): the verdict, the measured containment, each missing layer with cost and fix.
+#[test]
+fn probe_prints_for_a_person_and_json_gives_the_same_as_data() {
+    if !sandbox_runs_here("probe_prints_for_a_person_and_json_gives_the_same_as_data") {
+        return;
+    }
+    let o = Command::new(SANDBOX).args(["probe", "--json"]).output().unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["lifetime_containment"], "enforced", "measured: a run's left-behind child is gone");
+    assert!(v["grant_classes"].as_array().unwrap().len() >= 8, "{v}");
+    let findings = v["findings"].as_array().unwrap();
+    let o = Command::new(SANDBOX).arg("probe").output().unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(serde_json::from_str::<serde_json::Value>(&text).is_err(), "not JSON without --json: {text}");
+    assert!(text.starts_with("sandbox probe: linux "), "{text}");
+    assert!(text.contains(&format!("available: yes, level {}", v["level"].as_str().unwrap())), "{text}");
+    assert!(text.contains("lifetime containment: enforced"), "{text}");
+    if findings.is_empty() {
+        assert!(text.contains("missing: nothing"), "{text}");
+    }
+    for f in findings {
+        assert!(
+            text.contains(&format!("- {}: {}", f["layer"].as_str().unwrap(), f["missing"].as_str().unwrap())),
+            "{text}"
+        );
+    }
+    for e in v["report"].as_array().unwrap() {
+        assert!(
+            text.contains(&format!("  {}: {}: ", e["feature"].as_str().unwrap(), e["status"].as_str().unwrap())),
+            "{text}"
+        );
+    }
 }
 
 fn os(s: &str) -> std::ffi::OsString {

@@ -6,6 +6,9 @@
 
 use std::sync::OnceLock;
 
+#[cfg(target_os = "linux")]
+mod doctor;
+
 use serde::Serialize;
 
 use crate::{Deadline, Error, ExecutorSet, ExecutorSetOptions, Profile, ReportEntry};
@@ -63,6 +66,22 @@ pub struct HostProbe {
     pub grant_classes: Vec<&'static str>,
     /// Its report.
     pub report: Vec<ReportEntry>,
+    /// The doctor (issue 15): each layer that is missing here, what it costs and the fix.
+    pub findings: Vec<Finding>,
+}
+
+/// One missing layer found by [`probe`]: what is missing (as measured), which guarantee that
+/// costs, and the exact command or file that fixes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// `user-namespaces`, `landlock`, `seccomp`, `cgroup`, `container` or `wsl`.
+    pub layer: &'static str,
+    /// What is missing, as measured.
+    pub missing: String,
+    /// Which guarantee that costs.
+    pub costs: String,
+    /// The exact command or file that fixes it.
+    pub fix: String,
 }
 
 static PROBE: OnceLock<HostProbe> = OnceLock::new();
@@ -82,7 +101,6 @@ fn read_trim(path: &str) -> Option<String> {
 }
 
 fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
-    let is_root = is_root();
     let user_namespaces = read_trim("/proc/sys/user/max_user_namespaces").is_some_and(|v| v != "0");
     #[cfg(target_os = "linux")]
     let (backend, landlock_abi, cgroup) = {
@@ -93,11 +111,14 @@ fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
             sandbox_linux::CgroupLayout::None => "none",
         };
         let abi = sandbox_linux::landlock_abi();
-        let parent = is_root.then(|| String::from("/sandbox"));
+        let configured =
+            std::env::var_os(crate::CGROUP_PARENT_ENV).filter(|v| !v.is_empty()).map(std::path::PathBuf::from);
+        let found = sandbox_linux::cgroups::discover(configured.as_deref(), false);
+        let parent = found.parent().map(str::to_owned);
         (
             Some(sandbox_linux::BACKEND_NAME),
             (abi > 0).then_some(abi),
-            CgroupProbe { version, delegated: is_root, parent },
+            CgroupProbe { version, delegated: parent.is_some(), parent },
         )
     };
     #[cfg(not(target_os = "linux"))]
@@ -123,6 +144,7 @@ fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
         lifetime_containment: "unspecified",
         grant_classes: Vec::new(),
         report: Vec::new(),
+        findings: Vec::new(),
     };
 
     let workspace = crate::fsutil::TempDir::new("sandbox-probe-workspace-")?;
@@ -131,13 +153,14 @@ fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
     let outcome =
         ExecutorSet::new(dl, &profile, ExecutorSetOptions::new(scratch.path()).max_executors(1)).and_then(|set| {
             let executor = set.executor("probe")?;
-            let result = (executor.level(), executor.guarantees(), executor.report().clone());
+            let containment = measure_containment(dl, &executor, workspace.path());
+            let result = (executor.level(), executor.guarantees(), executor.report().clone(), containment);
             drop(executor);
             set.close()?;
             Ok(result)
         });
     match outcome {
-        Ok((level, guarantees, report)) => {
+        Ok((level, guarantees, report, containment)) => {
             let status = |f: &str| report.get(f).map(|e| e.status);
             probe.available = true;
             probe.reason = String::from("a probe container ran with the default profile");
@@ -151,7 +174,7 @@ fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
             };
             probe.guarantees = guarantees.names();
             probe.guarantee_bits = guarantees.bits();
-            probe.lifetime_containment = "enforced";
+            probe.lifetime_containment = containment;
             // The classes `Executor::issue_grant` accepts and the Linux backend enforces
             // (linux_grants covers each).
             #[cfg(target_os = "linux")]
@@ -172,16 +195,27 @@ fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
         Err(e @ (Error::DeadlineExceeded { .. } | Error::Cancelled { .. })) => return Err(e),
         Err(e) => probe.reason = e.to_string(),
     }
+    #[cfg(target_os = "linux")]
+    {
+        probe.findings = doctor::findings(&probe);
+    }
     Ok(probe)
 }
 
-fn is_root() -> bool {
-    #[cfg(unix)]
-    {
-        nix::unistd::getuid().is_root()
+/// Lifetime containment, measured: a run leaves a child behind (`sleep` in the background, the
+/// shell exits at once); once the run has ended, no process with that child's unique argument
+/// may be left on the host.
+fn measure_containment(dl: &Deadline, executor: &crate::Executor, cwd: &std::path::Path) -> &'static str {
+    if !cfg!(target_os = "linux") {
+        return "unmeasured";
     }
-    #[cfg(not(unix))]
-    {
-        false
+    let marker = format!("61.{}", std::process::id());
+    let ran = executor.run_command(dl, cwd, &format!("sleep {marker} & exit 0"));
+    if !ran.is_ok_and(|o| o.status.success()) {
+        return "unspecified";
     }
+    let left = std::fs::read_dir("/proc").into_iter().flatten().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == marker.as_bytes()))
+    });
+    if left { "unenforced" } else { "enforced" }
 }

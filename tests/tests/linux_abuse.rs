@@ -675,6 +675,9 @@ mod cpu {
     /// no process and no cgroup. Control: the same workload primitive (forking) works, and a
     /// process of the run is where the weight says.
     pub fn a_fork_bomb_gets_a_low_cpu_weight_and_ends_at_its_deadline() {
+        if sandbox_tests::needs_a_cgroup("the CPU weight is a cgroup's") {
+            return;
+        }
         let dirs = TestDirs::new("sbx-cpu");
         let set = ExecutorSet::new(&dl(), &Profile::new(dirs.allow_config()).unwrap(), dirs.set_options(2)).unwrap();
         let exec = set.executor("k").unwrap();
@@ -773,6 +776,9 @@ mod cpu {
     /// the bound has no quota and is never throttled (how much CPU it then gets depends on the
     /// host's other load: printed, asserted only when the host is idle enough to show it).
     pub fn a_cpu_bound_holds_and_its_absence_does_not_bound() {
+        if sandbox_tests::needs_a_cgroup("the CPU bound is a cgroup's") {
+            return;
+        }
         let dirs = TestDirs::new("sbx-cpumax");
         let profile = Profile::new(dirs.allow_config()).unwrap();
         let burn = |bound: Option<u32>| -> (f64, u64) {

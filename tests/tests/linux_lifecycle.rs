@@ -541,6 +541,9 @@ mod linux {
     /// under the configured parent, holding a process, recorded by a dead set (the positive
     /// control: that process is killed and the cgroup removed).
     pub fn planted_dead_sets_kill_nothing_and_never_hang() {
+        if sandbox_tests::needs_a_cgroup("the positive control is a leftover container cgroup") {
+            return;
+        }
         let f = Fixture::new();
         // The parent cgroup exists once a set has run under it.
         let set = f.set();

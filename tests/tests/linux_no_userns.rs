@@ -82,6 +82,12 @@ mod linux {
         assert!(!p.reason.is_empty());
         assert_eq!(p.level, "none");
         assert!(p.guarantees.is_empty());
+        // The doctor (issue 15): what is missing, measured; what it costs; the fix (here a
+        // seccomp filter on this process refuses CLONE_NEWUSER, as a container's profile would).
+        let f = p.findings.iter().find(|f| f.layer == "user-namespaces").unwrap_or_else(|| panic!("{p:?}"));
+        assert!(f.missing.contains("clone(CLONE_NEWUSER): EPERM"), "{f:?}");
+        assert!(f.costs.contains("no sandboxed profile runs here"), "{f:?}");
+        assert!(f.fix.contains("Seccomp: 2 in /proc/self/status") && f.fix.contains("CLONE_NEWUSER"), "{f:?}");
     }
 }
 

@@ -92,16 +92,27 @@ fn choose(configured: Option<&Path>, memory: bool, prepare: bool) -> Cgroups {
         )),
         CgroupLayout::V1OrHybrid => none(format!(
             "this host's pids and memory controllers are on cgroup v1 (or hybrid), where only root can make a \
-             cgroup and nothing is delegated to uid {uid}; fix: as root, for c in pids memory cpu; do mkdir \
-             -p /sys/fs/cgroup/$c/sandbox-{uid} && chown -R {uid} /sys/fs/cgroup/$c/sandbox-{uid}; done, then \
-             SANDBOX_CGROUP_PARENT=/sandbox-{uid}; or boot with systemd.unified_cgroup_hierarchy=1 (cgroup \
-             v2), where systemd delegates to users"
+             cgroup and nothing is delegated to uid {uid}; fix: run as root `{}`, then set \
+             SANDBOX_CGROUP_PARENT=/sandbox-{uid} (the cgroups last until reboot); or boot with \
+             systemd.unified_cgroup_hierarchy=1 (cgroup v2), where systemd delegates to users",
+            v1_delegation(uid)
         )),
         CgroupLayout::V2 => match own_v2_cgroup() {
             None => none(String::from("this process's cgroup v2 could not be read from /proc/self/cgroup")),
             Some(own) => delegated(&own, uid, memory, prepare).unwrap_or_else(none),
         },
     }
+}
+
+/// The shell command that delegates a v1 subtree `/sandbox-<uid>` to `uid`: a directory in every
+/// v1 hierarchy (the runtime joins each), owned by the user, with the cpuset copied from the root.
+pub fn v1_delegation(uid: u32) -> String {
+    format!(
+        "for c in /sys/fs/cgroup/*/; do [ \"$c\" = /sys/fs/cgroup/unified/ ] || [ -L \"${{c%/}}\" ] || {{ mkdir -p \
+         \"${{c}}sandbox-{uid}\" && chown -R {uid} \"${{c}}sandbox-{uid}\"; }}; done; d=/sys/fs/cgroup/cpuset; \
+         [ ! -d $d/sandbox-{uid} ] || {{ cat $d/cpuset.cpus > $d/sandbox-{uid}/cpuset.cpus && cat $d/cpuset.mems > \
+         $d/sandbox-{uid}/cpuset.mems; }}"
+    )
 }
 
 /// This process's cgroup v2 path (`0::<path>` in `/proc/self/cgroup`), with a trailing

@@ -43,6 +43,8 @@ mod guard;
 #[cfg(target_os = "linux")]
 mod helper;
 #[cfg(target_os = "linux")]
+pub mod hostcheck;
+#[cfg(target_os = "linux")]
 mod launch;
 #[cfg(target_os = "linux")]
 mod notify;

@@ -83,8 +83,9 @@ impl LinuxBackend {
             Err(e) => {
                 return Err(Error::SandboxUnavailable {
                     detail: format!(
-                        "the probe container could not run (it needs user namespaces, recursive read-only \
-                         mounts from Linux 5.12 on, and a writable cgroup parent): {e}"
+                        "the probe container could not run (it needs user namespaces and recursive \
+                         read-only mounts, Linux 5.12 on; `sandbox probe` says what is missing here and how to fix \
+                         it): {e}"
                     ),
                 });
             }
