@@ -64,7 +64,7 @@ check_json "$dir/run.json" "[e for e in d['report'] if e['feature']=='resource-l
 as_user "$dir/sandbox" proof > "$dir/proof.txt" || { cat "$dir/proof.txt"; fail "sandbox proof"; }
 grep -qx confined "$dir/proof.txt" && grep -qx "exit status: 0" "$dir/proof.txt" \
   && grep -q "^report: resource-limits: unenforced: " "$dir/proof.txt" || { cat "$dir/proof.txt"; fail "the proof's output"; }
-as_user "$dir/sandbox" probe > "$dir/probe.txt" || fail "sandbox probe"
+as_user "$dir/sandbox" probe --text > "$dir/probe.txt" || fail "sandbox probe --text"
 grep -q "^- cgroup: " "$dir/probe.txt" && grep -q "SANDBOX_CGROUP_PARENT=/sandbox-$uid" "$dir/probe.txt" \
   || { cat "$dir/probe.txt"; fail "the probe must name the cgroup fix"; }
 as_user "$dir/sandbox" probe --json > "$dir/probe.json" || fail "sandbox probe --json"

@@ -41,11 +41,15 @@ enum Command {
     /// Run the stage-11 proof: `echo confined` in a denied-network, isolated-home sandbox.
     Proof,
     /// Say what this host can enforce, what the default profile gets here, and for each layer
-    /// that is missing what it costs and the command or file that fixes it.
+    /// that is missing what it costs and the command or file that fixes it: for a person on a
+    /// terminal, as JSON otherwise (CONTRACT.md §18) or with --json.
     Probe {
-        /// Print the same as JSON (errors too: {"error": kind, "message": text}).
-        #[arg(long)]
+        /// Print JSON even on a terminal (errors too: {"error": kind, "message": text}).
+        #[arg(long, conflicts_with = "text")]
         json: bool,
+        /// Print for a person even when stdout is not a terminal.
+        #[arg(long)]
+        text: bool,
     },
 }
 
@@ -120,7 +124,10 @@ fn main() -> ExitCode {
             export(&out, profile.as_deref(), cwd, argv).map(|()| 0)
         }
         Command::Proof => sandbox::proof::stage11(&mut std::io::stdout()).map(|()| 0),
-        Command::Probe { json } => probe(json),
+        Command::Probe { json, text } => {
+            use std::io::IsTerminal as _;
+            probe(json || !(text || std::io::stdout().is_terminal()))
+        }
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

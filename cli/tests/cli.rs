@@ -277,8 +277,9 @@ fn sandbox_runs_here(what: &str) -> bool {
     false
 }
 
-/// `sandbox probe` speaks to a person by default and gives the same as data with `--json`
-/// (issue 15): the verdict, the measured containment, each missing layer with cost and fix.
+/// `sandbox probe` speaks to a person on a terminal (`--text` here, where stdout is a pipe) and
+/// gives the same as data as JSON (on a pipe, as CONTRACT.md §18 says, or with `--json`; issue
+/// 15): the verdict, the measured containment, each missing layer with its cost and fix.
 #[test]
 fn probe_prints_for_a_person_and_json_gives_the_same_as_data() {
     if !sandbox_runs_here("probe_prints_for_a_person_and_json_gives_the_same_as_data") {
@@ -290,10 +291,13 @@ fn probe_prints_for_a_person_and_json_gives_the_same_as_data() {
     assert_eq!(v["lifetime_containment"], "enforced", "measured: a run's left-behind child is gone");
     assert!(v["grant_classes"].as_array().unwrap().len() >= 8, "{v}");
     let findings = v["findings"].as_array().unwrap();
-    let o = Command::new(SANDBOX).arg("probe").output().unwrap();
+    let piped = Command::new(SANDBOX).arg("probe").output().unwrap();
+    let piped: serde_json::Value = serde_json::from_slice(&piped.stdout).unwrap();
+    assert_eq!(piped["findings"], v["findings"], "on a pipe the probe prints its JSON");
+    let o = Command::new(SANDBOX).args(["probe", "--text"]).output().unwrap();
     assert!(o.status.success(), "{o:?}");
     let text = String::from_utf8(o.stdout).unwrap();
-    assert!(serde_json::from_str::<serde_json::Value>(&text).is_err(), "not JSON without --json: {text}");
+    assert!(serde_json::from_str::<serde_json::Value>(&text).is_err(), "not JSON with --text: {text}");
     assert!(text.starts_with("sandbox probe: linux "), "{text}");
     assert!(text.contains(&format!("available: yes, level {}", v["level"].as_str().unwrap())), "{text}");
     assert!(text.contains("lifetime containment: enforced"), "{text}");
