@@ -138,11 +138,9 @@ fn delegated(own: &str, uid: u32, memory: bool, prepare: bool) -> Result<Cgroups
     use nix::unistd::{AccessFlags, access};
     let dir = cgroup_dir(own);
     let writable = |p: &Path| access(p, AccessFlags::W_OK).is_ok();
-    if own == "/"
-        || !writable(&dir)
-        || !writable(&dir.join("cgroup.procs"))
-        || !writable(&dir.join("cgroup.subtree_control"))
-    {
+    // `/` too: the root of a container's own cgroup namespace may be delegated to it (the host's
+    // root is writable by root alone, who never gets here).
+    if !writable(&dir) || !writable(&dir.join("cgroup.procs")) || !writable(&dir.join("cgroup.subtree_control")) {
         return Err(format!(
             "this process's cgroup {own} is not delegated to uid {uid} (it may not make cgroups below it); fix: run \
              the caller in a delegated systemd scope, systemd-run --user --scope -p Delegate=yes <command>, or set \

@@ -134,21 +134,25 @@ pub(super) fn findings(probe: &HostProbe) -> Vec<Finding> {
     // cgroup: what the backend found, and why not.
     let configured = std::env::var_os(crate::CGROUP_PARENT_ENV).filter(|v| !v.is_empty()).map(std::path::PathBuf::from);
     let cgroups = sandbox_linux::cgroups::discover(configured.as_deref(), false);
-    if let Some(why) = cgroups.why {
+    if let Some(why) = cgroups.why.clone() {
         let (missing, fix) = match why.split_once("; fix: ") {
             Some((m, f)) => (m.to_owned(), f.to_owned()),
             None => (why.clone(), why),
         };
-        out.push(Finding {
-            layer: "cgroup",
-            missing,
-            costs: String::from(
+        let costs = if cgroups.parent.is_none() {
+            String::from(
                 "resource-limits is not claimed: memory and CPU are unbounded; the process count is bounded by \
                  RLIMIT_NPROC in the run's own user namespace, and the pid namespace still ends every process of a \
                  run",
-            ),
-            fix,
-        });
+            )
+        } else {
+            format!(
+                "resource-limits is not claimed: no {} limit{}",
+                cgroups.missing.join(", no "),
+                if cgroups.needs_nproc() { " (the process count is bounded by RLIMIT_NPROC instead)" } else { "" }
+            )
+        };
+        out.push(Finding { layer: "cgroup", missing, costs, fix });
     }
 
     if in_container && out.iter().any(|f| f.layer != "cgroup") {

@@ -113,7 +113,7 @@ impl LinuxBackend {
         let limits = self.limits("probe");
         if self.cgroups.parent.is_none() {
             let why = self.cgroups.why.clone().unwrap_or_else(|| String::from("no cgroup parent"));
-            return Err(format!("no cgroup: {why}. {}", self.without_cgroup_detail()));
+            return Err(format!("no cgroup: {why}. {}", self.without_cgroup_detail(measured)));
         }
         for (limit, read) in limits.iter().zip(measured.readback.iter().chain(std::iter::repeat(&None))) {
             if !read.as_deref().is_some_and(|r| limit.holds(r)) {
@@ -143,8 +143,11 @@ impl LinuxBackend {
         ));
         let parent = self.cgroup_parent().unwrap_or("?");
         if let Some(why) = &self.cgroups.why {
-            let nproc =
-                if self.cgroups.needs_nproc() { format!(". {}", self.without_cgroup_detail()) } else { String::new() };
+            let nproc = if self.cgroups.needs_nproc() {
+                format!(". {}", self.without_cgroup_detail(measured))
+            } else {
+                String::new()
+            };
             return Err(format!(
                 "cgroup under {parent}, but not every limit can be set there: {why}{nproc}. What was set: {detail}"
             ));
@@ -152,15 +155,21 @@ impl LinuxBackend {
         Ok(format!("{detail} (cgroup under {parent})"))
     }
 
-    /// What bounds a run whose process count has no cgroup.
-    fn without_cgroup_detail(&self) -> String {
+    /// What bounds a run whose process count has no cgroup (the probe's `measured` says whether
+    /// the inotify bound took).
+    fn without_cgroup_detail(&self, measured: &Measured) -> String {
+        let inotify = match &measured.inotify_error {
+            None => format!(
+                "inotify {} instances and {} watches (its user namespace's own bound)",
+                self.inotify.0, self.inotify.1
+            ),
+            Some(e) => format!("no inotify bound (it could not be set: {e})"),
+        };
         format!(
             "What applies without it: RLIMIT_NPROC {} (counted in the run's own user namespace: one run's processes \
-             and threads), inotify {} instances and {} watches (its user namespace's own bound), and the run's pid \
-             namespace (killing its init ends every process of the run); memory and CPU are not bounded",
+             and threads), {inotify}, and the run's pid namespace (killing its init ends every process of the run); \
+             memory and CPU are not bounded",
             self.nproc_bound(),
-            self.inotify.0,
-            self.inotify.1
         )
     }
 
