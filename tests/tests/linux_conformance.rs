@@ -1144,6 +1144,28 @@ mod linux {
         set.close().unwrap();
     }
 
+    /// A cgroup parent given to a non-root caller that it cannot use fails closed, naming the
+    /// parent, the directory and the fix (issue 15): the caller asked for limits there, so a run
+    /// without them would be a silent downgrade. As root the runtime makes the parent itself.
+    pub fn an_unusable_configured_parent_fails_closed_naming_it() {
+        if !sandbox_tests::rootless_mode() {
+            println!("(root: the runtime makes any parent; nothing to check)");
+            return;
+        }
+        let f = Fixture::new();
+        let marker = f.ws.join("ran");
+        let profile = Profile::new(f.config()).unwrap();
+        let options = ExecutorSetOptions::new(&f.scratch).max_executors(1).cgroup_parent("/sbx-no-such-parent");
+        match ExecutorSet::new(&dl(), &profile, options) {
+            Err(Error::SandboxUnavailable { detail }) => {
+                assert!(detail.contains("/sbx-no-such-parent") && detail.contains("fix: "), "{detail}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!marker.exists());
+        assert_eq!(fs::read_dir(&f.scratch).unwrap().count(), 0, "nothing left behind");
+    }
+
     pub fn command_access_gates_before_spawning() {
         let f = Fixture::new();
         let marker = f.ws.join("ran");
@@ -1497,6 +1519,10 @@ fn main() -> std::process::ExitCode {
             ("executor_keys_are_memoised_and_isolated", executor_keys_are_memoised_and_isolated),
             ("command_access_gates_before_spawning", command_access_gates_before_spawning),
             ("a_fork_bomb_is_bounded_and_ends_at_the_deadline", a_fork_bomb_is_bounded_and_ends_at_the_deadline),
+            (
+                "an_unusable_configured_parent_fails_closed_naming_it",
+                an_unusable_configured_parent_fails_closed_naming_it,
+            ),
             ("no_setuid_setgid_or_file_capability_plants", no_setuid_setgid_or_file_capability_plants),
             ("kernel_surface_is_closed", kernel_surface_is_closed),
             ("foreign_abi_syscalls_are_killed", foreign_abi_syscalls_are_killed),

@@ -95,7 +95,7 @@ fn choose(configured: Option<&Path>, memory: bool, prepare: bool) -> Cgroups {
              cgroup and nothing is delegated to uid {uid}; fix: run as root `{}`, then set \
              SANDBOX_CGROUP_PARENT=/sandbox-{uid} (the cgroups last until reboot); or boot with \
              systemd.unified_cgroup_hierarchy=1 (cgroup v2), where systemd delegates to users",
-            v1_delegation(uid)
+            v1_delegation(uid, &format!("sandbox-{uid}"))
         )),
         CgroupLayout::V2 => match own_v2_cgroup() {
             None => none(String::from("this process's cgroup v2 could not be read from /proc/self/cgroup")),
@@ -104,15 +104,46 @@ fn choose(configured: Option<&Path>, memory: bool, prepare: bool) -> Cgroups {
     }
 }
 
-/// The shell command that delegates a v1 subtree `/sandbox-<uid>` to `uid`: a directory in every
-/// v1 hierarchy (the runtime joins each), owned by the user, with the cpuset copied from the root.
-pub fn v1_delegation(uid: u32) -> String {
+/// The shell command that delegates a v1 subtree `/<name>` to `uid`: a directory in every v1
+/// hierarchy (the runtime joins each), owned by the user, with the cpuset copied from the root.
+pub fn v1_delegation(uid: u32, name: &str) -> String {
     format!(
         "for c in /sys/fs/cgroup/*/; do [ \"$c\" = /sys/fs/cgroup/unified/ ] || [ -L \"${{c%/}}\" ] || {{ mkdir -p \
-         \"${{c}}sandbox-{uid}\" && chown -R {uid} \"${{c}}sandbox-{uid}\"; }}; done; d=/sys/fs/cgroup/cpuset; \
-         [ ! -d $d/sandbox-{uid} ] || {{ cat $d/cpuset.cpus > $d/sandbox-{uid}/cpuset.cpus && cat $d/cpuset.mems > \
-         $d/sandbox-{uid}/cpuset.mems; }}"
+         \"${{c}}{name}\" && chown -R {uid} \"${{c}}{name}\"; }}; done; d=/sys/fs/cgroup/cpuset; \
+         [ ! -d $d/{name} ] || {{ cat $d/cpuset.cpus > $d/{name}/cpuset.cpus && cat $d/cpuset.mems > \
+         $d/{name}/cpuset.mems; }}"
     )
+}
+
+/// A configured parent, for a non-root caller: every directory the runtime will make a spawn's
+/// cgroup in (each v1 hierarchy's, or the v2 one) must exist and be writable by this uid, else
+/// the set fails closed naming the directory and the fix (the user asked for limits there; a run
+/// without them would be a silent downgrade).
+pub fn check_configured(parent: &str) -> Result<(), String> {
+    use nix::unistd::{AccessFlags, access};
+    let uid = nix::unistd::getuid().as_raw();
+    if uid == 0 {
+        return Ok(());
+    }
+    let layout = CgroupLayout::detect();
+    // The runtime joins every v1 controller's hierarchy, not the named `systemd` one.
+    let named = |d: &Path| d.strip_prefix("/sys/fs/cgroup").is_ok_and(|r| r.starts_with("systemd"));
+    for dir in layout.dirs(parent).into_iter().filter(|d| !named(d)) {
+        if let Err(e) = access(&dir, AccessFlags::W_OK | AccessFlags::X_OK) {
+            let fix = match layout {
+                CgroupLayout::V1OrHybrid => {
+                    format!("run as root `{}`", v1_delegation(uid, parent.trim_start_matches('/')))
+                }
+                _ => format!("delegate {parent} to uid {uid} (systemd: a unit or scope with Delegate=yes)"),
+            };
+            return Err(format!(
+                "the cgroup parent {parent} (the cgroup_parent option or SANDBOX_CGROUP_PARENT) cannot be used by uid \
+                 {uid}: {}: {e}; fix: {fix}",
+                dir.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// This process's cgroup v2 path (`0::<path>` in `/proc/self/cgroup`), with a trailing

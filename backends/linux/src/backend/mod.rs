@@ -164,6 +164,9 @@ impl LinuxBackend {
         // which limits did not apply, and why.
         let cgroups = crate::cgroups::prepare(config.cgroup_parent.as_deref(), config.memory_max.is_some());
         let own_parent = cgroups.parent.as_ref().is_some_and(|(_, s)| *s == crate::cgroups::Source::Root);
+        if let Some((parent, crate::cgroups::Source::Configured)) = &cgroups.parent {
+            crate::cgroups::check_configured(parent).map_err(|detail| Error::SandboxUnavailable { detail })?;
+        }
         // The parent is not recorded in the set directory: a sweep uses its own configured
         // parent, never a file of the scratch root (issue 12, class 6).
         let state_root = set_dir.join("state");
