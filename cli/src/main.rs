@@ -11,6 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+mod serve;
+
 use clap::{Parser, Subcommand};
 use sandbox::export::{ExportRequest, export_bundle};
 use sandbox::{
@@ -40,6 +42,9 @@ enum Command {
     },
     /// Run the stage-11 proof: `echo confined` in a denied-network, isolated-home sandbox.
     Proof,
+    /// Serve JSON-line requests on stdin (each a `run --json` object back, with its id) from
+    /// one long-lived set: the warm path for harnesses in other languages.
+    Serve(serve::ServeArgs),
     /// Say what this host can enforce, what the default profile gets here, and for each layer
     /// that is missing what it costs and the command or file that fixes it: for a person on a
     /// terminal, as JSON otherwise (CONTRACT.md §18) or with --json.
@@ -124,6 +129,7 @@ fn main() -> ExitCode {
             export(&out, profile.as_deref(), cwd, argv).map(|()| 0)
         }
         Command::Proof => sandbox::proof::stage11(&mut std::io::stdout()).map(|()| 0),
+        Command::Serve(args) => serve::serve(args),
         Command::Probe { json, text } => {
             use std::io::IsTerminal as _;
             probe(json || !(text || std::io::stdout().is_terminal()))
@@ -271,16 +277,20 @@ fn run(args: RunArgs) -> Result<i32, Error> {
     match run_inner(args) {
         Err(e) if json => {
             // Exactly one JSON object, also when nothing could run.
-            let value = serde_json::json!({
-                "exit_code": null, "signal": null, "stdout": "", "stderr": "",
-                "error": e.kind().as_str(), "message": e.to_string(),
-                "level": "none", "guarantees": [], "guarantee_bits": 0, "report": [],
-            });
-            println!("{value}");
+            println!("{}", error_json(&e));
             Ok(125)
         }
         other => other,
     }
+}
+
+/// The `--json` object of a run that could not run.
+fn error_json(e: &Error) -> serde_json::Value {
+    serde_json::json!({
+        "exit_code": null, "signal": null, "stdout": "", "stderr": "",
+        "error": e.kind().as_str(), "message": e.to_string(),
+        "level": "none", "guarantees": [], "guarantee_bits": 0, "report": [],
+    })
 }
 
 fn run_inner(args: RunArgs) -> Result<i32, Error> {
@@ -334,20 +344,92 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
         },
     )?;
     let process = Arc::new(prepared.start(&setup)?);
+    let sinks: [Option<Box<dyn Write + Send>>; 2] =
+        if args.json { [None, None] } else { [Some(Box::new(std::io::stdout())), Some(Box::new(std::io::stderr()))] };
+    let ran = drive(&process, timeout, args.output_limit, sinks);
+    let status = ran.status;
+    if args.report && !args.json {
+        let text = serde_json::json!({
+            "level": executor.level().to_string(),
+            "guarantees": executor.guarantees().names(),
+            "guarantee_bits": executor.guarantee_bits(),
+            "report": executor.report().entries,
+        });
+        eprintln!("{text}");
+    }
+    if args.json {
+        println!("{}", ran.json(&executor));
+    }
+    let error = ran.error;
+    drop(executor);
+    if let Err(e) = set.close() {
+        // The workload's status stands (issue 12, class 8): a clean-up failure is reported
+        // apart, and what is left is swept by a later run on this scratch root.
+        tracing::warn!("clean-up: {e}");
+        eprintln!("sandbox: warning: clean-up failed (a later run sweeps it): {e}");
+    }
+    if let Some(e) = error {
+        if !args.json {
+            return Err(e);
+        }
+        return Ok(125);
+    }
+    Ok(match status {
+        Some(ExitStatus::Code(c)) => c & 0xff,
+        Some(ExitStatus::Signal(s)) => 128 + s,
+        None => 125,
+    })
+}
+
+/// What one started process came to: its status (none when it could not be waited for), its
+/// captured streams (stdout, stderr; empty where they passed through) and the error, if any.
+struct Ran {
+    status: Option<ExitStatus>,
+    copies: Vec<Copy>,
+    error: Option<Error>,
+}
+
+impl Ran {
+    /// The `--json` object of a run (CONTRACT.md §18), for `executor`'s level, guarantees and report.
+    fn json(&self, executor: &sandbox::Executor) -> serde_json::Value {
+        let text = |i: usize| {
+            self.copies.get(i).map(|c| String::from_utf8_lossy(&c.captured).into_owned()).unwrap_or_default()
+        };
+        serde_json::json!({
+            "exit_code": self.status.and_then(|s| s.code()),
+            "signal": self.status.and_then(|s| s.signal()),
+            "stdout": text(0),
+            "stderr": text(1),
+            "error": self.error.as_ref().map(|e| e.kind().as_str()),
+            "message": self.error.as_ref().map(|e| e.to_string()),
+            "level": executor.level().to_string(),
+            "guarantees": executor.guarantees().names(),
+            "guarantee_bits": executor.guarantee_bits(),
+            "report": executor.report().entries,
+        })
+    }
+}
+
+/// Drives a started process to its end: stdin closed at once, stdout and stderr copied as they
+/// arrive (to `sinks`, or captured where a sink is `None`) with at most `output_limit` bytes of
+/// each passed on (the first byte beyond kills the tree), and the tree killed `timeout` after
+/// the start.
+fn drive(
+    process: &Arc<Process>,
+    timeout: Option<Duration>,
+    output_limit: Option<u64>,
+    sinks: [Option<Box<dyn Write + Send>>; 2],
+) -> Ran {
     process.stdin().close();
     let deadline = timeout.map_or_else(Deadline::none, Deadline::after);
     let exceeded = Arc::new(AtomicBool::new(false));
-    let streams: Vec<_> = [(process.take_stdout(), true), (process.take_stderr(), false)]
+    let streams: Vec<_> = [process.take_stdout(), process.take_stderr()]
         .into_iter()
-        .filter_map(|(reader, is_stdout)| {
+        .zip(sinks)
+        .filter_map(|(reader, sink)| {
             let reader = reader?;
-            let sink: Option<Box<dyn Write + Send>> = match (args.json, is_stdout) {
-                (true, _) => None,
-                (false, true) => Some(Box::new(std::io::stdout())),
-                (false, false) => Some(Box::new(std::io::stderr())),
-            };
-            let (process, exceeded, limit) = (Arc::clone(&process), Arc::clone(&exceeded), args.output_limit);
-            Some(std::thread::spawn(move || pump(reader, sink, limit, &process, &exceeded)))
+            let (process, exceeded) = (Arc::clone(process), Arc::clone(&exceeded));
+            Some(std::thread::spawn(move || pump(reader, sink, output_limit, &process, &exceeded)))
         })
         .collect();
     let mut error: Option<Error> = None;
@@ -367,51 +449,7 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
     if error.is_none() && exceeded.load(Ordering::SeqCst) {
         error = Some(Error::OutputLimit { partial: Vec::new() });
     }
-    let status = result.map(|r| r.status);
-    if args.report && !args.json {
-        let text = serde_json::json!({
-            "level": executor.level().to_string(),
-            "guarantees": executor.guarantees().names(),
-            "guarantee_bits": executor.guarantee_bits(),
-            "report": executor.report().entries,
-        });
-        eprintln!("{text}");
-    }
-    if args.json {
-        let text =
-            |i: usize| copies.get(i).map(|c| String::from_utf8_lossy(&c.captured).into_owned()).unwrap_or_default();
-        let value = serde_json::json!({
-            "exit_code": status.and_then(|s| s.code()),
-            "signal": status.and_then(|s| s.signal()),
-            "stdout": text(0),
-            "stderr": text(1),
-            "error": error.as_ref().map(|e| e.kind().as_str()),
-            "message": error.as_ref().map(|e| e.to_string()),
-            "level": executor.level().to_string(),
-            "guarantees": executor.guarantees().names(),
-            "guarantee_bits": executor.guarantee_bits(),
-            "report": executor.report().entries,
-        });
-        println!("{value}");
-    }
-    drop(executor);
-    if let Err(e) = set.close() {
-        // The workload's status stands (issue 12, class 8): a clean-up failure is reported
-        // apart, and what is left is swept by a later run on this scratch root.
-        tracing::warn!("clean-up: {e}");
-        eprintln!("sandbox: warning: clean-up failed (a later run sweeps it): {e}");
-    }
-    if let Some(e) = error {
-        if !args.json {
-            return Err(e);
-        }
-        return Ok(125);
-    }
-    Ok(match status {
-        Some(ExitStatus::Code(c)) => c & 0xff,
-        Some(ExitStatus::Signal(s)) => 128 + s,
-        None => 125,
-    })
+    Ran { status: result.map(|r| r.status), copies, error }
 }
 
 /// The default scratch root: `<tmp>/sandbox-cli-<uid>`, created owner-only, shared by this

@@ -1540,3 +1540,167 @@ fn json_errors_carry_their_message() {
     let message = v["message"].as_str().unwrap_or_default();
     assert!(message.starts_with("invalid profile: frob: unknown key"), "{v}");
 }
+
+/// Processes on the host whose command line has `arg` as one of its arguments.
+fn processes_with_arg(arg: &str) -> usize {
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
+        .filter(|c| c.split(|b| *b == 0).any(|a| a == arg.as_bytes()))
+        .count()
+}
+
+/// `sandbox serve` (issue 16): JSON lines in, one answer per request with its id, answered as
+/// they finish (a fast request overtakes a slow one sent before it), `run --json`'s object, bad
+/// lines answered with a message naming the key, a grant issued and used, and nothing written
+/// outside the workspace and scratch root.
+#[test]
+fn serve_answers_each_request_by_id_as_it_finishes() {
+    use std::io::{BufRead, Write};
+    if !sandbox_runs_here("serve_answers_each_request_by_id_as_it_finishes") {
+        return;
+    }
+    let area = Area::new();
+    let mut child = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args([os("serve"), os("--scratch"), area.scratch.clone().into_os_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut ask = |line: &str| writeln!(stdin, "{line}").unwrap();
+    ask(r#"{"id": "slow", "command": "sleep 1; echo slow"}"#);
+    ask(r#"{"id": 2, "argv": ["/bin/cat", "keep.txt"]}"#);
+    ask(r#"{"id": [3], "argv": ["/bin/true"], "frob": 1}"#);
+    ask(r#"{"id": 4, "command": "echo x > made.txt; exit 3", "executor": "other"}"#);
+    ask("not json");
+    let mut next = || -> serde_json::Value { serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap() };
+    let mut got = std::collections::BTreeMap::new();
+    let mut order = Vec::new();
+    for _ in 0..5 {
+        let v = next();
+        order.push(v["id"].to_string());
+        got.insert(v["id"].to_string(), v);
+    }
+    assert_eq!(order.last().map(String::as_str), Some("\"slow\""), "the slow request is answered last: {order:?}");
+    let two = &got["2"];
+    assert_eq!((two["exit_code"].as_i64(), two["stdout"].as_str()), (Some(0), Some("mine\n")), "{two}");
+    assert_eq!(two["level"], "full");
+    assert!(two["guarantees"].as_array().unwrap().iter().any(|g| g == "network-boundary"), "{two}");
+    let three = &got["[3]"];
+    assert_eq!(three["error"], "invalid_argument", "{three}");
+    assert!(three["message"].as_str().unwrap().contains("unknown key \"frob\""), "{three}");
+    assert_eq!(got["4"]["exit_code"].as_i64(), Some(3));
+    assert_eq!(fs::read_to_string(area.ws.join("made.txt")).unwrap(), "x\n");
+    assert!(got["null"]["message"].as_str().unwrap().contains("not JSON"), "{:?}", got["null"]);
+    assert_eq!(got["\"slow\""]["stdout"], "slow\n");
+    // A gated command: refused without a grant, run with one issued through serve.
+    drop(lines);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let profile = area.dir.path().join("gated.json");
+    fs::write(
+        &profile,
+        format!(r#"{{"workspace_root": "{}", "workspace_read": "allow", "command": "gated"}}"#, area.ws.display()),
+    )
+    .unwrap();
+    let mut child = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args([
+            os("serve"),
+            os("--profile"),
+            profile.into_os_string(),
+            os("--scratch"),
+            area.scratch.clone().into_os_string(),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut roundtrip = |line: &str| -> serde_json::Value {
+        writeln!(stdin, "{line}").unwrap();
+        serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap()
+    };
+    let refused = roundtrip(r#"{"id": 1, "command": "echo granted"}"#);
+    assert_eq!(refused["error"], "grant_required", "{refused}");
+    let cwd = area.ws.display().to_string();
+    let grant = roundtrip(&format!(
+        r#"{{"id": 2, "op": "grant", "kind": "command.execute", "class": "command.start.v1", "target": "echo granted", "command": "echo granted", "cwd": "{cwd}"}}"#
+    ));
+    let token = grant["token"].as_str().unwrap_or_else(|| panic!("{grant}")).to_owned();
+    let ran = roundtrip(&format!(r#"{{"id": 3, "command": "echo granted", "grants": ["{token}"]}}"#));
+    assert_eq!((ran["exit_code"].as_i64(), ran["stdout"].as_str()), (Some(0), Some("granted\n")), "{ran}");
+    let again = roundtrip(&format!(r#"{{"id": 4, "command": "echo granted", "grants": ["{token}"]}}"#));
+    assert!(again["error"].as_str().is_some_and(|e| e.starts_with("grant_")), "single use: {again}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    for d in fs::read_dir(&area.scratch).unwrap().flatten() {
+        assert_eq!(fs::read_dir(d.path()).map(Iterator::count).unwrap_or(0), 0, "left in the scratch root: {d:?}");
+    }
+}
+
+/// When serve's parent dies, everything serve started ends: serve exits, and its helpers kill
+/// the run in flight (issue 16). When stdin closes instead, work in flight finishes (a grace of
+/// 5 s), and what is still running then is killed and answered.
+#[test]
+fn serve_ends_everything_with_its_parent_and_finishes_in_flight_work_at_eof() {
+    use std::io::{BufRead, Write};
+    if !sandbox_runs_here("serve_ends_everything_with_its_parent_and_finishes_in_flight_work_at_eof") {
+        return;
+    }
+    let area = Area::new();
+    let marker = format!("61.{}", std::process::id());
+    // The parent: a shell that starts serve in the background and waits; SIGKILLed below.
+    // (A background job's stdin is /dev/null before its redirections: stdin goes through fd 3.)
+    let mut parent = Command::new("/bin/sh")
+        .current_dir(&area.ws)
+        .args(["-c", &format!("exec 3<&0; {SANDBOX} serve --scratch {} <&3 3<&- & wait", area.scratch.display())])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = parent.stdin.take().unwrap();
+    writeln!(stdin, r#"{{"id": 1, "argv": ["sleep", "{marker}"]}}"#).unwrap();
+    let start = std::time::Instant::now();
+    while processes_with_arg(&marker) == 0 {
+        assert!(start.elapsed() < std::time::Duration::from_secs(20), "the run never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    parent.kill().unwrap();
+    let _ = parent.wait();
+    let start = std::time::Instant::now();
+    while processes_with_arg(&marker) > 0 {
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "the run outlived serve's parent");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(stdin);
+
+    // stdin closed: the short request finishes; the endless one is killed after the grace.
+    let mut child = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args([os("serve"), os("--scratch"), area.scratch.clone().into_os_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, r#"{{"id": "short", "command": "sleep 0.5; echo done"}}"#).unwrap();
+    writeln!(stdin, r#"{{"id": "endless", "argv": ["sleep", "{marker}"]}}"#).unwrap();
+    drop(stdin);
+    let start = std::time::Instant::now();
+    let answers: Vec<serde_json::Value> = std::io::BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    assert!(child.wait().unwrap().success());
+    assert!(start.elapsed() < std::time::Duration::from_secs(15), "took {:?}", start.elapsed());
+    let by_id = |id: &str| answers.iter().find(|a| a["id"] == id).cloned().unwrap_or_else(|| panic!("{answers:?}"));
+    assert_eq!(by_id("short")["stdout"], "done\n");
+    assert!(by_id("endless")["error"].as_str().is_some(), "{:?}", by_id("endless"));
+    assert_eq!(processes_with_arg(&marker), 0, "the endless run outlived serve");
+}

@@ -1,0 +1,360 @@
+//! `sandbox serve` (issue 16): one long-lived process speaking JSON lines on stdin and stdout,
+//! so that a harness in another language (Python, TypeScript) gets the library's warm path
+//! instead of a cold `sandbox run` per tool call.
+//!
+//! One executor set for the process (the profile of `--profile`, or `run`'s default), one
+//! executor per `executor` key. Each request line is a JSON object:
+//!
+//! - `{"id": any, "argv": [...]}` or `{"id": any, "command": "shell text"}`, with optional `cwd`
+//!   (default: serve's working directory), `executor` (default `"default"`), `timeout` (seconds),
+//!   `output_limit` (bytes per stream), `grants` (tokens), `execution_id` (default
+//!   `"sandbox-serve"`). The answer is `sandbox run --json`'s object plus `id`.
+//! - `{"id": any, "op": "grant", "class": ..., "target": ..., "kind": ..., "scope": ...,
+//!   "command": ..., "cwd": ..., "execution_id": ..., "expiry_unix_ms": ...}` issues a grant on
+//!   the executor (`Executor::issue_grant`); the answer is `{"id", "token", "error", "message"}`.
+//!
+//! Requests run concurrently (at most 64 in flight; reading waits beyond that) and are answered
+//! as they finish, one line each. A bad line is answered with `error` and a `message` naming the
+//! key. When stdin closes, the requests in flight get 5 seconds to finish, then the set is closed
+//! (what still runs is killed and answered `executor_closed`) and serve exits 0. When the parent
+//! dies, serve exits at once and its helpers kill every run (they watch the embedder).
+
+use std::ffi::OsString;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use sandbox::{Deadline, Error, ExecutorSet, ExecutorSetOptions, GrantRequest, ProcessOptions};
+use serde_json::{Map, Value};
+
+use super::{current_dir, default_scratch, drive, error_json, load_profile, resolve};
+
+/// Requests running at once; reading waits beyond it.
+const MAX_IN_FLIGHT: usize = 64;
+/// How long requests in flight may still run once stdin has closed.
+const EOF_GRACE: Duration = Duration::from_secs(5);
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct ServeArgs {
+    /// A JSON profile file (ProfileConfig keys); default as for `run`.
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
+    /// The scratch root (default as for `run`).
+    #[arg(long, value_name = "DIR")]
+    scratch: Option<PathBuf>,
+    /// The cgroup under which each spawn gets its own (default as for `run`).
+    #[arg(long, value_name = "PATH")]
+    cgroup_parent: Option<PathBuf>,
+    /// The most executor keys (1-1024).
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    max_executors: usize,
+}
+
+/// One parsed request.
+enum Op {
+    Run { executor: String, options: ProcessOptions, timeout: Option<Duration>, output_limit: Option<u64> },
+    Grant { executor: String, request: GrantRequest },
+}
+
+const RUN_KEYS: &[&str] =
+    &["id", "op", "argv", "command", "cwd", "executor", "timeout", "output_limit", "grants", "execution_id"];
+const GRANT_KEYS: &[&str] =
+    &["id", "op", "executor", "execution_id", "command", "cwd", "kind", "scope", "class", "target", "expiry_unix_ms"];
+
+/// Parses one line: the request's id (null when there is none to echo) and the request or the
+/// message naming what is wrong.
+fn parse(line: &str, current: &Path) -> (Value, Result<Op, String>) {
+    let map = match serde_json::from_str::<Value>(line) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) => return (Value::Null, Err(String::from("request: not a JSON object"))),
+        Err(e) => return (Value::Null, Err(format!("request: not JSON: {e}"))),
+    };
+    let id = map.get("id").cloned().unwrap_or(Value::Null);
+    (id, parse_map(&map, current))
+}
+
+fn parse_map(map: &Map<String, Value>, current: &Path) -> Result<Op, String> {
+    let text = |key: &str| -> Result<Option<String>, String> {
+        match map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(format!("request: {key}: expected a string, got {other}")),
+        }
+    };
+    let op = text("op")?.unwrap_or_else(|| String::from("run"));
+    let known = match op.as_str() {
+        "run" => RUN_KEYS,
+        "grant" => GRANT_KEYS,
+        other => return Err(format!("request: op: {other:?} is not \"run\" or \"grant\"")),
+    };
+    if let Some(k) = map.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(format!("request: unknown key {k:?} for op {op:?} (known keys: {})", known.join(", ")));
+    }
+    let executor = text("executor")?.unwrap_or_else(|| String::from("default"));
+    let cwd = text("cwd")?.map_or_else(|| current.to_path_buf(), |c| resolve(current, Some(PathBuf::from(c))));
+    let execution_id = text("execution_id")?.unwrap_or_else(|| String::from("sandbox-serve"));
+    let command = text("command")?;
+    if op == "grant" {
+        let required = |key: &str| text(key)?.ok_or_else(|| format!("request: {key}: required for op \"grant\""));
+        let expiry_unix_ms = match map.get("expiry_unix_ms") {
+            None | Some(Value::Null) => {
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                i64::try_from(now.as_millis()).unwrap_or(i64::MAX).saturating_add(300_000)
+            }
+            Some(v) => v.as_i64().ok_or_else(|| format!("request: expiry_unix_ms: {v} is not an integer"))?,
+        };
+        return Ok(Op::Grant {
+            executor,
+            request: GrantRequest {
+                execution_id,
+                command: command.unwrap_or_default(),
+                cwd,
+                kind: required("kind")?,
+                scope: text("scope")?.unwrap_or_default(),
+                class: required("class")?,
+                target: required("target")?,
+                expiry_unix_ms,
+            },
+        });
+    }
+    let argv: Vec<OsString> = match map.get("argv") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) if !items.is_empty() => items
+            .iter()
+            .map(|v| v.as_str().map(OsString::from))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| String::from("request: argv: every item must be a string"))?,
+        Some(other) => return Err(format!("request: argv: expected a non-empty array of strings, got {other}")),
+    };
+    let command = match (command, argv.is_empty()) {
+        (Some(_), false) => return Err(String::from("request: argv and command: give one, not both")),
+        (None, true) => return Err(String::from("request: argv or command: one is required")),
+        (c, _) => c.unwrap_or_default(),
+    };
+    let timeout = match map.get("timeout") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_f64() {
+            Some(s) if (0.0..1e9).contains(&s) => Some(Duration::from_secs_f64(s)),
+            _ => return Err(format!("request: timeout: {v} is not a number of seconds")),
+        },
+    };
+    let output_limit = match map.get("output_limit") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_u64().ok_or_else(|| format!("request: output_limit: {v} is not a number of bytes"))?),
+    };
+    let grants = match map.get("grants") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| String::from("request: grants: every item must be a token string"))?,
+        Some(other) => return Err(format!("request: grants: expected an array of token strings, got {other}")),
+    };
+    Ok(Op::Run {
+        executor,
+        options: ProcessOptions { cwd, command, argv, execution_id, grants, tty: false },
+        timeout,
+        output_limit,
+    })
+}
+
+/// Answers one request (on its own thread).
+fn answer(set: &ExecutorSet, op: Op) -> Value {
+    let setup = Deadline::after(Duration::from_secs(60));
+    match op {
+        Op::Grant { executor, request } => {
+            let issued = set.executor(&executor).and_then(|e| e.issue_grant(&setup, &request));
+            match issued {
+                Ok(token) => serde_json::json!({"token": token, "error": null, "message": null}),
+                Err(e) => serde_json::json!({"token": null, "error": e.kind().as_str(), "message": e.to_string()}),
+            }
+        }
+        Op::Run { executor, options, timeout, output_limit } => {
+            let executor = match set.executor(&executor) {
+                Ok(e) => e,
+                Err(e) => return error_json(&e),
+            };
+            let started = executor.prepare_process(&setup, options).and_then(|p| p.start(&setup));
+            match started {
+                Ok(process) => drive(&Arc::new(process), timeout, output_limit, [None, None]).json(&executor),
+                Err(e) => {
+                    let mut value = error_json(&e);
+                    value["level"] = Value::from(executor.level().to_string());
+                    value["guarantees"] = serde_json::json!(executor.guarantees().names());
+                    value["guarantee_bits"] = Value::from(executor.guarantee_bits());
+                    value["report"] = serde_json::json!(executor.report().entries);
+                    value
+                }
+            }
+        }
+    }
+}
+
+/// Writes one answer line (the id first).
+fn send(out: &Mutex<std::io::Stdout>, id: Value, mut value: Value) {
+    if let Value::Object(m) = &mut value {
+        let mut with_id = Map::new();
+        with_id.insert(String::from("id"), id);
+        with_id.append(m);
+        value = Value::Object(with_id);
+    }
+    let mut out = out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _ = writeln!(out, "{value}").and_then(|()| out.flush());
+}
+
+/// Exits at once when the parent goes (reparented): the helpers see the embedder gone and kill
+/// every run, and a later run on the scratch root sweeps the set's directory.
+#[cfg(unix)]
+fn watch_parent() {
+    let parent = nix::unistd::getppid();
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            if nix::unistd::getppid() != parent {
+                tracing::warn!("serve: the parent is gone; exiting");
+                #[expect(clippy::exit, reason = "nothing of serve may outlive its parent")]
+                std::process::exit(125);
+            }
+        }
+    });
+}
+
+#[cfg(not(unix))]
+fn watch_parent() {}
+
+pub(crate) fn serve(args: ServeArgs) -> Result<i32, Error> {
+    watch_parent();
+    let out = Arc::new(Mutex::new(std::io::stdout()));
+    let set = match open(&args) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            send(&out, Value::Null, error_json(&e));
+            return Ok(125);
+        }
+    };
+    let current = current_dir()?;
+    let in_flight = Arc::new((Mutex::new(0usize), Condvar::new()));
+    let mut threads = Vec::new();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (id, parsed) = parse(&line, &current);
+        let op = match parsed {
+            Ok(op) => op,
+            Err(message) => {
+                send(&out, id, error_json(&Error::InvalidArgument { detail: message }));
+                continue;
+            }
+        };
+        {
+            let (count, cv) = &*in_flight;
+            let mut n = count.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            while *n >= MAX_IN_FLIGHT {
+                n = cv.wait(n).unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+            *n += 1;
+        }
+        let (set, out, in_flight) = (Arc::clone(&set), Arc::clone(&out), Arc::clone(&in_flight));
+        threads.push(std::thread::spawn(move || {
+            let value = answer(&set, op);
+            send(&out, id, value);
+            let (count, cv) = &*in_flight;
+            *count.lock().unwrap_or_else(std::sync::PoisonError::into_inner) -= 1;
+            cv.notify_all();
+        }));
+        threads.retain(|t| !t.is_finished());
+    }
+    // stdin closed: a grace for what is in flight, then close (kills the rest).
+    let end = Instant::now() + EOF_GRACE;
+    {
+        let (count, cv) = &*in_flight;
+        let mut n = count.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *n > 0 {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            n = cv.wait_timeout(n, left).unwrap_or_else(std::sync::PoisonError::into_inner).0;
+        }
+    }
+    let closed = set.close();
+    for t in threads {
+        let _ = t.join();
+    }
+    closed.map(|()| 0)
+}
+
+fn open(args: &ServeArgs) -> Result<ExecutorSet, Error> {
+    if !(1..=1024).contains(&args.max_executors) {
+        return Err(Error::InvalidArgument {
+            detail: format!("--max-executors: {} is outside 1-1024", args.max_executors),
+        });
+    }
+    let current = current_dir()?;
+    let profile = load_profile(args.profile.as_deref(), &current)?;
+    let scratch = match &args.scratch {
+        Some(s) => resolve(&current, Some(s.clone())),
+        None => default_scratch(&profile)?,
+    };
+    let mut options = ExecutorSetOptions::new(&scratch).max_executors(args.max_executors);
+    if let Some(parent) = &args.cgroup_parent {
+        options = options.cgroup_parent(parent);
+    }
+    ExecutorSet::new(&Deadline::after(Duration::from_secs(60)), &profile, options)
+}
+
+#[cfg(test)]
+#[allow(clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn err(line: &str) -> String {
+        match parse(line, Path::new("/w")).1 {
+            Err(m) => m,
+            Ok(_) => String::from("parsed"),
+        }
+    }
+
+    #[test]
+    fn bad_requests_name_the_key() {
+        assert!(err("nope").starts_with("request: not JSON"));
+        assert_eq!(err("[1]"), "request: not a JSON object");
+        assert!(err(r#"{"id":1,"argv":["true"],"frob":1}"#).contains("unknown key \"frob\""));
+        assert!(err(r#"{"argv":[]}"#).starts_with("request: argv:"));
+        assert!(err(r#"{"argv":["a",1]}"#).starts_with("request: argv:"));
+        assert!(err(r#"{"argv":["a"],"command":"b"}"#).contains("not both"));
+        assert!(err(r#"{"id":2}"#).contains("one is required"));
+        assert!(err(r#"{"command":"x","timeout":-1}"#).starts_with("request: timeout:"));
+        assert!(err(r#"{"command":"x","output_limit":"a"}"#).starts_with("request: output_limit:"));
+        assert!(err(r#"{"command":"x","grants":[1]}"#).starts_with("request: grants:"));
+        assert!(err(r#"{"command":"x","op":"frob"}"#).starts_with("request: op:"));
+        assert!(err(r#"{"op":"grant","class":"c","target":"t"}"#).contains("kind: required"));
+        assert!(err(r#"{"op":"grant","argv":["x"]}"#).contains("unknown key \"argv\""));
+    }
+
+    #[test]
+    fn good_requests_parse_with_their_defaults() {
+        let (id, op) = parse(r#"{"id":{"n":7},"argv":["/bin/echo","hi"],"cwd":"sub","timeout":1.5}"#, Path::new("/w"));
+        assert_eq!(id, serde_json::json!({"n": 7}));
+        match op {
+            Ok(Op::Run { executor, options, timeout, output_limit }) => {
+                assert_eq!(executor, "default");
+                assert_eq!(options.cwd, PathBuf::from("/w/sub"));
+                assert_eq!(options.argv, vec![OsString::from("/bin/echo"), OsString::from("hi")]);
+                assert_eq!(options.execution_id, "sandbox-serve");
+                assert_eq!((timeout, output_limit), (Some(Duration::from_millis(1500)), None));
+            }
+            _ => panic!("not a run"),
+        }
+        let (id, op) = parse(
+            r#"{"op":"grant","kind":"command.execute","class":"command.start.v1","target":"x"}"#,
+            Path::new("/w"),
+        );
+        assert_eq!(id, Value::Null);
+        assert!(matches!(op, Ok(Op::Grant { .. })));
+    }
+}
