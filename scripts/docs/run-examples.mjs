@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Runs every example listed in examples.json (beside this file) and checks its declared
 // output: each pattern must match a line of stdout, in order, the last line must equal `last`
-// when given, and the example must exit 0. Exits non-zero on any mismatch. No dependencies.
+// when given, and the example must exit 0. An entry with `command` runs that (from the root;
+// the Python harness driving `sandbox serve`) instead of a Rust example binary. Exits non-zero
+// on any mismatch. No dependencies.
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -17,14 +19,18 @@ const build = spawnSync("cargo", ["build", "--locked", "--release", "--quiet", "
   cwd: root,
   stdio: "inherit",
 });
-if (build.status !== 0) {
-  console.error("run-examples: building the examples failed");
+const cli = spawnSync("cargo", ["build", "--locked", "--release", "--quiet", "-p", "sandbox-cli", "--bin", "sandbox"], {
+  cwd: root,
+  stdio: "inherit",
+});
+if (build.status !== 0 || cli.status !== 0) {
+  console.error("run-examples: building the examples or the CLI failed");
   process.exit(1);
 }
 
-for (const { example, expect, last } of manifest.examples) {
-  const bin = join(root, "target", "release", "examples", example);
-  const run = spawnSync(bin, [], { cwd: root, encoding: "utf8", timeout: 120_000 });
+for (const { example, command, expect, last } of manifest.examples) {
+  const [program, ...args] = command ?? [join(root, "target", "release", "examples", example)];
+  const run = spawnSync(program, args, { cwd: root, encoding: "utf8", timeout: 120_000 });
   const lines = (run.stdout ?? "").split("\n").filter((l) => l.length > 0);
   const problems = [];
   if (run.error) problems.push(`could not run: ${run.error.message}`);

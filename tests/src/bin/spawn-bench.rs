@@ -1,5 +1,6 @@
 //! Spawn latency, side by side in one interleaved run: `echo confined` through our library
-//! (executor reused, as an agent uses it), our CLI (`sandbox run`), bwrap with equivalent
+//! (executor reused, as an agent uses it), our CLI (`sandbox run`, and `sandbox serve` driven
+//! back to back over its JSON lines, as a harness in another language drives it), bwrap with equivalent
 //! isolation, `runc run` and `crun run` on our exported bundle, `unshare` with the same
 //! namespaces, and a plain fork+exec. Prints median, p95, the ratio to our library and peak RSS
 //! per contender; `--json FILE` writes the same. `--throughput` adds N concurrent tool calls from
@@ -243,6 +244,50 @@ mod bench {
         })
     }
 
+    /// `sandbox serve` (one long-lived process, JSON lines) driven back to back, as a harness in
+    /// another language drives it: one untimed call, then the timed one right after it returns,
+    /// then the pause (as for "library back-to-back"). None without the CLI beside this binary.
+    fn serve_run(ws: &Path) -> Result<Option<RunFn>, String> {
+        use std::io::{BufRead, Write};
+        let Some(cli) = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("sandbox"))) else {
+            return Ok(None);
+        };
+        if !cli.exists() {
+            return Ok(None);
+        }
+        let mut child = Command::new(&cli)
+            .current_dir(ws)
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("sandbox serve: {e}"))?;
+        let mut stdin = child.stdin.take().ok_or("sandbox serve: no stdin")?;
+        let mut lines = std::io::BufReader::new(child.stdout.take().ok_or("sandbox serve: no stdout")?).lines();
+        let mut n = 0u64;
+        Ok(Some(Box::new(move || {
+            // Kept alive by the closure: serve ends when its stdin closes with it.
+            let _child = &child;
+            let mut call = || -> Result<(), String> {
+                n += 1;
+                writeln!(stdin, r#"{{"id": {n}, "argv": ["/bin/echo", "confined"]}}"#).map_err(|e| e.to_string())?;
+                let line = lines.next().ok_or("sandbox serve ended")?.map_err(|e| e.to_string())?;
+                let v: serde_json::Value = serde_json::from_str(&line).map_err(|e| e.to_string())?;
+                if v["stdout"] != "confined\n" {
+                    return Err(format!("sandbox serve answered {line}"));
+                }
+                Ok(())
+            };
+            call()?;
+            let start = Instant::now();
+            call()?;
+            let took = start.elapsed();
+            std::thread::sleep(WARM_PAUSE);
+            Ok((took, None))
+        })))
+    }
+
     pub fn run(args: &Args) -> Result<(), String> {
         if args.phases {
             use tracing_subscriber::Layer as _;
@@ -366,6 +411,9 @@ mod bench {
                 );
             }
             None => missing.push(String::from("sandbox CLI (build it: cargo build --release -p sandbox)")),
+        }
+        if let Some(serve) = serve_run(&ws)? {
+            add(&mut contenders, "serve back-to-back", serve);
         }
         if which("bwrap") {
             let ws_s = ws.display().to_string();
