@@ -1551,26 +1551,39 @@ fn processes_with_arg(arg: &str) -> usize {
         .count()
 }
 
+/// `sandbox serve` in the area's workspace with its scratch root (and `extra` arguments first):
+/// the child, its stdin and its answers' lines.
+fn spawn_serve(
+    area: &Area,
+    extra: &[std::ffi::OsString],
+) -> (std::process::Child, std::process::ChildStdin, std::io::Lines<std::io::BufReader<std::process::ChildStdout>>) {
+    use std::io::BufRead;
+    let mut child = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .arg("serve")
+        .args(extra)
+        .args([os("--scratch"), area.scratch.clone().into_os_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, stdin, lines)
+}
+
 /// `sandbox serve` (issue 16): JSON lines in, one answer per request with its id, answered as
 /// they finish (a fast request overtakes a slow one sent before it), `run --json`'s object, bad
 /// lines answered with a message naming the key, a grant issued and used, and nothing written
 /// outside the workspace and scratch root.
 #[test]
 fn serve_answers_each_request_by_id_as_it_finishes() {
-    use std::io::{BufRead, Write};
+    use std::io::Write;
     if !sandbox_runs_here("serve_answers_each_request_by_id_as_it_finishes") {
         return;
     }
     let area = Area::new();
-    let mut child = Command::new(SANDBOX)
-        .current_dir(&area.ws)
-        .args([os("serve"), os("--scratch"), area.scratch.clone().into_os_string()])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut stdin, mut lines) = spawn_serve(&area, &[]);
     let mut ask = |line: &str| writeln!(stdin, "{line}").unwrap();
     ask(r#"{"id": "slow", "command": "sleep 1; echo slow"}"#);
     ask(r#"{"id": 2, "argv": ["/bin/cat", "keep.txt"]}"#);
@@ -1607,21 +1620,7 @@ fn serve_answers_each_request_by_id_as_it_finishes() {
         format!(r#"{{"workspace_root": "{}", "workspace_read": "allow", "command": "gated"}}"#, area.ws.display()),
     )
     .unwrap();
-    let mut child = Command::new(SANDBOX)
-        .current_dir(&area.ws)
-        .args([
-            os("serve"),
-            os("--profile"),
-            profile.into_os_string(),
-            os("--scratch"),
-            area.scratch.clone().into_os_string(),
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut stdin, mut lines) = spawn_serve(&area, &[os("--profile"), profile.into_os_string()]);
     let mut roundtrip = |line: &str| -> serde_json::Value {
         writeln!(stdin, "{line}").unwrap();
         serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap()
@@ -1649,7 +1648,7 @@ fn serve_answers_each_request_by_id_as_it_finishes() {
 /// 5 s), and what is still running then is killed and answered.
 #[test]
 fn serve_ends_everything_with_its_parent_and_finishes_in_flight_work_at_eof() {
-    use std::io::{BufRead, Write};
+    use std::io::Write;
     if !sandbox_runs_here("serve_ends_everything_with_its_parent_and_finishes_in_flight_work_at_eof") {
         return;
     }
@@ -1681,22 +1680,12 @@ fn serve_ends_everything_with_its_parent_and_finishes_in_flight_work_at_eof() {
     drop(stdin);
 
     // stdin closed: the short request finishes; the endless one is killed after the grace.
-    let mut child = Command::new(SANDBOX)
-        .current_dir(&area.ws)
-        .args([os("serve"), os("--scratch"), area.scratch.clone().into_os_string()])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let (mut child, mut stdin, lines) = spawn_serve(&area, &[]);
     writeln!(stdin, r#"{{"id": "short", "command": "sleep 0.5; echo done"}}"#).unwrap();
     writeln!(stdin, r#"{{"id": "endless", "argv": ["sleep", "{marker}"]}}"#).unwrap();
     drop(stdin);
     let start = std::time::Instant::now();
-    let answers: Vec<serde_json::Value> = std::io::BufReader::new(child.stdout.take().unwrap())
-        .lines()
-        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
-        .collect();
+    let answers: Vec<serde_json::Value> = lines.map(|l| serde_json::from_str(&l.unwrap()).unwrap()).collect();
     assert!(child.wait().unwrap().success());
     assert!(start.elapsed() < std::time::Duration::from_secs(15), "took {:?}", start.elapsed());
     let by_id = |id: &str| answers.iter().find(|a| a["id"] == id).cloned().unwrap_or_else(|| panic!("{answers:?}"));

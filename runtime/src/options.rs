@@ -192,10 +192,10 @@ impl ExecutorSetOptions {
     }
 }
 
-/// A cgroup parent is written into cgroup files as text: clean, absolute and UTF-8.
 /// The environment variable that sets the default cgroup parent (issue 15).
 pub const CGROUP_PARENT_ENV: &str = "SANDBOX_CGROUP_PARENT";
 
+/// A cgroup parent is written into cgroup files as text: clean, absolute and UTF-8.
 fn is_clean_absolute(p: &Path) -> bool {
     p.to_str().is_some() && sandbox_bundle::path::is_clean_absolute(p)
 }

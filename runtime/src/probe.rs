@@ -96,11 +96,16 @@ pub fn probe(dl: &Deadline) -> Result<HostProbe, Error> {
     Ok(PROBE.get_or_init(|| p).clone())
 }
 
+#[cfg(not(target_os = "linux"))]
 fn read_trim(path: &str) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|s| s.trim().to_owned())
 }
 
 fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
+    // Measured on Linux (a user namespace is made and dropped), read from the sysctl elsewhere.
+    #[cfg(target_os = "linux")]
+    let user_namespaces = sandbox_linux::hostcheck::user_namespace().is_ok();
+    #[cfg(not(target_os = "linux"))]
     let user_namespaces = read_trim("/proc/sys/user/max_user_namespaces").is_some_and(|v| v != "0");
     #[cfg(target_os = "linux")]
     let (backend, landlock_abi, cgroup) = {

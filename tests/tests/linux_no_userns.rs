@@ -82,6 +82,7 @@ mod linux {
         assert!(!p.reason.is_empty());
         assert_eq!(p.level, "none");
         assert!(p.guarantees.is_empty());
+        assert!(!p.user_namespaces, "measured, not read from a sysctl");
         // The doctor (issue 15): what is missing, measured; what it costs; the fix (here a
         // seccomp filter on this process refuses CLONE_NEWUSER, as a container's profile would).
         let f = p.findings.iter().find(|f| f.layer == "user-namespaces").unwrap_or_else(|| panic!("{p:?}"));
