@@ -2,9 +2,11 @@
 //! (executor reused, as an agent uses it), our CLI (`sandbox run`, and `sandbox serve` driven
 //! back to back over its JSON lines, as a harness in another language drives it), bwrap with equivalent
 //! isolation, `runc run` and `crun run` on our exported bundle, `unshare` with the same
-//! namespaces, and a plain fork+exec. Prints median, p95, the ratio to our library and peak RSS
-//! per contender; `--json FILE` writes the same. `--throughput` adds N concurrent tool calls from
-//! a tokio program across 4 executors, against bwrap at the same concurrency.
+//! namespaces, and a plain fork+exec. Prints median, p95, the ratio to our library, CPU time per
+//! call (user + system of the whole process tree: helpers, zygotes and peers included) and peak
+//! RSS per contender; `--json FILE` writes the same (`contenders[].cpu_ms`). `--throughput` adds
+//! N concurrent tool calls from a tokio program across 4 executors, against bwrap at the same
+//! concurrency (`throughput`: rows of `name`, `calls_per_s`, `p95_ms`).
 //!
 //! Usage: `cargo run --release -p sandbox-tests --bin spawn-bench -- [--quick] [--runs N]
 //! [--json FILE] [--throughput] [--only NAME-PREFIX] [--phases] [--workspace DIR]`. Needs root for the container contenders; missing peers are
@@ -85,7 +87,52 @@ mod bench {
         argv: Option<Vec<String>>,
         samples: Vec<Duration>,
         rss: i64,
+        /// CPU time (user + system, ms) of this process's whole tree over all timed runs (printed
+        /// per call).
+        cpu_ms: f64,
         error: Option<String>,
+    }
+
+    /// CPU time (user + system) of this process and every descendant, in ms: this process and
+    /// its reaped children from `getrusage` (microseconds), each live descendant from
+    /// `/proc/<pid>/stat` (its own and its reaped children's, in clock ticks). A contender's
+    /// CPU per call is the difference over its runs (the helpers, zygotes, serve and the peers
+    /// are all descendants), averaged: the tick resolution averages out.
+    fn tree_cpu_ms() -> f64 {
+        fn rusage(who: i32) -> f64 {
+            // SAFETY: rusage is plain old data (all-zero is valid); getrusage fills it.
+            let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: `u` is valid for the call.
+            if unsafe { libc::getrusage(who, &mut u) } != 0 {
+                return 0.0;
+            }
+            let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+            ms(u.ru_utime) + ms(u.ru_stime)
+        }
+        fn children(pid: &str) -> Vec<String> {
+            std::fs::read_dir(format!("/proc/{pid}/task"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+                .flat_map(|c| c.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+                .collect()
+        }
+        // SAFETY: sysconf has no preconditions.
+        let tick = 1000.0 / (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64);
+        let mut total = rusage(libc::RUSAGE_SELF) + rusage(libc::RUSAGE_CHILDREN);
+        let mut stack = children("self");
+        while let Some(pid) = stack.pop() {
+            if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                // After the command's closing parenthesis: field 3 onwards; utime, stime,
+                // cutime and cstime are fields 14-17.
+                let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+                let f: Vec<f64> = rest.split_whitespace().skip(11).take(4).filter_map(|v| v.parse().ok()).collect();
+                total += f.iter().sum::<f64>() * tick;
+            }
+            stack.extend(children(&pid));
+        }
+        total
     }
 
     fn which(cmd: &str) -> bool {
@@ -352,7 +399,7 @@ mod bench {
         let mut contenders: Vec<Contender> = Vec::new();
         let mut missing: Vec<String> = Vec::new();
         let add = |contenders: &mut Vec<Contender>, name, run| {
-            contenders.push(Contender { name, run, argv: None, samples: Vec::new(), rss: 0, error: None })
+            contenders.push(Contender { name, run, argv: None, samples: Vec::new(), rss: 0, cpu_ms: 0.0, error: None })
         };
         add(&mut contenders, "sandbox library", library_run(Arc::clone(&exec), ws.clone(), None));
         if args.workspace.is_some() {
@@ -505,8 +552,10 @@ mod bench {
         }
         for _ in 0..args.runs {
             for c in contenders.iter_mut().filter(|c| c.error.is_none()) {
+                let cpu = tree_cpu_ms();
                 match (c.run)() {
                     Ok((d, rss)) => {
+                        c.cpu_ms += tree_cpu_ms() - cpu;
                         c.samples.push(d);
                         c.rss = c.rss.max(rss.unwrap_or(0));
                     }
@@ -528,28 +577,33 @@ mod bench {
 
         let ours = median_p95(&mut contenders[0].samples.clone()).0;
         println!(
-            "\n{:<20} {:>10} {:>10} {:>12} {:>14} {:>6}",
-            "contender", "median ms", "p95 ms", "vs library", "peak RSS KiB", "runs"
+            "\n{:<20} {:>10} {:>10} {:>12} {:>10} {:>14} {:>6}",
+            "contender", "median ms", "p95 ms", "vs library", "cpu ms", "peak RSS KiB", "runs"
         );
         let mut rows = Vec::new();
         for c in &mut contenders {
             let runs = c.samples.len();
             let (median, p95) = median_p95(&mut c.samples);
+            // The back-to-back rows make two calls per run (one untimed, then the timed one).
+            let calls = if c.name.ends_with("back-to-back") { 2.0 } else { 1.0 };
+            let cpu = c.cpu_ms / runs.max(1) as f64 / calls;
             match &c.error {
                 Some(e) => println!("{:<20} failed: {e}", c.name),
                 None => println!(
-                    "{:<20} {:>10.2} {:>10.2} {:>11.2}x {:>14} {:>6}",
+                    "{:<20} {:>10.2} {:>10.2} {:>11.2}x {:>10.2} {:>14} {:>6}",
                     c.name,
                     median,
                     p95,
                     median / ours,
+                    cpu,
                     c.rss,
                     runs
                 ),
             }
             rows.push(serde_json::json!({
                 "name": c.name, "median_ms": median, "p95_ms": p95, "peak_rss_kb": c.rss, "runs": runs,
-                "ratio_to_library": median / ours, "error": c.error,
+                "ratio_to_library": median / ours, "cpu_ms": (c.error.is_none() && runs > 0).then_some(cpu),
+                "error": c.error,
             }));
         }
         for m in &missing {
@@ -565,10 +619,13 @@ mod bench {
             if let Some(bw) = bw {
                 println!("  bwrap:           {:.1} calls/s, p95 {:.2} ms", bw.0, bw.1);
             }
-            report["throughput"] = serde_json::json!({
-                "calls": calls, "library_calls_per_s": ours.0, "library_p95_ms": ours.1,
-                "bwrap_calls_per_s": bw.map(|b| b.0), "bwrap_p95_ms": bw.map(|b| b.1),
-            });
+            let mut rows =
+                vec![serde_json::json!({"name": "sandbox library", "calls_per_s": ours.0, "p95_ms": ours.1})];
+            if let Some(bw) = bw {
+                rows.push(serde_json::json!({"name": "bwrap", "calls_per_s": bw.0, "p95_ms": bw.1}));
+            }
+            report["throughput"] = serde_json::json!(rows);
+            report["throughput_calls"] = serde_json::json!(calls);
         }
         if let Some(path) = &args.json {
             std::fs::write(path, serde_json::to_string_pretty(&report).unwrap()).map_err(|e| e.to_string())?;
