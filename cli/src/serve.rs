@@ -237,12 +237,23 @@ pub(crate) fn serve(args: ServeArgs) -> Result<i32, Error> {
     let current = current_dir()?;
     let in_flight = Arc::new((Mutex::new(0usize), Condvar::new()));
     let mut threads = Vec::new();
-    for line in std::io::stdin().lock().lines() {
-        let Ok(line) = line else { break };
+    let mut stdin = std::io::stdin().lock();
+    let mut bytes = Vec::new();
+    loop {
+        bytes.clear();
+        match stdin.read_until(b'\n', &mut bytes) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        // A line that is not UTF-8 is answered like any bad line; it does not end the session.
+        let Ok(line) = std::str::from_utf8(&bytes) else {
+            send(&out, Value::Null, error_json(&Error::InvalidArgument { detail: String::from("request: not UTF-8") }));
+            continue;
+        };
         if line.trim().is_empty() {
             continue;
         }
-        let (id, parsed) = parse(&line, &current);
+        let (id, parsed) = parse(line, &current);
         let op = match parsed {
             Ok(op) => op,
             Err(message) => {

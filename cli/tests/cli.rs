@@ -1621,21 +1621,30 @@ fn serve_answers_each_request_by_id_as_it_finishes() {
     )
     .unwrap();
     let (mut child, mut stdin, mut lines) = spawn_serve(&area, &[os("--profile"), profile.into_os_string()]);
-    let mut roundtrip = |line: &str| -> serde_json::Value {
-        writeln!(stdin, "{line}").unwrap();
+    let mut roundtrip = |line: &[u8]| -> serde_json::Value {
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
         serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap()
     };
-    let refused = roundtrip(r#"{"id": 1, "command": "echo granted"}"#);
+    let refused = roundtrip(br#"{"id": 1, "command": "echo granted"}"#);
     assert_eq!(refused["error"], "grant_required", "{refused}");
     let cwd = area.ws.display().to_string();
-    let grant = roundtrip(&format!(
-        r#"{{"id": 2, "op": "grant", "kind": "command.execute", "class": "command.start.v1", "target": "echo granted", "command": "echo granted", "cwd": "{cwd}"}}"#
-    ));
+    let grant = roundtrip(
+        format!(
+            r#"{{"id": 2, "op": "grant", "kind": "command.execute", "class": "command.start.v1", "target": "echo granted", "command": "echo granted", "cwd": "{cwd}"}}"#
+        )
+        .as_bytes(),
+    );
     let token = grant["token"].as_str().unwrap_or_else(|| panic!("{grant}")).to_owned();
-    let ran = roundtrip(&format!(r#"{{"id": 3, "command": "echo granted", "grants": ["{token}"]}}"#));
+    let ran = roundtrip(format!(r#"{{"id": 3, "command": "echo granted", "grants": ["{token}"]}}"#).as_bytes());
     assert_eq!((ran["exit_code"].as_i64(), ran["stdout"].as_str()), (Some(0), Some("granted\n")), "{ran}");
-    let again = roundtrip(&format!(r#"{{"id": 4, "command": "echo granted", "grants": ["{token}"]}}"#));
+    let again = roundtrip(format!(r#"{{"id": 4, "command": "echo granted", "grants": ["{token}"]}}"#).as_bytes());
     assert!(again["error"].as_str().is_some_and(|e| e.starts_with("grant_")), "single use: {again}");
+    // A line that is not UTF-8 is answered, and the session goes on.
+    let bad = roundtrip(b"{\"id\": \"\xff\"}");
+    assert_eq!(bad["message"], "invalid argument: request: not UTF-8", "{bad}");
+    let after = roundtrip(br#"{"id": 5, "argv": ["/bin/true"], "executor": "x"}"#);
+    assert_eq!(after["error"], "grant_required", "{after}");
     drop(stdin);
     assert!(child.wait().unwrap().success());
     for d in fs::read_dir(&area.scratch).unwrap().flatten() {
