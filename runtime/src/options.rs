@@ -107,9 +107,7 @@ impl ExecutorSetOptions {
     /// The configured cgroup parent: the option, else `SANDBOX_CGROUP_PARENT` when set and not
     /// empty.
     pub(crate) fn configured_cgroup_parent(&self) -> Option<PathBuf> {
-        self.cgroup_parent
-            .clone()
-            .or_else(|| std::env::var_os(CGROUP_PARENT_ENV).filter(|v| !v.is_empty()).map(PathBuf::from))
+        self.cgroup_parent.clone().or_else(env_cgroup_parent)
     }
 
     /// Adds names that pass the environment scrub.
@@ -194,6 +192,11 @@ impl ExecutorSetOptions {
 
 /// The environment variable that sets the default cgroup parent (issue 15).
 pub const CGROUP_PARENT_ENV: &str = "SANDBOX_CGROUP_PARENT";
+
+/// `SANDBOX_CGROUP_PARENT` when set and not empty.
+pub(crate) fn env_cgroup_parent() -> Option<PathBuf> {
+    std::env::var_os(CGROUP_PARENT_ENV).filter(|v| !v.is_empty()).map(PathBuf::from)
+}
 
 /// A cgroup parent is written into cgroup files as text: clean, absolute and UTF-8.
 fn is_clean_absolute(p: &Path) -> bool {

@@ -103,10 +103,15 @@ fn read_trim(path: &str) -> Option<String> {
 
 fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
     // Measured on Linux (a user namespace is made and dropped), read from the sysctl elsewhere.
+    // The doctor gets the same measurements (the errno, the cgroups found).
     #[cfg(target_os = "linux")]
-    let user_namespaces = sandbox_linux::hostcheck::user_namespace().is_ok();
+    let userns = sandbox_linux::hostcheck::user_namespace();
+    #[cfg(target_os = "linux")]
+    let user_namespaces = userns.is_ok();
     #[cfg(not(target_os = "linux"))]
     let user_namespaces = read_trim("/proc/sys/user/max_user_namespaces").is_some_and(|v| v != "0");
+    #[cfg(target_os = "linux")]
+    let found = sandbox_linux::cgroups::discover(crate::options::env_cgroup_parent().as_deref(), false);
     #[cfg(target_os = "linux")]
     let (backend, landlock_abi, cgroup) = {
         let layout = sandbox_linux::CgroupLayout::detect();
@@ -116,9 +121,6 @@ fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
             sandbox_linux::CgroupLayout::None => "none",
         };
         let abi = sandbox_linux::landlock_abi();
-        let configured =
-            std::env::var_os(crate::CGROUP_PARENT_ENV).filter(|v| !v.is_empty()).map(std::path::PathBuf::from);
-        let found = sandbox_linux::cgroups::discover(configured.as_deref(), false);
         let parent = found.parent().map(str::to_owned);
         (
             Some(sandbox_linux::BACKEND_NAME),
@@ -202,7 +204,7 @@ fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
     }
     #[cfg(target_os = "linux")]
     {
-        probe.findings = doctor::findings(&probe);
+        probe.findings = doctor::findings(&probe, userns, &found);
     }
     Ok(probe)
 }

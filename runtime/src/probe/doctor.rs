@@ -10,8 +10,13 @@ fn read_trim(path: &str) -> Option<String> {
 
 const SYSCTL_FILE: &str = "/etc/sysctl.d/60-sandbox-userns.conf";
 
-/// The findings for a host whose probe gave `probe`.
-pub(super) fn findings(probe: &HostProbe) -> Vec<Finding> {
+/// The findings for a host whose probe gave `probe`, with the probe's own measurements: the
+/// attempt to create a user namespace and the cgroups found.
+pub(super) fn findings(
+    probe: &HostProbe,
+    userns: Result<(), nix::errno::Errno>,
+    cgroups: &sandbox_linux::cgroups::Cgroups,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     let in_container = ["/.dockerenv", "/run/.containerenv"].iter().any(|p| std::path::Path::new(p).exists());
     let wsl = read_trim("/proc/sys/kernel/osrelease").is_some_and(|r| r.to_lowercase().contains("microsoft"));
@@ -20,7 +25,7 @@ pub(super) fn findings(probe: &HostProbe) -> Vec<Finding> {
                       sandbox unavailable; only an acknowledged-unconfined profile runs)";
 
     // User namespaces: measured by creating one.
-    match sandbox_linux::hostcheck::user_namespace() {
+    match userns {
         Err(errno) => {
             let max = read_trim("/proc/sys/user/max_user_namespaces");
             let clone = read_trim("/proc/sys/kernel/unprivileged_userns_clone");
@@ -132,8 +137,6 @@ pub(super) fn findings(probe: &HostProbe) -> Vec<Finding> {
     }
 
     // cgroup: what the backend found, and why not.
-    let configured = std::env::var_os(crate::CGROUP_PARENT_ENV).filter(|v| !v.is_empty()).map(std::path::PathBuf::from);
-    let cgroups = sandbox_linux::cgroups::discover(configured.as_deref(), false);
     if let Some(why) = cgroups.why.clone() {
         let (missing, fix) = match why.split_once("; fix: ") {
             Some((m, f)) => (m.to_owned(), f.to_owned()),

@@ -107,6 +107,9 @@ pub struct LinuxBackend {
     /// CPU weight (cgroup v2 units) and optional bound (thousandths of a CPU) of every spawn.
     cpu_weight: u16,
     cpu_max_millicpus: Option<u32>,
+    /// `RLIMIT_NPROC` of every spawn, when no pids controller bounds its processes (issue 15);
+    /// fixed when the set opens.
+    nproc: Option<u64>,
     /// The parent was chosen by the library (`/sandbox` as root): its own CPU weight is then
     /// set too, since it is the parent's weight that competes with the host's processes.
     own_parent: bool,
@@ -164,6 +167,7 @@ impl LinuxBackend {
         // which limits did not apply, and why.
         let cgroups = crate::cgroups::prepare(config.cgroup_parent.as_deref(), config.memory_max.is_some());
         let own_parent = cgroups.parent.as_ref().is_some_and(|(_, s)| *s == crate::cgroups::Source::Root);
+        let nproc = cgroups.needs_nproc().then(|| request::nproc_bound(config.pids_max));
         if let Some((parent, crate::cgroups::Source::Configured)) = &cgroups.parent {
             crate::cgroups::check_configured(parent).map_err(|detail| Error::SandboxUnavailable { detail })?;
         }
@@ -199,6 +203,7 @@ impl LinuxBackend {
             memory_max: config.memory_max,
             cpu_weight: config.cpu_weight,
             cpu_max_millicpus: config.cpu_max_millicpus,
+            nproc,
             own_parent,
             inotify: inotify_bound(),
             tag: config.tag,

@@ -169,7 +169,7 @@ impl LinuxBackend {
             "What applies without it: RLIMIT_NPROC {} (counted in the run's own user namespace: one run's processes \
              and threads), {inotify}, and the run's pid namespace (killing its init ends every process of the run); \
              memory and CPU are not bounded",
-            self.nproc_bound(),
+            self.nproc.unwrap_or_else(|| super::request::nproc_bound(self.pids_max)),
         )
     }
 
@@ -301,6 +301,7 @@ mod tests {
             memory_max: None,
             cpu_weight: 10,
             cpu_max_millicpus: None,
+            nproc: Some(4096),
             own_parent: false,
             inotify: (16, 8192),
             tag: String::from("t"),

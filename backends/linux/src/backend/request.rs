@@ -83,7 +83,7 @@ impl LinuxBackend {
                 cgroups_path: self.cgroup_path(id).or_else(|| Some(format!("/{id}"))),
                 pids_max: (self.uid == 0 && self.cgroups.parent.is_some()).then_some(self.pids_max),
                 memory_max: self.memory_max.filter(|_| self.uid == 0 && self.cgroups.parent.is_some()),
-                nproc: self.cgroups.needs_nproc().then(|| self.nproc_bound()),
+                nproc: self.nproc,
             },
             grants: input.grants.clone(),
         };
@@ -128,14 +128,6 @@ impl LinuxBackend {
 
     pub(super) fn cgroup_path(&self, id: &str) -> Option<String> {
         self.cgroups.parent().map(|p| format!("{}/{id}", p.trim_end_matches('/')))
-    }
-
-    /// `RLIMIT_NPROC` of a run without a pids controller: `pids_max`, or the caller's own hard
-    /// limit when that is lower (the runtime may only lower it).
-    pub(super) fn nproc_bound(&self) -> u64 {
-        let hard =
-            nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NPROC).map_or(u64::MAX, |(_, h)| h);
-        u64::from(self.pids_max).min(hard)
     }
 
     /// The configured or found cgroup parent, if any.
@@ -213,4 +205,11 @@ fn with_broad_dns(env: &[(String, String)], broad: bool) -> Vec<(String, String)
         }
     }
     env
+}
+
+/// `RLIMIT_NPROC` of a run without a pids controller: `pids_max`, or the caller's own hard limit
+/// when that is lower (the runtime may only lower it).
+pub(super) fn nproc_bound(pids_max: u32) -> u64 {
+    let hard = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NPROC).map_or(u64::MAX, |(_, h)| h);
+    u64::from(pids_max).min(hard)
 }
