@@ -20,7 +20,7 @@
 //! dies, serve exits at once and its helpers kill every run (they watch the embedder).
 
 use std::ffi::OsString;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -32,6 +32,9 @@ use super::{current_dir, default_scratch, drive, error_json, load_profile, resol
 
 /// Requests running at once; reading waits beyond it.
 const MAX_IN_FLIGHT: usize = 64;
+/// The longest request line; a longer one is answered with an error and skipped, so that a
+/// runaway writer cannot grow serve's memory without bound.
+const MAX_LINE: u64 = 16 << 20;
 /// How long requests in flight may still run once stdin has closed.
 const EOF_GRACE: Duration = Duration::from_secs(5);
 
@@ -241,9 +244,23 @@ pub(crate) fn serve(args: ServeArgs) -> Result<i32, Error> {
     let mut bytes = Vec::new();
     loop {
         bytes.clear();
-        match stdin.read_until(b'\n', &mut bytes) {
+        match (&mut stdin).take(MAX_LINE + 1).read_until(b'\n', &mut bytes) {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
+        }
+        if bytes.len() as u64 > MAX_LINE && bytes.last() != Some(&b'\n') {
+            let detail = format!("request: longer than {MAX_LINE} bytes");
+            send(&out, Value::Null, error_json(&Error::InvalidArgument { detail }));
+            // The rest of the line goes unread into a small buffer, a piece at a time.
+            loop {
+                bytes.clear();
+                match (&mut stdin).take(64 << 10).read_until(b'\n', &mut bytes) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) if bytes.last() == Some(&b'\n') => break,
+                    Ok(_) => {}
+                }
+            }
+            continue;
         }
         // A line that is not UTF-8 is answered like any bad line; it does not end the session.
         let Ok(line) = std::str::from_utf8(&bytes) else {

@@ -1643,6 +1643,12 @@ fn serve_answers_each_request_by_id_as_it_finishes() {
     // A line that is not UTF-8 is answered, and the session goes on.
     let bad = roundtrip(b"{\"id\": \"\xff\"}");
     assert_eq!(bad["message"], "invalid argument: request: not UTF-8", "{bad}");
+    // An oversized line (over 16 MiB) is answered and skipped; the session goes on.
+    let mut huge = br#"{"id": 9, "command": ""#.to_vec();
+    huge.resize(huge.len() + (17 << 20), b'x');
+    huge.extend_from_slice(br#""}"#);
+    let big = roundtrip(&huge);
+    assert_eq!(big["message"], "invalid argument: request: longer than 16777216 bytes", "{}", big["message"]);
     let after = roundtrip(br#"{"id": 5, "argv": ["/bin/true"], "executor": "x"}"#);
     assert_eq!(after["error"], "grant_required", "{after}");
     drop(stdin);
