@@ -47,6 +47,8 @@ mod fsutil;
 mod grant_checks;
 mod grants;
 #[cfg(target_os = "linux")]
+mod kept_probe;
+#[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "macos")]
 mod macos;

@@ -60,12 +60,23 @@ pub(crate) fn open(
         remove_tree: fsutil::remove_tree,
     };
     let mut linux = LinuxBackend::new(config, set_dir)?;
+    // A probe kept from an earlier set of the same conditions (see `kept_probe`).
+    let key = linux.probe_key(profile);
+    if let Some((record, file)) = key.as_deref().and_then(crate::kept_probe::load) {
+        if linux.restore_probe(&record, file) {
+            tracing::debug!("the probe kept from an earlier set is taken");
+            return Ok(linux);
+        }
+    }
     // The probe: the profile's own bundle with nothing required, to see what holds.
     let probe_tmp = fsutil::private_dir(set_dir, "probe-tmp-")?;
     let never = AtomicBool::new(false);
     let result = run(&linux, dl, profile, &SpawnInput::probe(profile, &probe_tmp), None, &never, false);
     let _ = fsutil::remove_tree(&probe_tmp);
     linux.record_probe(result)?;
+    if let (Some(key), Some(record)) = (key, linux.probe_record()) {
+        crate::kept_probe::store(&key, record);
+    }
     Ok(linux)
 }
 
@@ -117,7 +128,7 @@ pub(crate) fn run(
         }
         Some(Stop::Lost) | None => {}
     }
-    let status = finish.status.map_err(setup_failed)?;
+    let status = finish.status.map_err(|detail| failed(linux, detail))?;
     Ok((bytes, status, finish.measured))
 }
 
@@ -175,7 +186,7 @@ pub(crate) fn start(
         // The container was never created: that is a failed start, not a process.
         let finish = linux.finish(launched, &set.closing, None, false)?;
         let detail = finish.status.err().unwrap_or_else(|| String::from("the container ended before it started"));
-        return Err(setup_failed(detail));
+        return Err(failed(linux, detail));
     }
     let outcome = Arc::new(crate::process::Outcome::default());
     let signaller: Arc<dyn crate::process::Signaller> = Arc::new(LinuxSignaller(launched.signal_handle()));
@@ -191,7 +202,7 @@ pub(crate) fn start(
                     Ok(status) => {
                         Ok(ProcessResult { status: status.into(), started_at, finished_at: SystemTime::now() })
                     }
-                    Err(detail) => Err(setup_failed(detail)),
+                    Err(detail) => Err(failed(linux, detail)),
                 },
                 Err(e) => Err(e),
             };
@@ -242,6 +253,13 @@ pub(crate) fn spawn_input<'a>(
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(SpawnInput { tty: false, argv, cwd, env: env.to_vec(), home_dir, temp_dir, grants: GrantDeltas::default() })
+}
+
+/// A spawn's set-up failed: its error; a probe kept from an earlier set, which may be what
+/// no longer holds, is dropped so that the next set probes afresh.
+fn failed(linux: &LinuxBackend, detail: String) -> Error {
+    linux.forget_kept_probe();
+    setup_failed(detail)
 }
 
 fn with_partial(e: Error, partial: Vec<u8>) -> Error {

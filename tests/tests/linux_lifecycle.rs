@@ -664,6 +664,114 @@ mod linux {
     }
 
     /// The `embedder` role: a process that runs a long command and gets SIGKILLed.
+    /// The kept probe records of this user (issue 16): `(path, key, measured)`.
+    fn probe_records() -> Vec<(PathBuf, String, serde_json::Value)> {
+        let dir = PathBuf::from(format!("/tmp/sandbox-registry-{}/.probe-cache", nix::unistd::geteuid()));
+        fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let record: serde_json::Value = serde_json::from_slice(&fs::read(e.path()).ok()?).ok()?;
+                let key = record["key"].as_str()?.to_owned();
+                let measured = serde_json::from_str(record["measured"].as_str()?).ok()?;
+                Some((e.path(), key, measured))
+            })
+            .collect()
+    }
+
+    /// The record kept for sets of `profile` (its key names the profile's fingerprint).
+    fn record_of(profile: &Profile) -> Option<(PathBuf, serde_json::Value)> {
+        let needle = format!("|profile {}|", profile.fingerprint());
+        probe_records().into_iter().find(|(_, key, _)| key.contains(&needle)).map(|(p, _, m)| (p, m))
+    }
+
+    /// Replaces the record at `path` (a new file renamed over it) with `measured` changed by `f`.
+    fn tamper(path: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+        use std::os::unix::fs::PermissionsExt;
+        let mut record: serde_json::Value = serde_json::from_slice(&fs::read(path).unwrap()).unwrap();
+        let mut measured: serde_json::Value = serde_json::from_str(record["measured"].as_str().unwrap()).unwrap();
+        f(&mut measured);
+        record["measured"] = serde_json::Value::String(measured.to_string());
+        let tmp = path.with_extension("tampered");
+        fs::write(&tmp, record.to_string()).unwrap();
+        fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600)).unwrap();
+        fs::rename(&tmp, path).unwrap();
+    }
+
+    fn ino(path: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        fs::symlink_metadata(path).unwrap().ino()
+    }
+
+    /// A set takes the probe kept by an earlier set of the same conditions instead of running
+    /// a probe container (issue 16), with the same level and report; a record that claims less
+    /// than everything, a symlink or a file others may read is not taken (the set probes and
+    /// keeps a fresh record); a spawn whose set-up fails drops the record it was opened with.
+    pub fn a_kept_probe_is_taken_only_while_it_claims_everything() {
+        let f = Fixture::new();
+        let profile = f.profile();
+        let first = f.set();
+        let exec = first.executor("k").unwrap();
+        let (level, report) = (exec.level(), exec.report().entries.clone());
+        assert_eq!(exec.run_command(&dl(), &f.ws, "echo first").unwrap().bytes, b"first\n");
+        let (path, measured) = record_of(&profile).expect("the first set keeps its probe");
+        assert_eq!(measured["landlock"], "full", "{measured}");
+        assert_eq!(measured["seccomp"], 2, "{measured}");
+        drop(exec);
+        first.close().unwrap();
+
+        // Taken: the record is not rewritten, and the set claims what the first one measured.
+        let before = ino(&path);
+        let second = f.set();
+        assert_eq!(ino(&path), before, "the second set probed instead of taking the record");
+        let exec = second.executor("k").unwrap();
+        assert_eq!((exec.level(), exec.report().entries.clone()), (level, report.clone()));
+        assert_eq!(exec.run_command(&dl(), &f.ws, "echo second").unwrap().bytes, b"second\n");
+        drop(exec);
+        second.close().unwrap();
+
+        // Claiming less is not taken (a kept record may only claim what spawns then require):
+        // the set probes, reports what it measured, and keeps a fresh record.
+        for (field, value) in [("landlock", serde_json::json!("partial")), ("seccomp", serde_json::json!(0))] {
+            tamper(&path, |m| m[field] = value.clone());
+            let set = f.set();
+            let exec = set.executor("k").unwrap();
+            assert_eq!(exec.level(), level, "a record with {field} {value} lowered the level");
+            let (_, kept) = record_of(&profile).expect("a fresh record");
+            assert_eq!((&kept["landlock"], &kept["seccomp"]), (&measured["landlock"], &measured["seccomp"]));
+            drop(exec);
+            set.close().unwrap();
+        }
+        // A symlink, or a record others may read, is not read at all.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let elsewhere = f.root.join("planted-record");
+            fs::copy(&path, &elsewhere).unwrap();
+            fs::remove_file(&path).unwrap();
+            std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+            f.set().close().unwrap();
+            assert!(fs::symlink_metadata(&path).unwrap().is_file(), "the symlinked record was kept");
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+            let before = ino(&path);
+            f.set().close().unwrap();
+            assert_ne!(ino(&path), before, "a record others may read was taken");
+            assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+
+        // A spawn whose set-up fails drops the record its set took; the next set probes.
+        let set = f.set();
+        let exec = set.executor("k").unwrap();
+        fs::remove_dir_all(exec.temp_dir()).unwrap();
+        let err = exec.run_command(&dl(), &f.ws, "echo never").unwrap_err();
+        assert!(matches!(err, Error::Runtime { .. }), "{err:?}");
+        assert!(record_of(&profile).is_none(), "the record survived a failed set-up");
+        drop(exec);
+        let _ = set.close();
+        f.set().close().unwrap();
+        assert!(record_of(&profile).is_some(), "the next set kept a fresh record");
+    }
+
     pub fn embedder_role() {
         let ws = PathBuf::from(std::env::var_os("SANDBOX_TEST_WS").unwrap());
         let scratch = PathBuf::from(std::env::var_os("SANDBOX_TEST_SCRATCH").unwrap());
@@ -717,6 +825,10 @@ fn main() -> std::process::ExitCode {
             ),
             ("planted_dead_sets_kill_nothing_and_never_hang", planted_dead_sets_kill_nothing_and_never_hang),
             ("a_scratch_root_the_workload_could_write_is_refused", a_scratch_root_the_workload_could_write_is_refused),
+            (
+                "a_kept_probe_is_taken_only_while_it_claims_everything",
+                a_kept_probe_is_taken_only_while_it_claims_everything,
+            ),
         ])
     }
     #[cfg(not(target_os = "linux"))]

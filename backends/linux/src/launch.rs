@@ -237,6 +237,9 @@ impl Zygote {
         let Some(mut z) = taken else { return true };
         drop(z.sock);
         let end = Instant::now() + within;
+        // Woken by the zygote's exit (its pidfd), not by polling on a timer: the CLI waits here
+        // at the end of every run.
+        let pidfd = i32::try_from(z.child.id()).ok().and_then(|p| sys::pidfd_open(nix::unistd::Pid::from_raw(p)).ok());
         loop {
             match z.child.try_wait() {
                 Ok(Some(_)) | Err(_) => return true,
@@ -245,7 +248,13 @@ impl Zygote {
                     let _ = z.child.wait();
                     return false;
                 }
-                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(2)),
+                Ok(None) => match &pidfd {
+                    Some(fd) => {
+                        let left = end.saturating_duration_since(Instant::now());
+                        let _ = sys::pidfd_exited(fd, u16::try_from(left.as_millis()).unwrap_or(u16::MAX).max(1));
+                    }
+                    None => std::thread::sleep(std::time::Duration::from_millis(2)),
+                },
             }
         }
     }

@@ -340,7 +340,8 @@ mod bench {
             use tracing_subscriber::Layer as _;
             use tracing_subscriber::layer::SubscriberExt;
             use tracing_subscriber::util::SubscriberInitExt;
-            let only_phases = tracing_subscriber::filter::filter_fn(|m| m.target() == "sandbox::linux");
+            let only_phases =
+                tracing_subscriber::filter::filter_fn(|m| m.target().starts_with("sandbox_linux::backend"));
             tracing_subscriber::registry()
                 .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(only_phases))
                 .init();

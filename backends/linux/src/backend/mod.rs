@@ -127,6 +127,10 @@ pub struct LinuxBackend {
     /// Warm containers by spawn shape (see `shape_key`): built ahead, waiting for a process.
     warm: std::sync::Mutex<Warm>,
     probe: Probe,
+    /// The probe's own measurements (run here or kept from an earlier set).
+    probe_measured: Option<crate::protocol::Measured>,
+    /// Where the kept probe record this set took came from (see `restore_probe`).
+    kept_probe: Option<PathBuf>,
 }
 
 /// One spawn's inputs beyond the profile.
@@ -166,6 +170,8 @@ impl LinuxBackend {
         // Without a usable cgroup the run is confined all the same (issue 15): the report says
         // which limits did not apply, and why.
         let cgroups = crate::cgroups::prepare(config.cgroup_parent.as_deref(), config.memory_max.is_some());
+        // The set's first container (the probe's, or the first spawn's) moves into a cgroup soon.
+        crate::cgroups::hasten_attach(layout, cgroups.parent());
         let own_parent = cgroups.parent.as_ref().is_some_and(|(_, s)| *s == crate::cgroups::Source::Root);
         let nproc = cgroups.needs_nproc().then(|| request::nproc_bound(config.pids_max));
         if let Some((parent, crate::cgroups::Source::Configured)) = &cgroups.parent {
@@ -218,6 +224,8 @@ impl LinuxBackend {
             prepared: std::sync::Mutex::default(),
             warm: std::sync::Mutex::default(),
             probe: Probe::unmeasured(),
+            probe_measured: None,
+            kept_probe: None,
         })
     }
 

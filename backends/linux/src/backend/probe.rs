@@ -1,7 +1,7 @@
 //! The probe container's measurements and what they make of a profile: level, guarantees and
 //! the report, and whether a grant can be enforced.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sandbox_bundle::{CompileReport, Error, Guarantees, Level, Profile, ReportEntry};
 
@@ -98,15 +98,120 @@ impl LinuxBackend {
                 ),
             });
         }
+        self.apply_measured(&measured);
+        self.probe_measured = Some(measured);
+        Ok(())
+    }
+
+    fn apply_measured(&mut self, measured: &Measured) {
         self.probe = Probe {
             landlock: Landlock::from_measured(measured.landlock),
             landlock_abi: measured.landlock_abi,
             seccomp: measured.seccomp == 2,
             loopback: measured.loopback,
             loopback_error: measured.loopback_error.clone(),
-            limits: self.check_readback(&measured),
+            limits: self.check_readback(measured),
         };
-        Ok(())
+    }
+
+    /// What identifies the probe's conditions (issue 16): everything its measurements depend on
+    /// that can differ between two sets of this user on this boot: the boot, this binary, the
+    /// ids, the profile, the cgroups found and the limits asked, the kernel's Landlock ABI, the
+    /// user-namespace sysctls and this process's own seccomp mode. Two sets with equal keys
+    /// measure the same; the facade keeps the probe by the key's hash. None when the boot or
+    /// this binary cannot be identified (nothing is then reused).
+    pub fn probe_key(&self, profile: &Profile) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+        let exe = std::fs::metadata("/proc/self/exe").ok()?;
+        let sysctl = |p: &str| std::fs::read_to_string(p).map(|t| t.trim().to_owned()).unwrap_or_default();
+        Some(format!(
+            "probe-v1|boot {}|exe {}:{}:{}:{}.{}:{}.{}|ids {}:{}|profile {}|cgroups {:?} {:?} own {}|limits {} {:?} {} {:?} {:?} \
+             {:?}|landlock {}|userns {} {} {}|seccomp {:?}",
+            boot.trim(),
+            exe.dev(),
+            exe.ino(),
+            exe.size(),
+            exe.mtime(),
+            exe.mtime_nsec(),
+            exe.ctime(),
+            exe.ctime_nsec(),
+            self.uid,
+            self.gid,
+            profile.fingerprint(),
+            self.layout,
+            self.cgroups,
+            self.own_parent,
+            self.pids_max,
+            self.memory_max,
+            self.cpu_weight,
+            self.cpu_max_millicpus,
+            self.nproc,
+            self.inotify,
+            crate::sys::landlock_abi(),
+            sysctl("/proc/sys/user/max_user_namespaces"),
+            sysctl("/proc/sys/kernel/unprivileged_userns_clone"),
+            sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
+            crate::hostcheck::own_seccomp_mode(),
+        ))
+    }
+
+    /// The probe's measurements as a record the facade may keep for later sets with the same
+    /// [`LinuxBackend::probe_key`]: only when every layer held (Landlock fully, seccomp, `lo`),
+    /// so that a kept record can only claim what every spawn then requires (see
+    /// [`LinuxBackend::restore_probe`]). None for a host where something was missing: its sets
+    /// always probe.
+    pub fn probe_record(&self) -> Option<String> {
+        let measured = self.probe_measured.as_ref()?;
+        if !self.fully_measured() {
+            return None;
+        }
+        // Its timings are this probe's own, not a measurement of the host.
+        let measured = Measured { phases: Vec::new(), ..measured.clone() };
+        serde_json::to_string(&measured).ok()
+    }
+
+    fn fully_measured(&self) -> bool {
+        self.probe.landlock == Landlock::Full
+            && self.probe.seccomp
+            && self.probe.loopback == Some(true)
+            && self.probe.landlock_abi == crate::sys::landlock_abi()
+            && self.probe.landlock_abi > 0
+    }
+
+    /// Takes a record of [`LinuxBackend::probe_record`] kept from an earlier set with the same
+    /// key instead of running the probe container. Accepted only when it says every layer held
+    /// and its Landlock ABI is this kernel's: each spawn then requires exactly what it claims
+    /// (Landlock fully, seccomp, `lo`, the limits read back), so a wrong record fails spawns
+    /// closed, never runs one with less than the report says. `from` is where it was kept,
+    /// removed by [`LinuxBackend::forget_kept_probe`] when a spawn's set-up fails. False (and
+    /// nothing taken): probe instead.
+    pub fn restore_probe(&mut self, record: &str, from: PathBuf) -> bool {
+        let Ok(measured) = serde_json::from_str::<Measured>(record) else { return false };
+        let before = self.probe.clone();
+        self.apply_measured(&measured);
+        if !self.fully_measured() {
+            self.probe = before;
+            return false;
+        }
+        self.probe_measured = Some(measured);
+        self.kept_probe = Some(from);
+        true
+    }
+
+    /// Whether this set's probe was a kept record (see [`LinuxBackend::restore_probe`]).
+    pub fn probe_was_kept(&self) -> bool {
+        self.kept_probe.is_some()
+    }
+
+    /// Removes the kept probe record this set used, if any: a spawn's set-up failed, and the
+    /// record may be what no longer holds, so the next set probes afresh.
+    pub fn forget_kept_probe(&self) {
+        if let Some(file) = &self.kept_probe {
+            if std::fs::remove_file(file).is_ok() {
+                tracing::debug!(file = %file.display(), "a spawn's set-up failed: the kept probe is dropped");
+            }
+        }
     }
 
     fn check_readback(&self, measured: &Measured) -> Result<String, String> {
@@ -323,6 +428,8 @@ mod tests {
                 loopback_error: None,
                 limits,
             },
+            probe_measured: None,
+            kept_probe: None,
         }
     }
 

@@ -30,6 +30,10 @@ impl LinuxBackend {
         compiled: Option<(String, Bundle)>,
     ) -> Result<Launched, Error> {
         dl.check()?;
+        if !warm {
+            // A caller waits for this container: its move into a cgroup starts now.
+            crate::cgroups::hasten_attach(self.layout, self.cgroups.parent());
+        }
         if compiled.is_none() {
             // (A compiled bundle comes from `launch`, which has just checked.)
             check_identities(profile)?;

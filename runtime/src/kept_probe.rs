@@ -1,0 +1,154 @@
+//! Kept probes (issue 16): a set whose host, binary, profile, cgroups and limits are those of
+//! an earlier set of this user on this boot takes that set's probe measurements instead of
+//! running a probe container of its own.
+//!
+//! **Decision.** Every set used to measure the host with a probe container before its first
+//! spawn: half the time of a one-shot `sandbox run`. The measurements depend on nothing the
+//! key ([`sandbox_linux::backend::LinuxBackend::probe_key`]) does not name: the boot, this
+//! binary (device, inode, size, times), the ids, the profile's fingerprint, the cgroups found,
+//! the limits asked, the kernel's Landlock ABI, the user-namespace sysctls and this process's
+//! seccomp mode. A record is kept only when every layer held (Landlock fully, seccomp, `lo`),
+//! and taken only when it still says so: every spawn requires exactly what the probe claimed
+//! (Landlock fully enforced, seccomp installed, `lo` up, each limit read back), checked by the
+//! helper and the init before the workload runs, so a stale or planted record can only fail
+//! spawns closed, never let one run with less than the report says. A host where a layer is
+//! missing probes at every set (its report is then always fresh). When a spawn's set-up fails
+//! in a set that took a record, the record is removed and the next set probes afresh.
+//!
+//! **Where.** `<registry>/.probe-cache/` (the per-user scratch-root registry in the host's
+//! `/tmp`, which no sandbox sees and every sandbox masks): owner-only, this uid, not a symlink,
+//! else nothing is kept. A record is a file named `<boot>-<sha256 of the key>`, holding the key
+//! and the measurements, written to a temporary name and renamed; records of other boots are
+//! removed when one is written, and at most [`MAX_RECORDS`] are kept.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::fsutil;
+
+/// The most records kept at once (the oldest go first).
+const MAX_RECORDS: usize = 64;
+
+/// The longest record read.
+const MAX_RECORD: u64 = 64 * 1024;
+
+#[derive(Serialize, Deserialize)]
+struct Record {
+    key: String,
+    measured: String,
+}
+
+/// Where the record for `key` is kept: (directory, file).
+fn place(key: &str) -> Option<(PathBuf, PathBuf)> {
+    use sha2::Digest;
+    let boot = boot_prefix()?;
+    let digest = sha2::Sha256::digest(key.as_bytes());
+    let hash: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let dir = crate::registry::dir().join(".probe-cache");
+    let file = dir.join(format!("{boot}-{hash}"));
+    Some((dir, file))
+}
+
+fn boot_prefix() -> Option<String> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let prefix: String = boot.trim().chars().filter(char::is_ascii_hexdigit).take(12).collect();
+    (prefix.len() == 12).then_some(prefix)
+}
+
+/// Whether `dir` is an owner-only directory of this user (not a symlink).
+fn owned_dir(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(dir)
+        .is_ok_and(|m| m.is_dir() && m.uid() == nix::unistd::geteuid().as_raw() && m.mode() & 0o077 == 0)
+}
+
+/// The measurements kept for `key`, and the file they came from.
+pub(crate) fn load(key: &str) -> Option<(String, PathBuf)> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let (dir, file) = place(key)?;
+    if !owned_dir(&crate::registry::dir()) || !owned_dir(&dir) {
+        return None;
+    }
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
+        .open(&file)
+        .ok()?;
+    let meta = opened.metadata().ok()?;
+    if !meta.is_file() || meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o077 != 0 {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    opened.take(MAX_RECORD).read_to_end(&mut bytes).ok()?;
+    let record: Record = serde_json::from_slice(&bytes).ok()?;
+    (record.key == key).then_some((record.measured, file))
+}
+
+/// Keeps `measured` for `key` (best effort: a record that cannot be written is not kept).
+pub(crate) fn store(key: &str, measured: String) {
+    if let Err(e) = try_store(key, measured) {
+        tracing::debug!("the probe was not kept: {e}");
+    }
+}
+
+fn try_store(key: &str, measured: String) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let other = |what: &str| std::io::Error::other(what.to_owned());
+    let (dir, file) = place(key).ok_or_else(|| other("no boot id"))?;
+    let registry = crate::registry::dir();
+    for d in [&registry, &dir] {
+        match std::fs::DirBuilder::new().mode(0o700).create(d) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        if !owned_dir(d) {
+            return Err(other("not an owner-only directory of this user"));
+        }
+    }
+    prune(&dir, &file);
+    let bytes = serde_json::to_vec(&Record { key: key.to_owned(), measured }).map_err(std::io::Error::other)?;
+    let tmp = dir.join(format!(".new-{}", fsutil::random_hex(8).map_err(|e| other(&e.to_string()))?));
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .open(&tmp)?;
+        f.write_all(&bytes)?;
+        std::fs::rename(&tmp, &file)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Removes the records of other boots, and the oldest beyond [`MAX_RECORDS`] - 1.
+fn prune(dir: &Path, keep: &Path) {
+    let Some(boot) = boot_prefix() else { return };
+    let mut ours = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path == keep {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(&format!("{boot}-")) {
+            let _ = std::fs::remove_file(&path);
+            continue;
+        }
+        let age = entry.metadata().and_then(|m| m.modified()).ok();
+        ours.push((age, path));
+    }
+    if ours.len() >= MAX_RECORDS {
+        ours.sort();
+        for (_, path) in ours.iter().take(ours.len() + 1 - MAX_RECORDS) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
