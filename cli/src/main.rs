@@ -67,8 +67,9 @@ struct RunArgs {
     /// The working directory of the command (default: the current directory).
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
-    /// The scratch root (default: `<tmp>/sandbox-cli-<uid>`, owner-only, or `/var/tmp` or
-    /// `/dev/shm` instead when `<tmp>` lies in a writable area of the profile; the run's own
+    /// The scratch root (default: `/dev/shm/sandbox-cli-<uid>` when `/dev/shm` is a tmpfs and
+    /// `TMPDIR` is unset, else `<tmp>/sandbox-cli-<uid>`, owner-only; the next of `<tmp>`,
+    /// `/var/tmp` and `/dev/shm` when one lies in a writable area of the profile; the run's own
     /// directory inside is removed afterwards, and one left by a killed run is swept).
     #[arg(long, value_name = "DIR")]
     scratch: Option<PathBuf>,
@@ -452,13 +453,27 @@ fn drive(
     Ran { status: result.map(|r| r.status), copies, error }
 }
 
-/// The default scratch root: `<tmp>/sandbox-cli-<uid>`, created owner-only, shared by this
+/// The default scratch root: `/dev/shm/sandbox-cli-<uid>` when `/dev/shm` is a tmpfs and
+/// `TMPDIR` is not set, else `<tmp>/sandbox-cli-<uid>`, created owner-only, shared by this
 /// user's runs. Each run's set directory inside is removed when the run ends, and one left by
 /// a killed run is swept by the next (a per-run directory would be leaked by a killed run).
 /// A scratch root the workload could write is refused by the library (issue 12, class 6), so
-/// when `<tmp>` lies inside an area the profile makes writable (a run from `/tmp` itself), the
-/// next of `/var/tmp` and `/dev/shm` outside every such area is used instead; with none (a
-/// workspace at `/`, host write allowed), the first is kept and the library's error says why.
+/// when the first lies inside an area the profile makes writable (a run from `/tmp` itself), the
+/// next of `<tmp>`, `/var/tmp` and `/dev/shm` outside every such area is used instead; with none
+/// (a workspace at `/`, host write allowed), `<tmp>` is kept and the library's error says why.
+/// Whether `dir` is on a tmpfs (RAM).
+fn is_tmpfs(dir: &Path) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        nix::sys::statfs::statfs(dir).is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dir;
+        false
+    }
+}
+
 fn default_scratch(profile: &Profile) -> Result<PathBuf, Error> {
     let (uid, _) = ids();
     let tmp = std::fs::canonicalize(std::env::temp_dir()).map_err(|e| Error::io("resolving the temp dir", e))?;
@@ -470,7 +485,16 @@ fn default_scratch(profile: &Profile) -> Result<PathBuf, Error> {
     writable
         .extend(config.additional_roots.iter().filter(|r| r.write != sandbox::Access::Deny).map(|r| r.path.as_path()));
     let everything = config.host_write != sandbox::Access::Deny;
-    let candidates: Vec<PathBuf> = [tmp.clone(), PathBuf::from("/var/tmp"), PathBuf::from("/dev/shm")]
+    // RAM first (issue 16): a run's set directory (its bundle, state, HOME and TMPDIR) lives
+    // for one call, and on a disk filesystem creating its few dozen directories and files cost
+    // about 6 ms of the call here (ext4's inode allocation). `TMPDIR`, when set, stays first.
+    let ram = PathBuf::from("/dev/shm");
+    let ram_first = std::env::var_os("TMPDIR").is_none_or(|t| t.is_empty()) && is_tmpfs(&ram);
+    let mut bases = vec![tmp.clone(), PathBuf::from("/var/tmp"), ram.clone()];
+    if ram_first {
+        bases.insert(0, ram);
+    }
+    let candidates: Vec<PathBuf> = bases
         .into_iter()
         .filter_map(|b| std::fs::canonicalize(b).ok())
         .map(|b| b.join(format!("sandbox-cli-{uid}")))
