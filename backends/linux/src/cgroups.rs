@@ -230,28 +230,6 @@ fn enable(dir: &Path, c: &str) -> std::io::Result<()> {
     std::fs::write(&control, format!("+{c}"))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_configured_parent_is_used_as_given() {
-        let c = discover(Some(Path::new("/mine")), false);
-        assert_eq!(c.parent, Some((String::from("/mine"), Source::Configured)));
-        assert!(c.missing.is_empty() && c.why.is_none() && !c.needs_nproc());
-    }
-
-    #[test]
-    fn without_a_parent_the_process_count_needs_the_rlimit() {
-        let c = Cgroups { parent: None, missing: Vec::new(), why: Some(String::from("x")) };
-        assert!(c.needs_nproc());
-        let c = Cgroups { parent: Some((String::from("/a"), Source::Delegated)), missing: vec!["pids"], why: None };
-        assert!(c.needs_nproc());
-        let c = Cgroups { parent: Some((String::from("/a"), Source::Delegated)), missing: vec!["memory"], why: None };
-        assert!(!c.needs_nproc());
-    }
-}
-
 /// Starts, on a thread of its own, what makes the next move of a process into a cgroup cheap,
 /// and returns at once (issue 16). Moving a process between cgroups takes the kernel's
 /// `cgroup_threadgroup_rwsem` for writing, and the first writer after a quiet spell waits a
@@ -280,5 +258,27 @@ pub fn hasten_attach(layout: CgroupLayout, parent: Option<&str>) {
     });
     if let Err(e) = spawned {
         tracing::debug!("no thread to hasten the cgroup move: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_configured_parent_is_used_as_given() {
+        let c = discover(Some(Path::new("/mine")), false);
+        assert_eq!(c.parent, Some((String::from("/mine"), Source::Configured)));
+        assert!(c.missing.is_empty() && c.why.is_none() && !c.needs_nproc());
+    }
+
+    #[test]
+    fn without_a_parent_the_process_count_needs_the_rlimit() {
+        let c = Cgroups { parent: None, missing: Vec::new(), why: Some(String::from("x")) };
+        assert!(c.needs_nproc());
+        let c = Cgroups { parent: Some((String::from("/a"), Source::Delegated)), missing: vec!["pids"], why: None };
+        assert!(c.needs_nproc());
+        let c = Cgroups { parent: Some((String::from("/a"), Source::Delegated)), missing: vec!["memory"], why: None };
+        assert!(!c.needs_nproc());
     }
 }
