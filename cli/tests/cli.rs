@@ -1708,3 +1708,41 @@ fn serve_ends_everything_with_its_parent_and_finishes_in_flight_work_at_eof() {
     assert!(by_id("endless")["error"].as_str().is_some(), "{:?}", by_id("endless"));
     assert_eq!(processes_with_arg(&marker), 0, "the endless run outlived serve");
 }
+
+/// Without `--scratch` (issue 16): the run's HOME and TMPDIR live in `/dev/shm/sandbox-cli-<uid>`
+/// when `/dev/shm` is a tmpfs and `TMPDIR` is unset, in `$TMPDIR/sandbox-cli-<uid>` when
+/// `TMPDIR` is set; either way the run's own directory is gone afterwards.
+#[test]
+fn the_default_scratch_root_is_in_ram_unless_tmpdir_says_otherwise() {
+    if !sandbox_runs_here("the_default_scratch_root_is_in_ram_unless_tmpdir_says_otherwise") {
+        return;
+    }
+    let area = Area::new();
+    let uid = nix::unistd::geteuid();
+    let home_of = |tmpdir: Option<&std::path::Path>| {
+        let mut cmd = Command::new(SANDBOX);
+        cmd.current_dir(&area.ws).args(["run", "--", "/bin/sh", "-c", "echo $HOME"]);
+        match tmpdir {
+            Some(t) => cmd.env("TMPDIR", t),
+            None => cmd.env_remove("TMPDIR"),
+        };
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())
+    };
+    let shm_is_tmpfs =
+        nix::sys::statfs::statfs("/dev/shm").is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC);
+    let default = home_of(None);
+    let expected = if shm_is_tmpfs {
+        std::path::PathBuf::from(format!("/dev/shm/sandbox-cli-{uid}"))
+    } else {
+        fs::canonicalize(std::env::temp_dir()).unwrap().join(format!("sandbox-cli-{uid}"))
+    };
+    assert!(default.starts_with(&expected), "HOME {} is not under {}", default.display(), expected.display());
+    let chosen = home_of(Some(&area.scratch));
+    assert!(chosen.starts_with(area.scratch.join(format!("sandbox-cli-{uid}"))), "HOME {}", chosen.display());
+    for home in [default, chosen] {
+        let set = home.parent().unwrap();
+        assert!(!set.exists(), "the run's set directory {} was left", set.display());
+    }
+}

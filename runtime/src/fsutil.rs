@@ -23,6 +23,30 @@ pub(crate) fn private_dir(parent: &Path, prefix: &str) -> Result<PathBuf, Error>
     Ok(path)
 }
 
+/// Writes `bytes` as `file` (a name in `dir`) whole or not at all: a new owner-only (0600)
+/// file at a temporary name in `dir` (created exclusively, never through a symlink), renamed
+/// over `file`. Nothing is left at the temporary name on failure.
+#[cfg(unix)]
+pub(crate) fn replace_file(dir: &Path, file: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = dir.join(format!(".new-{}", random_hex(8).map_err(|e| io::Error::other(e.to_string()))?));
+    let written = (|| {
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        fs::rename(&tmp, file)
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
+}
+
 /// Removes `path` (CONTRACT.md §9 *removal*): never follows a symlink, never crosses a mount
 /// point, gives each directory owner `rwx` first so read-only trees go too. What cannot be
 /// removed is left and reported as one `Io` error after the rest is gone.

@@ -94,38 +94,21 @@ pub(crate) fn store(key: &str, measured: String) {
 }
 
 fn try_store(key: &str, measured: String) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::os::unix::fs::DirBuilderExt;
     let other = |what: &str| std::io::Error::other(what.to_owned());
     let (dir, file) = place(key).ok_or_else(|| other("no boot id"))?;
-    let registry = crate::registry::dir();
-    for d in [&registry, &dir] {
-        match std::fs::DirBuilder::new().mode(0o700).create(d) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e),
-        }
-        if !owned_dir(d) {
-            return Err(other("not an owner-only directory of this user"));
-        }
+    crate::registry::ensure_dir().map_err(|e| other(&e.to_string()))?;
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    if !owned_dir(&dir) {
+        return Err(other("not an owner-only directory of this user"));
     }
     prune(&dir, &file);
     let bytes = serde_json::to_vec(&Record { key: key.to_owned(), measured }).map_err(std::io::Error::other)?;
-    let tmp = dir.join(format!(".new-{}", fsutil::random_hex(8).map_err(|e| other(&e.to_string()))?));
-    let written = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-            .open(&tmp)?;
-        f.write_all(&bytes)?;
-        std::fs::rename(&tmp, &file)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
+    fsutil::replace_file(&dir, &file, &bytes)
 }
 
 /// Removes the records of other boots, and the oldest beyond [`MAX_RECORDS`] - 1.
@@ -150,5 +133,30 @@ fn prune(dir: &Path, keep: &Path) {
         for (_, path) in ours.iter().take(ours.len() + 1 - MAX_RECORDS) {
             let _ = std::fs::remove_file(path);
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_of_other_boots_and_the_oldest_beyond_the_bound_are_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let boot = boot_prefix().unwrap();
+        std::fs::write(dir.path().join("000000000000-old-boot"), "x").unwrap();
+        let keep = dir.path().join(format!("{boot}-keep"));
+        std::fs::write(&keep, "x").unwrap();
+        for i in 0..MAX_RECORDS + 5 {
+            std::fs::write(dir.path().join(format!("{boot}-{i:03}")), "x").unwrap();
+        }
+        prune(dir.path(), &keep);
+        let left: Vec<String> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        assert!(!left.iter().any(|n| n.starts_with("000000000000-")), "another boot's record stayed");
+        assert!(left.contains(&format!("{boot}-keep")), "the record being written was pruned");
+        // The one being written, and at most MAX_RECORDS - 1 others.
+        assert_eq!(left.len(), MAX_RECORDS, "{left:?}");
     }
 }

@@ -35,7 +35,7 @@ pub(crate) fn dir() -> PathBuf {
 const MAX_ENTRY: u64 = 8192;
 
 /// Creates (or checks) the registry directory: owner-only, this uid, a real directory.
-fn ensure_dir() -> Result<PathBuf, Error> {
+pub(crate) fn ensure_dir() -> Result<PathBuf, Error> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     let dir = dir();
     let mut builder = std::fs::DirBuilder::new();
@@ -67,26 +67,10 @@ fn entry_name(path: &Path) -> String {
 /// Registers the set directory `set_dir` (canonical, in its scratch root) until
 /// [`unregister`] or its removal.
 pub(crate) fn register(set_dir: &Path) -> Result<(), Error> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let dir = ensure_dir()?;
     let name = entry_name(set_dir);
-    let tmp = dir.join(format!(".new-{}", fsutil::random_hex(8)?));
-    let written = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-            .open(&tmp)?;
-        file.write_all(set_dir.as_os_str().as_encoded_bytes())?;
-        std::fs::rename(&tmp, dir.join(&name))
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Error::io(format!("registering the set directory in {}", dir.display()), e));
-    }
-    Ok(())
+    fsutil::replace_file(&dir, &dir.join(name), set_dir.as_os_str().as_encoded_bytes())
+        .map_err(|e| Error::io(format!("registering the set directory in {}", dir.display()), e))
 }
 
 /// Removes the entry of `set_dir` (at close, once the directory is gone or being removed).
