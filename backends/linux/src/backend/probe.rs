@@ -199,11 +199,6 @@ impl LinuxBackend {
         true
     }
 
-    /// Whether this set's probe was a kept record (see [`LinuxBackend::restore_probe`]).
-    pub fn probe_was_kept(&self) -> bool {
-        self.kept_probe.is_some()
-    }
-
     /// Removes the kept probe record this set used, if any: a spawn's set-up failed, and the
     /// record may be what no longer holds, so the next set probes afresh.
     pub fn forget_kept_probe(&self) {
