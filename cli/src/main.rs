@@ -453,14 +453,6 @@ fn drive(
     Ran { status: result.map(|r| r.status), copies, error }
 }
 
-/// The default scratch root: `/dev/shm/sandbox-cli-<uid>` when `/dev/shm` is a tmpfs and
-/// `TMPDIR` is not set, else `<tmp>/sandbox-cli-<uid>`, created owner-only, shared by this
-/// user's runs. Each run's set directory inside is removed when the run ends, and one left by
-/// a killed run is swept by the next (a per-run directory would be leaked by a killed run).
-/// A scratch root the workload could write is refused by the library (issue 12, class 6), so
-/// when the first lies inside an area the profile makes writable (a run from `/tmp` itself), the
-/// next of `<tmp>`, `/var/tmp` and `/dev/shm` outside every such area is used instead; with none
-/// (a workspace at `/`, host write allowed), `<tmp>` is kept and the library's error says why.
 /// Whether `dir` is on a tmpfs (RAM).
 fn is_tmpfs(dir: &Path) -> bool {
     #[cfg(target_os = "linux")]
@@ -474,6 +466,14 @@ fn is_tmpfs(dir: &Path) -> bool {
     }
 }
 
+/// The default scratch root: `/dev/shm/sandbox-cli-<uid>` when `/dev/shm` is a tmpfs and
+/// `TMPDIR` is not set, else `<tmp>/sandbox-cli-<uid>`, created owner-only, shared by this
+/// user's runs. Each run's set directory inside is removed when the run ends, and one left by
+/// a killed run is swept by the next (a per-run directory would be leaked by a killed run).
+/// A scratch root the workload could write is refused by the library (issue 12, class 6), so
+/// when the first lies inside an area the profile makes writable (a run from `/tmp` itself), the
+/// next of `<tmp>`, `/var/tmp` and `/dev/shm` outside every such area is used instead; with none
+/// (a workspace at `/`, host write allowed), `<tmp>` is kept and the library's error says why.
 fn default_scratch(profile: &Profile) -> Result<PathBuf, Error> {
     let (uid, _) = ids();
     let tmp = std::fs::canonicalize(std::env::temp_dir()).map_err(|e| Error::io("resolving the temp dir", e))?;

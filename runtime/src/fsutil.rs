@@ -26,7 +26,7 @@ pub(crate) fn private_dir(parent: &Path, prefix: &str) -> Result<PathBuf, Error>
 /// Writes `bytes` as `file` (a name in `dir`) whole or not at all: a new owner-only (0600)
 /// file at a temporary name in `dir` (created exclusively, never through a symlink), renamed
 /// over `file`. Nothing is left at the temporary name on failure.
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 pub(crate) fn replace_file(dir: &Path, file: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
@@ -45,6 +45,26 @@ pub(crate) fn replace_file(dir: &Path, file: &Path, bytes: &[u8]) -> io::Result<
         let _ = fs::remove_file(&tmp);
     }
     written
+}
+
+/// The first `max` bytes of the regular file `path` and its metadata, opened without following
+/// a symlink or blocking (a FIFO planted at the name); None for anything else or any error.
+#[cfg(target_os = "linux")]
+pub(crate) fn read_regular(path: &Path, max: u64) -> Option<(Vec<u8>, fs::Metadata)> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(max).read_to_end(&mut bytes).ok()?;
+    Some((bytes, meta))
 }
 
 /// Removes `path` (CONTRACT.md §9 *removal*): never follows a symlink, never crosses a mount

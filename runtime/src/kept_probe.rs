@@ -21,7 +21,6 @@
 //! and the measurements, written to a temporary name and renamed; records of other boots are
 //! removed when one is written, and at most [`MAX_RECORDS`] are kept.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -66,22 +65,15 @@ fn owned_dir(dir: &Path) -> bool {
 
 /// The measurements kept for `key`, and the file they came from.
 pub(crate) fn load(key: &str) -> Option<(String, PathBuf)> {
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    use std::os::unix::fs::MetadataExt;
     let (dir, file) = place(key)?;
     if !owned_dir(&crate::registry::dir()) || !owned_dir(&dir) {
         return None;
     }
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
-        .open(&file)
-        .ok()?;
-    let meta = opened.metadata().ok()?;
-    if !meta.is_file() || meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o077 != 0 {
+    let (bytes, meta) = fsutil::read_regular(&file, MAX_RECORD)?;
+    if meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o077 != 0 {
         return None;
     }
-    let mut bytes = Vec::new();
-    opened.take(MAX_RECORD).read_to_end(&mut bytes).ok()?;
     let record: Record = serde_json::from_slice(&bytes).ok()?;
     (record.key == key).then_some((record.measured, file))
 }

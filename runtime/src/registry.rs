@@ -18,7 +18,6 @@
 //! (host read allowed), until its run ends. Set directories are owner-only (0700) as well,
 //! which keeps other users out but not the same user's other processes outside any sandbox.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -85,17 +84,7 @@ type Entries = Vec<(String, PathBuf)>;
 static CACHE: Mutex<Option<((i64, i64), Entries)>> = Mutex::new(None);
 
 fn read_entry(path: &Path) -> Option<PathBuf> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
-        .open(path)
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_ENTRY).read_to_end(&mut bytes).ok()?;
+    let (bytes, _) = fsutil::read_regular(path, MAX_ENTRY)?;
     let text = String::from_utf8(bytes).ok()?;
     let p = PathBuf::from(text);
     // `register` writes canonical set directories, which are clean; an entry that is not (a
