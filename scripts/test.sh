@@ -25,7 +25,7 @@ cargo test --workspace --locked 2>&1 | tee target/test-output.txt
 if [ "${SANDBOX_REQUIRE_PRIVILEGED:-}" = 1 ] && grep -q "SKIPPED privileged test" target/test-output.txt; then
   echo "test: a privileged test was skipped although it is required"; exit 1
 fi
-for suite in linux_conformance linux_lifecycle linux_no_landlock linux_no_userns linux_processes linux_grants linux_abuse linux_roots linux_protect linux_protect_guard; do
+for suite in linux_conformance linux_lifecycle linux_no_landlock linux_no_userns linux_processes linux_grants linux_abuse linux_roots linux_protect linux_protect_guard linux_egress; do
   if [ "${SANDBOX_REQUIRE_PRIVILEGED:-}" = 1 ] && ! grep -q "Running tests/$suite.rs" target/test-output.txt; then
     echo "test: the privileged suite $suite did not run"; exit 1
   fi

@@ -29,6 +29,9 @@ pub enum Confinement {
         loopback: Result<(), String>,
         /// The cgroup limits that were applied and read back; else why not.
         limits: Result<String, String>,
+        /// The egress proxy's listener was made in the private namespace (network `Gated`);
+        /// else why not.
+        proxy: Result<(), String>,
     },
     /// A standard OCI runtime (`runc`, `crun`) running an exported bundle.
     Standard {
@@ -76,7 +79,7 @@ pub fn assess(facts: &Facts<'_>) -> (Level, Guarantees, CompileReport) {
         target_network: false,
     };
     let level = match &facts.confinement {
-        Confinement::Embedded { landlock_full, landlock_abi, landlock_status, seccomp, loopback, limits } => {
+        Confinement::Embedded { landlock_full, landlock_abi, landlock_status, seccomp, loopback, limits, proxy } => {
             let (extra, unix) = unix_sockets_entry(network == Access::Allow, config.unix_sockets, *seccomp);
             r.set(if network == Access::Allow {
                 ReportEntry::new("network-boundary", Status::Vacuous, "network is allowed")
@@ -93,6 +96,11 @@ pub fn assess(facts: &Facts<'_>) -> (Level, Guarantees, CompileReport) {
                 )
             });
             r.set(unix);
+            let (held, entry) = target_network_entry(config, *seccomp, proxy);
+            guarantees.target_network = held;
+            if let Some(entry) = entry {
+                r.set(entry);
+            }
             r.set(match loopback {
                 _ if network == Access::Allow => {
                     ReportEntry::new("loopback", Status::Vacuous, "host network namespace")
@@ -149,6 +157,7 @@ pub fn assess(facts: &Facts<'_>) -> (Level, Guarantees, CompileReport) {
         }
         Confinement::Standard { host_network } => {
             let private_network = !*host_network;
+
             guarantees.network_boundary = private_network;
             let (extra, unix) =
                 unix_sockets_entry(network == Access::Allow && *host_network, config.unix_sockets, true);
@@ -168,6 +177,13 @@ pub fn assess(facts: &Facts<'_>) -> (Level, Guarantees, CompileReport) {
                 None => base,
             });
             r.set(unix);
+            if network == Access::Gated && private_network {
+                r.set(ReportEntry::new(
+                    "target-network",
+                    Status::Unenforced,
+                    "a standard runtime runs no egress proxy: the private network namespace lets nothing out",
+                ));
+            }
             r.set(if private_network {
                 ReportEntry::new("loopback", Status::Enforced, "standard runtimes raise lo in the private namespace")
             } else {
@@ -257,6 +273,61 @@ pub fn assess(facts: &Facts<'_>) -> (Level, Guarantees, CompileReport) {
     (level, guarantees, r)
 }
 
+/// Whether `target-network` holds for an embedded run, and its report entry: network `Gated`,
+/// the proxy's listener made in the private namespace, seccomp in force (vsock closed) and unix
+/// sockets closed, so that nothing but the proxy leaves the namespace. No entry unless the
+/// network is `Gated` (with `Deny` nothing leaves, with `Allow` everything does).
+fn target_network_entry(
+    config: &crate::ProfileConfig,
+    seccomp: bool,
+    proxy: &Result<(), String>,
+) -> (bool, Option<ReportEntry>) {
+    let entry = |status, detail: String| Some(ReportEntry::new("target-network", status, detail));
+    if config.network != Access::Gated {
+        return (false, None);
+    }
+    if let Err(why) = proxy {
+        return (
+            false,
+            entry(Status::Unenforced, format!("the egress proxy could not be set up ({why}): nothing leaves")),
+        );
+    }
+    if !seccomp {
+        return (
+            false,
+            entry(Status::Unenforced, String::from("seccomp is not in force: vsock stays open beside the proxy")),
+        );
+    }
+    if config.unix_sockets == Access::Allow {
+        return (
+            false,
+            entry(
+                Status::Unenforced,
+                String::from("unix_sockets allow: host unix sockets stay reachable beside the proxy"),
+            ),
+        );
+    }
+    let n = config.network_targets.len();
+    let targets = if n == 0 {
+        String::from("no target without a grant")
+    } else {
+        let list: Vec<String> = config.network_targets.iter().map(ToString::to_string).collect();
+        list.join(", ")
+    };
+    (
+        true,
+        entry(
+            Status::Enforced,
+            format!(
+                "egress only through the authenticated proxy at 127.0.0.1:{} in the private namespace ({targets}); \
+                 names resolved by the proxy, non-public addresses refused unless named; a network.broad.v1 grant \
+                 opens its port directly for its spawn",
+                crate::target::PROXY_PORT
+            ),
+        ),
+    )
+}
+
 fn process_boundary(confinement: &Confinement) -> &'static str {
     match confinement {
         Confinement::Embedded { .. } => {
@@ -311,13 +382,14 @@ mod tests {
     use crate::profile::ProfileConfig;
     use crate::report::check_invariants;
 
-    const ORDER: [&str; 14] = [
+    const ORDER: [&str; 15] = [
         "process-boundary",
         "read-boundary",
         "write-boundary",
         "env-scrub",
         "network-boundary",
         "unix-sockets",
+        "target-network",
         "loopback",
         "abstract-unix",
         "landlock",
@@ -355,15 +427,21 @@ mod tests {
             seccomp,
             loopback: Ok(()),
             limits,
+            proxy: Ok(()),
         }
     }
 
     fn every_case() -> Vec<(Access, Confinement)> {
         let mut cases = Vec::new();
-        for network in [Access::Deny, Access::Allow] {
+        for network in [Access::Deny, Access::Gated, Access::Allow] {
             for (l, s) in [(true, true), (true, false), (false, true), (false, false)] {
                 cases.push((network, embedded(l, s, Ok(String::from("pids.max 128")))));
                 cases.push((network, embedded(l, s, Err(String::from("no cgroup parent")))));
+                let mut no_proxy = embedded(l, s, Ok(String::from("pids.max 128")));
+                if let Confinement::Embedded { proxy, .. } = &mut no_proxy {
+                    *proxy = Err(String::from("EADDRINUSE"));
+                }
+                cases.push((network, no_proxy));
             }
             cases.push((network, Confinement::Standard { host_network: network == Access::Allow }));
             cases.push((network, Confinement::Standard { host_network: true }));
@@ -394,6 +472,31 @@ mod tests {
             );
             assert_eq!(report.get("env-scrub").map(|e| e.detail.as_str()), Some("e"));
         }
+    }
+
+    #[test]
+    fn target_network_is_claimed_only_with_a_live_proxy_and_nothing_else_open() {
+        let policy = policy();
+        let claim = |p: &Profile, confinement| {
+            let (_, g, r) = assess(&Facts { profile: p, policy: &policy, env_scrub: String::new(), confinement });
+            let entry = r.get("target-network").map(|e| e.status);
+            (g.target_network, entry)
+        };
+        let gated = profile(Access::Gated);
+        assert_eq!(claim(&gated, embedded(true, true, Ok(String::new()))), (true, Some(Status::Enforced)));
+        let mut dead = embedded(true, true, Ok(String::new()));
+        if let Confinement::Embedded { proxy, .. } = &mut dead {
+            *proxy = Err(String::from("x"));
+        }
+        assert_eq!(claim(&gated, dead), (false, Some(Status::Unenforced)));
+        assert_eq!(claim(&gated, embedded(true, false, Ok(String::new()))), (false, Some(Status::Unenforced)));
+        let unix = Profile::new(ProfileConfig { unix_sockets: Access::Allow, ..gated.config().clone() }).unwrap();
+        assert_eq!(claim(&unix, embedded(true, true, Ok(String::new()))), (false, Some(Status::Unenforced)));
+        for network in [Access::Deny, Access::Allow] {
+            assert_eq!(claim(&profile(network), embedded(true, true, Ok(String::new()))), (false, None), "{network}");
+        }
+        let standard = claim(&gated, Confinement::Standard { host_network: false });
+        assert_eq!(standard, (false, Some(Status::Unenforced)));
     }
 
     #[test]

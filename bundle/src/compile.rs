@@ -51,6 +51,8 @@ pub struct GrantDeltas {
     pub host_write: bool,
     /// `network.broad.v1`: the granted TCP port.
     pub broad_port: Option<u16>,
+    /// `network.proxy-target.v1` targets: reachable through the egress proxy for this spawn.
+    pub proxy_targets: Vec<crate::target::TargetPattern>,
     /// `(target, st_dev, st_ino)` of every path and tree target verified at this spawn: the
     /// init checks the mounted destination against them (issue 12, 3b).
     pub identities: Vec<(PathBuf, u64, u64)>,
@@ -125,6 +127,9 @@ pub struct Bundle {
     pub host_network: bool,
     /// The spawn runs under a broad network grant (UDP and MPTCP filtered, TCP ports scoped).
     pub broad_network: bool,
+    /// The spawn's only way out is the egress proxy (issue 17): network `Gated` without a broad
+    /// grant. The runner puts the proxy's listener in the private network namespace.
+    pub egress_proxy: bool,
     /// Which conditional seccomp rules the spawn carries (unix sockets, vsock, broad network).
     pub seccomp: seccomp::SpawnRules,
     /// Policy facts every backend reports: `read-boundary`, `write-boundary` and
@@ -139,6 +144,14 @@ pub struct Bundle {
     /// The protected paths of this spawn (issue 14): bound read-only where they exist, refused
     /// creation where they do not (the `sandbox.protect` annotation carries `guard`).
     pub protection: Protected,
+}
+
+/// Whether a spawn of `profile` with `grants` reaches the network only through the egress proxy
+/// (issue 17): a sandboxed profile whose network is `Gated`, without a broad grant (which opens
+/// its port in the host's namespace instead).
+pub fn egress_proxy(profile: &Profile, grants: &GrantDeltas) -> bool {
+    let config = profile.config();
+    config.isolation == Isolation::Sandboxed && config.network == Access::Gated && grants.broad_port.is_none()
 }
 
 /// Compiles one spawn of `profile` into a bundle.
@@ -205,6 +218,7 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         landlock,
         host_network,
         broad_network,
+        egress_proxy: egress_proxy(profile, g) && !host_network,
         seccomp: seccomp_rules,
         policy_entries,
         standard_report,

@@ -9,7 +9,7 @@ use crate::error::Error;
 pub const PASSED: &[&str] = &["PATH", "HOME", "TERM", "LANG", "USER", "LOGNAME", "SHELL", "TZ"];
 
 /// Names no option may pass or set: they belong to the proxy of §19.
-const PROXY_NAMES: &[&str] = &["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"];
+const PROXY_NAMES: &[&str] = &["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY"];
 
 /// The caller's environment options.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

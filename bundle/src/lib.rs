@@ -42,12 +42,13 @@ pub mod profile;
 pub mod protect;
 pub mod report;
 pub mod seccomp;
+pub mod target;
 
 pub use access::{Access, Home, Isolation, RootAccess};
 pub use assessment::{Confinement, Facts, assess, unix_sockets_entry};
 pub use compile::{
     Bundle, ExpectedMount, GrantDeltas, LandlockPathRule, LandlockRules, Launch, MountKind, MountPlan, Origin,
-    PlannedMount, SpawnContext, compile, spec_json,
+    PlannedMount, SpawnContext, compile, egress_proxy, spec_json,
 };
 pub use env::{EnvOptions, ScrubFlags, scrub};
 pub use error::{Cause, Error, ErrorKind};
@@ -61,3 +62,4 @@ pub use profile::{
 };
 pub use protect::{CreateOp, CreationGuard, PROTECT_V1, Protection};
 pub use report::{CompileReport, Guarantees, Level, ReportEntry, Status, check_invariants};
+pub use target::{Host, HostPattern, TargetPattern};

@@ -14,6 +14,7 @@ use crate::error::Error;
 use crate::path::is_clean_absolute;
 use crate::protect::Protection;
 use crate::report::Guarantees;
+use crate::target::TargetPattern;
 
 mod identity;
 mod json;
@@ -85,6 +86,10 @@ pub struct ProfileConfig {
     /// What stays read-only inside every writable area whether it exists or not (issue 14):
     /// `protect-v1` by default, extendable, and opted out of only explicitly.
     pub protected_paths: Protection,
+    /// With network `Gated`: the targets reachable through the sandbox's egress proxy without a
+    /// grant (issue 17); any other target needs a `network.proxy-target.v1` grant. Normalized,
+    /// sorted and deduplicated by [`Profile::new`]; not empty with network `Deny` or `Allow`.
+    pub network_targets: Vec<TargetPattern>,
 }
 
 /// Which filesystem axis a question is about.
@@ -129,6 +134,8 @@ pub struct Settings {
     pub protect_version: String,
     /// The protected entries in force, sorted.
     pub protected_paths: Vec<String>,
+    /// The allowed network targets (`tcp:<host-pattern>:<port>`), sorted.
+    pub network_targets: Vec<String>,
     /// Names of the required guarantee bits.
     pub required_guarantees: Vec<&'static str>,
     /// The bit-mask form of the same.
@@ -230,8 +237,25 @@ impl Profile {
             }
         }
 
+        if !config.network_targets.is_empty() && config.network != Access::Gated {
+            return Err(Error::profile(format!(
+                "network_targets: only allowed with network gated (network is {}): with deny nothing leaves, with \
+                 allow everything does",
+                config.network
+            )));
+        }
+        let mut network_targets = config.network_targets.clone();
+        network_targets.sort();
+        network_targets.dedup();
+
         let protected_paths = config.protected_paths.canonical()?;
-        let config = ProfileConfig { workspace_root: workspace, additional_roots: roots, protected_paths, ..config };
+        let config = ProfileConfig {
+            workspace_root: workspace,
+            additional_roots: roots,
+            protected_paths,
+            network_targets,
+            ..config
+        };
         let required = required_guarantees(&config);
         let fingerprint = fingerprint(&config, required);
         let identities = if config.isolation == Isolation::Sandboxed { identities(&config)? } else { Vec::new() };
@@ -297,6 +321,7 @@ impl Profile {
             unix_sockets: c.unix_sockets.to_string(),
             protect_version: c.protected_paths.version().to_owned(),
             protected_paths: c.protected_paths.entries(),
+            network_targets: c.network_targets.iter().map(ToString::to_string).collect(),
             required_guarantees: self.inner.required.names(),
             required_guarantee_bits: self.inner.required.bits(),
             fingerprint: self.inner.fingerprint.clone(),
@@ -387,7 +412,11 @@ pub fn restrict(base: &Profile, ceiling: &Profile) -> Result<Profile, Error> {
         ack_unconfined: isolation == Isolation::Unconfined && b.ack_unconfined && c.ack_unconfined,
         unix_sockets: b.unix_sockets.min(c.unix_sockets),
         protected_paths: Protection::union(&b.protected_paths, &c.protected_paths),
+        network_targets: Vec::new(),
     };
+    if config.network == Access::Gated {
+        config.network_targets = intersect_targets(&b.network_targets, &c.network_targets);
+    }
     let mut paths: Vec<&Path> =
         b.additional_roots.iter().chain(c.additional_roots.iter()).map(|r| r.path.as_path()).collect();
     // Shallow first, so that each root is compared with the enclosing roots already kept.
@@ -408,6 +437,16 @@ pub fn restrict(base: &Profile, ceiling: &Profile) -> Result<Profile, Error> {
         }
     }
     Profile::new(config)
+}
+
+/// The targets both lists allow: each pattern of one list that a pattern of the other covers.
+fn intersect_targets(a: &[TargetPattern], b: &[TargetPattern]) -> Vec<TargetPattern> {
+    let covered = |p: &TargetPattern, by: &[TargetPattern]| by.iter().any(|q| q.covers(p));
+    let mut out: Vec<TargetPattern> =
+        a.iter().filter(|p| covered(p, b)).chain(b.iter().filter(|p| covered(p, a))).cloned().collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// `path` with `.` and empty components dropped and `..` applied lexically (absolute input; a
@@ -552,6 +591,13 @@ fn fingerprint(c: &ProfileConfig, required: Guarantees) -> String {
     if c.protected_paths != Protection::default() {
         field(b"protected_paths");
         field(&c.protected_paths.fingerprint_bytes());
+    }
+    if !c.network_targets.is_empty() {
+        field(b"network_targets");
+        field(&(c.network_targets.len() as u64).to_be_bytes());
+        for t in &c.network_targets {
+            field(t.to_string().as_bytes());
+        }
     }
     let digest = h.finalize();
     digest.iter().map(|b| format!("{b:02x}")).collect()

@@ -151,8 +151,66 @@ fn full_document_with_names() {
         ack_unconfined: false,
         unix_sockets: Deny,
         protected_paths: sandbox_bundle::Protection::default(),
+        network_targets: Vec::new(),
     };
     assert_eq!(c, want);
+}
+
+#[test]
+fn network_targets_decode_normalize_and_need_a_gated_network() {
+    let c = ok(json!({
+        "workspace_root": "/",
+        "network": "gated",
+        "network_targets": ["tcp:Registry.NPMJS.org.:443", "tcp:*.crates.io:443", "tcp:registry.npmjs.org:443"]
+    }));
+    let p = Profile::new(c.clone()).unwrap();
+    let printed: Vec<String> = p.config().network_targets.iter().map(ToString::to_string).collect();
+    assert_eq!(printed, ["tcp:registry.npmjs.org:443", "tcp:*.crates.io:443"]);
+    assert_eq!(p.settings().network_targets, printed);
+    // The targets are part of the fingerprint; their order and spelling are not.
+    let fewer = Profile::new(ProfileConfig { network_targets: vec![], ..c.clone() }).unwrap();
+    assert_ne!(p.fingerprint(), fewer.fingerprint());
+    let spelled = ok(json!({
+        "workspace_root": "/",
+        "network": "gated",
+        "network_targets": ["tcp:*.crates.io:443", "tcp:registry.npmjs.org:443"]
+    }));
+    assert_eq!(Profile::new(spelled).unwrap().fingerprint(), p.fingerprint());
+    // restrict keeps what both allow: a name under the other's wildcard, a shared pattern.
+    let narrow = Profile::new(ProfileConfig {
+        network_targets: vec![
+            TargetPattern::parse("tcp:index.crates.io:443").unwrap(),
+            TargetPattern::parse("tcp:evil.test:443").unwrap(),
+        ],
+        ..c.clone()
+    })
+    .unwrap();
+    let both = sandbox_bundle::restrict(&p, &narrow).unwrap();
+    let kept: Vec<String> = both.config().network_targets.iter().map(ToString::to_string).collect();
+    assert_eq!(kept, ["tcp:index.crates.io:443"]);
+    let denied = Profile::new(ProfileConfig { network: Deny, network_targets: vec![], ..c.clone() }).unwrap();
+    assert!(sandbox_bundle::restrict(&p, &denied).unwrap().config().network_targets.is_empty());
+    // Errors name the key.
+    for (value, key) in [
+        (json!({"workspace_root": "/", "network": "gated", "network_targets": "tcp:a.com:1"}), "network_targets"),
+        (json!({"workspace_root": "/", "network": "gated", "network_targets": [7]}), "network_targets[0]"),
+        (
+            json!({"workspace_root": "/", "network": "gated", "network_targets": ["tcp:a.com:1", "x"]}),
+            "network_targets[1]",
+        ),
+    ] {
+        match ProfileConfig::from_value(&value) {
+            Err(Error::InvalidProfile { detail }) => assert!(detail.starts_with(key), "{detail}"),
+            other => panic!("{value}: {other:?}"),
+        }
+    }
+    for network in ["deny", "allow"] {
+        let c = ok(json!({"workspace_root": "/", "network": network, "network_targets": ["tcp:a.com:1"]}));
+        match Profile::new(c) {
+            Err(Error::InvalidProfile { detail }) => assert!(detail.starts_with("network_targets:"), "{detail}"),
+            other => panic!("{network}: {other:?}"),
+        }
+    }
 }
 
 #[test]

@@ -90,8 +90,18 @@ struct RunArgs {
     /// The CPU weight of the run (1-10000; a host process has 100; default 10).
     #[arg(long, value_name = "WEIGHT")]
     cpu_weight: Option<u16>,
+    /// Pin NAME to ADDR for the egress proxy's resolver (repeatable, like curl's --resolve): the
+    /// proxy connects there instead of asking DNS, and a pinned address counts as named by you
+    /// (loopback test servers, split-horizon DNS). Only allowed targets are reachable either way.
+    #[arg(long, value_name = "NAME:ADDR")]
+    resolve: Vec<String>,
+    /// Allow a network target through the egress proxy (repeatable): `tcp:<host>:<port>`,
+    /// `tcp:*.<domain>:<port>` or `tcp:<ip>:<port>`. Makes the default profile's network gated;
+    /// a --profile file must say `"network": "gated"` itself.
+    #[arg(long, value_name = "TARGET")]
+    allow_target: Vec<String>,
     /// Print exactly one JSON object on stdout (exit_code, signal, stdout, stderr, error, level,
-    /// guarantees, guarantee_bits, report) and nothing else.
+    /// guarantees, guarantee_bits, report, denials) and nothing else.
     #[arg(long)]
     json: bool,
     /// Print level, guarantees and report as JSON on stderr.
@@ -228,6 +238,12 @@ fn probe_text(p: &sandbox::HostProbe) -> String {
             let _ = writeln!(t, "  {}: {}: {}", e.feature, e.status, e.detail);
         }
     }
+    if !p.achievable.is_empty() {
+        let _ = writeln!(t, "achievable here: {}", p.achievable.join(", "));
+    }
+    if let Some(e) = &p.target_network {
+        let _ = writeln!(t, "target-network (network gated): {}: {}", e.status, e.detail);
+    }
     if !p.grant_classes.is_empty() {
         let _ = writeln!(t, "grant classes: {}", p.grant_classes.join(", "));
     }
@@ -290,7 +306,7 @@ fn error_json(e: &Error) -> serde_json::Value {
     serde_json::json!({
         "exit_code": null, "signal": null, "stdout": "", "stderr": "",
         "error": e.kind().as_str(), "message": e.to_string(),
-        "level": "none", "guarantees": [], "guarantee_bits": 0, "report": [],
+        "level": "none", "guarantees": [], "guarantee_bits": 0, "report": [], "denials": [],
     })
 }
 
@@ -316,14 +332,18 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
             return Err(Error::InvalidArgument { detail: format!("--cpu-weight: {w} is outside 1-10000") });
         }
     }
+    let pins = args.resolve.iter().map(|p| parse_resolve(p)).collect::<Result<Vec<_>, _>>()?;
     let current = current_dir()?;
-    let profile = load_profile(args.profile.as_deref(), &current)?;
+    let profile = load_profile_with_targets(args.profile.as_deref(), &current, &args.allow_target)?;
     let scratch = match &args.scratch {
         Some(s) => resolve(&current, Some(s.clone())),
         None => default_scratch(&profile)?,
     };
     let setup = Deadline::after(Duration::from_secs(60));
     let mut options = ExecutorSetOptions::new(&scratch).max_executors(1);
+    for (name, address) in pins {
+        options = options.resolve(name, address);
+    }
     if let Some(parent) = &args.cgroup_parent {
         options = options.cgroup_parent(parent);
     }
@@ -349,6 +369,12 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
         if args.json { [None, None] } else { [Some(Box::new(std::io::stdout())), Some(Box::new(std::io::stderr()))] };
     let ran = drive(&process, timeout, args.output_limit, sinks);
     let status = ran.status;
+    if !args.json {
+        // One line per refused request, after the workload's own output.
+        for d in &ran.denials {
+            eprintln!("sandbox: network denied: {}: {}", d.target, d.reason);
+        }
+    }
     if args.report && !args.json {
         let text = serde_json::json!({
             "level": executor.level().to_string(),
@@ -388,6 +414,7 @@ struct Ran {
     status: Option<ExitStatus>,
     copies: Vec<Copy>,
     error: Option<Error>,
+    denials: Vec<sandbox::NetworkDenial>,
 }
 
 impl Ran {
@@ -407,6 +434,9 @@ impl Ran {
             "guarantees": executor.guarantees().names(),
             "guarantee_bits": executor.guarantee_bits(),
             "report": executor.report().entries,
+            "denials": self.denials.iter().map(|d| serde_json::json!({
+                "target": d.target, "reason": d.reason.as_str(),
+            })).collect::<Vec<_>>(),
         })
     }
 }
@@ -450,7 +480,8 @@ fn drive(
     if error.is_none() && exceeded.load(Ordering::SeqCst) {
         error = Some(Error::OutputLimit { partial: Vec::new() });
     }
-    Ran { status: result.map(|r| r.status), copies, error }
+    let (status, denials) = result.map_or((None, Vec::new()), |r| (Some(r.status), r.denials));
+    Ran { status, copies, error, denials }
 }
 
 /// Whether `dir` is on a tmpfs (RAM).
@@ -529,8 +560,46 @@ fn default_scratch(profile: &Profile) -> Result<PathBuf, Error> {
     Ok(dir)
 }
 
+/// `--resolve NAME:ADDR` (ADDR an IPv4 or IPv6 address, brackets optional).
+fn parse_resolve(text: &str) -> Result<(String, std::net::IpAddr), Error> {
+    let bad = |why: &str| Err(Error::InvalidArgument { detail: format!("--resolve {text:?}: {why}") });
+    let Some((name, address)) = text.split_once(':') else { return bad("expected NAME:ADDR") };
+    let address = address.strip_prefix('[').and_then(|a| a.strip_suffix(']')).unwrap_or(address);
+    let Ok(address) = address.parse::<std::net::IpAddr>() else { return bad("ADDR is not an IP address") };
+    match sandbox::Host::parse(name) {
+        Ok(sandbox::Host::Name(n)) => Ok((n, address)),
+        Ok(sandbox::Host::Ip(_)) => bad("NAME is an address, not a name"),
+        Err(why) => bad(&format!("NAME: {why}")),
+    }
+}
+
+/// [`load_profile`] with `--allow-target`s added: the default profile's network becomes gated;
+/// a profile file's must be gated already (else the profile's error names `network_targets`).
+fn load_profile_with_targets(file: Option<&Path>, current: &Path, targets: &[String]) -> Result<Profile, Error> {
+    if targets.is_empty() {
+        return load_profile(file, current);
+    }
+    let mut config = profile_config(file, current)?;
+    for t in targets {
+        let target = sandbox::TargetPattern::parse(t).map_err(|e| match e {
+            Error::InvalidArgument { detail } => Error::InvalidArgument { detail: format!("--allow-target: {detail}") },
+            other => other,
+        })?;
+        config.network_targets.push(target);
+    }
+    if file.is_none() {
+        config.network = sandbox::Access::Gated;
+    }
+    Profile::new(config)
+}
+
 /// The profile from `--profile`, or the CLI default for `current` (CONTRACT.md §18).
 fn load_profile(file: Option<&Path>, current: &Path) -> Result<Profile, Error> {
+    Profile::new(profile_config(file, current)?)
+}
+
+/// The configuration of `--profile`, or the CLI default's for `current`.
+fn profile_config(file: Option<&Path>, current: &Path) -> Result<ProfileConfig, Error> {
     let config = match file {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -539,7 +608,7 @@ fn load_profile(file: Option<&Path>, current: &Path) -> Result<Profile, Error> {
         }
         None => sandbox::proof::profile_config(current.to_path_buf()),
     };
-    Profile::new(config)
+    Ok(config)
 }
 
 #[cfg(unix)]

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use sandbox::{Deadline, Error, ExecutorSet, ExecutorSetOptions, GrantRequest, ProcessOptions};
 use serde_json::{Map, Value};
 
-use super::{current_dir, default_scratch, drive, error_json, load_profile, resolve};
+use super::{current_dir, default_scratch, drive, error_json, load_profile_with_targets, parse_resolve, resolve};
 
 /// Requests running at once; reading waits beyond it.
 const MAX_IN_FLIGHT: usize = 64;
@@ -52,6 +52,12 @@ pub(crate) struct ServeArgs {
     /// The most executor keys (1-1024).
     #[arg(long, value_name = "N", default_value_t = 16)]
     max_executors: usize,
+    /// Pin NAME to ADDR for the egress proxy's resolver (repeatable; as for `run`).
+    #[arg(long, value_name = "NAME:ADDR")]
+    resolve: Vec<String>,
+    /// Allow a network target through the egress proxy (repeatable; as for `run`).
+    #[arg(long, value_name = "TARGET")]
+    allow_target: Vec<String>,
 }
 
 /// One parsed request.
@@ -322,13 +328,17 @@ fn open(args: &ServeArgs) -> Result<ExecutorSet, Error> {
             detail: format!("--max-executors: {} is outside 1-1024", args.max_executors),
         });
     }
+    let pins = args.resolve.iter().map(|p| parse_resolve(p)).collect::<Result<Vec<_>, _>>()?;
     let current = current_dir()?;
-    let profile = load_profile(args.profile.as_deref(), &current)?;
+    let profile = load_profile_with_targets(args.profile.as_deref(), &current, &args.allow_target)?;
     let scratch = match &args.scratch {
         Some(s) => resolve(&current, Some(s.clone())),
         None => default_scratch(&profile)?,
     };
     let mut options = ExecutorSetOptions::new(&scratch).max_executors(args.max_executors);
+    for (name, address) in pins {
+        options = options.resolve(name, address);
+    }
     if let Some(parent) = &args.cgroup_parent {
         options = options.cgroup_parent(parent);
     }

@@ -36,6 +36,8 @@ pub(crate) struct Spawn<'a> {
     /// The executor's HOME (when isolated) and TMPDIR.
     pub dirs: (Option<&'a Path>, &'a Path),
     pub deltas: GrantDeltas,
+    /// The set's `resolve` pins for the egress proxy (issue 17).
+    pub pins: &'a [(sandbox_bundle::Host, Vec<std::net::IpAddr>)],
 }
 
 impl Backend {
@@ -123,8 +125,8 @@ impl Backend {
             Backend::Linux(linux) => {
                 let mut input = crate::linux::spawn_input(spawn.argv, spawn.cwd.to_path_buf(), spawn.env, spawn.dirs)?;
                 input.grants = spawn.deltas;
-                crate::linux::run(linux, dl, profile, &input, limit, closing, true)
-                    .map(|(bytes, status, _)| Output { bytes, status: status.into() })
+                crate::linux::run_egress(linux, dl, profile, &input, spawn.pins, limit, closing)
+                    .map(|(bytes, status, denials)| Output { bytes, status: status.into(), denials })
             }
         }
     }

@@ -90,7 +90,9 @@ pub(crate) fn run<S: AsRef<OsStr>>(
         Err(e) => {
             drop(command);
             return match exec_failure(argv[0].as_ref(), &e) {
-                Some((code, line)) => Ok(Output { bytes: line.into_bytes(), status: ExitStatus::Code(code) }),
+                Some((code, line)) => {
+                    Ok(Output { bytes: line.into_bytes(), status: ExitStatus::Code(code), denials: Vec::new() })
+                }
                 None => Err(Error::io(format!("spawning {}", argv[0].as_ref().to_string_lossy()), e)),
             };
         }
@@ -142,7 +144,7 @@ pub(crate) fn run<S: AsRef<OsStr>>(
         return Err(Error::ExecutorClosed { partial: bytes });
     }
     let status = exit_status(status.map_err(|e| Error::io("waiting for the process", e))?);
-    Ok(Output { bytes, status })
+    Ok(Output { bytes, status, denials: Vec::new() })
 }
 
 /// Starts `argv` directly for an asynchronous [`crate::Process`]: separate pipes, its own
@@ -201,7 +203,12 @@ pub(crate) fn start(
             empty_group(pgid);
             let result = match status {
                 _ if closed => Err(Error::ExecutorClosed { partial: Vec::new() }),
-                Ok(s) => Ok(ProcessResult { status: exit_status(s), started_at, finished_at: SystemTime::now() }),
+                Ok(s) => Ok(ProcessResult {
+                    status: exit_status(s),
+                    started_at,
+                    finished_at: SystemTime::now(),
+                    denials: Vec::new(),
+                }),
                 Err(e) => Err(Error::io("waiting for the process", e)),
             };
             out.set(result);
@@ -263,6 +270,7 @@ fn failed_process(code: i32, line: String, started_at: std::time::SystemTime) ->
         status: ExitStatus::Code(code),
         started_at,
         finished_at: std::time::SystemTime::now(),
+        denials: Vec::new(),
     }));
     crate::Process {
         stdout: Mutex::new(reader(b"")),

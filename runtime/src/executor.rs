@@ -300,7 +300,8 @@ impl Executor {
         };
         let argv: Vec<OsString> = argv.iter().map(|a| a.as_ref().to_os_string()).collect();
         let dirs = (self.home_dir.as_deref(), self.temp_dir.as_path());
-        let spawn = Spawn { argv: &argv, cwd: &cwd, env: &self.env, dirs, deltas };
+        let pins = &self.set.pins;
+        let spawn = Spawn { argv: &argv, cwd: &cwd, env: &self.env, dirs, deltas, pins };
         self.set.backend.run(dl, &self.set.profile, spawn, limit, &self.set.closing)
     }
 

@@ -41,11 +41,6 @@ impl Executor {
         let class = Class::parse(&r.class)
             .ok_or_else(|| Error::GrantUnsupported { detail: format!("class: unknown class {:?}", r.class) })?;
         let (scope, target) = grants::fit(class, &r.kind, &r.scope, &r.target, &r.command)?;
-        if class == Class::ProxyTarget {
-            return Err(Error::GrantUnsupported {
-                detail: String::from("network.proxy-target.v1 needs an egress route, which this version does not have"),
-            });
-        }
         self.backend_supports(class, &target, &cwd)?;
         grants::gated(&self.set.profile, &r.kind, &scope)?;
         self.check_open()?;
@@ -113,6 +108,12 @@ impl Executor {
                 }
                 if class == Class::NetworkBroad && !linux.broad_grants_enforceable() {
                     return unsupported(String::from("network.broad.v1 needs landlock abi 6 or newer in force"));
+                }
+                // The proxy is what enforces the target: without it there is no way out at all.
+                if class == Class::ProxyTarget && !self.guarantees.target_network {
+                    return unsupported(String::from(
+                        "network.proxy-target.v1 needs the egress proxy (target-network), which this executor lacks",
+                    ));
                 }
                 if class.is_path() || class.is_tree() || matches!(class, Class::HostRead | Class::HostWrite) {
                     // Compile the spawn with this one grant: the target must get what it grants
@@ -186,9 +187,6 @@ impl Executor {
                     }
                     other => other,
                 })?;
-                if class == Class::ProxyTarget {
-                    return Err(Error::GrantUnsupported { detail: String::from("no egress route") });
-                }
                 if p.path_binding.is_none() {
                     self.backend_supports(class, &p.target, cwd)?;
                 }
@@ -278,7 +276,12 @@ fn add_delta(d: &mut GrantDeltas, class: Class, target: &str) {
         Class::HostRead => d.host_read = true,
         Class::HostWrite => d.host_write = true,
         Class::NetworkBroad => d.broad_port = grants::broad_port(target),
-        Class::CommandStart | Class::ProxyTarget => {}
+        Class::ProxyTarget => {
+            if let Ok(target) = sandbox_bundle::TargetPattern::parse(target) {
+                d.proxy_targets.push(target);
+            }
+        }
+        Class::CommandStart => {}
     }
 }
 

@@ -371,8 +371,11 @@ pub(crate) fn fit(
             if !scope.is_empty() {
                 return malformed(String::from("scope: network classes take an empty scope"));
             }
+            // One exact target (no wildcard), normalized, as the proxy matches it.
+            let exact = sandbox_bundle::TargetPattern::parse(target)
+                .is_ok_and(|p| p.to_string() == target && matches!(p.host(), sandbox_bundle::HostPattern::Exact(_)));
             match NetworkTarget::parse(target) {
-                Ok(t) if t.to_string() == target => Ok((String::new(), target.to_owned())),
+                Ok(t) if t.to_string() == target && exact => Ok((String::new(), target.to_owned())),
                 _ => malformed(format!("target: {target:?} is not a normalized tcp:<host>:<port>")),
             }
         }

@@ -58,6 +58,7 @@ mod prepared;
 mod probe;
 mod process;
 pub mod proof;
+mod proxy;
 #[cfg(target_os = "linux")]
 mod registry;
 mod route;
@@ -76,10 +77,12 @@ pub use process::{
     LifetimeContainment, Process, ProcessAccess, ProcessAccessKind, ProcessActivity, ProcessActivityKind,
     ProcessOptions, ProcessReader, ProcessResult, ProcessStdin, Signal, StreamMode,
 };
+pub use proxy::{DenialReason, NetworkDenial};
 pub use route::NetworkTarget;
 pub use sandbox_bundle::{
-    ACCESS_VERSION, Access, Cause, CompileReport, Error, ErrorKind, Guarantees, Home, Isolation, Level, PROTECT_V1,
-    Profile, ProfileConfig, Protection, ReportEntry, RootAccess, Settings, Status, check_invariants, restrict,
+    ACCESS_VERSION, Access, Cause, CompileReport, Error, ErrorKind, Guarantees, Home, Host, HostPattern, Isolation,
+    Level, PROTECT_V1, Profile, ProfileConfig, Protection, ReportEntry, RootAccess, Settings, Status, TargetPattern,
+    check_invariants, restrict,
 };
 pub use set::ExecutorSet;
 

@@ -19,6 +19,7 @@ pub(crate) use sandbox_linux::backend::{LinuxBackend, SpawnInput, setup_failed};
 use crate::backend::Spawn;
 use crate::output::{ExitStatus, Stop, drain, pump};
 use crate::process::{LifetimeContainment, Process, ProcessReader, ProcessResult, ProcessStdin};
+use crate::proxy::{Credential, NetworkDenial, Proxy, ProxyPolicy};
 use crate::set::{Admitted, SetInner};
 use crate::{Deadline, ExecutorSetOptions, fsutil};
 
@@ -86,6 +87,65 @@ pub(crate) fn cgroup_parent(options: &ExecutorSetOptions) -> Option<String> {
     backend::configured_cgroup_parent(options.configured_cgroup_parent().as_deref())
 }
 
+/// The egress proxy of one spawn (issue 17): the credential and policy are made before the
+/// launch (the credential goes into the spawn's environment), the server once the container
+/// started and its listener came back from the helper.
+struct Egress {
+    credential: Option<Credential>,
+    policy: ProxyPolicy,
+    proxy: Option<Proxy>,
+}
+
+impl Egress {
+    /// None unless the spawn reaches the network only through the proxy; otherwise the
+    /// credential's variables are added to `input`'s environment.
+    fn prepare(
+        profile: &Profile,
+        input: &mut SpawnInput<'_>,
+        pins: &[(sandbox_bundle::Host, Vec<std::net::IpAddr>)],
+    ) -> Result<Option<Egress>, Error> {
+        if !sandbox_bundle::egress_proxy(profile, &input.grants) {
+            return Ok(None);
+        }
+        let credential = Credential::new()?;
+        input.env.extend(credential.env());
+        let allow = profile.config().network_targets.iter().chain(&input.grants.proxy_targets).cloned().collect();
+        let policy = ProxyPolicy { allow, pins: pins.to_vec() };
+        Ok(Some(Egress { credential: Some(credential), policy, proxy: None }))
+    }
+
+    /// Serves the started container's listener. A spawn that required the proxy has one (the
+    /// helper fails the spawn otherwise); without it nothing leaves the namespace.
+    fn serve(&mut self, launched: &mut backend::Launched) -> Result<(), Error> {
+        let listener = launched.take_proxy_listener().map_err(|e| Error::io("receiving the proxy's listener", e))?;
+        let (Some(listener), Some(credential)) = (listener, self.credential.take()) else { return Ok(()) };
+        self.proxy = Some(Proxy::start(listener, self.policy.clone(), credential)?);
+        Ok(())
+    }
+
+    /// Stops the proxy: what it refused.
+    fn finish(self) -> Vec<NetworkDenial> {
+        self.proxy.map(Proxy::finish).unwrap_or_default()
+    }
+}
+
+/// Runs one spawn of a caller to its end (see [`run`]), with its egress proxy when the profile
+/// has one: the output, the status and what the proxy refused.
+pub(crate) fn run_egress(
+    linux: &LinuxBackend,
+    dl: &Deadline,
+    profile: &Profile,
+    input: &SpawnInput<'_>,
+    pins: &[(sandbox_bundle::Host, Vec<std::net::IpAddr>)],
+    limit: Option<u64>,
+    closing: &AtomicBool,
+) -> Result<(Vec<u8>, backend::ExitStatus, Vec<NetworkDenial>), Error> {
+    let mut input = input.clone();
+    let mut egress = Egress::prepare(profile, &mut input, pins)?;
+    let (bytes, status, _) = run_with(linux, dl, profile, &input, limit, closing, true, egress.as_mut())?;
+    Ok((bytes, status, egress.map(Egress::finish).unwrap_or_default()))
+}
+
 /// Runs one spawn to its end: output combined, stdin `/dev/null`. With `require` the probe's
 /// measurements become requirements (a spawn getting less fails).
 pub(crate) fn run(
@@ -97,12 +157,33 @@ pub(crate) fn run(
     closing: &AtomicBool,
     require: bool,
 ) -> Result<(Vec<u8>, backend::ExitStatus, Measurement), Error> {
+    run_with(linux, dl, profile, input, limit, closing, require, None)
+}
+
+#[allow(clippy::too_many_arguments, reason = "run's arguments and the spawn's egress proxy")]
+fn run_with(
+    linux: &LinuxBackend,
+    dl: &Deadline,
+    profile: &Profile,
+    input: &SpawnInput<'_>,
+    limit: Option<u64>,
+    closing: &AtomicBool,
+    require: bool,
+    egress: Option<&mut Egress>,
+) -> Result<(Vec<u8>, backend::ExitStatus, Measurement), Error> {
     let (out_r, out_w) = crate::output::pipe()?;
     let err_w = out_w.try_clone().map_err(|e| Error::io("pipe", e))?;
     let stdin = std::fs::File::open("/dev/null").map_err(|e| Error::io("opening /dev/null", e))?.into();
     let mut launched = linux.launch(dl, profile, input, stdin, out_w, err_w, require)?;
     // Bounded start-up first (deadline, close, 60 s): nothing starts after either fired.
     linux.wait_started(&mut launched, dl, closing)?;
+    if let Some(egress) = egress.filter(|_| !launched.ended_early()) {
+        if let Err(e) = egress.serve(&mut launched) {
+            let _ = launched.kill();
+            let _ = linux.finish(launched, closing, Some(dl), true);
+            return Err(e);
+        }
+    }
     let mut bytes = Vec::new();
     let stop = if launched.ended_early() {
         None
@@ -159,6 +240,7 @@ pub(crate) fn start(
     let mut input = spawn_input(spawn.argv, spawn.cwd.to_path_buf(), spawn.env, spawn.dirs)?;
     input.tty = tty;
     input.grants = spawn.deltas;
+    let mut egress = Egress::prepare(&set.profile, &mut input, spawn.pins)?;
     let started_at = SystemTime::now();
     let mut launched = linux.launch(dl, &set.profile, &input, stdio.0, stdio.1, stdio.2, true)?;
     let master = if tty {
@@ -188,6 +270,13 @@ pub(crate) fn start(
         let detail = finish.status.err().unwrap_or_else(|| String::from("the container ended before it started"));
         return Err(failed(linux, detail));
     }
+    if let Some(egress) = egress.as_mut() {
+        if let Err(e) = egress.serve(&mut launched) {
+            let _ = launched.kill();
+            let _ = linux.finish(launched, &set.closing, None, true);
+            return Err(e);
+        }
+    }
     let outcome = Arc::new(crate::process::Outcome::default());
     let signaller: Arc<dyn crate::process::Signaller> = Arc::new(LinuxSignaller(launched.signal_handle()));
     let set = Arc::clone(set);
@@ -196,11 +285,13 @@ pub(crate) fn start(
         .name(String::from("sandbox-supervisor"))
         .spawn(move || {
             let Some(linux) = set.backend.linux() else { return };
-            let result = match linux.finish(launched, &set.closing, None, false) {
+            let finished = linux.finish(launched, &set.closing, None, false);
+            let denials = egress.map(Egress::finish).unwrap_or_default();
+            let result = match finished {
                 Ok(f) if f.closed => Err(Error::ExecutorClosed { partial: Vec::new() }),
                 Ok(f) => match f.status {
                     Ok(status) => {
-                        Ok(ProcessResult { status: status.into(), started_at, finished_at: SystemTime::now() })
+                        Ok(ProcessResult { status: status.into(), started_at, finished_at: SystemTime::now(), denials })
                     }
                     Err(detail) => Err(failed(linux, detail)),
                 },

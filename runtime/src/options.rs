@@ -2,10 +2,11 @@
 //! checks every value.
 
 use std::ffi::OsString;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use sandbox_bundle::{EnvOptions, Error, Home, Profile, check_seed};
+use sandbox_bundle::{EnvOptions, Error, Home, Host, Profile, check_seed};
 
 /// The default CPU weight of a spawn (cgroup v2 units; a host process has 100).
 pub(crate) const DEFAULT_CPU_WEIGHT: u16 = 10;
@@ -39,6 +40,7 @@ pub struct ExecutorSetOptions {
     pub(crate) cgroup_parent: Option<PathBuf>,
     pub(crate) env: EnvOptions,
     pub(crate) seed_home: Vec<(PathBuf, PathBuf)>,
+    pub(crate) resolve: Vec<(String, IpAddr)>,
 }
 
 impl ExecutorSetOptions {
@@ -55,6 +57,7 @@ impl ExecutorSetOptions {
             cgroup_parent: None,
             env: EnvOptions::default(),
             seed_home: Vec::new(),
+            resolve: Vec::new(),
         }
     }
 
@@ -130,6 +133,31 @@ impl ExecutorSetOptions {
         self
     }
 
+    /// Pins `name` to `address` for the egress proxy's resolver (issue 17), like curl's
+    /// `--resolve`: the proxy connects there instead of asking DNS, and a pinned address counts
+    /// as named by the caller, so a loopback or private address is allowed for that name (test
+    /// servers, split-horizon DNS). A name may be pinned to several addresses (tried in order).
+    /// Only the targets the profile or a grant allows are reachable either way.
+    pub fn resolve(mut self, name: impl Into<String>, address: IpAddr) -> Self {
+        self.resolve.push((name.into(), address));
+        self
+    }
+
+    /// The pins of [`ExecutorSetOptions::resolve`], normalized and grouped by name (names were
+    /// checked by `validate`).
+    pub(crate) fn pins(&self) -> Vec<(Host, Vec<IpAddr>)> {
+        let mut pins: Vec<(Host, Vec<IpAddr>)> = Vec::new();
+        for (name, address) in &self.resolve {
+            let Ok(host) = Host::parse(name) else { continue };
+            match pins.iter_mut().find(|(h, _)| *h == host) {
+                Some((_, addresses)) if !addresses.contains(address) => addresses.push(*address),
+                Some(_) => {}
+                None => pins.push((host, vec![*address])),
+            }
+        }
+        pins
+    }
+
     /// Checks every value (CONTRACT.md §9 step 2), failing with [`Error::InvalidOptions`].
     pub(crate) fn validate(&self, profile: &Profile) -> Result<(), Error> {
         let bad = |detail: &str| Err(Error::InvalidOptions { detail: detail.to_owned() });
@@ -174,6 +202,17 @@ impl ExecutorSetOptions {
                 return Err(Error::InvalidOptions {
                     detail: format!("{name}: {} is not an absolute, clean path", parent.display()),
                 });
+            }
+        }
+        for (i, (name, _)) in self.resolve.iter().enumerate() {
+            match Host::parse(name) {
+                Ok(Host::Name(_)) => {}
+                Ok(Host::Ip(_)) => {
+                    return Err(Error::InvalidOptions {
+                        detail: format!("resolve[{i}]: {name:?} is an address, not a name"),
+                    });
+                }
+                Err(why) => return Err(Error::InvalidOptions { detail: format!("resolve[{i}]: {name:?}: {why}") }),
             }
         }
         self.env.validate()?;

@@ -41,14 +41,17 @@ impl ExitStatus {
     }
 }
 
-/// The result of a synchronous run: stdout and stderr combined in arrival order, and the
-/// status.
+/// The result of a synchronous run: stdout and stderr combined in arrival order, the status,
+/// and what the egress proxy refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Output {
     /// stdout and stderr, combined.
     pub bytes: Vec<u8>,
     /// How the process ended.
     pub status: ExitStatus,
+    /// Every request the egress proxy refused during the run, in order (network `Gated` on
+    /// Linux; empty otherwise): what a harness can offer its user to allow.
+    pub denials: Vec<crate::NetworkDenial>,
 }
 
 /// Why a pump stopped before EOF.

@@ -71,8 +71,14 @@ impl PreparedProcess {
             #[cfg(target_os = "linux")]
             Backend::Linux(linux) => {
                 let dirs = (self.home_dir.as_deref(), self.temp_dir.as_path());
-                let spawn =
-                    Spawn { argv: &self.argv, cwd: &self.cwd, env: &self.env, dirs, deltas: self.deltas.clone() };
+                let spawn = Spawn {
+                    argv: &self.argv,
+                    cwd: &self.cwd,
+                    env: &self.env,
+                    dirs,
+                    deltas: self.deltas.clone(),
+                    pins: &self.set.pins,
+                };
                 crate::linux::start(linux, &self.set, dl, spawn, self.tty, admitted)
             }
         }

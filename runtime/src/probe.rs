@@ -11,7 +11,7 @@ mod doctor;
 
 use serde::Serialize;
 
-use crate::{Deadline, Error, ExecutorSet, ExecutorSetOptions, Profile, ReportEntry};
+use crate::{Deadline, Error, ExecutorSet, ExecutorSetOptions, Profile, ProfileConfig, ReportEntry};
 
 /// The cgroup facts of [`HostProbe`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -61,8 +61,13 @@ pub struct HostProbe {
     pub guarantee_bits: u64,
     /// Lifetime containment of its processes.
     pub lifetime_containment: &'static str,
+    /// Every guarantee some profile gets here: the default profile's, and `target-network`
+    /// when a probe container with network `gated` got the egress proxy (issue 17).
+    pub achievable: Vec<&'static str>,
+    /// The `target-network` entry of that gated probe's report (absent when it could not run).
+    pub target_network: Option<ReportEntry>,
     /// Grant classes a backend here can enforce (none when no sandbox runs here;
-    /// `network.proxy-target.v1` never: there is no egress route in this version).
+    /// `network.proxy-target.v1` only where `target-network` is achievable).
     pub grant_classes: Vec<&'static str>,
     /// Its report.
     pub report: Vec<ReportEntry>,
@@ -149,6 +154,8 @@ fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
         guarantees: Vec::new(),
         guarantee_bits: 0,
         lifetime_containment: "unspecified",
+        achievable: Vec::new(),
+        target_network: None,
         grant_classes: Vec::new(),
         report: Vec::new(),
         findings: Vec::new(),
@@ -201,6 +208,33 @@ fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
         }
         Err(e @ (Error::DeadlineExceeded { .. } | Error::Cancelled { .. })) => return Err(e),
         Err(e) => probe.reason = e.to_string(),
+    }
+    if probe.available {
+        // The same profile with network gated: does the egress proxy come up (issue 17)?
+        let gated = Profile::new(ProfileConfig { network: crate::Access::Gated, ..profile.config().clone() })?;
+        let options = ExecutorSetOptions::new(scratch.path()).max_executors(1);
+        let measured = ExecutorSet::new(dl, &gated, options).and_then(|set| {
+            let executor = set.executor("probe-gated")?;
+            let result = (executor.guarantees().target_network, executor.report().get("target-network").cloned());
+            drop(executor);
+            set.close()?;
+            Ok(result)
+        });
+        probe.achievable = probe.guarantees.clone();
+        match measured {
+            Ok((held, entry)) => {
+                probe.target_network = entry;
+                if held {
+                    probe.achievable.push("target-network");
+                    probe.grant_classes.push("network.proxy-target.v1");
+                }
+            }
+            Err(e @ (Error::DeadlineExceeded { .. } | Error::Cancelled { .. })) => return Err(e),
+            Err(e) => {
+                probe.target_network =
+                    Some(ReportEntry::new("target-network", crate::Status::Unenforced, e.to_string()));
+            }
+        }
     }
     #[cfg(target_os = "linux")]
     {

@@ -150,7 +150,7 @@ impl ProcessAccess {
 }
 
 /// The outcome of a process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProcessResult {
     /// How it ended.
     pub status: ExitStatus,
@@ -158,6 +158,9 @@ pub struct ProcessResult {
     pub started_at: SystemTime,
     /// When it was reaped.
     pub finished_at: SystemTime,
+    /// Every request the egress proxy refused during the run, in order (see
+    /// [`crate::Output::denials`]).
+    pub denials: Vec<crate::NetworkDenial>,
 }
 
 /// A readable stream of the process (stdout or stderr). Dropping it drains the stream in the

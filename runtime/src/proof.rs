@@ -24,6 +24,7 @@ pub fn profile_config(workspace_root: impl Into<std::path::PathBuf>) -> ProfileC
         ack_unconfined: false,
         unix_sockets: Access::Deny,
         protected_paths: crate::Protection::default(),
+        network_targets: Vec::new(),
     }
 }
 

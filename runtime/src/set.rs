@@ -30,6 +30,8 @@ pub(crate) struct SetInner {
     pub(crate) options: ExecutorSetOptions,
     pub(crate) dir: PathBuf,
     pub(crate) backend: Backend,
+    /// The options' `resolve` pins, normalized once (issue 17).
+    pub(crate) pins: Vec<(sandbox_bundle::Host, Vec<std::net::IpAddr>)>,
     state: Mutex<State>,
     changed: Condvar,
     pub(crate) closing: AtomicBool,
@@ -119,6 +121,7 @@ impl ExecutorSet {
         Ok(ExecutorSet {
             inner: Arc::new(SetInner {
                 profile: profile.clone(),
+                pins: options.pins(),
                 options,
                 dir,
                 backend,

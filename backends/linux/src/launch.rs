@@ -341,6 +341,12 @@ impl Running {
         sys::recv_fd(self.fdpass.as_fd())
     }
 
+    /// The egress proxy's listener, passed by the helper before `Started` (None: not asked, or
+    /// it could not be made). Never blocks.
+    pub fn take_proxy_listener(&mut self) -> std::io::Result<Option<OwnedFd>> {
+        sys::try_recv_fd(self.fdpass.as_fd())
+    }
+
     /// A handle that can signal the container from another thread.
     pub fn signal_handle(&self) -> SignalHandle {
         self.writer.clone()

@@ -20,6 +20,14 @@ pub struct Request {
     pub loopback: bool,
     /// Fail the spawn when `lo` cannot be raised.
     pub require_loopback: bool,
+    /// The egress proxy's port (issue 17): the helper makes a listener on `127.0.0.1:<port>`
+    /// in the container's network namespace, after `lo`, and passes it to the parent over the
+    /// descriptor socket before `Started`. The parent serves it; nothing inside does.
+    #[serde(default)]
+    pub proxy_port: Option<u16>,
+    /// Fail the spawn when the proxy's listener cannot be made.
+    #[serde(default)]
+    pub require_proxy: bool,
     /// Fail the spawn unless Landlock is fully enforced.
     pub require_landlock: bool,
     /// Fail the spawn unless seccomp is installed.
@@ -171,6 +179,12 @@ pub struct Measured {
     /// Why `lo` could not be raised.
     #[serde(default)]
     pub loopback_error: Option<String>,
+    /// Whether the proxy's listener was made and passed (None when not asked).
+    #[serde(default)]
+    pub proxy: Option<bool>,
+    /// Why it was not.
+    #[serde(default)]
+    pub proxy_error: Option<String>,
     /// Why the inotify bound of `Request::inotify` could not be set (None: set, or not asked).
     #[serde(default)]
     pub inotify_error: Option<String>,

@@ -64,6 +64,40 @@ pub fn loopback_up() -> io::Result<()> {
     Ok(())
 }
 
+/// A listening TCP socket on `127.0.0.1:<port>` in this process's network namespace, without
+/// `SO_REUSEADDR` (nothing else may bind the port while it listens), close-on-exec.
+pub fn loopback_listener(port: u16) -> io::Result<OwnedFd> {
+    use nix::sys::socket::{AddressFamily, Backlog, SockFlag, SockType, SockaddrIn, bind, listen, socket};
+    let sock = socket(AddressFamily::Inet, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)?;
+    bind(sock.as_raw_fd(), &SockaddrIn::new(127, 0, 0, 1, port))?;
+    listen(&sock, Backlog::new(128).map_err(io::Error::from)?)?;
+    Ok(sock)
+}
+
+/// Receives one descriptor sent by [`send_fd`] on `sock` if one is already waiting (never
+/// blocks): None when nothing was sent.
+pub fn try_recv_fd(sock: BorrowedFd<'_>) -> io::Result<Option<OwnedFd>> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    let mut byte = [0u8; 1];
+    let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+    let mut space = nix::cmsg_space!([RawFd; 1]);
+    let flags = MsgFlags::MSG_CMSG_CLOEXEC | MsgFlags::MSG_DONTWAIT;
+    let msg = match recvmsg::<()>(sock.as_raw_fd(), &mut iov, Some(&mut space), flags) {
+        Ok(msg) => msg,
+        Err(nix::errno::Errno::EAGAIN) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let mut received = Vec::new();
+    for cmsg in msg.cmsgs()? {
+        if let ControlMessageOwned::ScmRights(fds) = cmsg {
+            // SAFETY: SCM_RIGHTS just installed these descriptors in this process: each is
+            // open and nothing owns it yet.
+            received.extend(fds.into_iter().map(|fd| unsafe { own_fd(fd) }));
+        }
+    }
+    Ok(received.into_iter().next())
+}
+
 /// Makes `fd` the descriptor number `target` (`dup2`), without `FD_CLOEXEC` (cleared when `fd`
 /// already is `target`). Only async-signal-safe calls, allocates nothing: usable between fork
 /// and exec.

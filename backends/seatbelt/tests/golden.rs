@@ -526,3 +526,37 @@ fn mach_services_process_info_and_sysctls_are_never_allowed_wholesale() {
         }
     }
 }
+
+/// Issue 17: a gated profile with the egress proxy on the host's loopback: outbound only to the
+/// proxy's port (no DNS service, no other port), and `target-network` claimed.
+#[test]
+fn the_egress_proxy_is_the_only_way_out() {
+    let f = Fixture::new();
+    let config = ProfileConfig {
+        network: Access::Gated,
+        network_targets: vec![sandbox_bundle::TargetPattern::parse("tcp:registry.npmjs.org:443").unwrap()],
+        ..f.config()
+    };
+    let profile = Profile::new(config).unwrap();
+    let bundle = compile(&profile, &f.spawn(), &host()).unwrap();
+    let ctx = SeatbeltContext { proxy_port: Some(49152), ..f.ctx() };
+    let sbpl = compile_sbpl(&bundle, &ctx).unwrap().replace(&f.root.display().to_string(), "$T");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/egress-proxy.sb");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        fs::write(&path, &sbpl).unwrap();
+    } else {
+        let want = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(want, sbpl, "SBPL differs from {}", path.display());
+    }
+    let outbound: Vec<&str> =
+        sbpl.lines().filter(|l| l.contains("network-outbound") || l.contains("network*")).collect();
+    assert_eq!(outbound, ["(allow network-outbound (remote tcp \"localhost:49152\"))"], "{sbpl}");
+    assert!(!sbpl.contains("mDNSResponder"), "no DNS service: the proxy resolves names");
+    let (level, g, report) = assess(&profile, &bundle, String::from("env"), true);
+    check_invariants(level, g, Some(Isolation::Sandboxed), Some(&report)).unwrap();
+    assert!(g.target_network && g.network_boundary, "{g:?}");
+    // Without a live proxy nothing leaves at all.
+    let closed = compile_sbpl(&bundle, &f.ctx()).unwrap();
+    assert!(!closed.contains("network-outbound"), "{closed}");
+    assert!(!assess(&profile, &bundle, String::from("env"), false).1.target_network);
+}

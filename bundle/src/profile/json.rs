@@ -9,6 +9,7 @@ use super::ProfileConfig;
 use crate::access::{Access, Home, Isolation, RootAccess};
 use crate::error::Error;
 use crate::protect::Protection;
+use crate::target::TargetPattern;
 
 const CONFIG_KEYS: &[&str] = &[
     "workspace_root",
@@ -24,6 +25,7 @@ const CONFIG_KEYS: &[&str] = &[
     "ack_unconfined",
     "unix_sockets",
     "protected_paths",
+    "network_targets",
 ];
 
 impl ProfileConfig {
@@ -64,6 +66,7 @@ impl ProfileConfig {
                     };
                 }
                 "protected_paths" => config.protected_paths = decode_protection(key, v)?,
+                "network_targets" => config.network_targets = decode_targets(key, v)?,
                 "ack_unconfined" => {
                     config.ack_unconfined =
                         v.as_bool().ok_or_else(|| Error::profile(format!("{key}: expected true or false")))?;
@@ -78,6 +81,24 @@ impl ProfileConfig {
         }
         Ok(config)
     }
+}
+
+/// `network_targets`: an array of `tcp:<host-pattern>:<port>` strings.
+fn decode_targets(key: &str, v: &Value) -> Result<Vec<TargetPattern>, Error> {
+    let Value::Array(items) = v else {
+        return Err(Error::profile(format!("{key}: expected an array of \"tcp:<host>:<port>\" strings")));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let text = item.as_str().ok_or_else(|| Error::profile(format!("{key}[{i}]: expected a string")))?;
+            TargetPattern::parse(text).map_err(|e| match e {
+                Error::InvalidArgument { detail } => Error::profile(format!("{key}[{i}]: {detail}")),
+                other => other,
+            })
+        })
+        .collect()
 }
 
 impl<'de> serde::Deserialize<'de> for ProfileConfig {

@@ -23,6 +23,9 @@ pub(super) struct Probe {
     pub loopback: Option<bool>,
     pub loopback_error: Option<String>,
     pub limits: Result<String, String>,
+    /// Whether the egress proxy's listener was made (None: the profile has no proxy).
+    pub proxy: Option<bool>,
+    pub proxy_error: Option<String>,
 }
 
 /// How much of its Landlock ruleset the probe container got in force.
@@ -67,6 +70,8 @@ impl Probe {
             loopback: None,
             loopback_error: None,
             limits: Err(String::from("not probed")),
+            proxy: None,
+            proxy_error: None,
         }
     }
 }
@@ -111,6 +116,8 @@ impl LinuxBackend {
             loopback: measured.loopback,
             loopback_error: measured.loopback_error.clone(),
             limits: self.check_readback(measured),
+            proxy: measured.proxy,
+            proxy_error: measured.proxy_error.clone(),
         };
     }
 
@@ -175,6 +182,7 @@ impl LinuxBackend {
         self.probe.landlock == Landlock::Full
             && self.probe.seccomp
             && self.probe.loopback == Some(true)
+            && self.probe.proxy != Some(false)
             && self.probe.landlock_abi == crate::sys::landlock_abi()
             && self.probe.landlock_abi > 0
     }
@@ -368,6 +376,10 @@ impl LinuxBackend {
                     Err(p.loopback_error.clone().unwrap_or_else(|| String::from("unknown reason")))
                 },
                 limits: p.limits.clone(),
+                proxy: match p.proxy {
+                    Some(true) => Ok(()),
+                    _ => Err(p.proxy_error.clone().unwrap_or_else(|| String::from("not measured"))),
+                },
             },
         })
     }
@@ -422,6 +434,8 @@ mod tests {
                 loopback: Some(true),
                 loopback_error: None,
                 limits,
+                proxy: None,
+                proxy_error: None,
             },
             probe_measured: None,
             kept_probe: None,

@@ -112,6 +112,8 @@ impl LinuxBackend {
             rootless: self.uid != 0,
             loopback: private_net,
             require_loopback: require && private_net && self.probe.loopback == Some(true),
+            proxy_port: bundle.egress_proxy.then_some(sandbox_bundle::target::PROXY_PORT),
+            require_proxy: require && bundle.egress_proxy && self.probe.proxy == Some(true),
             require_landlock: require && self.probe.landlock == Landlock::Full,
             require_seccomp: require && self.probe.seccomp,
             limits: self.limits(id),

@@ -291,6 +291,13 @@ impl Launched {
         self.running.take_console()
     }
 
+    /// The egress proxy's listener in the container's network namespace (issue 17), taken once
+    /// the container started (after [`LinuxBackend::wait_started`]): None when the spawn has
+    /// no proxy or its listener could not be made (only a probe runs on without it).
+    pub fn take_proxy_listener(&mut self) -> std::io::Result<Option<OwnedFd>> {
+        self.running.take_proxy_listener()
+    }
+
     /// A pending warm container's shape.
     pub(super) fn shape(&self) -> Option<&str> {
         match &self.phase {

@@ -39,6 +39,9 @@ pub(super) trait Host {
     fn close_status(&mut self);
     /// Raises `lo` in the container's network namespace.
     fn raise_loopback(&mut self, pid: Pid, rootless: bool) -> Result<(), String>;
+    /// Makes the egress proxy's listener in the container's network namespace and passes it to
+    /// the parent over the descriptor socket.
+    fn open_proxy(&mut self, pid: Pid, rootless: bool, port: u16) -> Result<(), String>;
     /// Bounds the run's inotify instances and watches in the container's user namespace.
     fn bound_inotify(&mut self, pid: Pid, instances: u64, watches: u64) -> Result<(), String>;
     /// False when the embedder is gone or has asked for a SIGKILL; never blocks.
@@ -131,6 +134,11 @@ impl Host for Live {
 
     fn raise_loopback(&mut self, pid: Pid, rootless: bool) -> Result<(), String> {
         namespaces::raise_loopback(pid, rootless)
+    }
+
+    fn open_proxy(&mut self, pid: Pid, rootless: bool, port: u16) -> Result<(), String> {
+        let listener = namespaces::proxy_listener(pid, rootless, port)?;
+        sys::send_fd(self.fdpass.as_fd(), listener.as_fd()).map_err(|e| format!("passing the listener: {e}"))
     }
 
     fn bound_inotify(&mut self, pid: Pid, instances: u64, watches: u64) -> Result<(), String> {

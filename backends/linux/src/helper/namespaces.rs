@@ -71,6 +71,50 @@ pub(super) fn raise_loopback(pid: Pid, rootless: bool) -> Result<(), String> {
     }
 }
 
+/// Makes the egress proxy's listener (issue 17) on `127.0.0.1:<port>` in the container's
+/// network namespace, from a short-lived child that joins it (and the user namespace, rootless)
+/// through a pidfd and hands the socket back over a socketpair. The socket belongs to that
+/// namespace wherever it is held: the parent accepts the workload's connections on it from
+/// outside, and no process inside serves the proxy.
+#[allow(unsafe_code, reason = "the fork of the short-lived child (see the SAFETY comment)")]
+pub(super) fn proxy_listener(pid: Pid, rootless: bool, port: u16) -> Result<std::os::fd::OwnedFd, String> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+    use std::os::fd::AsFd;
+    let pidfd = sys::pidfd_open(pid).map_err(|e| format!("pidfd_open: {e}"))?;
+    let (ours, theirs) = socketpair(AddressFamily::Unix, SockType::Stream, None, SockFlag::SOCK_CLOEXEC)
+        .map_err(|e| format!("socketpair: {e}"))?;
+    let flags = if rootless { CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET } else { CloneFlags::CLONE_NEWNET };
+    // SAFETY: the helper is single-threaded: `dispatch_if_helper` checked that it was the
+    // process's only thread, and neither the helper nor libcontainer starts one.
+    match unsafe { sys::fork_single_threaded() }.map_err(|e| format!("fork: {e}"))? {
+        ForkResult::Child => {
+            drop(ours);
+            let code = match setns(&pidfd, flags) {
+                Err(_) => 2,
+                Ok(()) => match sys::loopback_listener(port) {
+                    Err(_) => 3,
+                    Ok(listener) if sys::send_fd(theirs.as_fd(), listener.as_fd()).is_err() => 4,
+                    Ok(_) => 0,
+                },
+            };
+            sys::exit_now(code)
+        }
+        ForkResult::Parent { child } => {
+            drop(theirs);
+            let waited = waitpid(child, None);
+            match waited {
+                Ok(WaitStatus::Exited(_, 0)) => {
+                    sys::recv_fd(ours.as_fd()).map_err(|e| format!("receiving the listener: {e}"))
+                }
+                Ok(WaitStatus::Exited(_, 2)) => Err(String::from("setns into the container's namespaces failed")),
+                Ok(WaitStatus::Exited(_, 3)) => Err(format!("binding 127.0.0.1:{port} failed")),
+                Ok(WaitStatus::Exited(_, 4)) => Err(String::from("passing the listener failed")),
+                other => Err(format!("the listener child failed ({other:?})")),
+            }
+        }
+    }
+}
+
 /// A run without a usable cgroup (issue 15): the runtime would still put the container into a
 /// cgroup of the host's hierarchy, and on cgroup v1 (or hybrid) a non-root user can create
 /// none. The helper therefore first enters a user namespace of its own (its uid and gid mapped

@@ -46,6 +46,8 @@ pub(super) enum SetupError {
     Init(Failure),
     /// `lo` could not be raised.
     Loopback(String),
+    /// The egress proxy's listener could not be made.
+    Proxy(String),
     /// The run's inotify bound could not be set.
     Inotify(String),
     /// The embedder went away, or asked for a kill, before the workload started.
@@ -70,6 +72,7 @@ impl std::fmt::Display for SetupError {
             SetupError::NotReady(e) => write!(f, "helper: start: {e}"),
             SetupError::Init(failure) => std::fmt::Display::fmt(failure, f),
             SetupError::Loopback(e) => write!(f, "helper: loopback: {e}"),
+            SetupError::Proxy(e) => write!(f, "helper: egress proxy: {e}"),
             SetupError::Inotify(e) => write!(f, "helper: inotify bound: {e}"),
             SetupError::Cancelled => f.write_str("helper: start: cancelled before the workload started"),
             SetupError::Unused => f.write_str("helper: start: the warm container was not used"),
@@ -174,6 +177,17 @@ fn arm<H: Host>(host: &mut H, request: &Request, pid: Pid, measured: &mut Measur
         if let Err(e) = up {
             if request.require_loopback {
                 return Err(SetupError::Loopback(e));
+            }
+        }
+    }
+    if let Some(port) = request.proxy_port {
+        let opened = host.open_proxy(pid, request.rootless, port);
+        measured.phases.push((String::from("proxy"), monotonic_us()));
+        measured.proxy = Some(opened.is_ok());
+        measured.proxy_error = opened.as_ref().err().cloned();
+        if let Err(e) = opened {
+            if request.require_proxy {
+                return Err(SetupError::Proxy(e));
             }
         }
     }

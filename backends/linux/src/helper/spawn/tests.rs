@@ -30,6 +30,7 @@ enum Call {
     Start,
     CloseStatus,
     Loopback { pid: i32, rootless: bool },
+    Proxy { pid: i32, rootless: bool, port: u16 },
     Inotify { pid: i32, instances: u64, watches: u64 },
     StillWanted,
     WaitForGo,
@@ -165,6 +166,11 @@ impl Host for Recorder {
         self.loopback.clone()
     }
 
+    fn open_proxy(&mut self, pid: Pid, rootless: bool, port: u16) -> Result<(), String> {
+        self.calls.push(Call::Proxy { pid: pid.as_raw(), rootless, port });
+        Ok(())
+    }
+
     fn bound_inotify(&mut self, pid: Pid, instances: u64, watches: u64) -> Result<(), String> {
         self.calls.push(Call::Inotify { pid: pid.as_raw(), instances, watches });
         self.inotify.clone()
@@ -255,6 +261,8 @@ fn request() -> Request {
         rootless: true,
         loopback: false,
         require_loopback: false,
+        proxy_port: None,
+        require_proxy: false,
         require_landlock: true,
         require_seccomp: true,
         limits: Vec::new(),
@@ -345,6 +353,19 @@ fn a_cold_spawn_runs_every_step_in_order() {
     let measured = host.measured.unwrap();
     assert_eq!(measured.readback, [Some(String::from("64")), Some(String::from("1048576"))]);
     assert_eq!((measured.loopback, measured.landlock, measured.seccomp), (Some(true), Some(LandlockStatus::Full), 2));
+}
+
+#[test]
+fn the_proxy_listener_is_made_after_lo_and_before_anything_runs() {
+    let mut host = cgroup();
+    let request = Request { proxy_port: Some(3128), require_proxy: true, ..limited() };
+    run(&mut host, &request).unwrap();
+    let at = |call: &Call| host.calls.iter().position(|c| c == call).unwrap();
+    let proxy = at(&Call::Proxy { pid: INIT, rootless: true, port: 3128 });
+    assert!(at(&Call::Loopback { pid: INIT, rootless: true }) < proxy);
+    assert!(proxy < at(&Call::SendGo { payload: b"g".to_vec(), fds: 0 }));
+    assert_eq!(host.phases(), ["limits", "ready", "loopback", "proxy", "inotify", "go", "status-eof", "reaped"]);
+    assert_eq!(host.measured.unwrap().proxy, Some(true));
 }
 
 #[test]
