@@ -1746,3 +1746,324 @@ fn the_default_scratch_root_is_in_ram_unless_tmpdir_says_otherwise() {
         assert!(!set.exists(), "the run's set directory {} was left", set.display());
     }
 }
+
+/// A plain-HTTP origin on the host's loopback for the egress tests (issue 17): each request is
+/// answered `origin <path> host=<Host header>` and closed. Its port, and the Host header of every
+/// request it got.
+fn http_origin() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let hosts = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+            let Ok(clone) = stream.try_clone() else { continue };
+            let mut reader = std::io::BufReader::new(clone);
+            let (mut request, mut host, mut line) = (String::new(), String::new(), String::new());
+            if reader.read_line(&mut request).is_err() {
+                continue;
+            }
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                if let Some((name, value)) = line.split_once(':') {
+                    if name.eq_ignore_ascii_case("host") {
+                        host = value.trim().to_owned();
+                    }
+                }
+                line.clear();
+            }
+            hosts.lock().unwrap().push(host.clone());
+            let path = request.split_whitespace().nth(1).unwrap_or("");
+            let body = format!("origin {path} host={host}\n");
+            let _ =
+                write!(stream, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        }
+    });
+    (port, seen)
+}
+
+/// `sandbox run --scratch ../scratch ARGS` in the area.
+fn run_in(area: &Area, args: &[String]) -> std::process::Output {
+    let mut all = vec![os("run"), os("--scratch"), os("../scratch")];
+    all.extend(args.iter().map(|a| os(a)));
+    area.sandbox(&refs(&all))
+}
+
+/// The `--json` object a run printed (exactly one object on stdout).
+fn run_json(o: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {} / {}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    })
+}
+
+/// `curl -fsS` through the proxy the environment names.
+fn curl_args(url: &str) -> Vec<String> {
+    ["curl", "-fsS", "--max-time", "10", url].iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// Issue 17 through the CLI: `--allow-target` makes the default profile's network gated, and
+/// with the origin's name pinned by `--resolve` curl reaches it through the egress proxy; the
+/// JSON states no denial and the target-network guarantee, enforced. Plain mode passes the body
+/// through and prints no denial.
+#[test]
+fn an_allowed_target_is_reached_through_the_egress_proxy() {
+    if !sandbox_runs_here("an_allowed_target_is_reached_through_the_egress_proxy") {
+        return;
+    }
+    let area = Area::new();
+    let (port, seen) = http_origin();
+    let target = format!("tcp:origin.test:{port}");
+    let mut args = strings(&["--allow-target", &target, "--resolve", "origin.test:127.0.0.1", "--json", "--"]);
+    args.extend(curl_args(&format!("http://origin.test:{port}/hello")));
+    let o = run_in(&area, &args);
+    let v = run_json(&o);
+    assert_eq!(o.status.code(), Some(0), "{v}");
+    assert_eq!(v["exit_code"], 0, "{v}");
+    assert_eq!(v["stdout"], format!("origin /hello host=origin.test:{port}\n"), "{v}");
+    assert_eq!(v["denials"], serde_json::json!([]), "{v}");
+    assert!(v["guarantees"].as_array().unwrap().iter().any(|g| g == "target-network"), "{v}");
+    let entry = v["report"].as_array().unwrap().iter().find(|e| e["feature"] == "target-network").cloned();
+    assert_eq!(entry.unwrap_or_default()["status"], "enforced", "{v}");
+    assert_eq!(*seen.lock().unwrap(), vec![format!("origin.test:{port}")]);
+    // Plain mode: the body passes through, and no denial line.
+    args.retain(|a| a != "--json");
+    let o = run_in(&area, &args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), format!("origin /hello host=origin.test:{port}\n"));
+    assert!(!err.contains("network denied"), "{err}");
+}
+
+/// Issue 17 through the CLI: a name not on the list (pinned to the same loopback origin, so only
+/// the allowlist refuses it) fails in curl, never reaches the origin, and is reported: as the
+/// JSON's `denials`, and in plain mode as a `sandbox: network denied:` line on stderr after the
+/// run. The allowed name in the same shape is the positive control.
+#[test]
+fn a_target_not_allowed_is_refused_and_reported() {
+    if !sandbox_runs_here("a_target_not_allowed_is_refused_and_reported") {
+        return;
+    }
+    let area = Area::new();
+    let (port, seen) = http_origin();
+    let target = format!("tcp:origin.test:{port}");
+    let base = strings(&[
+        "--allow-target",
+        &target,
+        "--resolve",
+        "origin.test:127.0.0.1",
+        "--resolve",
+        "other.test:127.0.0.1",
+    ]);
+    let with = |json: bool, url: &str| {
+        let mut args = base.clone();
+        if json {
+            args.push(String::from("--json"));
+        }
+        args.push(String::from("--"));
+        args.extend(curl_args(url));
+        run_in(&area, &args)
+    };
+    let o = with(true, &format!("http://other.test:{port}/"));
+    let v = run_json(&o);
+    let code = v["exit_code"].as_i64().unwrap_or_else(|| panic!("{v}"));
+    assert_ne!(code, 0, "curl succeeded: {v}");
+    assert_eq!(o.status.code().map(i64::from), Some(code), "the CLI exits with curl's code: {v}");
+    let want = serde_json::json!([{"target": format!("tcp:other.test:{port}"), "reason": "not-allowed"}]);
+    assert_eq!(v["denials"], want, "{v}");
+    assert!(!v["stdout"].as_str().unwrap().contains("origin "), "{v}");
+    assert!(seen.lock().unwrap().is_empty(), "the origin got the refused request: {:?}", seen.lock().unwrap());
+    // Plain mode: curl's own error, then the CLI's denial line.
+    let o = with(false, &format!("http://other.test:{port}/plain"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.code().is_some_and(|c| c != 0 && c != 125), "{:?}: {err}", o.status);
+    let line = format!("sandbox: network denied: tcp:other.test:{port}: not-allowed");
+    assert_eq!(err.lines().last(), Some(line.as_str()), "{err}");
+    assert_eq!(err.matches("network denied").count(), 1, "{err}");
+    assert!(o.stdout.is_empty(), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(seen.lock().unwrap().is_empty(), "the origin got the refused request");
+    // The positive control: the allowed name, same flags.
+    let o = with(false, &format!("http://origin.test:{port}/ok"));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), format!("origin /ok host=origin.test:{port}\n"));
+}
+
+/// Issue 17: bad `--resolve` and `--allow-target` values are clear errors naming the flag (exit
+/// 125; 2 for a missing value), in `--json` mode the error object with that message, and nothing
+/// runs or is written. `--allow-target` with a profile file whose network is not gated names
+/// `network_targets`.
+#[test]
+fn bad_network_flags_name_the_flag_and_run_nothing() {
+    let area = Area::new();
+    let deny = area.dir.path().join("deny.json");
+    fs::write(
+        &deny,
+        format!(r#"{{"workspace_root": "{}", "workspace_write": "allow", "network": "deny"}}"#, area.ws.display()),
+    )
+    .unwrap();
+    let deny = deny.display().to_string();
+    let before = area.snapshot();
+    let cases: [(&[&str], &str, &str, i32); 12] = [
+        (&["--resolve", "nonsense"], "--resolve", "invalid_argument", 125),
+        (&["--resolve", "127.0.0.1:127.0.0.1"], "--resolve", "invalid_argument", 125),
+        (&["--resolve", "a.test:notanip"], "--resolve", "invalid_argument", 125),
+        (&["--resolve", ":127.0.0.1"], "--resolve", "invalid_argument", 125),
+        (&["--resolve", "a.test:"], "--resolve", "invalid_argument", 125),
+        (&["--allow-target", "udp:x:1"], "--allow-target", "invalid_argument", 125),
+        (&["--allow-target", "tcp:*.com:1"], "--allow-target", "invalid_argument", 125),
+        (&["--allow-target", "tcp:*:80"], "--allow-target", "invalid_argument", 125),
+        (&["--allow-target", "tcp:x.test:0"], "--allow-target", "invalid_argument", 125),
+        (&["--allow-target", "tcp:x.test"], "--allow-target", "invalid_argument", 125),
+        (&["--profile", &deny, "--allow-target", "tcp:x.test:1"], "network_targets", "invalid_profile", 125),
+        (&["--allow-target"], "--allow-target", "", 2),
+    ];
+    for (flags, names, kind, code) in cases {
+        for json in [false, true] {
+            let mut args = strings(flags);
+            if json {
+                args.push(String::from("--json"));
+            }
+            args.extend(strings(&["--", "/usr/bin/touch", "ran"]));
+            let o = run_in(&area, &args);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+            assert!(!err.contains("panicked"), "{args:?}: {err}");
+            if json && code == 125 {
+                let v = run_json(&o);
+                assert_eq!(v["error"], kind, "{args:?}: {v}");
+                assert!(v["message"].as_str().is_some_and(|m| m.contains(names)), "{args:?}: {v}");
+                assert_eq!((v["exit_code"].is_null(), v["denials"].clone()), (true, serde_json::json!([])), "{v}");
+            } else {
+                assert!(err.contains(names), "{args:?}: {err}");
+                assert!(o.stdout.is_empty(), "{args:?}");
+            }
+            if code == 125 && !json {
+                assert!(err.starts_with("sandbox: "), "{args:?}: {err}");
+            }
+        }
+    }
+    // A `--resolve` missing its value before `--`.
+    let o = run_in(&area, &strings(&["--resolve", "--", "/usr/bin/touch", "ran"]));
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--resolve"));
+    assert_eq!(area.snapshot(), before, "a refused flag ran something or wrote something");
+}
+
+/// Issue 17: a profile file with `"network": "gated"` and its own `network_targets` needs only
+/// `--resolve` for a pinned origin (a name not listed is still refused); a gated profile file
+/// without targets gets them from `--allow-target`.
+#[test]
+fn a_profile_file_with_network_targets_needs_only_resolve() {
+    if !sandbox_runs_here("a_profile_file_with_network_targets_needs_only_resolve") {
+        return;
+    }
+    let area = Area::new();
+    let (port, seen) = http_origin();
+    let profile = |name: &str, targets: &[String]| {
+        let json = serde_json::json!({
+            "workspace_root": area.ws.display().to_string(),
+            "workspace_read": "allow",
+            "workspace_write": "allow",
+            "host_read": "allow",
+            "command": "allow",
+            "network": "gated",
+            "network_targets": targets,
+        });
+        let file = area.dir.path().join(name);
+        fs::write(&file, json.to_string()).unwrap();
+        file.display().to_string()
+    };
+    let listed = profile("listed.json", &[format!("tcp:origin.test:{port}")]);
+    let pins = ["--resolve", "origin.test:127.0.0.1", "--resolve", "other.test:127.0.0.1"];
+    let mut args = strings(&["--profile", &listed, "--json"]);
+    args.extend(strings(&pins));
+    args.push(String::from("--"));
+    let mut ok = args.clone();
+    ok.extend(curl_args(&format!("http://origin.test:{port}/listed")));
+    let v = run_json(&run_in(&area, &ok));
+    assert_eq!(v["exit_code"], 0, "{v}");
+    assert_eq!(v["stdout"], format!("origin /listed host=origin.test:{port}\n"), "{v}");
+    assert_eq!(v["denials"], serde_json::json!([]), "{v}");
+    assert!(v["guarantees"].as_array().unwrap().iter().any(|g| g == "target-network"), "{v}");
+    let mut refused = args;
+    refused.extend(curl_args(&format!("http://other.test:{port}/")));
+    let v = run_json(&run_in(&area, &refused));
+    assert_ne!(v["exit_code"], 0, "{v}");
+    let want = serde_json::json!([{"target": format!("tcp:other.test:{port}"), "reason": "not-allowed"}]);
+    assert_eq!(v["denials"], want, "{v}");
+    // A gated profile without targets: nothing is allowed until `--allow-target` adds one.
+    let empty = profile("empty.json", &[]);
+    let mut args = strings(&["--profile", &empty, "--json"]);
+    args.extend(strings(&pins));
+    let url = format!("http://origin.test:{port}/added");
+    let mut bare = args.clone();
+    bare.push(String::from("--"));
+    bare.extend(curl_args(&url));
+    let v = run_json(&run_in(&area, &bare));
+    assert_ne!(v["exit_code"], 0, "{v}");
+    let want = serde_json::json!([{"target": format!("tcp:origin.test:{port}"), "reason": "not-allowed"}]);
+    assert_eq!(v["denials"], want, "{v}");
+    args.extend(strings(&["--allow-target", &format!("tcp:origin.test:{port}"), "--"]));
+    args.extend(curl_args(&url));
+    let v = run_json(&run_in(&area, &args));
+    assert_eq!(v["exit_code"], 0, "{v}");
+    assert_eq!(v["stdout"], format!("origin /added host=origin.test:{port}\n"), "{v}");
+    assert_eq!(seen.lock().unwrap().len(), 2, "only the two allowed requests arrived: {:?}", seen.lock().unwrap());
+}
+
+/// Issue 17: `sandbox serve` takes the same `--allow-target` and `--resolve`: each answer carries
+/// its run's `denials`, and the allowed name works beside a refused one.
+#[test]
+fn serve_takes_the_network_flags_and_answers_denials() {
+    use std::io::Write;
+    if !sandbox_runs_here("serve_takes_the_network_flags_and_answers_denials") {
+        return;
+    }
+    let area = Area::new();
+    let (port, seen) = http_origin();
+    let flags = [
+        os("--allow-target"),
+        os(&format!("tcp:origin.test:{port}")),
+        os("--resolve"),
+        os("origin.test:127.0.0.1"),
+        os("--resolve"),
+        os("other.test:127.0.0.1"),
+    ];
+    let (mut child, mut stdin, mut lines) = spawn_serve(&area, &flags);
+    let mut ask = |id: u32, host: &str| -> serde_json::Value {
+        let argv = curl_args(&format!("http://{host}:{port}/serve"));
+        writeln!(stdin, "{}", serde_json::json!({"id": id, "argv": argv})).unwrap();
+        serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap()
+    };
+    let ok = ask(1, "origin.test");
+    assert_eq!(ok["exit_code"], 0, "{ok}");
+    assert_eq!(ok["stdout"], format!("origin /serve host=origin.test:{port}\n"), "{ok}");
+    assert_eq!(ok["denials"], serde_json::json!([]), "{ok}");
+    let refused = ask(2, "other.test");
+    assert_ne!(refused["exit_code"], 0, "{refused}");
+    let want = serde_json::json!([{"target": format!("tcp:other.test:{port}"), "reason": "not-allowed"}]);
+    assert_eq!(refused["denials"], want, "{refused}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(seen.lock().unwrap().len(), 1, "{:?}", seen.lock().unwrap());
+    // A bad flag: serve answers one error line (id null) naming it and exits 125.
+    for flag in [["--resolve", "nonsense"], ["--allow-target", "udp:x:1"]] {
+        let o = Command::new(SANDBOX)
+            .current_dir(&area.ws)
+            .arg("serve")
+            .args(flag)
+            .arg("--scratch")
+            .arg(&area.scratch)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(125), "{flag:?}: {}", String::from_utf8_lossy(&o.stderr));
+        let v = run_json(&o);
+        assert_eq!((v["id"].is_null(), &v["error"]), (true, &serde_json::json!("invalid_argument")), "{v}");
+        assert!(v["message"].as_str().is_some_and(|m| m.contains(flag[0])), "{flag:?}: {v}");
+    }
+}

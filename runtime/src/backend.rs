@@ -118,8 +118,18 @@ impl Backend {
             Backend::Direct => direct::run(dl, spawn.cwd, spawn.argv, spawn.env, limit, closing),
             #[cfg(target_os = "macos")]
             Backend::Seatbelt(mac) => {
-                let wrapped = mac.wrap(profile, spawn.argv, spawn.cwd, spawn.env, spawn.dirs, spawn.deltas)?;
-                direct::run(dl, spawn.cwd, &wrapped, spawn.env, limit, closing)
+                let egress = crate::macos::Egress::open(profile, &spawn.deltas, spawn.pins)?;
+                let mut env = spawn.env.to_vec();
+                env.extend(egress.as_ref().map(|e| e.env()).unwrap_or_default());
+                let port = egress.as_ref().map(|e| e.port);
+                let wrapped = mac.wrap(profile, spawn.argv, spawn.cwd, &env, spawn.dirs, spawn.deltas, port)?;
+                let proxy = egress.map(crate::macos::Egress::serve).transpose()?;
+                let mut output = direct::run(dl, spawn.cwd, &wrapped, &env, limit, closing);
+                let denials = proxy.map(crate::proxy::Proxy::finish).unwrap_or_default();
+                if let Ok(o) = output.as_mut() {
+                    o.denials = denials;
+                }
+                output
             }
             #[cfg(target_os = "linux")]
             Backend::Linux(linux) => {

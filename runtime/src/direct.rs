@@ -157,6 +157,7 @@ pub(crate) fn start(
     tty: bool,
     admitted: crate::set::Admitted,
     closing: impl Fn() -> bool + Send + 'static,
+    egress: Option<crate::proxy::Proxy>,
 ) -> Result<crate::Process, Error> {
     use std::sync::{Arc, Mutex};
     use std::time::SystemTime;
@@ -201,14 +202,13 @@ pub(crate) fn start(
                 std::thread::sleep(Duration::from_millis(5));
             };
             empty_group(pgid);
+            // The egress proxy (Seatbelt) ends with the group.
+            let denials = egress.map(crate::proxy::Proxy::finish).unwrap_or_default();
             let result = match status {
                 _ if closed => Err(Error::ExecutorClosed { partial: Vec::new() }),
-                Ok(s) => Ok(ProcessResult {
-                    status: exit_status(s),
-                    started_at,
-                    finished_at: SystemTime::now(),
-                    denials: Vec::new(),
-                }),
+                Ok(s) => {
+                    Ok(ProcessResult { status: exit_status(s), started_at, finished_at: SystemTime::now(), denials })
+                }
                 Err(e) => Err(Error::io("waiting for the process", e)),
             };
             out.set(result);

@@ -55,16 +55,21 @@ impl PreparedProcess {
             Backend::Direct => {
                 let set = Arc::clone(&self.set);
                 let closing = move || set.closing.load(Ordering::SeqCst);
-                crate::direct::start(&self.argv, &self.cwd, &self.env, self.tty, admitted, closing)
+                crate::direct::start(&self.argv, &self.cwd, &self.env, self.tty, admitted, closing, None)
             }
             #[cfg(target_os = "macos")]
             Backend::Seatbelt(mac) => {
                 let dirs = (self.home_dir.as_deref(), self.temp_dir.as_path());
+                let egress = crate::macos::Egress::open(&self.set.profile, &self.deltas, &self.set.pins)?;
+                let mut env = self.env.clone();
+                env.extend(egress.as_ref().map(|e| e.env()).unwrap_or_default());
+                let port = egress.as_ref().map(|e| e.port);
                 let wrapped =
-                    mac.wrap(&self.set.profile, &self.argv, &self.cwd, &self.env, dirs, self.deltas.clone())?;
+                    mac.wrap(&self.set.profile, &self.argv, &self.cwd, &env, dirs, self.deltas.clone(), port)?;
                 let set = Arc::clone(&self.set);
                 let closing = move || set.closing.load(Ordering::SeqCst);
-                let mut process = crate::direct::start(&wrapped, &self.cwd, &self.env, false, admitted, closing)?;
+                let proxy = egress.map(crate::macos::Egress::serve).transpose()?;
+                let mut process = crate::direct::start(&wrapped, &self.cwd, &env, false, admitted, closing, proxy)?;
                 process.containment = crate::process::LifetimeContainment::BestEffort;
                 Ok(process)
             }

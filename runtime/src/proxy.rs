@@ -46,6 +46,7 @@ use sha2::{Digest, Sha256};
 
 /// The port the proxy listens on inside every sandbox's own network namespace (the bundle's
 /// constant: the bundle compiler and the backend name the same port).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code, reason = "the Linux proxy's port; macOS picks one"))]
 pub(crate) const PROXY_PORT: u16 = sandbox_bundle::target::PROXY_PORT;
 
 /// The most connections served at once; more are closed at once.
@@ -154,11 +155,18 @@ impl fmt::Debug for Credential {
 
 impl Credential {
     /// A fresh credential: id `sbx-` + 8 random hex digits, secret 32 random bytes hex-encoded.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code, reason = "the Linux proxy's port; macOS picks one"))]
     pub(crate) fn new() -> Result<Credential, Error> {
+        Credential::new_at(PROXY_PORT)
+    }
+
+    /// A fresh credential for a proxy on `127.0.0.1:<port>` (the Seatbelt backend's proxy
+    /// listens on the host's loopback at a port the kernel chose).
+    pub(crate) fn new_at(port: u16) -> Result<Credential, Error> {
         let id = format!("sbx-{}", hex(&random::<4>()?));
         let secret = hex(&random::<32>()?);
         let digest = credential_digest(id.as_bytes(), secret.as_bytes());
-        let env = proxy_env(&id, &secret);
+        let env = proxy_env(&id, &secret, port);
         Ok(Credential { id, digest, env })
     }
 
@@ -184,9 +192,9 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// The proxy variables for `id:secret`.
-fn proxy_env(id: &str, secret: &str) -> Vec<(String, String)> {
-    let http = format!("http://{id}:{secret}@127.0.0.1:{PROXY_PORT}");
-    let socks = format!("socks5h://{id}:{secret}@127.0.0.1:{PROXY_PORT}");
+fn proxy_env(id: &str, secret: &str, port: u16) -> Vec<(String, String)> {
+    let http = format!("http://{id}:{secret}@127.0.0.1:{port}");
+    let socks = format!("socks5h://{id}:{secret}@127.0.0.1:{port}");
     let mut env = Vec::new();
     for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
         env.push((name.to_owned(), http.clone()));

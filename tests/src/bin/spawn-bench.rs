@@ -4,7 +4,9 @@
 //! isolation, `runc run` and `crun run` on our exported bundle, `unshare` with the same
 //! namespaces, and a plain fork+exec. Prints median, p95, the ratio to our library, CPU time per
 //! call (user + system of the whole process tree: helpers, zygotes and peers included) and peak
-//! RSS per contender; `--json FILE` writes the same (`contenders[].cpu_ms`). `--throughput` adds
+//! RSS per contender; `--json FILE` writes the same (`contenders[].cpu_ms`). The egress row
+//! (issue 17) times a small HTTPS GET from inside through the egress proxy against the same GET
+//! with network allow (`egress`, `egress_ratio`). `--throughput` adds
 //! N concurrent tool calls from a tokio program across 4 executors, against bwrap at the same
 //! concurrency (`throughput`: rows of `name`, `calls_per_s`, `p95_ms`).
 //!
@@ -612,6 +614,28 @@ mod bench {
         }
         let mut report = serde_json::json!({"contenders": rows, "missing": missing});
 
+        // Issue 17: the same small HTTPS GET through the egress proxy and with network allow.
+        let egress = if args.only.is_some() {
+            Ok(Err(String::from("skipped with --only")))
+        } else {
+            egress::egress(&ws, &scratch, args.runs)
+        };
+        match egress? {
+            Ok([proxy, direct]) => {
+                println!("\negress, a small HTTPS GET from inside (library, warm):");
+                for (name, median, p95) in [proxy, direct] {
+                    println!("  {name:<26} median {median:>7.2} ms, p95 {p95:>7.2} ms");
+                }
+                println!("  proxy / allow: {:.2}x", proxy.1 / direct.1);
+                report["egress"] = serde_json::json!([
+                    {"name": proxy.0, "median_ms": proxy.1, "p95_ms": proxy.2},
+                    {"name": direct.0, "median_ms": direct.1, "p95_ms": direct.2},
+                ]);
+                report["egress_ratio"] = serde_json::json!(proxy.1 / direct.1);
+            }
+            Err(why) => println!("egress row not measured: {why}"),
+        }
+
         if args.throughput {
             let calls = args.runs.max(8) * 4;
             let (ours, bw) = throughput(&set, &ws, calls)?;
@@ -687,6 +711,9 @@ mod bench {
     #[path = "throughput.rs"]
     mod throughput;
     use throughput::throughput;
+
+    #[path = "egress.rs"]
+    mod egress;
 }
 
 fn main() -> std::process::ExitCode {
