@@ -155,6 +155,13 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes `text` to stdout; a reader that went away (`| head`) is not an error of the run, and
+/// never a panic (`println!` panics on a broken pipe).
+fn say(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
 fn current_dir() -> Result<PathBuf, Error> {
     std::env::current_dir().map_err(|e| Error::io("current directory", e))
 }
@@ -181,7 +188,7 @@ fn export(out: &Path, profile: Option<&Path>, cwd: Option<PathBuf>, argv: Vec<Os
         ..ExportRequest::default()
     };
     export_bundle(&profile, &request, out)?;
-    println!("{}", out.display());
+    say(&format!("{}\n", out.display()));
     Ok(())
 }
 
@@ -190,16 +197,16 @@ fn probe(json: bool) -> Result<i32, Error> {
         Ok(p) => p,
         Err(e) if json => {
             let value = serde_json::json!({ "error": e.kind().as_str(), "message": e.to_string() });
-            println!("{value}");
+            say(&format!("{value}\n"));
             return Ok(125);
         }
         Err(e) => return Err(e),
     };
     if json {
         let text = serde_json::to_string_pretty(&probe).map_err(|e| Error::io("encoding json", e.into()))?;
-        println!("{text}");
+        say(&format!("{text}\n"));
     } else {
-        print!("{}", probe_text(&probe));
+        say(&probe_text(&probe));
     }
     Ok(0)
 }
@@ -294,7 +301,7 @@ fn run(args: RunArgs) -> Result<i32, Error> {
     match run_inner(args) {
         Err(e) if json => {
             // Exactly one JSON object, also when nothing could run.
-            println!("{}", error_json(&e));
+            say(&format!("{}\n", error_json(&e)));
             Ok(125)
         }
         other => other,
@@ -385,7 +392,7 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
         eprintln!("{text}");
     }
     if args.json {
-        println!("{}", ran.json(&executor));
+        say(&format!("{}\n", ran.json(&executor)));
     }
     let error = ran.error;
     drop(executor);
