@@ -290,6 +290,11 @@ fn probe_prints_for_a_person_and_json_gives_the_same_as_data() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["lifetime_containment"], "enforced", "measured: a run's left-behind child is gone");
     assert!(v["grant_classes"].as_array().unwrap().len() >= 8, "{v}");
+    // Issue 17: a gated probe container measured the egress proxy.
+    let has = |key: &str, want: &str| v[key].as_array().unwrap().iter().any(|g| g == want);
+    assert!(has("achievable", "target-network") && !has("guarantees", "target-network"), "{v}");
+    assert!(has("grant_classes", "network.proxy-target.v1"), "{v}");
+    assert_eq!(v["target_network"]["status"], "enforced", "{v}");
     let findings = v["findings"].as_array().unwrap();
     let piped = Command::new(SANDBOX).arg("probe").output().unwrap();
     let piped: serde_json::Value = serde_json::from_slice(&piped.stdout).unwrap();
@@ -301,6 +306,8 @@ fn probe_prints_for_a_person_and_json_gives_the_same_as_data() {
     assert!(text.starts_with("sandbox probe: linux "), "{text}");
     assert!(text.contains(&format!("available: yes, level {}", v["level"].as_str().unwrap())), "{text}");
     assert!(text.contains("lifetime containment: enforced"), "{text}");
+    assert!(text.contains("target-network (network gated): enforced: "), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("achievable here: ") && l.contains("target-network")), "{text}");
     if findings.is_empty() {
         assert!(text.contains("missing: nothing"), "{text}");
     }

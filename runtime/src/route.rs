@@ -1,12 +1,15 @@
-//! Network targets (CONTRACT.md §19). v1 has no egress route: every token's route fingerprint
-//! is `direct:v1`, and proxy-target grants fail closed (`GrantUnsupported`).
+//! Network targets (CONTRACT.md §19) as grant targets. The egress proxy (issue 17) resolves
+//! names itself (a direct route): every token's route fingerprint is `direct:v1`. A
+//! `network.proxy-target.v1` grant names one exact target, checked here and by
+//! [`sandbox_bundle::TargetPattern`] (the profile's patterns), and is issued only by an executor
+//! that claims `target-network`.
 
 use std::fmt;
 use std::net::IpAddr;
 
 use crate::Error;
 
-/// The route fingerprint of an executor without an egress route.
+/// The route fingerprint of every executor (the proxy resolves names itself: a direct route).
 pub(crate) const NO_ROUTE: &str = "direct:v1";
 
 /// A `tcp:<host>:<port>` destination.

@@ -540,7 +540,9 @@ except OSError as e: print("granted refused", e.errno)
             (f.request(cmd, "network", "", "network.broad.v1", "tcp:*:0"), "malformed"),
             (f.request(cmd, "network", "", "network.broad.v1", "tcp:host:80"), "malformed"),
             (f.request(cmd, "network", "", "network.proxy-target.v1", "tcp:Example.com:443"), "malformed"),
-            (f.request(cmd, "network", "", "network.proxy-target.v1", "tcp:example.com:443"), "unsupported"),
+            // A wildcard or a name ending in a number is not one exact target (issue 17).
+            (f.request(cmd, "network", "", "network.proxy-target.v1", "tcp:*.example.com:443"), "malformed"),
+            (f.request(cmd, "network", "", "network.proxy-target.v1", "tcp:127.1:443"), "malformed"),
             (f.request(cmd, "filesystem.write", "relative", "filesystem.path.write.v1", "relative"), "malformed"),
             (f.request(cmd, "filesystem.write", "/a/../b", "filesystem.path.write.v1", "/a/../b"), "malformed"),
             (
@@ -600,6 +602,22 @@ except OSError as e: print("granted refused", e.errno)
             };
             assert!(matches, "{r:?}: expected {want}, got {got:?}");
         }
+        // Issue 17: a gated executor has the egress proxy, so a proxy-target grant is issued
+        // (linux_egress uses one); where unix sockets stay open, nothing but the proxy leaving
+        // cannot be claimed, and the grant is unsupported.
+        let proxy = f.request(cmd, "network", "", "network.proxy-target.v1", "tcp:example.com:443");
+        assert!(issue(&proxy).is_ok(), "{:?}", issue(&proxy));
+        let open = f.set(ProfileConfig {
+            command: Access::Gated,
+            network: Access::Gated,
+            unix_sockets: Access::Allow,
+            ..f.config()
+        });
+        let open_exec = open.executor("k").unwrap();
+        assert!(!open_exec.guarantees().target_network);
+        let got = open_exec.issue_grant(&dl(), &proxy);
+        assert!(matches!(got, Err(Error::GrantUnsupported { .. })), "{got:?}");
+        open.close().unwrap();
         set.close().unwrap();
         assert!(matches!(issue(&ok), Err(Error::ExecutorClosed { .. })));
     }

@@ -1,6 +1,7 @@
-//! The raw kernel calls of the creation guard (issue 14): installing a seccomp filter with a
-//! user-notification listener, and the listener's ioctls. Every unsafe call of the guard lives
-//! here (see `guard.rs` for what the calls are for).
+//! The raw kernel calls of the creation guard (issue 14) and of its watch on direct network
+//! calls (issue 17): installing a seccomp filter with a user-notification listener, and the
+//! listener's ioctls. Every unsafe call of the guard lives here (see `guard.rs` for what the
+//! calls are for).
 
 #![allow(unsafe_code)]
 
@@ -69,6 +70,38 @@ pub fn send(listener: BorrowedFd<'_>, id: u64, val: i64, errno: i32) -> Result<(
     // SAFETY: SEND reads one seccomp_notif_resp from `resp`, alive on this frame.
     let r = unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_SEND, &resp) };
     if r < 0 { Err(Errno::last()) } else { Ok(()) }
+}
+
+/// Lets the kernel perform the notified call as if it had not been sent to us
+/// (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`, Linux 5.5). Only for calls whose arguments the
+/// supervisor merely observes: the caller's memory may change between our check and the
+/// kernel's read of it (see `guard/direct.rs` for why that is harmless there).
+pub fn continue_call(listener: BorrowedFd<'_>, id: u64) -> Result<(), Errno> {
+    let flags = u32::try_from(libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE).unwrap_or(1);
+    let resp = libc::seccomp_notif_resp { id, val: 0, error: 0, flags };
+    // SAFETY: SEND reads one seccomp_notif_resp from `resp`, alive on this frame.
+    let r = unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_SEND, &resp) };
+    if r < 0 { Err(Errno::last()) } else { Ok(()) }
+}
+
+/// The protocol name of the socket at descriptor `fd` of the thread whose `/proc/<tid>` is
+/// `proc_dir` (`TCP`, `UDPv6`, `UNIX-STREAM`, …: sockfs's `system.sockprotoname` attribute,
+/// read through the descriptor's magic link). None when it is no socket or is unreadable.
+pub fn sock_proto_name(proc_dir: BorrowedFd<'_>, fd: i32) -> Option<String> {
+    if fd < 0 {
+        return None;
+    }
+    // Through our own descriptor of the pinned `/proc/<tid>`: the same thread's table.
+    let path = std::ffi::CString::new(format!("/proc/self/fd/{}/fd/{fd}", proc_dir.as_raw_fd())).ok()?;
+    let mut buf = [0u8; 64];
+    // SAFETY: getxattr reads the NUL-terminated `path` and attribute name (both alive for the
+    // call) and writes at most `buf.len()` bytes into `buf`, alive and writable on this frame.
+    let n =
+        unsafe { libc::getxattr(path.as_ptr(), c"system.sockprotoname".as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    let n = usize::try_from(n).ok()?;
+    let name = buf.get(..n)?;
+    let name = name.split(|&b| b == 0).next().unwrap_or_default();
+    std::str::from_utf8(name).ok().filter(|s| !s.is_empty()).map(str::to_owned)
 }
 
 /// Installs a copy of `fd` in the notifying task at its lowest free number and answers the

@@ -188,6 +188,15 @@ pub struct Measured {
     /// Why the inotify bound of `Request::inotify` could not be set (None: set, or not asked).
     #[serde(default)]
     pub inotify_error: Option<String>,
+    /// The workload's direct connections and datagrams the init refused (issue 17: with the
+    /// egress proxy on, a call to an address off the sandbox's loopback), as their targets
+    /// (`tcp:192.0.2.1:443`, `udp:[2001:db8::1]:53`, `ip:…`), in order, at most
+    /// [`crate::status::MAX_DIRECT`].
+    #[serde(default)]
+    pub direct: Vec<String>,
+    /// How many more were refused past that bound (only counted).
+    #[serde(default)]
+    pub direct_dropped: u32,
     /// The read-back values of `Request::readback`, in order (None when unreadable).
     pub readback: Vec<Option<String>>,
     /// When the helper reached each step of the spawn (microseconds of `CLOCK_MONOTONIC`, the

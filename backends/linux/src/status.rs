@@ -5,23 +5,37 @@
 //! ```text
 //! ready                                        (first, at most once)
 //! setup landlock=<full|partial|none> abi=<n> seccomp=<n>   (at most once)
+//! direct <tcp|udp|ip>:<address>:<port>         (after setup, at most 256)
+//! direct-dropped <n>                           (after the 256th direct, at most once)
 //! exited <0..=255> | signalled <1..=64> | error helper: <stage>: <printable text>   (last)
 //! ```
 //!
-//! `<stage>` is one of the init's set-up steps ([`Stage`]); the parser yields it typed.
+//! `<stage>` is one of the init's set-up steps ([`Stage`]); the parser yields it typed. A
+//! `direct` line (issue 17) records a connection or datagram of the workload to an address
+//! off the sandbox's loopback, which did not go through the egress proxy and was refused
+//! (`guard/direct.rs`); its address is in canonical form (`192.0.2.1:443`,
+//! `[2001:db8::1]:53`). The `direct` lines do not count towards [`MAX_MESSAGES`]: they have
+//! their own bound, [`MAX_DIRECT`], and what the init could not send past it is one count.
 //!
 //! The init is not dumpable once its workload can exist, so no workload can reach the pipe;
 //! the parser still trusts nothing: an oversized or unterminated line, an unknown or
 //! out-of-order message, anything after the final one, is a violation that fails the run
 //! closed, and the helper never holds more than one line of pending bytes.
 
+use std::net::SocketAddr;
+
 use crate::protocol::LandlockStatus;
 
 /// The longest line accepted, newline excluded.
 pub const MAX_LINE: usize = 4096;
 
-/// The most messages a spawn's init sends (`ready`, `setup`, the outcome).
+/// The most messages a spawn's init sends (`ready`, `setup`, the outcome), `direct` lines
+/// aside.
 pub const MAX_MESSAGES: usize = 3;
+
+/// The most `direct` lines a spawn's init sends; later records are only counted
+/// (`direct-dropped`).
+pub const MAX_DIRECT: usize = 256;
 
 /// One message of the init.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,12 +51,83 @@ pub enum Message {
         /// The seccomp mode read back.
         seccomp: u32,
     },
+    /// A direct connection or datagram was refused (issue 17).
+    Direct(Direct),
+    /// So many more were refused past [`MAX_DIRECT`] (at least one).
+    DirectDropped(u32),
     /// The workload exited with this code.
     Exited(i32),
     /// A signal ended the workload.
     Signalled(i32),
     /// A set-up step of the init failed.
     Error(Failure),
+}
+
+/// How a direct call went: the socket's transport as far as the init could tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// A TCP (or MPTCP) socket.
+    Tcp,
+    /// A UDP (or UDP-Lite) socket.
+    Udp,
+    /// Another IP socket (ping, raw, SCTP), or one whose protocol could not be read.
+    Ip,
+}
+
+impl Transport {
+    /// Every transport.
+    pub const ALL: [Transport; 3] = [Transport::Tcp, Transport::Udp, Transport::Ip];
+
+    /// The wire name (the target's prefix).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Tcp => "tcp",
+            Transport::Udp => "udp",
+            Transport::Ip => "ip",
+        }
+    }
+}
+
+/// One refused direct call: what it went to. Its `Display` is the record's target,
+/// `<transport>:<address>:<port>` (`tcp:192.0.2.1:443`, `udp:[2001:db8::1]:53`), the form of
+/// the proxy's own targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Direct {
+    /// The socket's transport.
+    pub transport: Transport,
+    /// The address (flow information and scope are not kept).
+    pub addr: SocketAddr,
+}
+
+impl Direct {
+    /// The record of a call on a `transport` socket to `addr`.
+    pub fn new(transport: Transport, addr: SocketAddr) -> Direct {
+        Direct { transport, addr: SocketAddr::new(addr.ip(), addr.port()) }
+    }
+
+    /// Parses the canonical text [`Display`](std::fmt::Display) writes, nothing else.
+    fn parse(text: &str) -> Option<Direct> {
+        let (name, rest) = text.split_once(':')?;
+        let transport = Transport::ALL.into_iter().find(|t| t.as_str() == name)?;
+        let direct = Direct::new(transport, rest.parse().ok()?);
+        (direct.to_string() == text).then_some(direct)
+    }
+}
+
+impl std::fmt::Display for Direct {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.transport.as_str(), self.addr)
+    }
+}
+
+/// The `direct` line (without its newline) of `record`.
+pub fn direct_line(record: &Direct) -> String {
+    format!("direct {record}")
+}
+
+/// The `direct-dropped` line (without its newline) for `n` records past [`MAX_DIRECT`].
+pub fn direct_dropped_line(n: u32) -> String {
+    format!("direct-dropped {n}")
 }
 
 /// A set-up step of the container init that can fail: the `<stage>` of an `error` line.
@@ -180,6 +265,8 @@ impl Message {
 pub struct StatusChannel {
     pending: Vec<u8>,
     messages: Vec<Message>,
+    /// How many of `messages` are `direct` or `direct-dropped`.
+    direct: usize,
 }
 
 impl StatusChannel {
@@ -221,11 +308,26 @@ impl StatusChannel {
     }
 
     fn admit(&mut self, message: Message) -> Result<(), Violation> {
-        if self.messages.len() >= MAX_MESSAGES {
-            return Err(Violation::TooMany);
-        }
         if self.messages.iter().any(Message::is_final) {
             return Err(Violation::AfterOutcome);
+        }
+        let setup = self.messages.iter().any(|m| matches!(m, Message::Setup { .. }));
+        let dropped = self.messages.iter().any(|m| matches!(m, Message::DirectDropped(_)));
+        match &message {
+            Message::Direct(_) | Message::DirectDropped(_) if !setup => return Err(Violation::DirectBeforeSetup),
+            Message::Direct(_) if dropped || self.direct >= MAX_DIRECT => return Err(Violation::TooManyDirect),
+            Message::DirectDropped(_) if dropped || self.direct < MAX_DIRECT => {
+                return Err(Violation::DroppedOutOfPlace);
+            }
+            Message::Direct(_) | Message::DirectDropped(_) => {
+                self.direct += 1;
+                self.messages.push(message);
+                return Ok(());
+            }
+            _ => {}
+        }
+        if self.messages.len() - self.direct >= MAX_MESSAGES {
+            return Err(Violation::TooMany);
         }
         match &message {
             Message::Ready if !self.messages.is_empty() => return Err(Violation::ReadyNotFirst),
@@ -260,6 +362,18 @@ pub enum Violation {
     /// A second `setup`.
     #[error("a second `setup`")]
     SecondSetup,
+    /// `direct` or `direct-dropped` before `setup`.
+    #[error("`direct` before `setup`")]
+    DirectBeforeSetup,
+    /// More than [`MAX_DIRECT`] `direct` lines, or one after `direct-dropped`.
+    #[error("more than {MAX_DIRECT} `direct` lines")]
+    TooManyDirect,
+    /// `direct-dropped` before the [`MAX_DIRECT`]th `direct`, or twice.
+    #[error("`direct-dropped` out of place")]
+    DroppedOutOfPlace,
+    /// A `direct` target that is not `<tcp|udp|ip>:<address>:<port>` in canonical form.
+    #[error("`direct`: not a canonical target")]
+    BadDirect,
     /// A line that is not UTF-8.
     #[error("a line that is not UTF-8")]
     NotUtf8,
@@ -321,6 +435,13 @@ pub fn parse_line(line: &[u8]) -> Result<Message, Violation> {
         let abi = number(abi.strip_prefix("abi=").ok_or(Violation::SetupField("abi"))?, "abi")?;
         let seccomp = number(seccomp.strip_prefix("seccomp=").ok_or(Violation::SetupField("seccomp"))?, "seccomp")?;
         return Ok(Message::Setup { landlock, abi, seccomp });
+    }
+    if let Some(target) = text.strip_prefix("direct ") {
+        return Direct::parse(target).map(Message::Direct).ok_or(Violation::BadDirect);
+    }
+    if let Some(n) = text.strip_prefix("direct-dropped ") {
+        let n: u32 = number(n, "direct-dropped")?;
+        return if n >= 1 { Ok(Message::DirectDropped(n)) } else { Err(Violation::OutOfRange("direct-dropped")) };
     }
     if let Some(code) = text.strip_prefix("exited ") {
         let code: i32 = number(code, "exit code")?;
@@ -484,6 +605,80 @@ mod tests {
         let mut c = StatusChannel::new();
         c.feed(b"ready\nexited 0").unwrap();
         assert!(c.finish().is_err());
+    }
+
+    #[test]
+    fn direct_records_round_trip() {
+        let records = [
+            Direct::new(Transport::Tcp, "192.0.2.1:443".parse().unwrap()),
+            Direct::new(Transport::Udp, "[2001:db8::1]:53".parse().unwrap()),
+            Direct::new(Transport::Ip, "[::ffff:192.0.2.9]:0".parse().unwrap()),
+            // Flow information and scope are dropped.
+            Direct::new(
+                Transport::Udp,
+                SocketAddr::V6(std::net::SocketAddrV6::new("fe80::1".parse().unwrap(), 53, 7, 2)),
+            ),
+        ];
+        let mut bytes = b"ready\nsetup landlock=full abi=7 seccomp=2\n".to_vec();
+        for r in &records {
+            let line = direct_line(r);
+            assert_eq!(parse_line(line.as_bytes()).unwrap(), Message::Direct(*r), "{line}");
+            bytes.extend(line.as_bytes());
+            bytes.push(b'\n');
+        }
+        assert_eq!(direct_line(&records[0]), "direct tcp:192.0.2.1:443");
+        assert_eq!(direct_line(&records[1]), "direct udp:[2001:db8::1]:53");
+        assert_eq!(records[3].to_string(), "udp:[fe80::1]:53");
+        bytes.extend(b"exited 0\n");
+        let m = fed(&bytes).unwrap();
+        assert_eq!(m.len(), 3 + records.len());
+        assert_eq!(m[2], Message::Direct(records[0]));
+        assert_eq!(m.last(), Some(&Message::Exited(0)));
+        for bad in [
+            &b"direct \n"[..],
+            b"direct tcp:192.0.2.1\n",
+            b"direct sctp:192.0.2.1:1\n",
+            b"direct TCP:192.0.2.1:443\n",
+            b"direct tcp:192.0.2.01:443\n",
+            b"direct tcp:[2001:0db8::1]:53\n",
+            b"direct tcp:[fe80::1%2]:53\n",
+            b"direct tcp:192.0.2.1:443 x\n",
+            b"direct tcp:192.0.2.1:65536\n",
+            b"direct tcp:example.test:443\n",
+            b"direct-dropped 0\n",
+            b"direct-dropped -1\n",
+            b"direct-dropped x\n",
+        ] {
+            assert!(parse_line(bad.strip_suffix(b"\n").unwrap()).is_err(), "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn direct_records_are_bounded_and_ordered() {
+        let setup = "ready\nsetup landlock=full abi=7 seccomp=2\n";
+        let line = "direct udp:192.0.2.53:53\n";
+        // Up to the bound, then one count, then the outcome.
+        let all = format!("{setup}{}direct-dropped 9\nexited 0\n", line.repeat(MAX_DIRECT));
+        let m = fed(all.as_bytes()).unwrap();
+        assert_eq!(m.len(), MAX_DIRECT + 4);
+        assert_eq!(m[MAX_DIRECT + 2], Message::DirectDropped(9));
+        for bad in [
+            // Before setup.
+            format!("ready\n{line}"),
+            line.to_owned(),
+            // Past the bound, or after the count.
+            format!("{setup}{}", line.repeat(MAX_DIRECT + 1)),
+            format!("{setup}{}direct-dropped 1\n{line}", line.repeat(MAX_DIRECT)),
+            // The count before the bound is reached, or twice.
+            format!("{setup}{line}direct-dropped 1\n"),
+            format!("{setup}{}direct-dropped 1\ndirect-dropped 1\n", line.repeat(MAX_DIRECT)),
+            // After the outcome.
+            format!("{setup}exited 0\n{line}"),
+        ] {
+            assert!(fed(bad.as_bytes()).is_err(), "accepted {}", &bad[..bad.len().min(200)]);
+        }
+        // The direct lines do not take the outcome's place among the three messages.
+        assert!(fed(format!("{setup}{}signalled 9\n", line.repeat(10)).as_bytes()).is_ok());
     }
 
     #[test]

@@ -14,6 +14,16 @@ use super::{ExitStatus, LinuxBackend, SpawnInput};
 #[derive(Debug)]
 pub struct Measurement(pub(super) Measured);
 
+impl Measurement {
+    /// The direct connections and datagrams the container's init refused (issue 17: with the
+    /// egress proxy on, calls to addresses off the sandbox's loopback), as targets
+    /// (`tcp:192.0.2.1:443`, `udp:[2001:db8::1]:53`, `ip:…`) in order, and how many more were
+    /// refused past the bound of 256 (only counted).
+    pub fn direct(&self) -> (&[String], u32) {
+        (&self.0.direct, self.0.direct_dropped)
+    }
+}
+
 /// What the probe container measured on this host, once per set.
 #[derive(Clone, Debug)]
 pub(super) struct Probe {

@@ -155,7 +155,7 @@ pub(super) fn reap(pid: Pid) -> bool {
 }
 
 /// The run's outcome from what the init reported on the status pipe, and what it measured (into
-/// `measured`). A violation of the channel outranks whatever was read before it; no outcome at
+/// `measured`, with the direct calls it refused). A violation of the channel outranks whatever was read before it; no outcome at
 /// all is a SIGKILL when the init was killed, and a failure otherwise.
 pub(super) fn outcome(
     channel: &StatusChannel,
@@ -171,6 +171,8 @@ pub(super) fn outcome(
                 measured.landlock = Some(*landlock);
                 measured.seccomp = *seccomp;
             }
+            Message::Direct(record) => measured.direct.push(record.to_string()),
+            Message::DirectDropped(n) => measured.direct_dropped = *n,
             Message::Exited(code) => outcome = Some(Outcome::Exited { code: *code }),
             Message::Signalled(signal) => outcome = Some(Outcome::Signalled { signal: *signal }),
             Message::Error(failure) => outcome = Some(Outcome::Failed { detail: failure.to_string() }),
