@@ -146,6 +146,11 @@ pub struct Bundle {
     pub protection: Protected,
 }
 
+/// The annotation (value `1`) of a bundle whose spawn reaches the network only through the
+/// egress proxy ([`Bundle::egress_proxy`]): the Linux backend's init then watches the
+/// workload's direct network calls, and reports those it refused (issue 17). Absent otherwise.
+pub const EGRESS_PROXY_ANNOTATION: &str = "sandbox.egress-proxy";
+
 /// Whether a spawn of `profile` with `grants` reaches the network only through the egress proxy
 /// (issue 17): a sandboxed profile whose network is `Gated`, without a broad grant (which opens
 /// its port in the host's namespace instead).
@@ -199,6 +204,7 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
     policy_entries.insert(2.min(policy_entries.len()), report::protected_entry(&protection));
     let (standard_report, standard_guarantees) = report::standard(profile, &policy_entries, host_network);
     let private_network = !host_network;
+    let proxied = egress_proxy(profile, g) && !host_network;
 
     let spec = spec::build_spec(
         profile,
@@ -206,6 +212,7 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         &plan,
         &landlock,
         private_network,
+        proxied,
         seccomp_rules,
         &standard_report,
         standard_guarantees,
@@ -218,7 +225,7 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         landlock,
         host_network,
         broad_network,
-        egress_proxy: egress_proxy(profile, g) && !host_network,
+        egress_proxy: proxied,
         seccomp: seccomp_rules,
         policy_entries,
         standard_report,

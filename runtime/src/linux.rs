@@ -19,7 +19,7 @@ pub(crate) use sandbox_linux::backend::{LinuxBackend, SpawnInput, setup_failed};
 use crate::backend::Spawn;
 use crate::output::{ExitStatus, Stop, drain, pump};
 use crate::process::{LifetimeContainment, Process, ProcessReader, ProcessResult, ProcessStdin};
-use crate::proxy::{Credential, NetworkDenial, Proxy, ProxyPolicy};
+use crate::proxy::{Credential, DenialReason, NetworkDenial, Proxy, ProxyPolicy};
 use crate::set::{Admitted, SetInner};
 use crate::{Deadline, ExecutorSetOptions, fsutil};
 
@@ -142,8 +142,23 @@ pub(crate) fn run_egress(
 ) -> Result<(Vec<u8>, backend::ExitStatus, Vec<NetworkDenial>), Error> {
     let mut input = input.clone();
     let mut egress = Egress::prepare(profile, &mut input, pins)?;
-    let (bytes, status, _) = run_with(linux, dl, profile, &input, limit, closing, true, egress.as_mut())?;
-    Ok((bytes, status, egress.map(Egress::finish).unwrap_or_default()))
+    let (bytes, status, measured) = run_with(linux, dl, profile, &input, limit, closing, true, egress.as_mut())?;
+    let mut denials = egress.map(Egress::finish).unwrap_or_default();
+    denials.extend(direct_denials(&measured));
+    Ok((bytes, status, denials))
+}
+
+/// The direct connections and datagrams the container's init refused (issue 17: calls that
+/// did not go through the proxy), as denials, after the proxy's: one per recorded call, and
+/// `... and N more` once for those past the init's bound.
+fn direct_denials(measured: &Measurement) -> Vec<NetworkDenial> {
+    let (targets, dropped) = measured.direct();
+    let mut denials: Vec<NetworkDenial> =
+        targets.iter().map(|target| NetworkDenial { target: target.clone(), reason: DenialReason::Direct }).collect();
+    if dropped > 0 {
+        denials.push(NetworkDenial { target: format!("... and {dropped} more"), reason: DenialReason::Direct });
+    }
+    denials
 }
 
 /// Runs one spawn to its end: output combined, stdin `/dev/null`. With `require` the probe's
@@ -286,11 +301,12 @@ pub(crate) fn start(
         .spawn(move || {
             let Some(linux) = set.backend.linux() else { return };
             let finished = linux.finish(launched, &set.closing, None, false);
-            let denials = egress.map(Egress::finish).unwrap_or_default();
+            let mut denials = egress.map(Egress::finish).unwrap_or_default();
             let result = match finished {
                 Ok(f) if f.closed => Err(Error::ExecutorClosed { partial: Vec::new() }),
                 Ok(f) => match f.status {
                     Ok(status) => {
+                        denials.extend(direct_denials(&f.measured));
                         Ok(ProcessResult { status: status.into(), started_at, finished_at: SystemTime::now(), denials })
                     }
                     Err(detail) => Err(failed(linux, detail)),

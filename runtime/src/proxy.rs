@@ -82,6 +82,11 @@ pub enum DenialReason {
     /// Not a request the proxy speaks (malformed, unsupported method/command/scheme, headers
     /// too long).
     Unsupported,
+    /// A connection or datagram that did not go through the proxy: the namespace has no
+    /// route, the kernel refused it. The target is `tcp:`, `udp:` or `ip:` (the socket's
+    /// protocol could not be told) with the address and port; `... and N more` once past
+    /// 256 such records of one run.
+    Direct,
 }
 
 impl DenialReason {
@@ -93,6 +98,7 @@ impl DenialReason {
             DenialReason::HostMismatch => "host-mismatch",
             DenialReason::BadCredential => "bad-credential",
             DenialReason::Unsupported => "unsupported",
+            DenialReason::Direct => "direct",
         }
     }
 }

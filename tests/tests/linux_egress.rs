@@ -391,6 +391,204 @@ EOF",
         assert!(text(&out).starts_with('0'), "{}", text(&out));
         assert!(start.elapsed() < Duration::from_secs(5), "refused at once: {}", text(&out));
     }
+
+    /// Direct calls: each attempt prints `<name> <errno name or ok> <seconds>`. Documentation
+    /// addresses and the sandbox's own loopback only; `CLOSED` is a loopback port nothing
+    /// inside listens on.
+    const DIRECT: &str = r#"
+import errno, socket, sys, time
+CLOSED = 9
+def attempt(name, f):
+    start = time.time()
+    try:
+        f(); r = 'ok'
+    except socket.gaierror as e:
+        r = 'gaierror'
+    except OSError as e:
+        r = errno.errorcode.get(e.errno, str(e.errno))
+    print(name, r, '%.3f' % (time.time() - start), flush=True)
+def tcp(family, host, port):
+    s = socket.socket(family, socket.SOCK_STREAM); s.settimeout(5)
+    try: s.connect((host, port))
+    finally: s.close()
+QUERY = b'\x124\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x04test\x00\x00\x01\x00\x01'
+def udp_sendto(host):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try: s.sendto(QUERY, (host, 53))
+    finally: s.close()
+def udp_connect(host):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try: s.connect((host, 53)); s.send(QUERY)
+    finally: s.close()
+attempt('tcp-remote', lambda: tcp(socket.AF_INET, '192.0.2.1', 443))
+attempt('tcp-closed', lambda: tcp(socket.AF_INET, '127.0.0.1', CLOSED))
+attempt('tcp-proxy', lambda: tcp(socket.AF_INET, '127.0.0.1', 3128))
+attempt('udp-sendto', lambda: udp_sendto('192.0.2.53'))
+attempt('udp-connect', lambda: udp_connect('192.0.2.54'))
+attempt('udp-loopback', lambda: udp_sendto('127.0.0.1'))
+try:
+    socket.socket(socket.AF_INET6).close(); v6 = True
+except OSError:
+    v6 = False
+if v6:
+    attempt('tcp6-remote', lambda: tcp(socket.AF_INET6, '2001:db8::1', 443))
+if 'dns' in sys.argv:
+    attempt('dns', lambda: socket.getaddrinfo('example.test', 443))
+"#;
+
+    /// The attempts `DIRECT` printed: name → (result, seconds).
+    fn attempts(out: &Output) -> std::collections::HashMap<String, (String, f64)> {
+        text(out)
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                let (name, result, secs) = (w.next()?, w.next()?, w.next()?.parse().ok()?);
+                Some((name.to_owned(), (result.to_owned(), secs)))
+            })
+            .collect()
+    }
+
+    fn run_direct(exec: &Executor, o: &Origins, dns: bool) -> Output {
+        let mut argv = vec!["/usr/bin/python3", "-c", DIRECT];
+        if dns {
+            argv.push("dns");
+        }
+        exec.run_argv(&dl(), &o.dirs.ws, &argv).unwrap()
+    }
+
+    /// The direct attempts' results, the same whether the init watches them or not.
+    fn assert_refused_as_before(out: &Output, proxy: &str) {
+        let a = attempts(out);
+        let t = text(out);
+        for (name, want) in [
+            ("tcp-remote", "ENETUNREACH"),
+            ("tcp-closed", "ECONNREFUSED"),
+            ("tcp-proxy", proxy),
+            ("udp-sendto", "ENETUNREACH"),
+            ("udp-connect", "ENETUNREACH"),
+            ("udp-loopback", "ok"),
+            ("tcp6-remote", "ENETUNREACH"),
+        ] {
+            if name == "tcp6-remote" && !a.contains_key(name) {
+                continue; // No IPv6 here.
+            }
+            let (got, secs) = a.get(name).unwrap_or_else(|| panic!("{name} missing: {t}"));
+            assert_eq!(got, want, "{name}: {t}");
+            assert!(*secs < 1.0, "{name} answered at once: {t}");
+        }
+    }
+
+    pub fn direct_calls_are_refused_and_reported() {
+        let o = Origins::start();
+        let set = o.set(&o.profile(&[format!("tcp:origin.test:{}", o.https)]));
+        let exec = set.executor("k").unwrap();
+        let out = run_direct(&exec, &o, true);
+        assert_eq!(code(&out), 0, "{}", text(&out));
+        assert_refused_as_before(&out, "ok");
+        let direct: Vec<&str> =
+            out.denials.iter().filter(|d| d.reason == DenialReason::Direct).map(|d| d.target.as_str()).collect();
+        for target in ["tcp:192.0.2.1:443", "udp:192.0.2.53:53", "udp:192.0.2.54:53"] {
+            denied(&out, target, DenialReason::Direct);
+        }
+        if attempts(&out).contains_key("tcp6-remote") {
+            denied(&out, "tcp:[2001:db8::1]:443", DenialReason::Direct);
+        }
+        assert!(
+            !direct.iter().any(|t| t.contains(":127.") || t.contains("[::1]")),
+            "none for the loopback: {direct:?}"
+        );
+        assert_eq!(DenialReason::Direct.as_str(), "direct");
+        // glibc's resolver: refused at once, and reported when /etc/resolv.conf names a server
+        // off the loopback (it connects a UDP socket to it).
+        let t = text(&out);
+        let (dns, secs) = attempts(&out).remove("dns").unwrap_or_else(|| panic!("{t}"));
+        assert_ne!(dns, "ok", "{t}");
+        assert!(secs < 5.0, "a name lookup inside fails fast: {t}");
+        let resolv = text(&sh(&exec, &o, "cat /etc/resolv.conf 2>/dev/null; true"));
+        for ns in resolv.lines().filter_map(|l| l.strip_prefix("nameserver")).map(str::trim) {
+            let Ok(ip) = ns.parse::<IpAddr>() else { continue };
+            let at = std::net::SocketAddr::new(ip, 53).to_string();
+            let reported =
+                direct.iter().any(|d| d.strip_prefix("udp:").or(d.strip_prefix("tcp:")) == Some(at.as_str()));
+            assert_eq!(reported, !ip.is_loopback() && !ip.is_unspecified(), "nameserver {ns}: {direct:?}: {t}");
+        }
+        // The denials follow the calls' order, after the proxy's (none here).
+        let first = ["tcp:192.0.2.1:443", "udp:192.0.2.53:53", "udp:192.0.2.54:53"];
+        assert_eq!(direct[..3], first, "{direct:?}");
+
+        // A started process gets them too.
+        let options = sandbox::ProcessOptions {
+            cwd: o.dirs.ws.clone(),
+            argv: ["/usr/bin/python3", "-c", DIRECT].iter().map(std::ffi::OsString::from).collect(),
+            execution_id: String::from("e1"),
+            ..Default::default()
+        };
+        let process = exec.prepare_process(&dl(), options).unwrap().start(&dl()).unwrap();
+        let result = process.wait(&dl()).unwrap();
+        assert_eq!(result.status, ExitStatus::Code(0));
+        let targets: Vec<&str> = result.denials.iter().map(|d| d.target.as_str()).collect();
+        assert_eq!(targets[..3], first, "{:?}", result.denials);
+
+        // Past 256 records of one run: one count.
+        let many = "/usr/bin/python3 -c \"import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+n = 0
+for i in range(300):
+    try: s.sendto(b'x', ('192.0.2.99', 9))
+    except OSError: n += 1
+print(n)\"";
+        let out = sh(&exec, &o, many);
+        assert_eq!(text(&out).trim(), "300", "{}", text(&out));
+        assert_eq!(out.denials.len(), 257, "{:?}", &out.denials[250..]);
+        assert!(out.denials[..256].iter().all(|d| d.target == "udp:192.0.2.99:9" && d.reason == DenialReason::Direct));
+        assert_eq!(out.denials[256].target, "... and 44 more");
+        // The positive control after all of it.
+        let out = sh(&exec, &o, &curl(&format!("https://origin.test:{}/after", o.https)));
+        assert_eq!(code(&out), 0, "{}", text(&out));
+        assert!(out.denials.is_empty(), "{:?}", out.denials);
+
+        // The watch alone, without protected paths (so without the creation guard).
+        let config = ProfileConfig {
+            network: Access::Gated,
+            network_targets: vec![TargetPattern::parse(&format!("tcp:origin.test:{}", o.https)).unwrap()],
+            protected_paths: sandbox::Protection { defaults: false, ..sandbox::Protection::default() },
+            ..o.dirs.allow_config()
+        };
+        let set = o.set(&Profile::new(config).unwrap());
+        let exec = set.executor("k").unwrap();
+        let out = run_direct(&exec, &o, false);
+        assert_eq!(code(&out), 0, "{}", text(&out));
+        assert_refused_as_before(&out, "ok");
+        let targets: Vec<&str> = out.denials.iter().map(|d| d.target.as_str()).collect();
+        assert_eq!(targets[..3], first, "{:?}", out.denials);
+        let out = sh(&exec, &o, "echo x > .envrc && cat .envrc && rm .envrc");
+        assert_eq!(text(&out), "x\n", "{}", text(&out));
+    }
+
+    pub fn direct_calls_are_not_watched_without_the_proxy() {
+        let o = Origins::start();
+        // Deny: the same private namespace without the proxy; the same answers, nothing recorded.
+        let deny = Profile::new(ProfileConfig { network: Access::Deny, ..o.dirs.allow_config() }).unwrap();
+        let set = o.set(&deny);
+        let exec = set.executor("k").unwrap();
+        let out = run_direct(&exec, &o, false);
+        assert_eq!(code(&out), 0, "{}", text(&out));
+        assert_refused_as_before(&out, "ECONNREFUSED");
+        assert!(out.denials.is_empty(), "{:?}", out.denials);
+        // Allow: the host's network; only the loopback is tried (the origin on the host's).
+        let allow = Profile::new(ProfileConfig { network: Access::Allow, ..o.dirs.allow_config() }).unwrap();
+        let set = o.set(&allow);
+        let exec = set.executor("k").unwrap();
+        let script = format!(
+            "/usr/bin/python3 -c \"import socket; s = socket.create_connection(('127.0.0.1', {}), timeout=5); \
+             print('connected'); s.close()\"",
+            o.https
+        );
+        let out = sh(&exec, &o, &script);
+        assert_eq!(code(&out), 0, "{}", text(&out));
+        assert!(text(&out).contains("connected"), "{}", text(&out));
+        assert!(out.denials.is_empty(), "{:?}", out.denials);
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -415,6 +613,8 @@ fn main() -> std::process::ExitCode {
                 a_proxy_target_grant_opens_one_target_for_one_spawn,
             ),
             ("targets_need_a_gated_network", targets_need_a_gated_network),
+            ("direct_calls_are_refused_and_reported", direct_calls_are_refused_and_reported),
+            ("direct_calls_are_not_watched_without_the_proxy", direct_calls_are_not_watched_without_the_proxy),
         ])
     }
     #[cfg(not(target_os = "linux"))]

@@ -5,13 +5,16 @@
 //! status pipe, then forks: the child execs the workload, the parent stays as a minimal init
 //! that forwards signals to the whole pid namespace, reaps everything, and writes the
 //! workload's outcome to the status pipe. When the bundle protects paths that do not exist
-//! (issue 14), the child first installs the creation guard's filter and the parent serves it
-//! from a second thread (`guard.rs`). It never returns into libcontainer.
+//! (issue 14), or its spawn reaches the network only through the egress proxy (issue 17), the
+//! child first installs the guard's filter and the parent serves it from a second thread
+//! (`guard.rs`), which reports the direct network calls it refused on the status pipe. It
+//! never returns into libcontainer.
 
 use std::ffi::CString;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::{Arc, Mutex};
 
 use libcontainer::oci_spec::runtime::Spec;
 use libcontainer::workload::{Executor, ExecutorError, ExecutorSetEnvsError, ExecutorValidationError};
@@ -73,6 +76,60 @@ impl Status {
     /// and ends the init.
     fn fail(&mut self, stage: Stage, reason: &str) -> ! {
         self.line(&status::error_line(stage, reason));
+        sys::exit_now(0)
+    }
+}
+
+/// The status pipe once the workload exists: the init's main thread writes the outcome, the
+/// guard's thread the direct network calls it refused (issue 17). One lock orders them: each
+/// line is written whole, and nothing after the outcome (the init exits holding the lock).
+struct Shared(Mutex<Out>);
+
+struct Out {
+    file: File,
+    /// `direct` lines written.
+    direct: usize,
+    /// Records past [`status::MAX_DIRECT`], only counted.
+    dropped: u32,
+}
+
+impl Shared {
+    fn new(status: Status) -> Shared {
+        Shared(Mutex::new(Out { file: status.0, direct: 0, dropped: 0 }))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Out> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records one refused direct call: a `direct` line up to the bound, a count past it. A
+    /// failed write is ignored here (the helper is gone; the main thread ends the init). The
+    /// write never waits on a slow reader: 256 lines of at most 64 bytes fit in a pipe.
+    fn direct(&self, record: &status::Direct) {
+        let mut out = self.lock();
+        if out.direct < status::MAX_DIRECT {
+            out.direct += 1;
+            let line = format!("{}\n", status::direct_line(record));
+            let _ = out.file.write_all(line.as_bytes());
+        } else {
+            out.dropped = out.dropped.saturating_add(1);
+        }
+    }
+
+    /// Writes the last line (`text`), after the count of dropped records if any, and ends the
+    /// init, still holding the lock: no record follows the outcome.
+    fn last(&self, text: &str) -> ! {
+        let mut out = self.lock();
+        let mut lines = String::new();
+        if out.dropped > 0 {
+            lines.push_str(&status::direct_dropped_line(out.dropped));
+            lines.push('\n');
+        }
+        lines.push_str(text);
+        lines.push('\n');
+        if out.file.write_all(lines.as_bytes()).is_err() {
+            sys::exit_now(1);
+        }
         sys::exit_now(0)
     }
 }
@@ -194,6 +251,13 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
             .filter(|g| !g.is_empty()),
         None => None,
     };
+    // The watch on direct network calls (issue 17): when the spawn reaches the network only
+    // through the egress proxy. Any other value fails closed.
+    let watch_network = match annotations.get(sandbox_bundle::compile::EGRESS_PROXY_ANNOTATION).map(String::as_str) {
+        None => false,
+        Some("1") => true,
+        Some(other) => status.fail(Stage::Guard, &format!("egress-proxy annotation {other:?}")),
+    };
     let section = spec.linux().as_ref().and_then(|l| l.seccomp().clone());
     let programs = section
         .map(|section| filter::compile(&section).unwrap_or_else(|e| status.fail(Stage::Seccomp, &e.to_string())));
@@ -261,9 +325,11 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
             .collect()
     };
 
-    // With a guard, the workload child installs the guard's filter and hands its listener
-    // back over this pair (a stream pair: the base policy may refuse datagram pairs).
-    let guard_pair = creation_guard.as_ref().map(|_| {
+    // With a guard or the network watch, the workload child installs the guard's filter and
+    // hands its listener back over this pair (a stream pair: the base policy may refuse
+    // datagram pairs).
+    let creating = creation_guard.is_some();
+    let guard_pair = (creating || watch_network).then(|| {
         use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
         socketpair(AddressFamily::Unix, SockType::Stream, None, SockFlag::SOCK_CLOEXEC)
             .unwrap_or_else(|e| status.fail(Stage::Guard, &format!("socketpair: {e}")))
@@ -283,7 +349,7 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
             let _ = nix::unistd::close(status.0.as_raw_fd());
             if let Some((init_end, child_end)) = guard_pair {
                 drop(init_end);
-                install_guard(child_end);
+                install_guard(child_end, creating, watch_network);
             }
             exec_workload(old_mask, tty, &candidates, &argv, &envp, &program)
         }
@@ -294,11 +360,21 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
                 // take (the child's copy is close-on-exec).
                 drop(file);
             }
-            if let (Some((init_end, child_end)), Some(g)) = (guard_pair, creation_guard) {
+            let listener = guard_pair.map(|(init_end, child_end)| {
                 drop(child_end);
-                start_guard(&mut status, init_end, g);
+                receive_listener(&mut status, init_end)
+            });
+            let shared = Arc::new(Shared::new(status));
+            if let Some(listener) = listener {
+                let direct: Option<guard::Record> = if watch_network {
+                    let shared = Arc::clone(&shared);
+                    Some(Box::new(move |record: &status::Direct| shared.direct(record)))
+                } else {
+                    None
+                };
+                start_guard(&shared, listener, guard::Watch { creation: creation_guard, direct });
             }
-            supervise(status, child)
+            supervise(&shared, child)
         }
     }
 }
@@ -309,11 +385,11 @@ struct ProtectAnnotation {
     guard: Option<sandbox_bundle::CreationGuard>,
 }
 
-/// In the workload child, before exec: installs the guard's filter and sends its listener to
-/// the init over `sock` (or why it could not, after which the child ends: the init then fails
-/// the spawn).
-fn install_guard(sock: OwnedFd) {
-    let sent = match notify::install_with_listener(&guard::program()) {
+/// In the workload child, before exec: installs the guard's filter (for the watches the spawn
+/// has) and sends its listener to the init over `sock` (or why it could not, after which the
+/// child ends: the init then fails the spawn).
+fn install_guard(sock: OwnedFd, creating: bool, network: bool) {
+    let sent = match notify::install_with_listener(&guard::program(creating, network)) {
         Ok(listener) => sys::send_with_fds(sock.as_fd(), b"f", &[listener.as_fd()]),
         Err(e) => {
             let _ = sys::send_with_fds(sock.as_fd(), format!("e{e}").as_bytes(), &[]);
@@ -325,10 +401,9 @@ fn install_guard(sock: OwnedFd) {
     }
 }
 
-/// In the init after the fork: receives the child's listener and serves it from a thread
-/// (the init is single-threaded until here, as the fork required). A child that could not
-/// install the filter fails the spawn.
-fn start_guard(status: &mut Status, sock: OwnedFd, g: sandbox_bundle::CreationGuard) {
+/// In the init after the fork: receives the child's listener. A child that could not install
+/// the filter fails the spawn.
+fn receive_listener(status: &mut Status, sock: OwnedFd) -> OwnedFd {
     let mut buf = [0u8; 512];
     let (n, mut fds) = match sys::recv_with_fds(sock.as_fd(), &mut buf) {
         Ok(r) => r,
@@ -343,13 +418,18 @@ fn start_guard(status: &mut Status, sock: OwnedFd, g: sandbox_bundle::CreationGu
         _ => status.fail(Stage::Guard, "the workload did not hand over the listener"),
     };
     // At the lowest free number (4, where `go` was): the init's descriptors stay 0-4.
-    let listener = match sys::dup_lowest_cloexec(listener.as_fd()) {
+    match sys::dup_lowest_cloexec(listener.as_fd()) {
         Ok(low) => low,
         Err(_) => listener,
-    };
-    let spawned = std::thread::Builder::new().name("guard".into()).spawn(move || guard::serve(listener, g));
+    }
+}
+
+/// Serves the listener from a thread (the init is single-threaded until here, as the fork
+/// required).
+fn start_guard(shared: &Shared, listener: OwnedFd, watch: guard::Watch) {
+    let spawned = std::thread::Builder::new().name("guard".into()).spawn(move || guard::serve(listener, watch));
     if let Err(e) = spawned {
-        status.fail(Stage::Guard, &format!("thread: {e}"));
+        shared.last(&status::error_line(Stage::Guard, &format!("thread: {e}")));
     }
 }
 
@@ -403,7 +483,7 @@ fn from_outside(info: &sys::SignalInfo) -> bool {
 /// The init's life after the fork: reaps everything, forwards signals from outside to the
 /// whole namespace, ignores signals from inside, and reports the workload's end. Nothing here
 /// can panic.
-fn supervise(mut status: Status, child: Pid) -> ! {
+fn supervise(status: &Shared, child: Pid) -> ! {
     loop {
         let Ok(info) = sys::wait_signal(sys::ALL_SIGNALS) else { continue };
         if info.signo == libc::SIGCHLD {
@@ -411,12 +491,10 @@ fn supervise(mut status: Status, child: Pid) -> ! {
             while let Some(reaped) = sys::reap_any_nohang() {
                 match reaped {
                     sys::Reaped::Exited(pid, code) if pid == child.as_raw() => {
-                        status.line(&format!("exited {code}"));
-                        sys::exit_now(0);
+                        status.last(&format!("exited {code}"));
                     }
                     sys::Reaped::Signalled(pid, sig) if pid == child.as_raw() => {
-                        status.line(&format!("signalled {sig}"));
-                        sys::exit_now(0);
+                        status.last(&format!("signalled {sig}"));
                     }
                     _ => {}
                 }

@@ -21,7 +21,14 @@
 //! workload; Landlock grants `read_file` beneath `/proc`), after pinning `/proc/<tid>` and
 //! checking that the notification is still pending, and checks again after reading. A creating
 //! call runs under the caller's umask (`Umask:` of `/proc/<tid>/status`).
+//!
+//! With the egress proxy on (issue 17), the same filter and thread also watch direct network
+//! calls: `connect`, and `sendto` with an address, go to the init, which records and refuses
+//! those to an address off the loopback and lets the kernel perform every other one
+//! ([`direct`]). Either watch may run alone: the filter sends only the calls of the watches
+//! the spawn has.
 
+mod direct;
 mod resolve;
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -34,6 +41,8 @@ use sandbox_bundle::{CreateOp, CreationGuard};
 use seccompiler::sock_filter;
 
 use crate::notify;
+use crate::status::Direct;
+use direct::{NetCall, Verdict};
 use resolve::{Followed, Parent, Resolver, Thread, cstr, is_dot, os, real_path};
 
 /// `AUDIT_ARCH_*` of the native architecture (what `seccomp_data.arch` carries).
@@ -88,12 +97,21 @@ fn nr(n: libc::c_long) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// The workload's extra filter. A foreign architecture or an x32 number kills the process (as
-/// the base filters do); `openat2` answers ENOSYS; the creating calls go to the guard (the
-/// opens only with `O_CREAT` in the low 32 bits of their flags, the int the kernel reads);
-/// everything else is allowed (the base filters still apply: of two answers the stricter
-/// wins, so a set-id creation mode they refuse is never notified).
-pub fn program() -> Vec<sock_filter> {
+/// The offset of the low 32 bits of argument `arg` in `seccomp_data` (the supported
+/// architectures are little-endian); the high 32 bits follow.
+const fn arg_low(arg: u32) -> u32 {
+    16 + 8 * arg
+}
+
+/// The workload's extra filter, for the watches the spawn has: `creating` (protected names,
+/// issue 14), `network` (direct network calls, issue 17). A foreign architecture or an x32
+/// number kills the process (as the base filters do). Creating: `openat2` answers ENOSYS; the
+/// creating calls go to the guard (the opens only with `O_CREAT` in the low 32 bits of their
+/// flags, the int the kernel reads). Network: `connect` goes to the guard, and `sendto` when
+/// its address (a pointer: all 64 bits) is not null. Everything else is allowed (the base
+/// filters still apply: of two answers the stricter wins, so a set-id creation mode they
+/// refuse is never notified).
+pub fn program(creating: bool, network: bool) -> Vec<sock_filter> {
     let kill = libc::SECCOMP_RET_KILL_PROCESS;
     let notify = libc::SECCOMP_RET_USER_NOTIF;
     let allow = libc::SECCOMP_RET_ALLOW;
@@ -103,16 +121,31 @@ pub fn program() -> Vec<sock_filter> {
         p.push(ins(JGE_K, 0, 1, 0x4000_0000));
         p.push(ins(RET_K, 0, 0, kill));
     }
-    p.push(ins(JEQ_K, 0, 1, nr(libc::SYS_openat2)));
-    p.push(ins(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32));
-    for &n in NOTIFIED {
-        p.push(ins(JEQ_K, 0, 1, nr(n)));
-        p.push(ins(RET_K, 0, 0, notify));
+    if creating {
+        p.push(ins(JEQ_K, 0, 1, nr(libc::SYS_openat2)));
+        p.push(ins(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32));
+        for &n in NOTIFIED {
+            p.push(ins(JEQ_K, 0, 1, nr(n)));
+            p.push(ins(RET_K, 0, 0, notify));
+        }
+        // Each block leaves the number in the accumulator when it does not match.
+        for &(n, arg) in OPENS {
+            p.push(ins(JEQ_K, 0, 4, nr(n)));
+            p.push(ins(LD_W_ABS, 0, 0, arg_low(arg)));
+            p.push(ins(JSET_K, 0, 1, libc::O_CREAT as u32));
+            p.push(ins(RET_K, 0, 0, notify));
+            p.push(ins(RET_K, 0, 0, allow));
+        }
     }
-    for &(n, arg) in OPENS {
-        p.push(ins(JEQ_K, 0, 4, nr(n)));
-        p.push(ins(LD_W_ABS, 0, 0, 16 + 8 * arg));
-        p.push(ins(JSET_K, 0, 1, libc::O_CREAT as u32));
+    if network {
+        p.push(ins(JEQ_K, 0, 1, nr(libc::SYS_connect)));
+        p.push(ins(RET_K, 0, 0, notify));
+        // sendto(fd, buf, len, flags, addr, addrlen): notified unless `addr` is null.
+        p.push(ins(JEQ_K, 0, 6, nr(libc::SYS_sendto)));
+        p.push(ins(LD_W_ABS, 0, 0, arg_low(4)));
+        p.push(ins(JEQ_K, 0, 2, 0));
+        p.push(ins(LD_W_ABS, 0, 0, arg_low(4) + 4));
+        p.push(ins(JEQ_K, 1, 0, 0));
         p.push(ins(RET_K, 0, 0, notify));
         p.push(ins(RET_K, 0, 0, allow));
     }
@@ -185,6 +218,8 @@ fn decode(n: libc::c_long, a: &[u64; 6]) -> Option<Call> {
 /// The answer to one notification.
 #[derive(Debug)]
 enum Answer {
+    /// The kernel performs the call (only for calls the guard merely observes).
+    Continue,
     /// The call returns this value.
     Value(i64),
     /// The call fails with this errno.
@@ -241,9 +276,44 @@ fn read_string(mem: BorrowedFd<'_>, addr: u64) -> Result<Vec<u8>, Errno> {
     Err(Errno::ENAMETOOLONG)
 }
 
+/// Copies `len` bytes at `addr` out of the caller's memory (EFAULT when they are not all
+/// readable, as the kernel answers).
+fn read_bytes(mem: BorrowedFd<'_>, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
+    let mut out = vec![0u8; len];
+    let mut done = 0;
+    while done < len {
+        let at = addr.checked_add(done as u64).ok_or(Errno::EFAULT)?;
+        let offset = i64::try_from(at).map_err(|_| Errno::EFAULT)?;
+        let n = nix::sys::uio::pread(mem, &mut out[done..], offset).map_err(|_| Errno::EFAULT)?;
+        if n == 0 {
+            return Err(Errno::EFAULT);
+        }
+        done += n;
+    }
+    Ok(out)
+}
+
+/// Where the guard records a refused direct network call.
+pub type Record = Box<dyn FnMut(&Direct) + Send>;
+
+/// What the guard thread watches for one spawn.
+pub struct Watch {
+    /// The creation guard of protected paths (issue 14); None: no creating call is sent.
+    pub creation: Option<CreationGuard>,
+    /// Where refused direct network calls are recorded (issue 17), before their caller gets
+    /// its answer; None: no network call is sent.
+    pub direct: Option<Record>,
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch").field("creation", &self.creation).field("direct", &self.direct.is_some()).finish()
+    }
+}
+
 /// Serves the listener until it fails (then it is closed, and every call the filter sends to
 /// it fails with ENOSYS: closed). Never panics on what a workload sends.
-pub fn serve(listener: OwnedFd, guard: CreationGuard) {
+pub fn serve(listener: OwnedFd, mut watch: Watch) {
     let listener = Arc::new(listener);
     loop {
         let req = match notify::recv(listener.as_fd()) {
@@ -252,7 +322,13 @@ pub fn serve(listener: OwnedFd, guard: CreationGuard) {
             Err(Errno::EINTR | Errno::ENOENT) => continue,
             Err(_) => return,
         };
-        match handle(&guard, listener.as_fd(), &req) {
+        let net = direct::decode(libc::c_long::from(req.data.nr), &req.data.args);
+        let outcome = match (net, watch.direct.as_mut(), watch.creation.as_ref()) {
+            (Some(call), Some(record), _) => handle_net(listener.as_fd(), &req, call, record.as_mut()),
+            (None, _, Some(guard)) => handle(guard, listener.as_fd(), &req),
+            _ => Outcome::Answer(Answer::Error(Errno::ENOSYS)),
+        };
+        match outcome {
             Outcome::Answer(a) => answer(listener.as_fd(), req.id, a),
             Outcome::Gone => {}
             Outcome::Blocking(job) => {
@@ -272,6 +348,7 @@ pub fn serve(listener: OwnedFd, guard: CreationGuard) {
 
 fn answer(listener: BorrowedFd<'_>, id: u64, a: Answer) {
     let _ = match a {
+        Answer::Continue => notify::continue_call(listener, id),
         Answer::Value(v) => notify::send(listener, id, v, 0),
         Answer::Error(e) => notify::send(listener, id, 0, e as i32),
         Answer::Fd(fd, cloexec) => match notify::add_fd_and_send(listener, id, fd.as_fd(), cloexec) {
@@ -281,23 +358,77 @@ fn answer(listener: BorrowedFd<'_>, id: u64, a: Answer) {
     };
 }
 
+/// Opens `/proc/<tid>` of the thread waiting in `req`, and checks that the notification is
+/// still pending afterwards, so that the directory is that thread's (a thread id is reused
+/// only once its thread is gone). Err: the answer (or [`Outcome::Gone`]).
+fn pin(listener: BorrowedFd<'_>, req: &libc::seccomp_notif) -> Result<Thread, Outcome> {
+    let Ok(tid) = i32::try_from(req.pid) else { return Err(Outcome::Answer(Answer::Error(Errno::ESRCH))) };
+    let proc_dir = cstr(format!("/proc/{tid}").as_bytes())
+        .and_then(|p| notify::open_at(None, &p, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0))
+        .map_err(|e| Outcome::Answer(e.into()))?;
+    // `/proc/<tid>` is now pinned to the thread that is waiting in this notification.
+    if !notify::id_valid(listener, req.id) {
+        return Err(Outcome::Gone);
+    }
+    Ok(Thread::new(tid, proc_dir))
+}
+
+/// The memory of a pinned thread (`/proc/<tid>/mem`).
+fn open_mem(thread: &Thread) -> Result<OwnedFd, Errno> {
+    notify::open_at(Some(thread.proc_dir.as_fd()), c"mem", libc::O_RDONLY | libc::O_CLOEXEC, 0)
+}
+
+/// A `connect` or `sendto` (see [`direct`]): the address is copied as the creating calls'
+/// paths are (pinned thread, still pending before and after); a call off the loopback is
+/// recorded and answered ENETUNREACH, everything else continues into the kernel, which also
+/// gives its own answer wherever the guard cannot read what it needs.
+fn handle_net(
+    listener: BorrowedFd<'_>,
+    req: &libc::seccomp_notif,
+    call: NetCall,
+    record: &mut (dyn FnMut(&Direct) + Send),
+) -> Outcome {
+    let kernel = Outcome::Answer(Answer::Continue);
+    let len = match usize::try_from(call.len) {
+        Ok(len) if call.addr != 0 && len <= direct::SOCKADDR_STORAGE => len,
+        _ => return kernel,
+    };
+    let thread = match pin(listener, req) {
+        Ok(t) => t,
+        Err(Outcome::Gone) => return Outcome::Gone,
+        Err(_) => return kernel,
+    };
+    let Ok(mem) = open_mem(&thread) else { return kernel };
+    let Ok(bytes) = read_bytes(mem.as_fd(), call.addr, len) else { return kernel };
+    drop(mem);
+    // The common case, the loopback (the proxy's port) or a Unix socket, continues at once:
+    // what the kernel does with it does not depend on anything read here.
+    if direct::destination(&bytes).is_none_or(|a| direct::is_local(a.ip())) {
+        return kernel;
+    }
+    let proto = notify::sock_proto_name(thread.proc_dir.as_fd(), call.fd);
+    // What was read belongs to the thread still waiting in this call.
+    if !notify::id_valid(listener, req.id) {
+        return Outcome::Gone;
+    }
+    match direct::judge(&call, &bytes, proto.as_deref()) {
+        Verdict::Continue => kernel,
+        Verdict::Refuse(d) => {
+            record(&d);
+            Outcome::Answer(Answer::Error(direct::REFUSED))
+        }
+    }
+}
+
 fn handle(guard: &CreationGuard, listener: BorrowedFd<'_>, req: &libc::seccomp_notif) -> Outcome {
     let Some(call) = decode(libc::c_long::from(req.data.nr), &req.data.args) else {
         return Outcome::Answer(Answer::Error(Errno::ENOSYS));
     };
-    let Ok(tid) = i32::try_from(req.pid) else { return Outcome::Answer(Answer::Error(Errno::ESRCH)) };
-    let proc_dir = match cstr(format!("/proc/{tid}").as_bytes())
-        .and_then(|p| notify::open_at(None, &p, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0))
-    {
-        Ok(d) => d,
-        Err(e) => return Outcome::Answer(e.into()),
+    let thread = match pin(listener, req) {
+        Ok(t) => t,
+        Err(o) => return o,
     };
-    // `/proc/<tid>` is now pinned to the thread that is waiting in this notification.
-    if !notify::id_valid(listener, req.id) {
-        return Outcome::Gone;
-    }
-    let thread = Thread::new(tid, proc_dir);
-    let mem = match notify::open_at(Some(thread.proc_dir.as_fd()), c"mem", libc::O_RDONLY | libc::O_CLOEXEC, 0) {
+    let mem = match open_mem(&thread) {
         Ok(m) => m,
         Err(e) => return Outcome::Answer(e.into()),
     };

@@ -155,7 +155,8 @@ pub enum Stage {
     Exec,
     /// The workload could not be forked.
     Fork,
-    /// The creation guard of protected paths could not be read or started (issue 14).
+    /// The creation guard of protected paths (issue 14), or the watch on direct network calls
+    /// (issue 17), could not be read or started.
     Guard,
 }
 

@@ -192,6 +192,7 @@ pub(super) fn build_spec(
     plan: &MountPlan,
     landlock: &LandlockRules,
     private_network: bool,
+    egress_proxy: bool,
     seccomp_rules: seccomp::SpawnRules,
     standard_report: &CompileReport,
     standard_guarantees: Guarantees,
@@ -227,6 +228,9 @@ pub(super) fn build_spec(
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
+    if egress_proxy {
+        annotations.insert(String::from(super::EGRESS_PROXY_ANNOTATION), String::from("1"));
+    }
     if !optional_masks.is_empty() {
         annotations
             .insert(String::from("sandbox.optional-masks"), serde_json::to_string(&optional_masks).unwrap_or_default());
@@ -343,6 +347,50 @@ mod tests {
             for set in ["ambient", "bounding", "effective", "inheritable", "permitted"] {
                 assert_eq!(v["process"]["capabilities"][set], serde_json::json!([]), "{set}");
             }
+        }
+    }
+
+    /// The init watches direct network calls exactly when the spawn reaches the network only
+    /// through the egress proxy: network `gated` without a broad grant or an egress route.
+    #[test]
+    fn only_a_proxied_spawn_carries_the_egress_proxy_annotation() {
+        let spawn = |grants: GrantDeltas, egress_route: bool| SpawnContext {
+            argv: vec![String::from("/bin/true")],
+            cwd: PathBuf::from("/"),
+            env: vec![(String::from("PATH"), String::from("/bin"))],
+            tty: false,
+            home_dir: None,
+            temp_dir: PathBuf::from("/nonexistent/tmp"),
+            scratch_root: PathBuf::from("/nonexistent"),
+            other_scratch_roots: Vec::new(),
+            uid: 1000,
+            gid: 1000,
+            landlock: true,
+            egress_route,
+            launch: Launch::Export,
+            grants,
+            protected: Default::default(),
+        };
+        let broad = GrantDeltas { broad_port: Some(443), ..GrantDeltas::default() };
+        for (network, grants, egress_route, want) in [
+            (Access::Gated, GrantDeltas::default(), false, true),
+            (Access::Gated, broad, false, false),
+            (Access::Deny, GrantDeltas::default(), false, false),
+            (Access::Allow, GrantDeltas::default(), false, false),
+            (Access::Allow, GrantDeltas::default(), true, false),
+        ] {
+            let profile = Profile::new(ProfileConfig {
+                workspace_root: PathBuf::from("/"),
+                workspace_read: Access::Allow,
+                network,
+                ..ProfileConfig::default()
+            })
+            .unwrap();
+            let bundle = compile(&profile, &spawn(grants.clone(), egress_route), &HostView::default()).unwrap();
+            let annotations = bundle.spec.annotations().clone().unwrap_or_default();
+            let got = annotations.get(crate::compile::EGRESS_PROXY_ANNOTATION).map(String::as_str);
+            assert_eq!(got, want.then_some("1"), "{network} {grants:?} {egress_route}");
+            assert_eq!(bundle.egress_proxy, want, "{network}");
         }
     }
 }

@@ -132,7 +132,14 @@ impl LinuxBackend {
                 grants: GrantDeltas::default(),
                 argv: vec![String::from("/bin/true")],
                 cwd: input.cwd.clone(),
-                env: input.env.clone(),
+                // Not the last spawn's egress-proxy credential (issue 17): the placeholder never
+                // runs, and a finished run's secret has no business in another bundle.
+                env: input
+                    .env
+                    .iter()
+                    .filter(|(name, _)| !name.to_ascii_uppercase().ends_with("_PROXY"))
+                    .cloned()
+                    .collect(),
                 home_dir: input.home_dir,
                 temp_dir: input.temp_dir,
             };

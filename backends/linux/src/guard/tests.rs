@@ -39,7 +39,7 @@ fn n(x: libc::c_long) -> i32 {
 
 #[test]
 fn the_filter_sends_creating_calls_and_allows_the_rest() {
-    let p = program();
+    let p = program(true, false);
     assert!(p.len() < 100);
     let notify = libc::SECCOMP_RET_USER_NOTIF;
     let allow = libc::SECCOMP_RET_ALLOW;
@@ -76,6 +76,52 @@ fn the_filter_sends_creating_calls_and_allows_the_rest() {
 }
 
 #[test]
+fn the_network_watch_sends_connect_and_addressed_sendto() {
+    let notify = libc::SECCOMP_RET_USER_NOTIF;
+    let allow = libc::SECCOMP_RET_ALLOW;
+    let kill = libc::SECCOMP_RET_KILL_PROCESS;
+    let sendto = |addr: u64| [3, 0x1000, 10, 0, addr, 16];
+    for creating in [false, true] {
+        let p = program(creating, true);
+        assert!(p.len() < 100);
+        assert_eq!(run(&p, n(libc::SYS_connect), NATIVE_ARCH, [3, 0x1000, 16, 0, 0, 0]), notify);
+        assert_eq!(run(&p, n(libc::SYS_connect), NATIVE_ARCH, [0; 6]), notify);
+        assert_eq!(run(&p, n(libc::SYS_sendto), NATIVE_ARCH, sendto(0x7fff_0000_1000)), notify);
+        // Either half of the pointer counts.
+        assert_eq!(run(&p, n(libc::SYS_sendto), NATIVE_ARCH, sendto(0x1000)), notify);
+        assert_eq!(run(&p, n(libc::SYS_sendto), NATIVE_ARCH, sendto(1 << 32)), notify);
+        // `send` (a null address) is not sent.
+        assert_eq!(run(&p, n(libc::SYS_sendto), NATIVE_ARCH, sendto(0)), allow);
+        for call in [libc::SYS_sendmsg, libc::SYS_socket, libc::SYS_bind, libc::SYS_read, libc::SYS_recvfrom] {
+            assert_eq!(run(&p, n(call), NATIVE_ARCH, [1; 6]), allow, "{call}");
+        }
+        assert_eq!(run(&p, n(libc::SYS_connect), 0x4000_0003, [0; 6]), kill);
+        let creat = u64::try_from(libc::O_CREAT).unwrap();
+        let mut open_args = [0u64; 6];
+        open_args[2] = creat;
+        let expected = if creating { notify } else { allow };
+        assert_eq!(run(&p, n(libc::SYS_openat), NATIVE_ARCH, open_args), expected);
+        assert_eq!(run(&p, n(libc::SYS_mkdirat), NATIVE_ARCH, [0; 6]), expected);
+        let openat2 = if creating { libc::SECCOMP_RET_ERRNO | u32::try_from(libc::ENOSYS).unwrap() } else { allow };
+        assert_eq!(run(&p, n(libc::SYS_openat2), NATIVE_ARCH, [0; 6]), openat2);
+    }
+    // Without the network watch, network calls are not sent.
+    let p = program(true, false);
+    assert_eq!(run(&p, n(libc::SYS_connect), NATIVE_ARCH, [0; 6]), allow);
+    assert_eq!(run(&p, n(libc::SYS_sendto), NATIVE_ARCH, sendto(0x1000)), allow);
+}
+
+#[test]
+fn addresses_are_read_whole_or_not_at_all() {
+    let mem = std::fs::File::open("/proc/self/mem").unwrap();
+    let data: Vec<u8> = (0..200u8).collect();
+    assert_eq!(read_bytes(mem.as_fd(), data.as_ptr() as u64, 128).unwrap(), data[..128]);
+    assert_eq!(read_bytes(mem.as_fd(), data.as_ptr() as u64, 0).unwrap(), Vec::<u8>::new());
+    assert_eq!(read_bytes(mem.as_fd(), 8, 16).unwrap_err(), Errno::EFAULT);
+    assert_eq!(read_bytes(mem.as_fd(), u64::MAX - 4, 16).unwrap_err(), Errno::EFAULT);
+}
+
+#[test]
 fn calls_decode_with_int_arguments_truncated() {
     let fdcwd = u64::from(libc::AT_FDCWD.cast_unsigned());
     let creat = u64::try_from(libc::O_CREAT).unwrap();
@@ -104,4 +150,23 @@ fn strings_are_read_from_memory_up_to_their_nul() {
     let mut exact = vec![b'a'; PATH_MAX - 1];
     exact.push(0);
     assert_eq!(read_string(mem.as_fd(), exact.as_ptr() as u64).unwrap().len(), PATH_MAX - 1);
+}
+
+#[test]
+fn a_sockets_protocol_is_read_through_its_threads_proc_directory() {
+    use std::os::fd::AsRawFd;
+    let proc_dir =
+        notify::open_at(None, c"/proc/thread-self", libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0).unwrap();
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let udp = std::net::UdpSocket::bind("[::1]:0").unwrap();
+    let (unix, _) = std::os::unix::net::UnixStream::pair().unwrap();
+    let file = std::fs::File::open("/proc/self/status").unwrap();
+    let name = |fd: i32| notify::sock_proto_name(proc_dir.as_fd(), fd);
+    assert_eq!(name(tcp.as_raw_fd()).as_deref(), Some("TCP"));
+    assert_eq!(name(udp.as_raw_fd()).as_deref(), Some("UDPv6"));
+    assert!(name(unix.as_raw_fd()).is_some_and(|n| n.starts_with("UNIX")), "{:?}", name(unix.as_raw_fd()));
+    assert_eq!(name(file.as_raw_fd()), None);
+    assert_eq!(name(-1), None);
+    assert_eq!(name(1 << 20), None);
+    assert_eq!(direct::transport(name(tcp.as_raw_fd()).as_deref()), crate::status::Transport::Tcp);
 }

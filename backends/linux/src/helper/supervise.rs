@@ -188,3 +188,41 @@ pub(super) fn outcome(
         Outcome::Failed { detail: String::from("the container init ended without reporting an outcome") }
     })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_refused_direct_calls_are_measured_in_order() {
+        let mut channel = StatusChannel::new();
+        let mut bytes = b"ready\nsetup landlock=full abi=7 seccomp=2\n".to_vec();
+        for target in ["tcp:192.0.2.1:443", "udp:[2001:db8::1]:53"] {
+            bytes.extend(format!("direct {target}\n").as_bytes());
+        }
+        bytes.extend(b"exited 3\n");
+        channel.feed(&bytes).unwrap();
+        let mut measured = Measured::default();
+        assert_eq!(outcome(&channel, None, false, &mut measured), Outcome::Exited { code: 3 });
+        assert_eq!(measured.direct, ["tcp:192.0.2.1:443", "udp:[2001:db8::1]:53"]);
+        assert_eq!(measured.direct_dropped, 0);
+        // Past the bound: the count.
+        let mut channel = StatusChannel::new();
+        let mut bytes = b"ready\nsetup landlock=full abi=7 seccomp=2\n".to_vec();
+        bytes.extend("direct ip:192.0.2.7:0\n".repeat(crate::status::MAX_DIRECT).as_bytes());
+        bytes.extend(b"direct-dropped 5\nsignalled 9\n");
+        channel.feed(&bytes).unwrap();
+        let mut measured = Measured::default();
+        assert_eq!(outcome(&channel, None, false, &mut measured), Outcome::Signalled { signal: 9 });
+        assert_eq!(measured.direct.len(), crate::status::MAX_DIRECT);
+        assert_eq!(measured.direct_dropped, 5);
+        // They travel to the parent (and an older helper's answer, without them, still reads).
+        let json = serde_json::to_string(&measured).unwrap();
+        assert_eq!(serde_json::from_str::<Measured>(&json).unwrap(), measured);
+        let old: Measured =
+            serde_json::from_str(r#"{"landlock":null,"landlock_abi":0,"seccomp":0,"loopback":null,"readback":[]}"#)
+                .unwrap();
+        assert!(old.direct.is_empty() && old.direct_dropped == 0);
+    }
+}
