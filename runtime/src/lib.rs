@@ -92,11 +92,30 @@ static INIT_CALLED: AtomicBool = AtomicBool::new(false);
 ///
 /// When sandbox started this process as its Linux helper (a private argv marker that never
 /// reaches a workload), `init` runs the helper and never returns. Otherwise it records the call
-/// and returns. Idempotent; outside Linux it only records.
+/// and returns. Idempotent.
+///
+/// It also raises this process's soft limit on open files to its hard limit (at most 65,536),
+/// as Go's runtime does: each egress proxy connection holds up to four descriptors and a run's
+/// pipes a few more, and the usual soft limit of 1,024 would let a few busy runs starve the
+/// embedder. Sandboxed processes get their own limits from the bundle.
 pub fn init() {
     #[cfg(target_os = "linux")]
     sandbox_linux::dispatch_if_helper();
+    #[cfg(unix)]
+    raise_open_files();
     INIT_CALLED.store(true, Ordering::SeqCst);
+}
+
+/// The soft `RLIMIT_NOFILE` raised to the hard one, capped at 65,536 (never lowered).
+#[cfg(unix)]
+fn raise_open_files() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let want = hard.min(65_536);
+        if soft < want {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, want, hard);
+        }
+    }
 }
 
 /// Whether [`init`] ran in this process.

@@ -52,6 +52,13 @@ pub(crate) const PROXY_PORT: u16 = sandbox_bundle::target::PROXY_PORT;
 /// The most connections served at once; more are closed at once.
 const MAX_CONNECTIONS: usize = 64;
 
+/// The most connections all the proxies of this process serve at once (each costs a thread
+/// and up to four descriptors): a few busy runs cannot take the embedder's descriptors.
+const MAX_CONNECTIONS_IN_PROCESS: usize = 512;
+
+/// Connections being served by every proxy of this process.
+static LIVE_IN_PROCESS: AtomicUsize = AtomicUsize::new(0);
+
 /// The most denials kept; later ones are logged but not kept (a workload can make any number).
 const MAX_DENIALS: usize = 10_000;
 
@@ -249,7 +256,7 @@ pub(crate) fn is_public(ip: IpAddr) -> bool {
 }
 
 /// The IPv4 ranges that are not public (network, prefix length).
-const NON_PUBLIC_V4: [(Ipv4Addr, u32); 14] = [
+const NON_PUBLIC_V4: [(Ipv4Addr, u32); 15] = [
     (Ipv4Addr::new(0, 0, 0, 0), 8),
     (Ipv4Addr::new(10, 0, 0, 0), 8),
     (Ipv4Addr::new(100, 64, 0, 0), 10),
@@ -258,6 +265,8 @@ const NON_PUBLIC_V4: [(Ipv4Addr, u32); 14] = [
     (Ipv4Addr::new(172, 16, 0, 0), 12),
     (Ipv4Addr::new(192, 0, 0, 0), 24),
     (Ipv4Addr::new(192, 0, 2, 0), 24),
+    // The deprecated 6to4 relay anycast.
+    (Ipv4Addr::new(192, 88, 99, 0), 24),
     (Ipv4Addr::new(192, 168, 0, 0), 16),
     (Ipv4Addr::new(198, 18, 0, 0), 15),
     (Ipv4Addr::new(198, 51, 100, 0), 24),
@@ -269,9 +278,14 @@ const NON_PUBLIC_V4: [(Ipv4Addr, u32); 14] = [
 
 /// The IPv6 ranges that are not public (network, prefix length); IPv4-mapped addresses are
 /// judged apart.
-const NON_PUBLIC_V6: [(Ipv6Addr, u32); 8] = [
+const NON_PUBLIC_V6: [(Ipv6Addr, u32); 11] = [
     // ::/96: the unspecified address, loopback and IPv4-compatible addresses.
     (Ipv6Addr::new(0, 0, 0, 0, 0, 0, 0, 0), 96),
+    // ::ffff:0:0:0/96 (IPv4-translated, RFC 2765).
+    (Ipv6Addr::new(0, 0, 0, 0, 0xffff, 0, 0, 0), 96),
+    // Teredo (2001::/32) tunnels to an address it hides; site-local (fec0::/10, deprecated).
+    (Ipv6Addr::new(0x2001, 0, 0, 0, 0, 0, 0, 0), 32),
+    (Ipv6Addr::new(0xfec0, 0, 0, 0, 0, 0, 0, 0), 10),
     (Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, 0), 7),
     (Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0), 10),
     (Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0), 8),
@@ -294,6 +308,12 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
 fn is_public_v6(ip: Ipv6Addr) -> bool {
     if let Some(v4) = ip.to_ipv4_mapped() {
         return is_public_v4(v4);
+    }
+    // 6to4 (2002::/16) carries an IPv4 address in its next 32 bits: judged by that.
+    let segments = ip.segments();
+    if segments[0] == 0x2002 {
+        let embedded = (u32::from(segments[1]) << 16) | u32::from(segments[2]);
+        return is_public_v4(Ipv4Addr::from(embedded));
     }
     let bits = u128::from(ip);
     !NON_PUBLIC_V6.iter().any(|&(net, len)| {
@@ -551,6 +571,7 @@ impl Drop for ConnectionGuard {
     fn drop(&mut self) {
         self.shared.untrack(self.id);
         self.shared.active.fetch_sub(1, Ordering::SeqCst);
+        LIVE_IN_PROCESS.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -561,15 +582,21 @@ fn admit(shared: &Arc<Shared>, stream: TcpStream, id: u64) -> Option<JoinHandle<
         tracing::debug!("sandbox proxy: {MAX_CONNECTIONS} connections open; one more closed");
         return None;
     }
+    if LIVE_IN_PROCESS.load(Ordering::SeqCst) >= MAX_CONNECTIONS_IN_PROCESS {
+        tracing::warn!("sandbox proxy: {MAX_CONNECTIONS_IN_PROCESS} connections open in this process; one more closed");
+        return None;
+    }
     // A socket accepted from a non-blocking listener is non-blocking on some systems.
     if stream.set_nonblocking(false).is_err() || !shared.track(id, &stream) {
         return None;
     }
     shared.active.fetch_add(1, Ordering::SeqCst);
+    LIVE_IN_PROCESS.fetch_add(1, Ordering::SeqCst);
     let guard = ConnectionGuard { shared: Arc::clone(shared), id };
     let spawned = thread::Builder::new().name(String::from("sandbox-proxy-conn")).spawn(move || {
         let guard = guard;
-        serve(Connection { shared: &guard.shared, id: guard.id, client: stream });
+        let deadline = std::time::Instant::now() + HANDSHAKE_TIMEOUT;
+        serve(Connection { shared: &guard.shared, id: guard.id, client: stream, deadline });
     });
     match spawned {
         Ok(worker) => Some(worker),
@@ -588,9 +615,22 @@ struct Connection<'a> {
     id: u64,
     /// The workload's socket.
     client: TcpStream,
+    /// When the request head or handshake must have arrived.
+    deadline: std::time::Instant,
 }
 
 impl Connection<'_> {
+    /// Before a read of the head or handshake: the time left until [`Connection::deadline`]
+    /// as the socket's read timeout (a client that drips bytes cannot hold the connection past
+    /// it); `TimedOut` once it has passed.
+    fn before_handshake_read(&self) -> io::Result<()> {
+        let left = self.deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::from(io::ErrorKind::TimedOut));
+        }
+        self.client.set_read_timeout(Some(left))
+    }
+
     /// Records and logs a denial.
     fn deny(&self, target: String, reason: DenialReason) {
         self.shared.deny(target, reason);

@@ -177,13 +177,29 @@ fn read_u8(conn: &Connection<'_>) -> io::Result<u8> {
 /// Reads exactly `N` bytes.
 fn read_array<const N: usize>(conn: &Connection<'_>) -> io::Result<[u8; N]> {
     let mut bytes = [0u8; N];
-    (&conn.client).read_exact(&mut bytes)?;
+    read_full(conn, &mut bytes)?;
     Ok(bytes)
+}
+
+/// Fills `buf` before the handshake's deadline (a socket timeout bounds one read only: a client
+/// that sends a byte at a time would otherwise restart it with each byte).
+fn read_full(conn: &Connection<'_>, buf: &mut [u8]) -> io::Result<()> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        conn.before_handshake_read()?;
+        match (&conn.client).read(&mut buf[filled..]) {
+            Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Reads exactly `len` bytes.
 fn read_vec(conn: &Connection<'_>, len: usize) -> io::Result<Vec<u8>> {
     let mut bytes = vec![0u8; len];
-    (&conn.client).read_exact(&mut bytes)?;
+    read_full(conn, &mut bytes)?;
     Ok(bytes)
 }

@@ -593,6 +593,48 @@ fn requests_are_classified() {
 }
 
 #[test]
+fn a_socks_handshake_dripped_byte_by_byte_ends_at_the_deadline() {
+    let fx = Fixture::for_origin(echo_origin());
+    let mut stream = fx.connect();
+    let start = Instant::now();
+    // Version, then a method count of 255, then one method byte every 2 s: each read alone is
+    // well within the per-read timeout, the whole handshake is not.
+    stream.write_all(&[0x05, 0xff]).unwrap();
+    let mut closed = false;
+    while start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_secs(2));
+        if stream.write_all(&[0x00]).is_err() {
+            closed = true;
+            break;
+        }
+        let mut buf = [0u8; 1];
+        stream.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
+        match stream.read(&mut buf) {
+            Ok(0) => closed = true,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => closed = true,
+            _ => {}
+        }
+        if closed {
+            break;
+        }
+    }
+    assert!(closed && start.elapsed() < Duration::from_secs(15), "closed {closed} after {:?}", start.elapsed());
+    assert_eq!(fx.proxy.finish(), vec![]);
+}
+
+#[test]
+fn the_hosts_file_is_read_like_the_resolver_reads_it() {
+    let text = "127.0.0.1 localhost\n::1 localhost ip6-localhost # comment\n# 10.0.0.1 commented\n\
+                10.1.2.3 Build.Internal build\nnot-an-ip name\n";
+    let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+    assert_eq!(upstream::hosts_lookup(text, "localhost"), Some(vec![ip("127.0.0.1"), ip("::1")]));
+    assert_eq!(upstream::hosts_lookup(text, "build.internal"), Some(vec![ip("10.1.2.3")]));
+    assert_eq!(upstream::hosts_lookup(text, "commented"), None);
+    assert_eq!(upstream::hosts_lookup(text, "name"), None);
+    assert_eq!(upstream::hosts_lookup(text, "other.test"), None);
+}
+
+#[test]
 fn is_public_table() {
     let v4 = |a, b, c, d| IpAddr::V4(Ipv4Addr::new(a, b, c, d));
     let v6 = |s: &str| IpAddr::V6(s.parse::<Ipv6Addr>().unwrap());
@@ -610,6 +652,7 @@ fn is_public_table() {
         (v4(192, 0, 0, 9), false),
         (v4(192, 0, 2, 1), false),
         (v4(192, 168, 1, 1), false),
+        (v4(192, 88, 99, 1), false),
         (v4(198, 18, 0, 1), false),
         (v4(198, 19, 255, 255), false),
         (v4(198, 20, 0, 1), true),
@@ -632,7 +675,13 @@ fn is_public_table() {
         (v6("fdff::1"), false),
         (v6("fe80::1"), false),
         (v6("febf::1"), false),
-        (v6("fec0::1"), true),
+        (v6("fec0::1"), false),
+        (v6("2002:7f00:1::"), false),
+        (v6("2002:a00:1::1"), false),
+        (v6("2002:808:808::1"), true),
+        (v6("2001::1"), false),
+        (v6("2001:0:ffff::1"), false),
+        (v6("::ffff:0:808:808"), false),
         (v6("ff02::1"), false),
         (v6("2001:db8::1"), false),
         (v6("64:ff9b::808:808"), false),

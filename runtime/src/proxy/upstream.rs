@@ -53,6 +53,27 @@ pub(super) fn open(conn: &Connection<'_>, host: &Host, port: u16) -> Result<TcpS
     connect_any(conn, &addrs)
 }
 
+/// The addresses `/etc/hosts` gives `name` (its lines `<address> <name> <alias>…`, `#`
+/// comments, names compared without case), None when it names none.
+fn hosts_file(name: &str) -> Option<Vec<std::net::IpAddr>> {
+    let text = std::fs::read_to_string("/etc/hosts").ok()?;
+    hosts_lookup(&text, name)
+}
+
+/// [`hosts_file`] on the file's text.
+pub(super) fn hosts_lookup(text: &str, name: &str) -> Option<Vec<std::net::IpAddr>> {
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let mut words = line.split_whitespace();
+        let Some(Ok(ip)) = words.next().map(str::parse::<std::net::IpAddr>) else { continue };
+        if words.any(|w| w.trim_end_matches('.').eq_ignore_ascii_case(name)) && !found.contains(&ip) {
+            found.push(ip);
+        }
+    }
+    (!found.is_empty()).then_some(found)
+}
+
 /// The addresses to try for an allowed target: an IP literal as it is (an allowed pattern named
 /// it), a pinned name's pinned addresses, else the public addresses the name resolves to.
 fn addresses(policy: &ProxyPolicy, host: &Host, port: u16) -> Result<Vec<SocketAddr>, Refusal> {
@@ -63,12 +84,19 @@ fn addresses(policy: &ProxyPolicy, host: &Host, port: u16) -> Result<Vec<SocketA
     if let Some((_, ips)) = policy.pins.iter().find(|(pinned, _)| pinned == host) {
         return Ok(ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect());
     }
-    let found: Vec<SocketAddr> = match (name.as_str(), port).to_socket_addrs() {
-        Ok(found) => found.collect(),
-        Err(e) => {
-            tracing::debug!(%name, "sandbox proxy: the name does not resolve: {e}");
-            return Err(Refusal::NoSuchName);
-        }
+    // The host's own names first (`/etc/hosts`), then DNS fully qualified (a trailing dot): the
+    // resolver's search list must not turn an allowed name into another one (`x.example.com`
+    // into `x.example.com.corp.test` under `ndots`), and glibc's files lookup does not match a
+    // name with its trailing dot.
+    let found: Vec<SocketAddr> = match hosts_file(name) {
+        Some(ips) => ips.into_iter().map(|ip| SocketAddr::new(ip, port)).collect(),
+        None => match (format!("{name}.").as_str(), port).to_socket_addrs() {
+            Ok(found) => found.collect(),
+            Err(e) => {
+                tracing::debug!(%name, "sandbox proxy: the name does not resolve: {e}");
+                return Err(Refusal::NoSuchName);
+            }
+        },
     };
     if found.is_empty() {
         return Err(Refusal::NoSuchName);
