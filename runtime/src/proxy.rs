@@ -426,6 +426,8 @@ pub(crate) struct Proxy {
     /// The acceptor, which returns the connection threads still running when it stops; `None`
     /// once stopped.
     acceptor: Option<JoinHandle<Vec<JoinHandle<()>>>>,
+    /// The write end of the acceptor's wake pipe: closing it wakes the acceptor at once.
+    wake: Option<OwnedFd>,
 }
 
 impl fmt::Debug for Proxy {
@@ -452,12 +454,14 @@ impl Proxy {
             active: AtomicUsize::new(0),
         });
         drop(credential);
+        let (wake_r, wake_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| Error::io("the proxy's wake pipe", io::Error::from(e)))?;
         let acceptor_shared = Arc::clone(&shared);
         let acceptor = thread::Builder::new()
             .name(String::from("sandbox-proxy"))
-            .spawn(move || accept_loop(&listener, &acceptor_shared))
+            .spawn(move || accept_loop(&listener, &wake_r, &acceptor_shared))
             .map_err(|e| Error::io("starting the proxy thread", e))?;
-        Ok(Proxy { shared, acceptor: Some(acceptor) })
+        Ok(Proxy { shared, acceptor: Some(acceptor), wake: Some(wake_w) })
     }
 
     /// The denials so far.
@@ -477,6 +481,9 @@ impl Proxy {
     fn stop(&mut self) {
         let Some(acceptor) = self.acceptor.take() else { return };
         self.shared.stop();
+        // The acceptor sees the pipe's end at once (it also looks at the flag every
+        // ACCEPT_POLL_MS): a run's end does not wait for a poll to time out.
+        drop(self.wake.take());
         let deadline = Instant::now() + STOP_WAIT;
         if !ended_by(&acceptor, deadline) {
             tracing::warn!("sandbox proxy: the acceptor did not stop in time; left behind");
@@ -509,18 +516,18 @@ fn ended_by<T>(handle: &JoinHandle<T>, deadline: Instant) -> bool {
         if Instant::now() >= deadline {
             return false;
         }
-        thread::sleep(Duration::from_millis(5));
+        thread::sleep(Duration::from_millis(1));
     }
     true
 }
 
 /// Accepts connections until the proxy stops; returns the connection threads still running.
-fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) -> Vec<JoinHandle<()>> {
+fn accept_loop(listener: &TcpListener, wake: &OwnedFd, shared: &Arc<Shared>) -> Vec<JoinHandle<()>> {
     let mut workers: Vec<JoinHandle<()>> = Vec::new();
     let mut next_id: u64 = 0;
     while !shared.stopping() {
         workers.retain(|w| !w.is_finished());
-        if !wait_readable(listener) {
+        if !wait_readable(listener, wake) {
             continue;
         }
         match listener.accept() {
@@ -545,10 +552,12 @@ fn is_transient(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted)
 }
 
-/// Waits up to [`ACCEPT_POLL_MS`] for a connection to accept.
-fn wait_readable(listener: &TcpListener) -> bool {
-    let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
+/// Waits up to [`ACCEPT_POLL_MS`] for a connection to accept, or for the wake pipe's end (then
+/// false: the caller looks at the stop flag).
+fn wait_readable(listener: &TcpListener, wake: &OwnedFd) -> bool {
+    let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN), PollFd::new(wake.as_fd(), PollFlags::POLLIN)];
     match poll(&mut fds, PollTimeout::from(ACCEPT_POLL_MS)) {
+        Ok(_) if fds[1].revents().is_some_and(|r| !r.is_empty()) => false,
         Ok(n) => n > 0,
         Err(nix::errno::Errno::EINTR) => false,
         Err(e) => {
