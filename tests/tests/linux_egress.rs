@@ -183,6 +183,15 @@ sys.stdin.read()
         let out = sh(&exec, &o, &curl(&format!("https://a.origin.test:{}/sub", o.https)));
         assert_eq!(code(&out), 0, "{}", text(&out));
         assert!(text(&out).contains("origin https /sub"), "{}", text(&out));
+        let py = format!(
+            "/usr/bin/python3 -c \"import ssl, urllib.request as u; \
+             c = ssl.create_default_context(cafile='cert.pem'); \
+             print(u.urlopen('https://a.origin.test:{}/pysub', context=c, timeout=10).read().decode())\"",
+            o.https
+        );
+        let out = sh(&exec, &o, &py);
+        assert_eq!(code(&out), 0, "{}", text(&out));
+        assert!(text(&out).contains("origin https /pysub"), "{}", text(&out));
         let out = sh(&exec, &o, &curl(&format!("https://origin.test:{}/apex", o.https)));
         assert_ne!(code(&out), 0, "{}", text(&out));
         denied(&out, &format!("tcp:origin.test:{}", o.https), DenialReason::NotAllowed);
