@@ -454,8 +454,9 @@ impl Proxy {
             active: AtomicUsize::new(0),
         });
         drop(credential);
-        let (wake_r, wake_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|e| Error::io("the proxy's wake pipe", io::Error::from(e)))?;
+        // std's pipe is close-on-exec on every Unix (nix's pipe2 is not on macOS).
+        let (wake_r, wake_w) = io::pipe().map_err(|e| Error::io("the proxy's wake pipe", e))?;
+        let (wake_r, wake_w) = (OwnedFd::from(wake_r), OwnedFd::from(wake_w));
         let acceptor_shared = Arc::clone(&shared);
         let acceptor = thread::Builder::new()
             .name(String::from("sandbox-proxy"))

@@ -265,3 +265,29 @@ pub fn wait_for_warm_container() -> bool {
     }
     false
 }
+
+/// Makes a self-signed certificate for `names` (DNS names; the first is the subject) in `dir`
+/// with openssl, for the HTTPS origins of the egress tests and benchmark (issue 17): the paths
+/// of the certificate and its key.
+pub fn test_certificate(
+    dir: &std::path::Path,
+    names: &[&str],
+) -> Result<(std::path::PathBuf, std::path::PathBuf), String> {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let subject = format!("/CN={}", names.first().copied().unwrap_or("localhost"));
+    let alt: Vec<String> = names.iter().map(|n| format!("DNS:{n}")).collect();
+    let made = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", &subject])
+        .args(["-addext", &format!("subjectAltName={}", alt.join(","))])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("openssl: {e}"))?;
+    if !made.success() {
+        return Err(String::from("openssl could not make the test certificate"));
+    }
+    Ok((cert, key))
+}

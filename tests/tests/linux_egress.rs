@@ -68,18 +68,8 @@ sys.stdin.read()
     impl Origins {
         pub fn start() -> Origins {
             let dirs = TestDirs::new("sbx-egress");
-            let (cert, key) = (dirs.ws.join("cert.pem"), dirs.ws.join("key.pem"));
-            let made = Command::new("openssl")
-                .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=origin.test"])
-                .args(["-addext", "subjectAltName=DNS:origin.test,DNS:a.origin.test,DNS:other.test,DNS:localhost"])
-                .arg("-keyout")
-                .arg(&key)
-                .arg("-out")
-                .arg(&cert)
-                .stderr(Stdio::null())
-                .status()
-                .unwrap();
-            assert!(made.success(), "openssl could not make the test certificate");
+            let names = ["origin.test", "a.origin.test", "other.test", "localhost"];
+            let (cert, key) = sandbox_tests::test_certificate(&dirs.ws, &names).unwrap();
             let mut child = Command::new("/usr/bin/python3")
                 .args(["-c", ORIGIN])
                 .arg(&cert)

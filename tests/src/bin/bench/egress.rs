@@ -55,20 +55,7 @@ pub fn egress(ws: &Path, scratch: &Path, runs: usize) -> Result<Result<[Row; 2],
             return Ok(Err(format!("{tool} (apt-get install {tool})")));
         }
     }
-    let (cert, key) = (ws.join("egress-cert.pem"), ws.join("egress-key.pem"));
-    let made = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=registry.test"])
-        .args(["-addext", "subjectAltName=DNS:registry.test"])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| e.to_string())?;
-    if !made.success() {
-        return Err(String::from("openssl could not make the origin's certificate"));
-    }
+    let (cert, key) = sandbox_tests::test_certificate(ws, &["registry.test"])?;
     let mut child = Command::new("python3")
         .args(["-c", ORIGIN])
         .arg(&cert)
