@@ -402,8 +402,11 @@ mod linux {
         let all_made = out.status.success() && words == ["status", "0", &(n + 2).to_string()];
         let oom_killed = out.status.signal() == Some(9) || text.contains("status 137") || text.contains("status 125");
         assert!(all_made || oom_killed, "{:?} {text:?}", out.status);
+        // Bounded, not a benchmark: each creation is a round trip to the creation guard (about
+        // 0.2 ms here when idle; 21 s alone, 35 s once in a loaded CI run), so the bound only
+        // says that the run returns, with room for a slow machine.
         if n <= 200_000 {
-            assert!(took < Duration::from_secs(30), "{n} files took {took:?}");
+            assert!(took < Duration::from_secs(90), "{n} files took {took:?}");
         }
         assert!(processes_matching("sleep 1000.125").is_empty(), "a background process outlived the run");
         let out = exec.run_command(&dl(), &f.ws, "ls -A /tmp | wc -l").unwrap();
