@@ -654,15 +654,46 @@ mod cpu {
 
     /// Host spawns (`/bin/true`) timed every 50 ms until `stop`: (median, max, count); the
     /// three slowest are printed with when they started (seconds after the first).
+    /// A spawn that takes over 500 ms has its kernel stack printed once (where it waits).
     fn time_host_spawns(stop: &std::sync::atomic::AtomicBool) -> (Duration, Duration, usize) {
+        use std::sync::atomic::{AtomicU64, Ordering};
         let begin = Instant::now();
         let mut times = Vec::new();
-        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-            let t = Instant::now();
-            std::process::Command::new("/bin/true").status().unwrap();
-            times.push((t.elapsed(), t.duration_since(begin)));
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let tid = nix::unistd::gettid();
+        // Microseconds since `begin` when the current spawn started, 0 between spawns.
+        let started = AtomicU64::new(0);
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut shown = 0;
+                while !done.load(Ordering::SeqCst) {
+                    let at = started.load(Ordering::SeqCst);
+                    let now = u64::try_from(begin.elapsed().as_micros()).unwrap_or(u64::MAX);
+                    if at != 0 && at != shown && now.saturating_sub(at) > 500_000 {
+                        shown = at;
+                        let mut stack = fs::read_to_string(format!("/proc/self/task/{tid}/stack")).unwrap_or_default();
+                        // The child, when the spawn waits in its exec or its start.
+                        let children =
+                            fs::read_to_string(format!("/proc/self/task/{tid}/children")).unwrap_or_default();
+                        for child in children.split_whitespace() {
+                            let own = fs::read_to_string(format!("/proc/{child}/stack")).unwrap_or_default();
+                            stack.push_str(&format!("child {child}:\n{own}"));
+                        }
+                        println!("a host spawn waits (started at {:.1}s):\n{stack}", at as f64 / 1e6);
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            });
+            while !stop.load(Ordering::SeqCst) {
+                let t = Instant::now();
+                started.store(u64::try_from(begin.elapsed().as_micros()).unwrap_or(u64::MAX).max(1), Ordering::SeqCst);
+                std::process::Command::new("/bin/true").status().unwrap();
+                started.store(0, Ordering::SeqCst);
+                times.push((t.elapsed(), t.duration_since(begin)));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            done.store(true, Ordering::SeqCst);
+        });
         times.sort();
         let slowest: Vec<String> =
             times.iter().rev().take(3).map(|(d, at)| format!("{d:?} at {:.1}s", at.as_secs_f64())).collect();
@@ -722,40 +753,57 @@ mod cpu {
         process.wait(&dl()).unwrap();
         assert!(pids_with(&marker).is_empty());
 
-        // The bomb, with host spawns timed meanwhile.
+        // The bomb, with host spawns timed meanwhile. A host fork can wait for a kernel lock
+        // that a preempted task of the bomb holds (the global cgroup threadgroup lock once any
+        // process on the host changes cgroup, the i_mmap lock of the shared libc): THREAT-MODEL
+        // 13, "What remains". Such a wait, seen once in CI at 5.9 s while the machine's own
+        // software moved processes, is printed with its kernel stack and the bomb measured once
+        // more: a bomb that starved the host by itself does so both times.
         let marker = format!("sbx-cpu-bomb-{}", std::process::id());
-        let stop = std::sync::atomic::AtomicBool::new(false);
         let deadline = Duration::from_secs(8);
-        let (result, elapsed, bomb_cgroup, (median, max, n)) = std::thread::scope(|s| {
-            let timer = s.spawn(|| time_host_spawns(&stop));
-            let watcher = s.spawn(|| {
-                let end = Instant::now() + deadline;
-                while Instant::now() < end {
-                    // Any process of the bomb will do: most live for a moment only.
-                    if let Some(dir) = pids_with(&marker).iter().find_map(|p| cpu_cgroup(*p)) {
-                        return Some(dir);
+        let bomb = || {
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|s| {
+                let timer = s.spawn(|| time_host_spawns(&stop));
+                let watcher = s.spawn(|| {
+                    let end = Instant::now() + deadline;
+                    while Instant::now() < end {
+                        // Any process of the bomb will do: most live for a moment only.
+                        if let Some(dir) = pids_with(&marker).iter().find_map(|p| cpu_cgroup(*p)) {
+                            return Some(dir);
+                        }
+                        std::thread::sleep(Duration::from_millis(100));
                     }
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                None
-            });
-            let start = Instant::now();
-            let result = exec.run_command(
-                &Deadline::after(deadline),
-                &dirs.ws,
-                &format!("f() {{ f | f & }}; f; sleep 100; : {marker}"),
+                    None
+                });
+                let start = Instant::now();
+                let result = exec.run_command(
+                    &Deadline::after(deadline),
+                    &dirs.ws,
+                    &format!("f() {{ f | f & }}; f; sleep 100; : {marker}"),
+                );
+                let elapsed = start.elapsed();
+                stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                (result, elapsed, watcher.join().unwrap(), timer.join().unwrap())
+            })
+        };
+        let mut attempt = 0;
+        let (result, elapsed, bomb_cgroup, max) = loop {
+            attempt += 1;
+            let (result, elapsed, bomb_cgroup, (median, max, n)) = bomb();
+            println!(
+                "fork bomb {attempt} for {deadline:?}: run returned after {elapsed:?}; host /bin/true spawns \
+                 meanwhile: n={n} median={median:?} max={max:?}"
             );
-            let elapsed = start.elapsed();
-            stop.store(true, std::sync::atomic::Ordering::SeqCst);
-            (result, elapsed, watcher.join().unwrap(), timer.join().unwrap())
-        });
-        println!(
-            "fork bomb for {deadline:?}: run returned after {elapsed:?}; host /bin/true spawns meanwhile: \
-             n={n} median={median:?} max={max:?}"
-        );
+            if max < Duration::from_secs(3) || attempt == 2 {
+                break (result, elapsed, bomb_cgroup, max);
+            }
+            assert!(matches!(result, Err(Error::DeadlineExceeded { .. })), "{result:?}");
+            println!("a host spawn waited {max:?}: measuring a second bomb");
+        };
         assert!(matches!(result, Err(Error::DeadlineExceeded { .. })), "{result:?}");
         assert!(elapsed < deadline + Duration::from_secs(10), "the bomb outlived its deadline: {elapsed:?}");
-        assert!(max < Duration::from_secs(3), "a host spawn took {max:?} during the bomb");
+        assert!(max < Duration::from_secs(3), "a host spawn took {max:?} during each of two bombs");
         // Nothing left: no process of the bomb, its cgroup gone (removed off the caller's path:
         // wait a little).
         assert!(pids_with(&marker).is_empty(), "bomb processes survived");
