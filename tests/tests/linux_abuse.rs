@@ -801,6 +801,7 @@ mod cpu {
                 break (result, elapsed, bomb_cgroup, max);
             }
             assert!(matches!(result, Err(Error::DeadlineExceeded { .. })), "{result:?}");
+            assert!(elapsed < deadline + Duration::from_secs(10), "the bomb outlived its deadline: {elapsed:?}");
             println!("a host spawn waited {max:?}: measuring a second bomb");
         };
         assert!(matches!(result, Err(Error::DeadlineExceeded { .. })), "{result:?}");
