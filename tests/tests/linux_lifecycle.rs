@@ -237,8 +237,9 @@ mod linux {
     /// Puts the calling thread at nice 19 (Linux keeps a nice value per thread).
     #[allow(unsafe_code, reason = "setpriority for the calling thread")]
     fn lowest_priority() {
-        // SAFETY: setpriority reads only its integer arguments; `gettid` names this thread.
-        let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid().cast_unsigned(), 19) };
+        let me = nix::unistd::gettid().as_raw().cast_unsigned();
+        // SAFETY: setpriority reads only its integer arguments; `me` names this thread.
+        let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, me, 19) };
         assert_eq!(rc, 0, "setpriority: {}", std::io::Error::last_os_error());
     }
 
