@@ -317,6 +317,44 @@ fn error_json(e: &Error) -> serde_json::Value {
     })
 }
 
+/// `--cpus` and `--cpu-weight` (run and serve), checked before anything is created.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CpuFlags {
+    millicpus: Option<u32>,
+    weight: Option<u16>,
+}
+
+impl CpuFlags {
+    pub(crate) fn check(cpus: Option<f64>, weight: Option<u16>) -> Result<CpuFlags, Error> {
+        let millicpus = match cpus {
+            // Thousandths of a CPU: the same arithmetic as seconds to milliseconds.
+            Some(c) if (0.01..=1000.0).contains(&c) => u32::try_from(Duration::from_secs_f64(c).as_millis()).ok(),
+            Some(c) => {
+                return Err(Error::InvalidArgument {
+                    detail: format!("--cpus: {c} is not a number of CPUs in 0.01-1000"),
+                });
+            }
+            None => None,
+        };
+        if let Some(w) = weight {
+            if !(1..=10_000).contains(&w) {
+                return Err(Error::InvalidArgument { detail: format!("--cpu-weight: {w} is outside 1-10000") });
+            }
+        }
+        Ok(CpuFlags { millicpus, weight })
+    }
+
+    pub(crate) fn apply(self, mut options: ExecutorSetOptions) -> ExecutorSetOptions {
+        if let Some(m) = self.millicpus {
+            options = options.cpu_max_millicpus(m);
+        }
+        if let Some(w) = self.weight {
+            options = options.cpu_weight(w);
+        }
+        options
+    }
+}
+
 fn run_inner(args: RunArgs) -> Result<i32, Error> {
     // Checked before anything is created or run.
     let timeout = match args.timeout {
@@ -326,19 +364,7 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
         }
         None => None,
     };
-    let cpus = match args.cpus {
-        // Thousandths of a CPU: the same arithmetic as seconds to milliseconds.
-        Some(c) if (0.01..=1000.0).contains(&c) => u32::try_from(Duration::from_secs_f64(c).as_millis()).ok(),
-        Some(c) => {
-            return Err(Error::InvalidArgument { detail: format!("--cpus: {c} is not a number of CPUs in 0.01-1000") });
-        }
-        None => None,
-    };
-    if let Some(w) = args.cpu_weight {
-        if !(1..=10_000).contains(&w) {
-            return Err(Error::InvalidArgument { detail: format!("--cpu-weight: {w} is outside 1-10000") });
-        }
-    }
+    let cpu = CpuFlags::check(args.cpus, args.cpu_weight)?;
     let pins = args.resolve.iter().map(|p| parse_resolve(p)).collect::<Result<Vec<_>, _>>()?;
     let current = current_dir()?;
     let profile = load_profile_with_targets(args.profile.as_deref(), &current, &args.allow_target)?;
@@ -354,12 +380,7 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
     if let Some(parent) = &args.cgroup_parent {
         options = options.cgroup_parent(parent);
     }
-    if let Some(m) = cpus {
-        options = options.cpu_max_millicpus(m);
-    }
-    if let Some(w) = args.cpu_weight {
-        options = options.cpu_weight(w);
-    }
+    let options = cpu.apply(options);
     let set = ExecutorSet::new(&setup, &profile, options)?;
     let executor = set.executor("sandbox-cli")?;
     let prepared = executor.prepare_process(

@@ -58,6 +58,12 @@ pub(crate) struct ServeArgs {
     /// Allow a network target through the egress proxy (repeatable; as for `run`).
     #[arg(long, value_name = "TARGET")]
     allow_target: Vec<String>,
+    /// At most this many CPUs of CPU time for each run (0.01-1000; as for `run`).
+    #[arg(long, value_name = "CPUS")]
+    cpus: Option<f64>,
+    /// The CPU weight of each run (1-10000; a host process has 100; default 10; as for `run`).
+    #[arg(long, value_name = "WEIGHT")]
+    cpu_weight: Option<u16>,
 }
 
 /// One parsed request.
@@ -328,6 +334,7 @@ fn open(args: &ServeArgs) -> Result<ExecutorSet, Error> {
             detail: format!("--max-executors: {} is outside 1-1024", args.max_executors),
         });
     }
+    let cpu = crate::CpuFlags::check(args.cpus, args.cpu_weight)?;
     let pins = args.resolve.iter().map(|p| parse_resolve(p)).collect::<Result<Vec<_>, _>>()?;
     let current = current_dir()?;
     let profile = load_profile_with_targets(args.profile.as_deref(), &current, &args.allow_target)?;
@@ -335,7 +342,7 @@ fn open(args: &ServeArgs) -> Result<ExecutorSet, Error> {
         Some(s) => resolve(&current, Some(s.clone())),
         None => default_scratch(&profile)?,
     };
-    let mut options = ExecutorSetOptions::new(&scratch).max_executors(args.max_executors);
+    let mut options = cpu.apply(ExecutorSetOptions::new(&scratch).max_executors(args.max_executors));
     for (name, address) in pins {
         options = options.resolve(name, address);
     }

@@ -778,6 +778,49 @@ fn cpu_flags_are_checked_and_reported() {
     }
 }
 
+/// `sandbox serve` takes `--cpus` and `--cpu-weight` as `run` does: a bad value is one error
+/// line (id null) naming its flag, exit 125, nothing written; good ones reach every run (the
+/// answer's report states them) and the run works.
+#[test]
+fn serve_takes_the_cpu_flags() {
+    use std::io::Write;
+    let area = Area::new();
+    let before = area.snapshot();
+    for flag in [["--cpu-weight", "0"], ["--cpus", "0.001"], ["--cpus", "NaN"]] {
+        let o = Command::new(SANDBOX)
+            .current_dir(&area.ws)
+            .arg("serve")
+            .args(flag)
+            .arg("--scratch")
+            .arg(&area.scratch)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(125), "{flag:?}: {}", String::from_utf8_lossy(&o.stderr));
+        let v = run_json(&o);
+        assert_eq!((v["id"].is_null(), &v["error"]), (true, &serde_json::json!("invalid_argument")), "{v}");
+        assert!(v["message"].as_str().is_some_and(|m| m.contains(flag[0])), "{flag:?}: {v}");
+    }
+    assert_eq!(area.snapshot(), before, "a refused value wrote something");
+    if !sandbox_runs_here("serve_takes_the_cpu_flags") {
+        return;
+    }
+    let flags = [os("--cpus"), os("0.5"), os("--cpu-weight"), os("20")];
+    let (mut child, mut stdin, mut lines) = spawn_serve(&area, &flags);
+    writeln!(stdin, r#"{{"id": 1, "argv": ["/bin/echo", "ok"]}}"#).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!((&v["id"], &v["stdout"]), (&serde_json::json!(1), &serde_json::json!("ok\n")), "{v}");
+    let limits = v["report"].as_array().unwrap().iter().find(|e| e["feature"] == "resource-limits").unwrap();
+    let detail = limits["detail"].as_str().unwrap();
+    if limits["status"] == "enforced" {
+        assert!(detail.contains("cpu weight 20 ") && detail.contains("cpu max 0.500 cpus"), "{detail}");
+    } else {
+        eprintln!("!!!!!!!! resource-limits not enforced here: {detail} !!!!!!!!");
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
 /// Issue 12, class 10, through the CLI: a run creates inotify instances until refused and stops
 /// at its own bound (16, EMFILE), while this (host) process of the same uid still creates them
 /// afterwards and the run's report states the bound. Control: the run's first instances work.

@@ -11,8 +11,10 @@
 //! concurrency (`throughput`: rows of `name`, `calls_per_s`, `p95_ms`).
 //!
 //! Usage: `cargo run --release -p sandbox-tests --bin spawn-bench -- [--quick] [--runs N]
-//! [--json FILE] [--throughput] [--only NAME-PREFIX] [--phases] [--workspace DIR]`. Needs root for the container contenders; missing peers are
-//! reported, never silently dropped.
+//! [--json FILE] [--throughput] [--only NAME-PREFIX] [--phases] [--workspace DIR]
+//! [--cpu-weight N]`. `--cpu-weight` sets the spawns' CPU weight for the library's sets, the CLI
+//! and serve (the library's default otherwise). Needs root for the container contenders; missing
+//! peers are reported, never silently dropped.
 #![allow(unsafe_code, clippy::print_stdout, clippy::unwrap_used, clippy::cast_precision_loss)]
 
 #[cfg(target_os = "linux")]
@@ -36,10 +38,21 @@ mod bench {
         /// The library contenders' workspace (an existing tree, e.g. a large repository: the
         /// protected-paths scan walks it at every spawn); adds a contender without protection.
         pub workspace: Option<PathBuf>,
+        /// The spawns' CPU weight for the library's sets, the CLI and serve (`--cpu-weight`;
+        /// None: the library's default).
+        pub cpu_weight: Option<u16>,
     }
 
     pub fn parse() -> Result<Args, String> {
-        let mut args = Args { runs: 60, json: None, throughput: false, only: None, phases: false, workspace: None };
+        let mut args = Args {
+            runs: 60,
+            json: None,
+            throughput: false,
+            only: None,
+            phases: false,
+            workspace: None,
+            cpu_weight: None,
+        };
         let mut it = std::env::args().skip(1);
         while let Some(a) = it.next() {
             match a.as_str() {
@@ -53,6 +66,10 @@ mod bench {
                     args.workspace = Some(std::fs::canonicalize(&dir).map_err(|e| format!("--workspace: {e}"))?);
                 }
                 "--only" => args.only = Some(it.next().ok_or("--only needs a contender name prefix")?),
+                "--cpu-weight" => {
+                    args.cpu_weight =
+                        Some(it.next().and_then(|n| n.parse().ok()).ok_or("--cpu-weight needs a number (1-10000)")?);
+                }
                 other => return Err(format!("unknown argument {other}")),
             }
         }
@@ -296,7 +313,7 @@ mod bench {
     /// `sandbox serve` (one long-lived process, JSON lines) driven back to back, as a harness in
     /// another language drives it: one untimed call, then the timed one right after it returns,
     /// then the pause (as for "library back-to-back"). None without the CLI beside this binary.
-    fn serve_run(ws: &Path) -> Result<Option<RunFn>, String> {
+    fn serve_run(ws: &Path, weight: &[String]) -> Result<Option<RunFn>, String> {
         use std::io::{BufRead, Write};
         let Some(cli) = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("sandbox"))) else {
             return Ok(None);
@@ -307,6 +324,7 @@ mod bench {
         let mut child = Command::new(&cli)
             .current_dir(ws)
             .arg("serve")
+            .args(weight)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -335,6 +353,15 @@ mod bench {
             std::thread::sleep(WARM_PAUSE);
             Ok((took, None))
         })))
+    }
+
+    /// The library sets' options: the bench's scratch root, and `--cpu-weight` if given.
+    fn set_options(scratch: &Path, args: &Args) -> ExecutorSetOptions {
+        let options = ExecutorSetOptions::new(scratch).max_executors(8);
+        match args.cpu_weight {
+            Some(w) => options.cpu_weight(w),
+            None => options,
+        }
     }
 
     pub fn run(args: &Args) -> Result<(), String> {
@@ -367,12 +394,8 @@ mod bench {
         })
         .map_err(|e| e.to_string())?;
         let set = Arc::new(
-            ExecutorSet::new(
-                &Deadline::after(Duration::from_secs(60)),
-                &profile,
-                ExecutorSetOptions::new(&scratch).max_executors(8),
-            )
-            .map_err(|e| e.to_string())?,
+            ExecutorSet::new(&Deadline::after(Duration::from_secs(60)), &profile, set_options(&scratch, args))
+                .map_err(|e| e.to_string())?,
         );
         let exec = set.executor("bench").map_err(|e| e.to_string())?;
         println!("library: level {}, guarantees {}", exec.level(), exec.guarantees().names().join(","));
@@ -414,12 +437,8 @@ mod bench {
             })
             .map_err(|e| e.to_string())?;
             let off_set = Arc::new(
-                ExecutorSet::new(
-                    &Deadline::after(Duration::from_secs(60)),
-                    &off,
-                    ExecutorSetOptions::new(&scratch).max_executors(8),
-                )
-                .map_err(|e| e.to_string())?,
+                ExecutorSet::new(&Deadline::after(Duration::from_secs(60)), &off, set_options(&scratch, args))
+                    .map_err(|e| e.to_string())?,
             );
             let exec = off_set.executor("bench").map_err(|e| e.to_string())?;
             add(&mut contenders, "sandbox library, protection off", library_run(exec, ws.clone(), Some(off_set)));
@@ -448,21 +467,27 @@ mod bench {
                 }),
             );
         }
+        let weight: Vec<String> =
+            args.cpu_weight.map(|w| vec![String::from("--cpu-weight"), w.to_string()]).unwrap_or_default();
+        let cli_args: Vec<String> = ["run"]
+            .iter()
+            .map(|a| (*a).to_owned())
+            .chain(weight.iter().cloned())
+            .chain(["--", "/bin/echo", "confined"].iter().map(|a| (*a).to_owned()))
+            .collect();
         let cli = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("sandbox")));
         match cli.filter(|p| p.exists()) {
             Some(cli) => {
-                let ws = ws.clone();
+                let (ws, cli_args) = (ws.clone(), cli_args.clone());
                 add(
                     &mut contenders,
                     "sandbox run (CLI)",
-                    Box::new(move || {
-                        timed(Command::new(&cli).current_dir(&ws).args(["run", "--", "/bin/echo", "confined"]))
-                    }),
+                    Box::new(move || timed(Command::new(&cli).current_dir(&ws).args(&cli_args))),
                 );
             }
             None => missing.push(String::from("sandbox CLI (build it: cargo build --release -p sandbox)")),
         }
-        if let Some(serve) = serve_run(&ws)? {
+        if let Some(serve) = serve_run(&ws, &weight)? {
             add(&mut contenders, "serve back-to-back", serve);
         }
         if which("bwrap") {
@@ -498,17 +523,10 @@ mod bench {
         let pid = std::process::id();
         for c in &mut contenders {
             c.argv = match c.name {
-                "sandbox run (CLI)" => {
-                    std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("sandbox"))).map(|cli| {
-                        vec![
-                            cli.display().to_string(),
-                            "run".into(),
-                            "--".into(),
-                            "/bin/echo".into(),
-                            "confined".into(),
-                        ]
-                    })
-                }
+                "sandbox run (CLI)" => std::env::current_exe()
+                    .ok()
+                    .and_then(|p| p.parent().map(|d| d.join("sandbox")))
+                    .map(|cli| std::iter::once(cli.display().to_string()).chain(cli_args.iter().cloned()).collect()),
                 "bwrap" => {
                     Some(bwrap(&ws.display().to_string()).get_args().map(|a| a.to_string_lossy().into_owned()).fold(
                         vec![String::from("bwrap")],
