@@ -266,6 +266,27 @@ mod tests {
     use crate::host::HostView;
     use crate::profile::{Profile, ProfileConfig};
 
+    /// `/bin/true` in `/` as uid 1000 with Landlock, no HOME and no grants, under `launch`.
+    fn test_spawn(launch: Launch) -> SpawnContext {
+        SpawnContext {
+            argv: vec![String::from("/bin/true")],
+            cwd: PathBuf::from("/"),
+            env: vec![(String::from("PATH"), String::from("/bin"))],
+            tty: false,
+            home_dir: None,
+            temp_dir: PathBuf::from("/nonexistent/tmp"),
+            scratch_root: PathBuf::from("/nonexistent"),
+            other_scratch_roots: Vec::new(),
+            uid: 1000,
+            gid: 1000,
+            landlock: true,
+            egress_route: false,
+            launch,
+            grants: GrantDeltas::default(),
+            protected: Default::default(),
+        }
+    }
+
     /// The builders take an unset field from oci-spec's defaults: `config.json` has exactly the
     /// fields set here (no shell, capabilities, hostname or resources of youki's), and the spec
     /// read back from it is the spec, with and without a cgroup and limits.
@@ -294,23 +315,8 @@ mod tests {
             },
         ];
         for launch in launches {
-            let spawn = SpawnContext {
-                argv: vec![String::from("/bin/true")],
-                cwd: PathBuf::from("/"),
-                env: vec![(String::from("PATH"), String::from("/bin"))],
-                tty: false,
-                home_dir: Some(PathBuf::from("/nonexistent/home")),
-                temp_dir: PathBuf::from("/nonexistent/tmp"),
-                scratch_root: PathBuf::from("/nonexistent"),
-                other_scratch_roots: Vec::new(),
-                uid: 1000,
-                gid: 1000,
-                landlock: true,
-                egress_route: false,
-                launch: launch.clone(),
-                grants: GrantDeltas::default(),
-                protected: Default::default(),
-            };
+            let spawn =
+                SpawnContext { home_dir: Some(PathBuf::from("/nonexistent/home")), ..test_spawn(launch.clone()) };
             let bundle = compile(&profile, &spawn, &HostView::default()).unwrap();
             let json = spec_json(&bundle.spec).unwrap();
             let back: Spec = serde_json::from_str(&json).unwrap();
@@ -355,21 +361,9 @@ mod tests {
     #[test]
     fn only_a_proxied_spawn_carries_the_egress_proxy_annotation() {
         let spawn = |grants: GrantDeltas, egress_route: bool| SpawnContext {
-            argv: vec![String::from("/bin/true")],
-            cwd: PathBuf::from("/"),
-            env: vec![(String::from("PATH"), String::from("/bin"))],
-            tty: false,
-            home_dir: None,
-            temp_dir: PathBuf::from("/nonexistent/tmp"),
-            scratch_root: PathBuf::from("/nonexistent"),
-            other_scratch_roots: Vec::new(),
-            uid: 1000,
-            gid: 1000,
-            landlock: true,
-            egress_route,
-            launch: Launch::Export,
             grants,
-            protected: Default::default(),
+            egress_route,
+            ..test_spawn(Launch::Export)
         };
         let broad = GrantDeltas { broad_port: Some(443), ..GrantDeltas::default() };
         for (network, grants, egress_route, want) in [
