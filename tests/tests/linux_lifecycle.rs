@@ -168,15 +168,6 @@ mod linux {
         let f = Fixture::new();
         let set = Arc::new(ExecutorSet::new(&dl(), &f.profile(), f.set_options(8).cpu_weight(100)).unwrap());
         let stop = Arc::new(AtomicBool::new(false));
-        // However the test ends (a panic too), the busy threads stop: left spinning, they would
-        // starve every later test of this binary.
-        struct StopOnDrop(Arc<AtomicBool>);
-        impl Drop for StopOnDrop {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::Relaxed);
-            }
-        }
-        let _stop_on_drop = StopOnDrop(Arc::clone(&stop));
         // Eight threads that allocate and read the environment the whole time. What this test
         // checks is that forks and builds never deadlock while the embedder's other threads
         // hold its allocator's and environment's locks, not how a CPU-bound embedder shares the
@@ -203,6 +194,17 @@ mod linux {
             })
             .collect();
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
+        // However the test ends (a panic too), the busy threads stop: left spinning, they would
+        // starve every later test of this binary. Declared after the runtime, so that on a panic
+        // it is dropped first and the runtime's drop (which waits for the blocking tasks) runs
+        // without them.
+        struct StopOnDrop(Arc<AtomicBool>);
+        impl Drop for StopOnDrop {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let _stop_on_drop = StopOnDrop(Arc::clone(&stop));
         let ws = f.ws.clone();
         let start = Instant::now();
         let done = runtime.block_on(async move {
