@@ -778,6 +778,24 @@ fn cpu_flags_are_checked_and_reported() {
     }
 }
 
+/// `sandbox serve` with a bad `flag` (its name and value) answers one error line (id null,
+/// `invalid_argument`) whose message names the flag, and exits 125.
+fn serve_refuses_flag(area: &Area, flag: [&str; 2]) {
+    let o = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .arg("serve")
+        .args(flag)
+        .arg("--scratch")
+        .arg(&area.scratch)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(125), "{flag:?}: {}", String::from_utf8_lossy(&o.stderr));
+    let v = run_json(&o);
+    assert_eq!((v["id"].is_null(), &v["error"]), (true, &serde_json::json!("invalid_argument")), "{v}");
+    assert!(v["message"].as_str().is_some_and(|m| m.contains(flag[0])), "{flag:?}: {v}");
+}
+
 /// `sandbox serve` takes `--cpus` and `--cpu-weight` as `run` does: a bad value is one error
 /// line (id null) naming its flag, exit 125, nothing written; good ones reach every run (the
 /// answer's report states them) and the run works.
@@ -787,19 +805,7 @@ fn serve_takes_the_cpu_flags() {
     let area = Area::new();
     let before = area.snapshot();
     for flag in [["--cpu-weight", "0"], ["--cpus", "0.001"], ["--cpus", "NaN"]] {
-        let o = Command::new(SANDBOX)
-            .current_dir(&area.ws)
-            .arg("serve")
-            .args(flag)
-            .arg("--scratch")
-            .arg(&area.scratch)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(125), "{flag:?}: {}", String::from_utf8_lossy(&o.stderr));
-        let v = run_json(&o);
-        assert_eq!((v["id"].is_null(), &v["error"]), (true, &serde_json::json!("invalid_argument")), "{v}");
-        assert!(v["message"].as_str().is_some_and(|m| m.contains(flag[0])), "{flag:?}: {v}");
+        serve_refuses_flag(&area, flag);
     }
     assert_eq!(area.snapshot(), before, "a refused value wrote something");
     if !sandbox_runs_here("serve_takes_the_cpu_flags") {
@@ -2102,18 +2108,6 @@ fn serve_takes_the_network_flags_and_answers_denials() {
     assert_eq!(seen.lock().unwrap().len(), 1, "{:?}", seen.lock().unwrap());
     // A bad flag: serve answers one error line (id null) naming it and exits 125.
     for flag in [["--resolve", "nonsense"], ["--allow-target", "udp:x:1"]] {
-        let o = Command::new(SANDBOX)
-            .current_dir(&area.ws)
-            .arg("serve")
-            .args(flag)
-            .arg("--scratch")
-            .arg(&area.scratch)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(125), "{flag:?}: {}", String::from_utf8_lossy(&o.stderr));
-        let v = run_json(&o);
-        assert_eq!((v["id"].is_null(), &v["error"]), (true, &serde_json::json!("invalid_argument")), "{v}");
-        assert!(v["message"].as_str().is_some_and(|m| m.contains(flag[0])), "{flag:?}: {v}");
+        serve_refuses_flag(&area, flag);
     }
 }
