@@ -469,12 +469,9 @@ mod bench {
         }
         let weight: Vec<String> =
             args.cpu_weight.map(|w| vec![String::from("--cpu-weight"), w.to_string()]).unwrap_or_default();
-        let cli_args: Vec<String> = ["run"]
-            .iter()
-            .map(|a| (*a).to_owned())
-            .chain(weight.iter().cloned())
-            .chain(["--", "/bin/echo", "confined"].iter().map(|a| (*a).to_owned()))
-            .collect();
+        let mut cli_args = vec![String::from("run")];
+        cli_args.extend(weight.iter().cloned());
+        cli_args.extend(["--", "/bin/echo", "confined"].map(String::from));
         let cli = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("sandbox")));
         match cli.filter(|p| p.exists()) {
             Some(cli) => {
