@@ -186,6 +186,7 @@ impl LinuxBackend {
                 NoEvent::Stopped(never) => match never {},
             }),
         };
+        launched.marks.push(("finished-event", monotonic_us()));
         self.release_warm();
         let (outcome, measured, teardown) = match result {
             Ok(f) => f,
@@ -193,7 +194,6 @@ impl LinuxBackend {
                 return Err(self.abandon(&mut launched, &e));
             }
         };
-        launched.marks.push(("finished-event", monotonic_us()));
         if !teardown || launched.running.pid.is_none() {
             // Otherwise the worker removes the bundle after its container.
             let _ = (self.remove_tree)(&launched.dir);
