@@ -467,6 +467,38 @@ mod bench {
                 }),
             );
         }
+        {
+            // Issue 16's cold library spawn: the first spawn of a set opened just before (so its
+            // shape has no warm container, and the zygote starts with it). Opening the set (the
+            // kept probe, the set's directory and cgroups) and closing it are not timed; their
+            // CPU is in the row's CPU column.
+            let (profile, ws, scratch, weight) = (profile.clone(), ws.clone(), scratch.clone(), args.cpu_weight);
+            add(
+                &mut contenders,
+                "library cold (new set)",
+                Box::new(move || {
+                    let options = ExecutorSetOptions::new(&scratch).max_executors(1);
+                    let options = match weight {
+                        Some(w) => options.cpu_weight(w),
+                        None => options,
+                    };
+                    let set = ExecutorSet::new(&Deadline::after(Duration::from_secs(60)), &profile, options)
+                        .map_err(|e| e.to_string())?;
+                    let exec = set.executor("cold").map_err(|e| e.to_string())?;
+                    let start = Instant::now();
+                    let out = exec
+                        .run_argv(&Deadline::after(Duration::from_secs(30)), &ws, &["/bin/echo", "confined"])
+                        .map_err(|e| e.to_string())?;
+                    let took = start.elapsed();
+                    if out.bytes != b"confined\n" {
+                        return Err(format!("output {:?}", out.bytes));
+                    }
+                    drop(exec);
+                    set.close().map_err(|e| e.to_string())?;
+                    Ok((took, None))
+                }),
+            );
+        }
         let weight: Vec<String> =
             args.cpu_weight.map(|w| vec![String::from("--cpu-weight"), w.to_string()]).unwrap_or_default();
         let mut cli_args = vec![String::from("run")];
@@ -595,20 +627,25 @@ mod bench {
 
         let ours = median_p95(&mut contenders[0].samples.clone()).0;
         println!(
-            "\n{:<20} {:>10} {:>10} {:>12} {:>10} {:>14} {:>6}",
+            "\n{:<24} {:>10} {:>10} {:>12} {:>10} {:>14} {:>6}",
             "contender", "median ms", "p95 ms", "vs library", "cpu ms", "peak RSS KiB", "runs"
         );
         let mut rows = Vec::new();
+        // Each measured contender's (median ms, CPU ms per call), for issue 16's targets.
+        let mut measured: std::collections::HashMap<&'static str, (f64, f64)> = std::collections::HashMap::new();
         for c in &mut contenders {
             let runs = c.samples.len();
             let (median, p95) = median_p95(&mut c.samples);
             // The back-to-back rows make two calls per run (one untimed, then the timed one).
             let calls = if c.name.ends_with("back-to-back") { 2.0 } else { 1.0 };
             let cpu = c.cpu_ms / runs.max(1) as f64 / calls;
+            if c.error.is_none() && runs > 0 {
+                measured.insert(c.name, (median, cpu));
+            }
             match &c.error {
-                Some(e) => println!("{:<20} failed: {e}", c.name),
+                Some(e) => println!("{:<24} failed: {e}", c.name),
                 None => println!(
-                    "{:<20} {:>10.2} {:>10.2} {:>11.2}x {:>10.2} {:>14} {:>6}",
+                    "{:<24} {:>10.2} {:>10.2} {:>11.2}x {:>10.2} {:>14} {:>6}",
                     c.name,
                     median,
                     p95,
@@ -651,9 +688,11 @@ mod bench {
             Err(why) => println!("egress row not measured: {why}"),
         }
 
+        let mut calls_per_s = None;
         if args.throughput {
             let calls = args.runs.max(8) * 4;
             let (ours, bw) = throughput(&set, &ws, calls)?;
+            calls_per_s = bw.map(|bw| (ours.0, bw.0));
             println!("\nthroughput, {calls} calls, 4 at a time:");
             println!("  sandbox library: {:.1} calls/s, p95 {:.2} ms", ours.0, ours.1);
             if let Some(bw) = bw {
@@ -667,6 +706,7 @@ mod bench {
             report["throughput"] = serde_json::json!(rows);
             report["throughput_calls"] = serde_json::json!(calls);
         }
+        report["targets"] = targets(&measured, calls_per_s, library_rss);
         if let Some(path) = &args.json {
             std::fs::write(path, serde_json::to_string_pretty(&report).unwrap()).map_err(|e| e.to_string())?;
             println!("\nwrote {}", path.display());
@@ -676,6 +716,63 @@ mod bench {
             set.close().map_err(|e| e.to_string())?;
         }
         Ok(())
+    }
+
+    /// Prints issue 16's targets as this run measured them (ratios between contenders of this
+    /// run), and returns them as JSON rows. A target whose contenders did not run is "not
+    /// measured", never met.
+    fn targets(
+        measured: &std::collections::HashMap<&'static str, (f64, f64)>,
+        calls_per_s: Option<(f64, f64)>,
+        helper_rss_kib: i64,
+    ) -> serde_json::Value {
+        let ratio = |a: &str, b: &str, cpu: bool| {
+            let pick = |m: &(f64, f64)| if cpu { m.1 } else { m.0 };
+            match (measured.get(a), measured.get(b)) {
+                (Some(x), Some(y)) if pick(y) > 0.0 => Some(pick(x) / pick(y)),
+                _ => None,
+            }
+        };
+        // (target, what is compared, value, limit, at most the limit (true) or at least it)
+        let rows: [(&str, &str, Option<f64>, f64, bool); 7] = [
+            ("1", "sandbox run (CLI) / crun run, median", ratio("sandbox run (CLI)", "crun run", false), 1.0, true),
+            ("1", "sandbox run (CLI) / bwrap, CPU per call", ratio("sandbox run (CLI)", "bwrap", true), 2.0, true),
+            ("2", "library / bwrap, calls/s 4 at a time", calls_per_s.map(|(ours, bw)| ours / bw), 1.0, false),
+            (
+                "3",
+                "library cold (new set) / crun run, median",
+                ratio("library cold (new set)", "crun run", false),
+                1.0,
+                true,
+            ),
+            ("4", "sandbox library / bwrap, median", ratio("sandbox library", "bwrap", false), 1.0, true),
+            (
+                "4",
+                "the helper's peak RSS, MiB",
+                (helper_rss_kib > 0).then(|| helper_rss_kib as f64 / 1024.0),
+                4.0,
+                true,
+            ),
+            ("5", "serve back-to-back / bwrap, median", ratio("serve back-to-back", "bwrap", false), 1.0, true),
+        ];
+        println!("\nissue 16's targets, as measured in this run:");
+        let mut json = Vec::new();
+        for (target, what, value, limit, at_most) in rows {
+            let met = value.map(|v| if at_most { v <= limit } else { v >= limit });
+            let bound = if at_most { "<=" } else { ">=" };
+            let shown = value.map_or_else(|| String::from("-"), |v| format!("{v:.2}"));
+            let verdict = match met {
+                Some(true) => "met",
+                Some(false) => "not met",
+                None => "not measured",
+            };
+            println!("  {target}. {what:<44} {shown:>7}  (target {bound} {limit:.2})  {verdict}");
+            json.push(serde_json::json!({
+                "target": target, "name": what, "value": value, "limit": limit,
+                "at_most": at_most, "met": met.unwrap_or(false),
+            }));
+        }
+        serde_json::json!(json)
     }
 
     fn bwrap(ws: &str) -> Command {
