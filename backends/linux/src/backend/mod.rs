@@ -94,9 +94,6 @@ pub struct LinuxBackend {
     placeholder: PathBuf,
     /// The protected-paths scan's directory listings, reused while unchanged.
     scan_memo: sandbox_bundle::protect::ScanMemo,
-    /// The last spawn's scan (with its profile's fingerprint), for the warm containers built
-    /// ahead for its shape.
-    last_scan: std::sync::Mutex<Option<(String, sandbox_bundle::protect::ProtectScan)>>,
     uid: u32,
     gid: u32,
     layout: CgroupLayout,
@@ -220,7 +217,6 @@ impl LinuxBackend {
             skeletons,
             placeholder,
             scan_memo: sandbox_bundle::protect::ScanMemo::default(),
-            last_scan: std::sync::Mutex::default(),
             prepared: std::sync::Mutex::default(),
             warm: std::sync::Mutex::default(),
             probe: Probe::unmeasured(),
@@ -266,12 +262,12 @@ impl LinuxBackend {
                 }
                 Err(why) => {
                     tracing::debug!(reason = %why, "the warm container was not used; starting a fresh one");
-                    self.launch_fresh(dl, profile, input, stdio, require, false, Some((id, bundle)))?
+                    self.launch_fresh(dl, profile, input, stdio, require, false, Some((id, bundle.clone())))?
                 }
             },
-            None => self.launch_fresh(dl, profile, input, stdio, require, false, Some((id, bundle)))?,
+            None => self.launch_fresh(dl, profile, input, stdio, require, false, Some((id, bundle.clone())))?,
         };
-        self.prewarm(profile, input, &key);
+        self.prewarm(profile, input, &key, &bundle);
         Ok(launched)
     }
 

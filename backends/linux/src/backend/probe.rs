@@ -434,7 +434,6 @@ mod tests {
             skeletons: PathBuf::from("/nonexistent/rootfs"),
             placeholder: PathBuf::from("/nonexistent/denied"),
             scan_memo: sandbox_bundle::protect::ScanMemo::default(),
-            last_scan: std::sync::Mutex::default(),
             prepared: std::sync::Mutex::default(),
             warm: std::sync::Mutex::default(),
             probe: Probe {

@@ -23,31 +23,11 @@ impl LinuxBackend {
         self.compile_with(profile, input, id, false)
     }
 
-    /// [`LinuxBackend::compile`] for a warm container built ahead for the shape of the spawn
-    /// that was just compiled: it takes that spawn's scan (the next spawn of the shape scans
-    /// again and uses the warm container only if its own bundle has the same shape).
-    pub(super) fn compile_for_warm(
-        &self,
-        profile: &Profile,
-        input: &SpawnInput<'_>,
-        id: &str,
-    ) -> Result<Bundle, Error> {
-        let last = self.last_scan.lock().ok().and_then(|l| l.clone()).filter(|(f, _)| f == profile.fingerprint());
-        match last {
-            Some((_, scan)) => self.compile_scanned(profile, input, id, scan),
-            None => self.compile(profile, input, id),
-        }
-    }
-
     fn compile_with(&self, profile: &Profile, input: &SpawnInput<'_>, id: &str, scan: bool) -> Result<Bundle, Error> {
         // The protected paths as they are now (issue 14); the real HOME is the workload's HOME.
         let home = input.env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| std::path::PathBuf::from(v));
         let protected = if scan {
-            let found = sandbox_bundle::protect::scan_with(profile, home.as_deref(), Some(&self.scan_memo));
-            if let Ok(mut last) = self.last_scan.lock() {
-                *last = Some((profile.fingerprint().to_owned(), found.clone()));
-            }
-            found
+            sandbox_bundle::protect::scan_with(profile, home.as_deref(), Some(&self.scan_memo))
         } else {
             sandbox_bundle::protect::ProtectScan::default()
         };
@@ -77,10 +57,7 @@ impl LinuxBackend {
             landlock: self.probe.landlock == Landlock::Full,
             egress_route: false,
             launch: Launch::Embedded {
-                // Without a cgroup the helper runs the runtime in a cgroup namespace of its own
-                // whose root it may not write: the runtime's attempt to make `/<id>` there fails
-                // and leaves the process where it is (an absolute path keeps it off systemd).
-                cgroups_path: self.cgroup_path(id).or_else(|| Some(format!("/{id}"))),
+                cgroups_path: Some(self.runtime_cgroup_path(id)),
                 pids_max: (self.uid == 0 && self.cgroups.parent.is_some()).then_some(self.pids_max),
                 memory_max: self.memory_max.filter(|_| self.uid == 0 && self.cgroups.parent.is_some()),
                 nproc: self.nproc,
@@ -130,6 +107,14 @@ impl LinuxBackend {
 
     pub(super) fn cgroup_path(&self, id: &str) -> Option<String> {
         self.cgroups.parent().map(|p| format!("{}/{id}", p.trim_end_matches('/')))
+    }
+
+    /// The cgroup path the runtime gets for container `id`: under the parent, or without a
+    /// cgroup (issue 15) `/<id>`: the helper runs the runtime in a cgroup namespace of its own
+    /// whose root it may not write, so the runtime's attempt to make `/<id>` there fails and
+    /// leaves the process where it is (an absolute path keeps it off systemd).
+    pub(super) fn runtime_cgroup_path(&self, id: &str) -> String {
+        self.cgroup_path(id).unwrap_or_else(|| format!("/{id}"))
     }
 
     /// The configured or found cgroup parent, if any.

@@ -43,8 +43,7 @@ impl LinuxBackend {
             Some(c) => c,
             None => {
                 let id = self.next_id();
-                let bundle =
-                    if warm { self.compile_for_warm(profile, input, &id)? } else { self.compile(profile, input, &id)? };
+                let bundle = self.compile(profile, input, &id)?;
                 (id, bundle)
             }
         };

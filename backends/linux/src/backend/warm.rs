@@ -102,9 +102,11 @@ impl LinuxBackend {
 
     /// Keeps [`WARM_PER_SHAPE`] warm containers ready for the next spawns of `key`'s shape,
     /// unless this is the shape's first spawn, the set is settling, or [`MAX_WARM`] wait in
-    /// all. Their placeholder process (`/bin/true`) never runs: an unused warm container is torn
-    /// down without starting it.
-    pub(super) fn prewarm(&self, profile: &Profile, input: &SpawnInput<'_>, key: &str) {
+    /// all. Each is built from `bundle`, the spawn of that shape just compiled (see
+    /// [`warm_bundle`]): a later spawn compiles and scans again and takes a warm container only
+    /// if its own bundle has the same shape. Their placeholder process (`/bin/true`) never
+    /// runs: an unused warm container is torn down without starting it.
+    pub(super) fn prewarm(&self, profile: &Profile, input: &SpawnInput<'_>, key: &str, bundle: &Bundle) {
         let mut warm = self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if warm.seen.insert(key.to_owned()) {
             return;
@@ -130,20 +132,15 @@ impl LinuxBackend {
             let shape = SpawnInput {
                 tty: false,
                 grants: GrantDeltas::default(),
-                argv: vec![String::from("/bin/true")],
+                argv: vec![String::from(PLACEHOLDER)],
                 cwd: input.cwd.clone(),
-                // Not the last spawn's egress-proxy credential (issue 17): the placeholder never
-                // runs, and a finished run's secret has no business in another bundle.
-                env: input
-                    .env
-                    .iter()
-                    .filter(|(name, _)| !name.to_ascii_uppercase().ends_with("_PROXY"))
-                    .cloned()
-                    .collect(),
+                env: Vec::new(),
                 home_dir: input.home_dir,
                 temp_dir: input.temp_dir,
             };
-            match self.launch_fresh(&NoDeadline, profile, &shape, stdio, true, true, None) {
+            let id = self.next_id();
+            let compiled = warm_bundle(bundle, &self.runtime_cgroup_path(&id));
+            match self.launch_fresh(&NoDeadline, profile, &shape, stdio, true, true, Some((id, compiled))) {
                 Ok(launched) if launched.shape() == Some(key) => {
                     warm.ready.entry(key.to_owned()).or_default().push_back(launched);
                 }
@@ -229,6 +226,27 @@ impl std::error::Error for WarmMiss {
 /// A spawn's shape: its bundle without what differs between spawns of one executor (the
 /// process's argv, environment and working directory, and the container's own cgroup). Spawns
 /// of one shape can run in one another's warm containers.
+/// The process a warm container is built with (it never runs: `go` brings the real one).
+const PLACEHOLDER: &str = "/bin/true";
+
+/// The bundle of a warm container for `bundle`'s shape, with `cgroups_path` its own: `bundle`
+/// with only what [`shape_key`] leaves out replaced. The process is the placeholder, with no
+/// environment (not the spawn's: its egress-proxy credential, issue 17, and any other secret of
+/// a finished run have no business in another bundle) and the spawn's working directory.
+fn warm_bundle(bundle: &Bundle, cgroups_path: &str) -> Bundle {
+    let mut warm = bundle.clone();
+    if let Some(mut process) = warm.spec.process().clone() {
+        process.set_args(Some(vec![String::from(PLACEHOLDER)]));
+        process.set_env(Some(Vec::new()));
+        warm.spec.set_process(Some(process));
+    }
+    if let Some(mut linux) = warm.spec.linux().clone() {
+        linux.set_cgroups_path(Some(PathBuf::from(cgroups_path)));
+        warm.spec.set_linux(Some(linux));
+    }
+    warm
+}
+
 pub(super) fn shape_key(bundle: &Bundle) -> Result<String, Error> {
     use std::hash::Hasher;
     /// Feeds serialized bytes straight into the hasher (no JSON value or string is built).
@@ -284,12 +302,12 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn the_shape_key_ignores_the_process_and_cgroup_and_sees_everything_else() {
-        let ctx = |argv: &str, cwd: &str, id: &str| sandbox_bundle::SpawnContext {
+    /// A spawn of `argv` in `cwd` whose container is `id`, with `env`.
+    fn spawn(argv: &str, cwd: &str, id: &str, env: &[(&str, &str)]) -> sandbox_bundle::SpawnContext {
+        sandbox_bundle::SpawnContext {
             argv: vec![argv.to_owned()],
             cwd: PathBuf::from(cwd),
-            env: vec![(String::from("X"), argv.to_owned())],
+            env: env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
             tty: false,
             home_dir: None,
             temp_dir: PathBuf::from("/nonexistent/tmp"),
@@ -307,7 +325,12 @@ mod tests {
             },
             grants: GrantDeltas::default(),
             protected: Default::default(),
-        };
+        }
+    }
+
+    #[test]
+    fn the_shape_key_ignores_the_process_and_cgroup_and_sees_everything_else() {
+        let ctx = |argv: &str, cwd: &str, id: &str| spawn(argv, cwd, id, &[("X", argv)]);
         let host = HostView::scan();
         let key = |p: &Profile, c: &sandbox_bundle::SpawnContext| {
             shape_key(&compile(p, c, &host).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"))
@@ -332,5 +355,37 @@ mod tests {
         let mut tty = ctx("/bin/true", "/", "a");
         tty.tty = true;
         assert_ne!(key(&super::super::test_profile(), &tty), first);
+    }
+
+    #[test]
+    fn a_warm_bundle_has_the_spawns_shape_its_own_cgroup_and_none_of_its_process() {
+        // What the scrub passes of the spawn's environment (PATH here) stays the spawn's.
+        let env = [("PATH", "/opt/secret-1/bin:/usr/bin:/bin")];
+        let bundle = compile(&super::super::test_profile(), &spawn("/bin/echo", "/usr", "a", &env), &HostView::scan())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let warm = warm_bundle(&bundle, "/sandbox/b");
+        let key = |b: &Bundle| shape_key(b).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(key(&warm), key(&bundle));
+        let process = warm.spec.process().clone().unwrap_or_else(|| panic!("no process"));
+        assert_eq!(process.args().clone(), Some(vec![String::from(PLACEHOLDER)]));
+        assert_eq!(process.env().clone(), Some(Vec::new()), "nothing of the spawn's environment");
+        assert_eq!(process.cwd(), &PathBuf::from("/usr"));
+        let cgroups = |b: &Bundle| b.spec.linux().as_ref().and_then(|l| l.cgroups_path().clone());
+        assert_eq!(cgroups(&warm), Some(PathBuf::from("/sandbox/b")));
+        assert_eq!(cgroups(&bundle), Some(PathBuf::from("/sandbox/a")), "the spawn's own bundle is untouched");
+        // Everything else is the spawn's: the same config.json but for the process and cgroup.
+        let json = |b: &Bundle| {
+            let mut spec = b.spec.clone();
+            spec.set_process(None);
+            if let Some(mut linux) = spec.linux().clone() {
+                linux.set_cgroups_path(None);
+                spec.set_linux(Some(linux));
+            }
+            serde_json::to_value(&spec).unwrap_or_else(|e| panic!("{e}"))
+        };
+        assert_eq!(json(&warm), json(&bundle));
+        let written = |b: &Bundle| serde_json::to_string(&b.spec).unwrap_or_else(|e| panic!("{e}"));
+        assert!(written(&bundle).contains("secret-1"));
+        assert!(!written(&warm).contains("secret-1"), "{}", written(&warm));
     }
 }
