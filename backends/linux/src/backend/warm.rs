@@ -223,9 +223,6 @@ impl std::error::Error for WarmMiss {
     }
 }
 
-/// A spawn's shape: its bundle without what differs between spawns of one executor (the
-/// process's argv, environment and working directory, and the container's own cgroup). Spawns
-/// of one shape can run in one another's warm containers.
 /// The process a warm container is built with (it never runs: `go` brings the real one).
 const PLACEHOLDER: &str = "/bin/true";
 
@@ -247,6 +244,9 @@ fn warm_bundle(bundle: &Bundle, cgroups_path: &str) -> Bundle {
     warm
 }
 
+/// A spawn's shape: its bundle without what differs between spawns of one executor (the
+/// process's argv, environment and working directory, and the container's own cgroup). Spawns
+/// of one shape can run in one another's warm containers.
 pub(super) fn shape_key(bundle: &Bundle) -> Result<String, Error> {
     use std::hash::Hasher;
     /// Feeds serialized bytes straight into the hasher (no JSON value or string is built).
