@@ -309,17 +309,23 @@ mod bench {
     fn library_run(exec: Arc<Executor>, ws: PathBuf, set: Option<Arc<ExecutorSet>>) -> RunFn {
         Box::new(move || {
             let _set = &set;
-            let start = Instant::now();
-            let out = exec
-                .run_argv(&Deadline::after(Duration::from_secs(30)), &ws, &["/bin/echo", "confined"])
-                .map_err(|e| e.to_string())?;
-            let took = start.elapsed();
-            if out.bytes != b"confined\n" {
-                return Err(format!("output {:?}", out.bytes));
-            }
+            let took = timed_echo(&exec, &ws)?;
             std::thread::sleep(WARM_PAUSE);
             Ok((took, None))
         })
+    }
+
+    /// One library call of `echo confined` in `ws`, timed, its output checked.
+    fn timed_echo(exec: &Executor, ws: &Path) -> Result<Duration, String> {
+        let start = Instant::now();
+        let out = exec
+            .run_argv(&Deadline::after(Duration::from_secs(30)), ws, &["/bin/echo", "confined"])
+            .map_err(|e| e.to_string())?;
+        let took = start.elapsed();
+        if out.bytes != b"confined\n" {
+            return Err(format!("output {:?}", out.bytes));
+        }
+        Ok(took)
     }
 
     /// `sandbox serve` (one long-lived process, JSON lines) driven back to back, as a harness in
@@ -464,14 +470,8 @@ mod bench {
                 &mut contenders,
                 "library back-to-back",
                 Box::new(move || {
-                    let dl = || Deadline::after(Duration::from_secs(30));
-                    exec.run_argv(&dl(), &ws, &["/bin/echo", "confined"]).map_err(|e| e.to_string())?;
-                    let start = Instant::now();
-                    let out = exec.run_argv(&dl(), &ws, &["/bin/echo", "confined"]).map_err(|e| e.to_string())?;
-                    let took = start.elapsed();
-                    if out.bytes != b"confined\n" {
-                        return Err(format!("output {:?}", out.bytes));
-                    }
+                    timed_echo(&exec, &ws)?;
+                    let took = timed_echo(&exec, &ws)?;
                     // Untimed: the warm container for the next call builds now, not while the
                     // next contender is being timed (an agent thinks between calls anyway).
                     std::thread::sleep(WARM_PAUSE);
@@ -484,27 +484,15 @@ mod bench {
             // shape has no warm container, and the zygote starts with it). Opening the set (the
             // kept probe, the set's directory and cgroups) and closing it are not timed; their
             // CPU is in the row's CPU column.
-            let (profile, ws, scratch, weight) = (profile.clone(), ws.clone(), scratch.clone(), args.cpu_weight);
+            let (profile, ws, options) = (profile.clone(), ws.clone(), set_options(&scratch, args).max_executors(1));
             add(
                 &mut contenders,
                 "library cold (new set)",
                 Box::new(move || {
-                    let options = ExecutorSetOptions::new(&scratch).max_executors(1);
-                    let options = match weight {
-                        Some(w) => options.cpu_weight(w),
-                        None => options,
-                    };
-                    let set = ExecutorSet::new(&Deadline::after(Duration::from_secs(60)), &profile, options)
+                    let set = ExecutorSet::new(&Deadline::after(Duration::from_secs(60)), &profile, options.clone())
                         .map_err(|e| e.to_string())?;
                     let exec = set.executor("cold").map_err(|e| e.to_string())?;
-                    let start = Instant::now();
-                    let out = exec
-                        .run_argv(&Deadline::after(Duration::from_secs(30)), &ws, &["/bin/echo", "confined"])
-                        .map_err(|e| e.to_string())?;
-                    let took = start.elapsed();
-                    if out.bytes != b"confined\n" {
-                        return Err(format!("output {:?}", out.bytes));
-                    }
+                    let took = timed_echo(&exec, &ws)?;
                     drop(exec);
                     set.close().map_err(|e| e.to_string())?;
                     Ok((took, None))
