@@ -1724,6 +1724,64 @@ fn a_root_at_a_path_that_is_always_private_inside_is_refused() {
     assert_eq!(p.config().additional_roots[0].path, under_tmp);
 }
 
+/// A root exchanged with a decoy in a loop (`renameat2(RENAME_EXCHANGE)`, as another process
+/// with write access to the workspace could) while profiles are made: every profile made records
+/// the root's inode and its name's entry from the same moment, so the container init's check of
+/// a mask (tied to the entry) cannot pass a mask that landed on the decoy. Read lookup first, a
+/// profile made in the middle of a rename recorded the root with the decoy's entry.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_root_swapped_while_profiles_are_made_is_recorded_as_one_object() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let fx = Fx::new();
+    let w = fx.dir("w");
+    let (a, b) = (fx.dir("w/a"), fx.dir("w/b"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicU64::new(0));
+    let swapper = {
+        let (stop, swaps) = (Arc::clone(&stop), Arc::clone(&swaps));
+        let x = std::ffi::CString::new(a.to_str().unwrap()).unwrap();
+        let y = std::ffi::CString::new(b.to_str().unwrap()).unwrap();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                // SAFETY: both paths are NUL-terminated and alive for the call.
+                let rc = unsafe {
+                    libc::renameat2(libc::AT_FDCWD, x.as_ptr(), libc::AT_FDCWD, y.as_ptr(), libc::RENAME_EXCHANGE)
+                };
+                assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+                swaps.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let config = ProfileConfig { additional_roots: vec![root(&a, Deny, Deny)], ..all_allow(&w) };
+    let (mut made, mut mismatched, mut refused) = (0u64, 0u64, 0u64);
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while std::time::Instant::now() < end {
+        match Profile::new(config.clone()) {
+            Ok(p) => {
+                made += 1;
+                let i = p.identities().iter().find(|i| i.path == a).unwrap();
+                if i.entry_ino != Some(i.ino) {
+                    mismatched += 1;
+                }
+            }
+            Err(Error::InvalidProfile { detail }) => {
+                assert!(detail.contains("additional_roots[0].path"), "{detail}");
+                refused += 1;
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    let swaps = swaps.load(Ordering::Relaxed);
+    println!("{made} profiles made, {mismatched} mismatched, {refused} refused, {swaps} swaps");
+    // Positive controls: the swaps ran, and profiles were made between them.
+    assert!(swaps > 1000 && made > 50, "{swaps} swaps, {made} profiles");
+    assert_eq!(mismatched, 0, "{mismatched} of {made} profiles recorded the root with another entry");
+}
+
 #[test]
 fn identities_record_every_area_and_pin_the_ancestors_up_to_the_enclosing_writable_area() {
     use std::os::unix::fs::MetadataExt;

@@ -319,7 +319,7 @@ mod linux {
         let end = Instant::now() + Duration::from_secs(20);
         let mut spawns = 0;
         let mut even = 0;
-        while Instant::now() < end && spawns < 600 {
+        while Instant::now() < end && spawns < 2000 {
             spawns += 1;
             // Spawns at varying phases of the swap loop.
             std::thread::sleep(Duration::from_micros(150 * (spawns % 7)));

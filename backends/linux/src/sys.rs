@@ -415,26 +415,39 @@ pub fn reset_signal_dispositions() {
 /// Opens `path` as an `O_PATH | O_NOFOLLOW` handle with `RESOLVE_NO_SYMLINKS` (`openat2`): no
 /// component may be a symlink.
 pub fn open_path_no_symlinks(path: &std::path::Path) -> io::Result<std::os::fd::OwnedFd> {
-    open_no_symlinks(path, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+    open_no_symlinks(libc::AT_FDCWD, path, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
 }
 
-/// Opens the directory `path` for reading with `RESOLVE_NO_SYMLINKS` (`openat2`).
-pub fn open_dir_no_symlinks(path: &std::path::Path) -> io::Result<std::os::fd::OwnedFd> {
-    open_no_symlinks(path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+/// Like [`open_path_no_symlinks`], but `path` is looked up from the open directory `dir` (the
+/// object `dir` is, wherever it has moved), not from the root.
+pub fn open_path_at_no_symlinks(
+    dir: &std::os::fd::OwnedFd,
+    path: &std::path::Path,
+) -> io::Result<std::os::fd::OwnedFd> {
+    open_no_symlinks(dir.as_raw_fd(), path, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
 }
 
-fn open_no_symlinks(path: &std::path::Path, flags: i32) -> io::Result<std::os::fd::OwnedFd> {
+/// The open directory `dir` (an `O_PATH` descriptor, say) opened again for reading.
+pub fn reopen_dir(dir: &std::os::fd::OwnedFd) -> io::Result<std::os::fd::OwnedFd> {
+    open_no_symlinks(
+        dir.as_raw_fd(),
+        std::path::Path::new("."),
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+    )
+}
+
+fn open_no_symlinks(dirfd: RawFd, path: &std::path::Path, flags: i32) -> io::Result<std::os::fd::OwnedFd> {
     use std::os::unix::ffi::OsStrExt;
     let cpath = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::other("path contains NUL"))?;
     // SAFETY: open_how is plain old data; all-zero is valid and every field is set below.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = u64::try_from(flags).map_err(|_| io::Error::other("negative open flags"))?;
     how.resolve = libc::RESOLVE_NO_SYMLINKS;
-    // SAFETY: openat2 reads the NUL-terminated path and the open_how of the given size, both
-    // alive for the call, and returns a new descriptor or -1.
-    let fd = unsafe {
-        libc::syscall(libc::SYS_openat2, libc::AT_FDCWD, cpath.as_ptr(), &how, std::mem::size_of::<libc::open_how>())
-    };
+    // SAFETY: `dirfd` is AT_FDCWD or a descriptor the caller holds open; openat2 reads the
+    // NUL-terminated path and the open_how of the given size, both alive for the call, and
+    // returns a new descriptor or -1.
+    let fd =
+        unsafe { libc::syscall(libc::SYS_openat2, dirfd, cpath.as_ptr(), &how, std::mem::size_of::<libc::open_how>()) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }

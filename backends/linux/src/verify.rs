@@ -6,9 +6,11 @@
 //! check and the mount is possible; mounts are fixed objects once made, so what this check
 //! finds holds for the whole run. Names can still move (the host, or a sandbox of another
 //! profile, may rename in a host-backed parent while this runs), so a check that ties a mount
-//! to its name reads the parent's ctime before and after and retries when a rename happened.
+//! to its name reads the parent's ctime before and after and retries when a rename happened
+//! (the entries first, then the name's lookup: see `check`).
 
 use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use sandbox_bundle::ExpectedMount;
@@ -44,45 +46,70 @@ pub fn verify(expected: &[ExpectedMount]) -> Result<(), VerifyError> {
 }
 
 fn check(e: &ExpectedMount) -> Result<(), Mismatch> {
-    let (Some(parent_id), Some(entry_ino)) = (e.parent, e.entry_ino) else { return check_object(e) };
+    let (Some(parent_id), Some(entry_ino)) = (e.parent, e.entry_ino) else {
+        let fd = sys::open_path_no_symlinks(&e.path).map_err(io("opening without following symlinks"))?;
+        return check_object(e, &fd);
+    };
     let parent = e.path.parent().ok_or(Mismatch::NoParent)?;
     let name = e.path.file_name().ok_or(Mismatch::NoName)?;
     let pfd = sys::open_path_no_symlinks(parent).map_err(io("opening its parent"))?;
+    match entry_and_object(&pfd, Some(parent_id), name.as_bytes(), |fd| check_object(e, fd))? {
+        (Some(ino), ()) if ino == entry_ino => Ok(()),
+        (Some(ino), ()) => Err(Mismatch::OtherEntry { found: ino, expected: entry_ino }),
+        (None, ()) => Err(Mismatch::Missing),
+    }
+}
+
+/// The `d_ino` of the entry `name` in the directory `pfd` (None: no such entry) and what
+/// `look` says of the object at that name (opened from `pfd` without following a symlink),
+/// both read while no rename happens in the directory: the object `look` saw is the one
+/// mounted on that entry, or the entry's own. With `parent_id`, the directory must be that
+/// object.
+///
+/// The order matters. A rename changes the directory's ctime and entries first and the name
+/// lookup's cache (the dentries) last, all under the directory's lock, which reading the
+/// entries waits for and a lookup does not. A lookup made in the middle of a rename sees the
+/// old name, entries read after it the new one, and the ctime is the same before and after:
+/// a mask on the wrong directory passed the check that way (a CI run of issue 16: a deny root
+/// swapped in a loop was read once). Entries read first wait for a rename in progress, and a
+/// rename that starts after them has changed the ctime before a lookup can see it.
+fn entry_and_object<T>(
+    pfd: &std::os::fd::OwnedFd,
+    parent_id: Option<(u64, u64)>,
+    name: &[u8],
+    look: impl Fn(&std::os::fd::OwnedFd) -> Result<T, Mismatch>,
+) -> Result<(Option<u64>, T), Mismatch> {
     let start = Instant::now();
     let mut attempts = 0usize;
     loop {
         attempts += 1;
-        let before = sys::statx_identity(&pfd).map_err(io("statx of its parent"))?;
-        if (before.dev, before.ino) != parent_id {
-            return Err(Mismatch::OtherParent { found: (before.dev, before.ino), expected: parent_id });
+        let before = sys::statx_identity(pfd).map_err(io("statx of its parent"))?;
+        if let Some(expected) = parent_id.filter(|id| *id != (before.dev, before.ino)) {
+            return Err(Mismatch::OtherParent { found: (before.dev, before.ino), expected });
         }
-        // The mount at the name, and the name's own directory entry, read while no rename
-        // happens in the parent: then the mount sits on the recorded directory.
-        let found = check_object(e).and_then(|()| {
-            let dir = sys::open_dir_no_symlinks(parent).map_err(io("reading its parent"))?;
-            sys::dir_entry_ino(dir, name.as_bytes()).map_err(io("reading its parent"))
-        });
-        let after = sys::statx_identity(&pfd).map_err(io("statx of its parent"))?;
-        if after.ctime != before.ctime {
-            if attempts >= MIN_ATTEMPTS && start.elapsed() >= RETRY_FOR {
-                break;
-            }
-            std::thread::yield_now();
-            continue;
+        let found = sys::reopen_dir(pfd)
+            .and_then(|dir| sys::dir_entry_ino(dir, name))
+            .map_err(io("reading its parent"))
+            .and_then(|ino| {
+                let fd = sys::open_path_at_no_symlinks(pfd, Path::new(std::ffi::OsStr::from_bytes(name)))
+                    .map_err(io("opening without following symlinks"))?;
+                Ok((ino, look(&fd)?))
+            });
+        let after = sys::statx_identity(pfd).map_err(io("statx of its parent"))?;
+        if after.ctime == before.ctime {
+            return found;
         }
-        return match found? {
-            Some(ino) if ino == entry_ino => Ok(()),
-            Some(ino) => Err(Mismatch::OtherEntry { found: ino, expected: entry_ino }),
-            None => Err(Mismatch::Missing),
-        };
+        if attempts >= MIN_ATTEMPTS && start.elapsed() >= RETRY_FOR {
+            return Err(Mismatch::KeptChanging { attempts, millis: start.elapsed().as_millis() });
+        }
+        std::thread::yield_now();
     }
-    Err(Mismatch::KeptChanging { attempts, millis: start.elapsed().as_millis() })
 }
 
-/// The object at the path: a mount root; for a bind the recorded object, for a mask a tmpfs.
-fn check_object(e: &ExpectedMount) -> Result<(), Mismatch> {
-    let fd = sys::open_path_no_symlinks(&e.path).map_err(io("opening without following symlinks"))?;
-    let st = sys::statx_identity(&fd).map_err(io("statx"))?;
+/// The object open at `fd` (opened at the expected path, the last component not followed):
+/// a mount root; for a bind the recorded object, for a mask a tmpfs.
+fn check_object(e: &ExpectedMount, fd: &std::os::fd::OwnedFd) -> Result<(), Mismatch> {
+    let st = sys::statx_identity(fd).map_err(io("statx"))?;
     if st.mount_root == Some(false) {
         return Err(Mismatch::NotMountPoint);
     }
@@ -90,7 +117,7 @@ fn check_object(e: &ExpectedMount) -> Result<(), Mismatch> {
         // A mask is the sandbox's own empty tmpfs: a mount point of the host's directory (the
         // runtime's read-only self-bind of a masked path, landed on the real directory while the
         // mask itself went elsewhere) is not one.
-        if !sys::is_tmpfs(&fd).map_err(io("statfs"))? {
+        if !sys::is_tmpfs(fd).map_err(io("statfs"))? {
             return Err(Mismatch::NotMask);
         }
     } else if (st.dev, st.ino) != (e.dev, e.ino) {
@@ -140,7 +167,7 @@ fn io(step: &'static str) -> impl Fn(std::io::Error) -> Mismatch {
 #[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use std::os::unix::fs::MetadataExt;
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
 
     use super::*;
 
@@ -227,5 +254,55 @@ mod tests {
         // A mount root that is not a tmpfs is not a mask.
         let e = verify(&[expect(Path::new("/"), true)]).unwrap_err().to_string();
         assert!(e.contains("not a tmpfs") || e.contains("not a mount point"), "{e}");
+    }
+
+    /// The entry and the lookup are read as one: while a thread swaps two directories in a
+    /// loop (rename exchange, as an attacker would around a spawn), every answer pairs the
+    /// entry's inode with the object the lookup found at the same name. Read in the other
+    /// order (lookup, then entries), this test counted 22 mismatched answers in its 3 seconds.
+    #[test]
+    fn the_entry_and_the_lookup_are_read_as_one_while_names_are_swapped() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        let dir = std::env::temp_dir().join(format!("sbx-verify-swap-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("x")).unwrap();
+        std::fs::create_dir_all(dir.join("y")).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let swaps = Arc::new(AtomicU64::new(0));
+        let swapper = {
+            let (stop, swaps) = (Arc::clone(&stop), Arc::clone(&swaps));
+            let (x, y) = (dir.join("x"), dir.join("y"));
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let flags = nix::fcntl::RenameFlags::RENAME_EXCHANGE;
+                    nix::fcntl::renameat2(None, &x, None, &y, flags).unwrap();
+                    swaps.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        };
+        let pfd = sys::open_path_no_symlinks(&dir).unwrap();
+        let look = |fd: &std::os::fd::OwnedFd| Ok(sys::statx_identity(fd).map_err(io("statx"))?.ino);
+        let (mut answers, mut mismatched, mut kept_changing) = (0u64, 0u64, 0u64);
+        let end = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < end {
+            match entry_and_object(&pfd, None, b"x", look) {
+                Ok((Some(entry), object)) => {
+                    answers += 1;
+                    if entry != object {
+                        mismatched += 1;
+                    }
+                }
+                Err(Mismatch::KeptChanging { .. }) => kept_changing += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().unwrap();
+        let swaps = swaps.load(Ordering::Relaxed);
+        std::fs::remove_dir_all(&dir).unwrap();
+        println!("{answers} answers, {mismatched} mismatched, {kept_changing} kept changing, {swaps} swaps");
+        // Positive controls: the swaps ran, and answers came between them.
+        assert!(swaps > 1000 && answers > 100, "{swaps} swaps, {answers} answers");
+        assert_eq!(mismatched, 0, "{mismatched} of {answers} answers paired an entry with another object");
     }
 }

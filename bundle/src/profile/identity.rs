@@ -84,17 +84,43 @@ pub(super) fn identities(c: &ProfileConfig) -> Result<Vec<PathIdentity>, Error> 
         let m = std::fs::metadata(p).map_err(|e| Error::profile(format!("{field}: {}: {e}", p.display())))?;
         Ok(dev_ino(&m))
     };
-    // The parent's identity and the name's `d_ino` there: they tie a mount to its name.
-    let entry = |p: &Path| -> (Option<(u64, u64)>, Option<u64>) {
-        let Some(parent_dir) = p.parent() else { return (None, None) };
-        let parent = std::fs::metadata(parent_dir).ok().map(|m| dev_ino(&m));
-        let entry_ino = p.file_name().and_then(|name| {
-            std::fs::read_dir(parent_dir).ok()?.flatten().find(|e| e.file_name() == name).and_then(|e| entry_ino(&e))
-        });
-        (parent, entry_ino)
+    // The object, its parent's identity and the name's `d_ino` there (they tie a mount to its
+    // name), read as one: the parent's entries first, then the name's lookup, while the parent
+    // (by path) keeps its identity and ctime. A rename changes the ctime and the entries before
+    // the lookup's cache, under the directory's lock, which a listing waits for and a lookup
+    // does not. Read otherwise, a profile made while another process swaps a root with a decoy
+    // could record the root's inode with the decoy's entry, and the init's check of a mask
+    // (tied to the entry) would then pass a mask that landed on the decoy.
+    let record = |field: &str, p: &Path| -> Result<Recorded, Error> {
+        let Some(parent_dir) = p.parent() else { return Ok((stat(field, p)?, None, None)) };
+        let start = std::time::Instant::now();
+        let mut attempts = 0usize;
+        loop {
+            attempts += 1;
+            let before = std::fs::metadata(parent_dir).ok().map(|m| stamp(&m));
+            let entry_ino = p.file_name().and_then(|name| {
+                std::fs::read_dir(parent_dir)
+                    .ok()?
+                    .flatten()
+                    .find(|e| e.file_name() == name)
+                    .and_then(|e| entry_ino(&e))
+            });
+            let object = stat(field, p);
+            let after = std::fs::metadata(parent_dir).ok().map(|m| stamp(&m));
+            if before == after {
+                return Ok((object?, before.map(|(dev, ino, _)| (dev, ino)), entry_ino));
+            }
+            if attempts >= RECORD_ATTEMPTS && start.elapsed() >= RECORD_FOR {
+                return Err(Error::profile(format!(
+                    "{field}: {}: its parent kept changing while the profile was made ({attempts} attempts in {} ms)",
+                    p.display(),
+                    start.elapsed().as_millis()
+                )));
+            }
+            std::thread::yield_now();
+        }
     };
-    let (dev, ino) = stat("workspace_root", &c.workspace_root)?;
-    let (parent, entry_ino) = entry(&c.workspace_root);
+    let ((dev, ino), parent, entry_ino) = record("workspace_root", &c.workspace_root)?;
     out.push(PathIdentity {
         role: IdentityRole::Workspace,
         path: c.workspace_root.clone(),
@@ -107,19 +133,39 @@ pub(super) fn identities(c: &ProfileConfig) -> Result<Vec<PathIdentity>, Error> 
         if std::fs::symlink_metadata(&r.path).is_err() {
             continue; // a root that does not exist yet (write deny): nothing to pin down
         }
-        let (dev, ino) = stat(&format!("additional_roots[{i}].path"), &r.path)?;
-        let (parent, entry_ino) = entry(&r.path);
+        let ((dev, ino), parent, entry_ino) = record(&format!("additional_roots[{i}].path"), &r.path)?;
         out.push(PathIdentity { role: IdentityRole::Root, path: r.path.clone(), dev, ino, parent, entry_ino });
     }
     for p in pins {
         if !p.is_dir() {
             continue; // an ancestor of a root that does not exist yet
         }
-        let (dev, ino) = stat("additional_roots", &p)?;
-        let (parent, entry_ino) = entry(&p);
+        let ((dev, ino), parent, entry_ino) = record("additional_roots", &p)?;
         out.push(PathIdentity { role: IdentityRole::Pin, path: p, dev, ino, parent, entry_ino });
     }
     Ok(out)
+}
+
+/// What is recorded of a path: `(st_dev, st_ino)`, its parent's and the name's `d_ino` there
+/// (see [`PathIdentity`]).
+type Recorded = ((u64, u64), Option<(u64, u64)>, Option<u64>);
+
+/// A parent that keeps changing while a path is recorded is read again for at least this many
+/// attempts and at most `RECORD_FOR` (the container init's check uses the same bounds).
+const RECORD_ATTEMPTS: usize = 16;
+/// See `RECORD_ATTEMPTS`.
+const RECORD_FOR: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Device, inode and ctime (nanoseconds) of a directory: a rename in it changes the ctime.
+#[cfg(unix)]
+fn stamp(m: &std::fs::Metadata) -> (u64, u64, (i64, i64)) {
+    use std::os::unix::fs::MetadataExt;
+    (m.dev(), m.ino(), (m.ctime(), m.ctime_nsec()))
+}
+
+#[cfg(not(unix))]
+fn stamp(_: &std::fs::Metadata) -> (u64, u64, (i64, i64)) {
+    (0, 0, (0, 0))
 }
 
 #[cfg(unix)]
