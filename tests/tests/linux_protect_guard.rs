@@ -236,6 +236,41 @@ print("made", made > 0, "refused", refused > 0, "envrc", envrc)
         assert!(d.ws.join(".vscode").is_dir() && d.ws.join(".claude/commands").is_dir());
     }
 
+    /// The workload starts only once the init serves the guard. Its first act sees the init's
+    /// guard thread (two threads in `/proc/1/status`; one without a guard, the control), and a
+    /// fork bomb started at once under a small pids bound meets its deadline every time. Before,
+    /// the workload could run before that thread existed, and a bomb that reached the bound first
+    /// made the thread's creation fail (EAGAIN) and the run with it ("helper: protect guard:
+    /// thread", once in CI's fork bomb test in `linux_abuse`).
+    pub fn the_guard_is_served_before_the_workload_starts() {
+        let d = TestDirs::new("sbx-guard");
+        let threads = |config: ProfileConfig| -> Vec<String> {
+            let set = set_of(&d, config);
+            let exec = set.executor("k").unwrap();
+            (0..10).map(|_| sh_ok(&exec, &d.ws, "grep '^Threads:' /proc/1/status")).collect()
+        };
+        for out in threads(d.allow_config()) {
+            assert_eq!(out, "Threads:\t2\n");
+        }
+        let off = ProfileConfig {
+            protected_paths: Protection { defaults: false, ..Protection::default() },
+            ..d.allow_config()
+        };
+        for out in threads(off) {
+            assert_eq!(out, "Threads:\t1\n");
+        }
+        let profile = Profile::new(d.allow_config()).unwrap();
+        let set = ExecutorSet::new(&dl(), &profile, d.set_options(2).pids_max(16)).unwrap();
+        let exec = set.executor("k").unwrap();
+        for i in 0..5 {
+            let deadline = sandbox::Deadline::after(std::time::Duration::from_secs(1));
+            let r = exec.run_argv(&deadline, &d.ws, &["/bin/sh", "-c", "f() { f | f & }; f; sleep 100"]);
+            assert!(matches!(r, Err(sandbox::Error::DeadlineExceeded { .. })), "bomb {i}: {r:?}");
+        }
+        // Control: the executor runs work again.
+        assert_eq!(sh_ok(&exec, &d.ws, "echo ok"), "ok\n");
+    }
+
     /// The cost, roughly: 1000 file creations with and without the guard, the best of three
     /// runs each (printed only: the machines that run the suite vary too much for a bound).
     pub fn cost_of_the_guard() {
@@ -278,6 +313,7 @@ fn main() -> std::process::ExitCode {
             ("a_path_rewritten_during_the_call_is_decided_once", a_path_rewritten_during_the_call_is_decided_once),
             ("git_works_under_the_guard", git_works_under_the_guard),
             ("the_opt_out_creates_the_names", the_opt_out_creates_the_names),
+            ("the_guard_is_served_before_the_workload_starts", the_guard_is_served_before_the_workload_starts),
             ("cost_of_the_guard", cost_of_the_guard),
         ])
     }

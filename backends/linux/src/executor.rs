@@ -365,7 +365,7 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
                 receive_listener(&mut status, init_end)
             });
             let shared = Arc::new(Shared::new(status));
-            if let Some(listener) = listener {
+            if let Some((listener, sock)) = listener {
                 let direct: Option<guard::Record> = if watch_network {
                     let shared = Arc::clone(&shared);
                     Some(Box::new(move |record: &status::Direct| shared.direct(record)))
@@ -373,6 +373,9 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
                     None
                 };
                 start_guard(&shared, listener, guard::Watch { creation: creation_guard, direct });
+                // The guard is served: the workload may start (see `install_guard`). A child
+                // that is gone already shows in its exit status.
+                let _ = sys::send_with_fds(sock.as_fd(), b"g", &[]);
             }
             supervise(&shared, child)
         }
@@ -387,7 +390,11 @@ struct ProtectAnnotation {
 
 /// In the workload child, before exec: installs the guard's filter (for the watches the spawn
 /// has) and sends its listener to the init over `sock` (or why it could not, after which the
-/// child ends: the init then fails the spawn).
+/// child ends: the init then fails the spawn), then waits for the init's `g`: the workload
+/// starts only once the init's thread serves the listener. Before, a workload that forked up to
+/// its pids bound in the moment between the hand-over and that thread's creation made the
+/// creation fail (EAGAIN), and with it the run ("helper: protect guard: thread", once in CI's
+/// fork bomb test) instead of the bomb meeting its deadline.
 fn install_guard(sock: OwnedFd, creating: bool, network: bool) {
     let sent = match notify::install_with_listener(&guard::program(creating, network)) {
         Ok(listener) => sys::send_with_fds(sock.as_fd(), b"f", &[listener.as_fd()]),
@@ -399,17 +406,23 @@ fn install_guard(sock: OwnedFd, creating: bool, network: bool) {
     if sent.is_err() {
         sys::exit_now(127);
     }
+    let mut go = [0u8; 1];
+    match sys::recv_with_fds(sock.as_fd(), &mut go) {
+        Ok((1, fds)) if go == *b"g" && fds.is_empty() => {}
+        // The init could not start its thread (it has ended the spawn) or is gone.
+        _ => sys::exit_now(127),
+    }
 }
 
-/// In the init after the fork: receives the child's listener. A child that could not install
-/// the filter fails the spawn.
-fn receive_listener(status: &mut Status, sock: OwnedFd) -> OwnedFd {
+/// In the init after the fork: receives the child's listener (and gives back the socket, for
+/// the `g` that lets the workload start). A child that could not install the filter fails the
+/// spawn.
+fn receive_listener(status: &mut Status, sock: OwnedFd) -> (OwnedFd, OwnedFd) {
     let mut buf = [0u8; 512];
     let (n, mut fds) = match sys::recv_with_fds(sock.as_fd(), &mut buf) {
         Ok(r) => r,
         Err(e) => status.fail(Stage::Guard, &format!("receiving the listener: {e}")),
     };
-    drop(sock);
     let listener = match (buf.get(..n), fds.len()) {
         (Some([b'f']), 1) => fds.remove(0),
         (Some([b'e', reason @ ..]), _) => {
@@ -417,11 +430,20 @@ fn receive_listener(status: &mut Status, sock: OwnedFd) -> OwnedFd {
         }
         _ => status.fail(Stage::Guard, "the workload did not hand over the listener"),
     };
-    // At the lowest free number (4, where `go` was): the init's descriptors stay 0-4.
-    match sys::dup_lowest_cloexec(listener.as_fd()) {
+    // The socket stays open until the workload may start, out of the way; the listener goes to
+    // the lowest free number (4, where `go` was): the init's descriptors stay 0-4.
+    let sock = match sys::dup_from_cloexec(sock.as_fd(), 64) {
+        Ok(high) => {
+            drop(sock);
+            high
+        }
+        Err(_) => sock,
+    };
+    let listener = match sys::dup_lowest_cloexec(listener.as_fd()) {
         Ok(low) => low,
         Err(_) => listener,
-    }
+    };
+    (listener, sock)
 }
 
 /// Serves the listener from a thread (the init is single-threaded until here, as the fork
