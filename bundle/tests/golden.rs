@@ -364,3 +364,37 @@ fn pins_never_open_what_the_host_entries_withhold() {
         plan.mounts
     );
 }
+
+/// A root that existed when the profile was made and is missing at the spawn's scan (renamed
+/// away for a moment) fails the compile, naming it: with no mask planned, its contents would be
+/// open at its own name once it is renamed back (an attack on the init's check read a deny root
+/// that way). Controls: the same profile compiles with the mask while the root is in place, and a
+/// root that did not exist when the profile was made is still left to the creation guard.
+#[test]
+fn a_recorded_root_missing_at_the_scan_fails_the_compile() {
+    let f = Fixture::new();
+    let secret = f.p("ws/secret");
+    let missing = f.p("ws/never");
+    let config = ProfileConfig {
+        additional_roots: vec![
+            RootAccess { path: secret.clone(), read: Access::Deny, write: Access::Deny },
+            RootAccess { path: missing.clone(), read: Access::Deny, write: Access::Deny },
+        ],
+        ..f.config()
+    };
+    let profile = Profile::new(config).unwrap();
+    let scanned = |profile: &Profile| SpawnContext { protected: protect::scan(profile, None), ..f.spawn() };
+    let plan = compile(&profile, &scanned(&profile), &host()).unwrap().plan;
+    assert!(plan.mounts.iter().any(|m| m.destination == secret && m.kind == MountKind::Mask), "{:?}", plan.mounts);
+    assert!(!plan.mounts.iter().any(|m| m.destination == missing), "{:?}", plan.mounts);
+    fs::rename(&secret, f.p("ws/aside")).unwrap();
+    let spawn = scanned(&profile);
+    fs::rename(f.p("ws/aside"), &secret).unwrap();
+    match compile(&profile, &spawn, &host()) {
+        Err(Error::InvalidProfile { detail }) => {
+            assert!(detail.contains("additional_roots") && detail.contains(&secret.display().to_string()), "{detail}")
+        }
+        Ok(b) => panic!("compiled without the missing root's mask: {:?}", b.plan.mounts),
+        Err(e) => panic!("{e:?}"),
+    }
+}

@@ -369,6 +369,87 @@ mod linux {
         assert_eq!(sh_ok(&exec, &d, probe), "decoy\n");
     }
 
+    /// A deny root renamed away for a moment and back, in a loop, while spawns run (no decoy:
+    /// `secrets` -> `.aside` -> `secrets`, 200 us away, 2 ms in place; and a three-way rotation
+    /// with a decoy, the name missing for 100 us at each step). A spawn whose identity check saw
+    /// the root in place but whose compile saw it missing planned no mask at all, and read the
+    /// secret at its own name once it was back (an attack on this session's fix: 2 leaks in 219
+    /// runs, and 2 in 28 runs of the rotation). Now such a spawn fails (`InvalidProfile`); every
+    /// spawn that runs has the mask, and none reads the secret under any name. Positive
+    /// control: spawns still run during the loop and read the plain file beside the root.
+    pub fn a_deny_root_renamed_away_and_back_during_spawns_is_never_exposed() {
+        for rotation in [false, true] {
+            let d = TestDirs::new("sbx-roots");
+            fs::create_dir_all(d.ws.join("a/secrets")).unwrap();
+            fs::write(d.ws.join("a/secrets/file"), "SECRET\n").unwrap();
+            fs::write(d.ws.join("a/plain"), "plain\n").unwrap();
+            if rotation {
+                fs::create_dir_all(d.ws.join("a/decoy")).unwrap();
+                fs::write(d.ws.join("a/decoy/file"), "decoy\n").unwrap();
+            }
+            let profile =
+                Profile::new(config(&d, vec![root(&d.ws.join("a/secrets"), Access::Deny, Access::Deny)])).unwrap();
+            let set = set_of(&d, &profile);
+            let exec = set.executor("k").unwrap();
+            let probe = "cat a/plain; for i in $(seq 40); do \
+                         cat a/secrets/file a/.aside/file a/decoy/file a/tmp/file 2>/dev/null; done; true";
+            let control = sh_ok(&exec, &d, probe);
+            assert!(control.starts_with("plain\n") && !control.contains("SECRET"), "{control}");
+            let stop = Arc::new(AtomicBool::new(false));
+            let swapper = {
+                let (stop, a) = (Arc::clone(&stop), d.ws.join("a"));
+                std::thread::spawn(move || {
+                    let mut moves = 0u64;
+                    while !stop.load(Ordering::SeqCst) {
+                        if rotation {
+                            fs::rename(a.join("secrets"), a.join("tmp")).unwrap();
+                            std::thread::sleep(Duration::from_micros(100));
+                            fs::rename(a.join("decoy"), a.join("secrets")).unwrap();
+                            std::thread::sleep(Duration::from_micros(100));
+                            fs::rename(a.join("tmp"), a.join("decoy")).unwrap();
+                            std::thread::sleep(Duration::from_micros(3000));
+                        } else {
+                            fs::rename(a.join("secrets"), a.join(".aside")).unwrap();
+                            std::thread::sleep(Duration::from_micros(200));
+                            fs::rename(a.join(".aside"), a.join("secrets")).unwrap();
+                            std::thread::sleep(Duration::from_micros(2000));
+                        }
+                        moves += 1;
+                    }
+                    moves
+                })
+            };
+            let (mut ran, mut refused, mut caught_inside, mut not_built, mut spawns) = (0, 0, 0, 0, 0);
+            let end = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < end && spawns < 1000 {
+                spawns += 1;
+                std::thread::sleep(Duration::from_micros(150 * (spawns % 7)));
+                match sh(&exec, &d, probe) {
+                    Ok((_, out)) => {
+                        assert!(!out.contains("SECRET"), "spawn {spawns} read the deny root: {out}");
+                        assert!(out.starts_with("plain\n"), "{out}");
+                        ran += 1;
+                    }
+                    Err(Error::InvalidProfile { .. }) => refused += 1,
+                    Err(Error::Runtime { detail, .. }) if detail.contains("identities") => caught_inside += 1,
+                    Err(Error::Runtime { detail, .. }) => {
+                        assert!(!detail.contains("SECRET"));
+                        not_built += 1;
+                    }
+                    Err(e) => panic!("spawn {spawns}: {e:?}"),
+                }
+            }
+            stop.store(true, Ordering::SeqCst);
+            let moves = swapper.join().unwrap();
+            println!(
+                "  {}: {spawns} spawns, {moves} rounds: {ran} ran with the mask in place, {refused} refused, \
+                 {caught_inside} failed by the init's check, {not_built} not built by the runtime",
+                if rotation { "three-way rotation" } else { "renamed away and back" }
+            );
+            assert!(ran > 0 && refused + caught_inside > 0, "the loop never hit a spawn, or no spawn ran");
+        }
+    }
+
     /// The init's name check (class 1) against a parent that another sandbox keeps changing:
     /// a workload of another set (a profile without the root, the workspace writable) creates
     /// and removes a file in the workspace root in a loop, which changes the ctime of the
@@ -727,6 +808,10 @@ fn main() -> std::process::ExitCode {
             (
                 "a_deny_root_swapped_in_a_loop_during_spawns_is_never_exposed",
                 a_deny_root_swapped_in_a_loop_during_spawns_is_never_exposed,
+            ),
+            (
+                "a_deny_root_renamed_away_and_back_during_spawns_is_never_exposed",
+                a_deny_root_renamed_away_and_back_during_spawns_is_never_exposed,
             ),
             (
                 "a_parent_changed_constantly_by_another_sandbox_does_not_fail_spawns",

@@ -12,7 +12,7 @@ use crate::access::{Access, Home};
 use crate::error::Error;
 use crate::host::{EntryKind, HOST_EXCLUDED, HostView};
 use crate::path::is_clean_absolute;
-use crate::profile::{Axis, Profile};
+use crate::profile::{Axis, IdentityRole, Profile};
 use crate::protect::{ProtectScan, RootKind};
 
 /// What a planned mount does.
@@ -266,8 +266,20 @@ pub(super) fn plan(
             continue; // no mount at `/`: the host entries above carry an area at `/`
         }
         // A root's kind at this spawn: a missing root is not bound (the creation guard refuses
-        // its path), a file root is bound as a file.
+        // its path), a file root is bound as a file. A root that existed when the profile was
+        // made (it has a recorded identity) and is missing now fails the spawn: it may only be
+        // renamed away for a moment (the spawn's earlier identity check saw it), and with no
+        // mask planned its contents would be open at its own name once it is renamed back.
         match scan.roots.iter().find(|(r, _)| *r == path).map(|(_, k)| *k) {
+            Some(RootKind::Missing)
+                if profile.identities().iter().any(|i| i.path == path && i.role == IdentityRole::Root) =>
+            {
+                return Err(Error::profile(format!(
+                    "additional_roots: {} existed when the profile was made and is missing now; make a new \
+                     profile if the change is intended",
+                    path.display()
+                )));
+            }
             Some(RootKind::Missing) => continue,
             Some(RootKind::File) => file = true,
             _ => {}
