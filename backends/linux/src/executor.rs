@@ -432,7 +432,7 @@ fn receive_listener(status: &mut Status, sock: OwnedFd) -> (OwnedFd, OwnedFd) {
     };
     // The socket stays open until the workload may start, out of the way; the listener goes to
     // the lowest free number (4, where `go` was): the init's descriptors stay 0-4.
-    let sock = match sys::dup_from_cloexec(sock.as_fd(), 64) {
+    let sock = match sys::dup_high_cloexec(sock.as_fd()) {
         Ok(high) => {
             drop(sock);
             high

@@ -304,12 +304,7 @@ pub fn dup_high_cloexec(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
 
 /// A close-on-exec copy of `fd` at the lowest free number (`F_DUPFD_CLOEXEC` from 0).
 pub fn dup_lowest_cloexec(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
-    dup_from_cloexec(fd, 0)
-}
-
-/// A close-on-exec copy of `fd` at the lowest free number from `min` on (`F_DUPFD_CLOEXEC`).
-pub fn dup_from_cloexec(fd: BorrowedFd<'_>, min: RawFd) -> io::Result<OwnedFd> {
-    let fd = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(min))?;
+    let fd = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(0))?;
     // SAFETY: F_DUPFD_CLOEXEC just returned this descriptor: it is open and nothing owns it yet.
     Ok(unsafe { own_fd(fd) })
 }
