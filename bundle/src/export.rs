@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use crate::access::Home;
-use crate::compile::{Bundle, GrantDeltas, Launch, SpawnContext, compile, spec_json};
+use crate::compile::{Bundle, GrantDeltas, Launch, ROOTFS, SpawnContext, compile, spec_json};
 use crate::env::{EnvOptions, ScrubFlags, scrub};
 use crate::error::Error;
 use crate::host::HostView;
@@ -56,7 +56,7 @@ pub fn check_seed(src: &Path, rel: &Path) -> Result<(), Error> {
 
 /// Writes `rootfs/` (0755, holding the plan's top-level symlinks) into the existing `dir`.
 pub fn write_rootfs(bundle: &Bundle, dir: &Path) -> Result<(), Error> {
-    let rootfs = dir.join("rootfs");
+    let rootfs = dir.join(ROOTFS);
     fs::create_dir(&rootfs).map_err(|e| Error::io(format!("creating {}", rootfs.display()), e))?;
     set_mode(&rootfs, 0o755)?;
     for (name, target) in &bundle.plan.rootfs_symlinks {
@@ -75,11 +75,33 @@ pub fn write_config(config: &str, dir: &Path) -> Result<(), Error> {
 /// Writes a bundle the embedded runtime runs: `dir` (created, 0700), `rootfs/` and
 /// `config.json`.
 pub fn write_bundle(bundle: &Bundle, dir: &Path) -> Result<(), Error> {
-    let config = spec_json(&bundle.spec)?;
+    let mut spec = bundle.spec.clone();
+    let dir_abs = std::path::absolute(dir).map_err(|e| Error::io(format!("resolving {}", dir.display()), e))?;
+    root_sources(&mut spec, &dir_abs.join(ROOTFS));
+    let config = spec_json(&spec)?;
     fs::create_dir(dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     set_mode(dir, 0o700)?;
     write_rootfs(bundle, dir)?;
     write_config(&config, dir)
+}
+
+/// Makes the relative sources of binds through the root (`rootfs/…`, relative to the bundle as
+/// OCI runtimes read them: what an exported bundle keeps) absolute under `root`, the root
+/// filesystem the embedded runtime is given: it resolves a source from its own working
+/// directory, not the bundle's.
+fn root_sources(spec: &mut oci_spec::runtime::Spec, root: &Path) {
+    let Some(mounts) = spec.mounts().clone() else { return };
+    let mounts = mounts
+        .into_iter()
+        .map(|mut m| {
+            let inside = m.source().as_ref().and_then(|s| s.strip_prefix(ROOTFS).ok()).map(|rest| root.join(rest));
+            if let Some(source) = inside {
+                m.set_source(Some(source));
+            }
+            m
+        })
+        .collect();
+    spec.set_mounts(Some(mounts));
 }
 
 /// A key for the rootfs skeleton `bundle` needs: equal keys mean equal top-level symlinks and
@@ -109,6 +131,7 @@ pub fn write_bundle_on(bundle: &Bundle, dir: &Path, rootfs: &Path) -> Result<(),
         .build()
         .map_err(|e| Error::argument(format!("root: {e}")))?;
     spec.set_root(Some(root));
+    root_sources(&mut spec, rootfs);
     let config = spec_json(&spec)?;
     fs::create_dir(dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     set_mode(dir, 0o700)?;

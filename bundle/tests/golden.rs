@@ -398,3 +398,49 @@ fn a_recorded_root_missing_at_the_scan_fails_the_compile() {
         Err(e) => panic!("{e:?}"),
     }
 }
+
+/// For the embedded runtime, a bind nested in a writable bind (the pins of `ws/cfg` and
+/// `ws/.git`) is made through the root after what it holds: the mask and the read-only root are
+/// mounted first onto the workspace's bind, and the pin then copies them (`rootfs/…`, made
+/// absolute under the skeleton by `write_bundle_on`). So a protected directory moved by the host
+/// to another parent during a run stays protected in every mount that shows it (THREAT-MODEL.md,
+/// class 1). The export of the same profile (`nested-roots-pinned`) keeps host sources.
+#[test]
+fn nested_roots_embedded_are_made_through_the_root_after_what_they_hold() {
+    let f = Fixture::new();
+    let mut spawn = f.spawn();
+    spawn.launch = Launch::Embedded { cgroups_path: None, pids_max: None, memory_max: None, nproc: Some(4096) };
+    let config = ProfileConfig {
+        host_read: Access::Deny,
+        additional_roots: vec![
+            RootAccess { path: f.p("ws/cfg/secrets"), read: Access::Deny, write: Access::Deny },
+            RootAccess { path: f.p("ws/.git/hooks"), read: Access::Allow, write: Access::Deny },
+        ],
+        ..f.config()
+    };
+    check("nested-roots-embedded", &f, config.clone(), spawn.clone());
+    let bundle = compile(&Profile::new(config).unwrap(), &spawn, &host()).unwrap();
+    let mounts = bundle.spec.mounts().clone().unwrap();
+    let at = |p: PathBuf| mounts.iter().position(|m| *m.destination() == p).unwrap();
+    let source = |i: usize| mounts[i].source().clone().unwrap();
+    let inside = |rel: &str| Path::new("rootfs").join(f.p(rel).strip_prefix("/").unwrap());
+    let (ws, mask, cfg, hooks, git) =
+        (at(f.p("ws")), at(f.p("ws/cfg/secrets")), at(f.p("ws/cfg")), at(f.p("ws/.git/hooks")), at(f.p("ws/.git")));
+    assert!(ws < mask && mask < cfg && ws < hooks && hooks < git, "{mounts:#?}");
+    assert_eq!(source(cfg), inside("ws/cfg"));
+    assert_eq!(source(git), inside("ws/.git"));
+    assert!(mounts[cfg].options().as_ref().unwrap().iter().any(|o| o == "rbind"));
+    // Not inside another bind (host read is denied), or holding nothing: host sources.
+    assert_eq!(source(ws), f.p("ws"));
+    assert_eq!(source(hooks), f.p("ws/.git/hooks"));
+    // Written on a skeleton, the source is absolute under it.
+    let out = tempfile::tempdir().unwrap();
+    write_bundle_on(&bundle, &out.path().join("b"), Path::new("/skeleton")).unwrap();
+    let written: serde_json::Value =
+        serde_json::from_slice(&fs::read(out.path().join("b/config.json")).unwrap()).unwrap();
+    let sources: Vec<&str> =
+        written["mounts"].as_array().unwrap().iter().filter_map(|m| m["source"].as_str()).collect();
+    let want = Path::new("/skeleton").join(f.p("ws/cfg").strip_prefix("/").unwrap());
+    assert!(sources.contains(&want.to_str().unwrap()), "{sources:?}");
+    assert!(!sources.iter().any(|s| s.starts_with("rootfs")), "{sources:?}");
+}

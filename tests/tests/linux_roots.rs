@@ -450,6 +450,97 @@ mod linux {
         }
     }
 
+    /// Protected directories moved by the host to another parent of the workspace while a run
+    /// waits: a deny root (its parent pinned), one two pinned levels down, a read-only root
+    /// (its parents pinned) and a read-only `.git/hooks` (protect-v1). Each protection was
+    /// made only inside the pin of its parent, so the workload reached the moved directory
+    /// through the workspace's own bind, unprotected (an attack on the identity fix: read the
+    /// secret, wrote into the read-only root). Now each protection is in every mount that
+    /// shows its directory: the moved secrets stay unreadable, the read-only directories stay
+    /// read-only. Positive control in the same run: a plain directory moved the same way is
+    /// read and written at its new place, and the same reads and writes fail before the move.
+    /// With host read denied and allowed (the workspace then lies inside the host's `/var`).
+    pub fn protected_directories_moved_to_another_parent_during_a_run_stay_protected() {
+        for host_read in [Access::Deny, Access::Allow] {
+            moved_during_a_run(host_read);
+        }
+    }
+
+    fn moved_during_a_run(host_read: Access) {
+        let d = TestDirs::new("sbx-roots");
+        let w = &d.ws;
+        for dir in ["a/secrets", "p/q/secrets", "c/b/ro", ".git/hooks", "a/plain", "b", "d", "e"] {
+            fs::create_dir_all(w.join(dir)).unwrap();
+        }
+        fs::write(w.join("a/secrets/file"), "SECRET-A\n").unwrap();
+        fs::write(w.join("p/q/secrets/file"), "SECRET-Q\n").unwrap();
+        fs::write(w.join("c/b/ro/file"), "ro\n").unwrap();
+        fs::write(w.join(".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+        fs::write(w.join("a/plain/file"), "plain\n").unwrap();
+        let profile = Profile::new(ProfileConfig {
+            host_read,
+            ..config(
+                &d,
+                vec![
+                    root(&w.join("a/secrets"), Access::Deny, Access::Deny),
+                    root(&w.join("p/q/secrets"), Access::Deny, Access::Deny),
+                    root(&w.join("c/b/ro"), Access::Allow, Access::Deny),
+                ],
+            )
+        })
+        .unwrap();
+        let set = set_of(&d, &profile);
+        let exec = set.executor("k").unwrap();
+        let probe = |a: &str, q: &str, ro: &str, hooks: &str, plain: &str| {
+            let mut s = String::new();
+            s.push_str(&attempt("read-a", &format!("cat {a}/file")));
+            s.push_str(&attempt("list-a", &format!("ls {a} | grep -q file")));
+            s.push_str(&attempt("read-q", &format!("cat {q}/file")));
+            s.push_str(&attempt("write-ro", &format!("echo pwn > {ro}/file")));
+            s.push_str(&attempt("create-ro", &format!("echo pwn > {ro}/new")));
+            s.push_str(&attempt("write-hook", &format!("echo pwn >> {hooks}/pre-commit")));
+            s.push_str(&attempt("new-hook", &format!("echo pwn > {hooks}/post-checkout")));
+            s.push_str(&format!("cat {plain}/file && echo w > {plain}/w && cat {ro}/file && echo probe-ok; "));
+            s
+        };
+        let names = ["read-a", "list-a", "read-q", "write-ro", "create-ro", "write-hook", "new-hook"];
+        // Before any move, in place.
+        let out = sh_ok(&exec, &d, &probe("a/secrets", "p/q/secrets", "c/b/ro", ".git/hooks", "a/plain"));
+        all_failed(&out, &names);
+        assert!(out.contains("plain\nro\nprobe-ok"), "{out}");
+        // Moved while the run waits for the host.
+        let script = format!(
+            "touch ready; while [ ! -e go ]; do sleep 0.01; done; {}",
+            probe("b/x", "e/z", "d/y", "h", "b/plain")
+        );
+        let mover = {
+            let w = w.clone();
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                while !w.join("ready").exists() {
+                    assert!(start.elapsed() < Duration::from_secs(20), "the run never started");
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                fs::rename(w.join("a/secrets"), w.join("b/x")).unwrap();
+                fs::rename(w.join("p/q/secrets"), w.join("e/z")).unwrap();
+                fs::rename(w.join("c/b/ro"), w.join("d/y")).unwrap();
+                fs::rename(w.join(".git/hooks"), w.join("h")).unwrap();
+                fs::rename(w.join("a/plain"), w.join("b/plain")).unwrap();
+                fs::write(w.join("go"), "").unwrap();
+            })
+        };
+        let out = sh_ok(&exec, &d, &script);
+        mover.join().unwrap();
+        all_failed(&out, &names);
+        assert!(!out.contains("SECRET"), "a moved deny root was read: {out}");
+        assert!(out.contains("plain\nro\nprobe-ok"), "the moved plain directory was not usable: {out}");
+        // On the host: the read-only directories are untouched, the plain one was written.
+        assert_eq!(fs::read_to_string(w.join("d/y/file")).unwrap(), "ro\n");
+        assert!(!w.join("d/y/new").exists() && !w.join("h/post-checkout").exists());
+        assert_eq!(fs::read_to_string(w.join("h/pre-commit")).unwrap(), "#!/bin/sh\nexit 0\n");
+        assert_eq!(fs::read_to_string(w.join("b/plain/w")).unwrap(), "w\n");
+    }
+
     /// The init's name check (class 1) against a parent that another sandbox keeps changing:
     /// a workload of another set (a profile without the root, the workspace writable) creates
     /// and removes a file in the workspace root in a loop, which changes the ctime of the
@@ -812,6 +903,10 @@ fn main() -> std::process::ExitCode {
             (
                 "a_deny_root_renamed_away_and_back_during_spawns_is_never_exposed",
                 a_deny_root_renamed_away_and_back_during_spawns_is_never_exposed,
+            ),
+            (
+                "protected_directories_moved_to_another_parent_during_a_run_stay_protected",
+                protected_directories_moved_to_another_parent_during_a_run_stay_protected,
             ),
             (
                 "a_parent_changed_constantly_by_another_sandbox_does_not_fail_spawns",

@@ -78,6 +78,11 @@ pub struct PlannedMount {
     pub file: bool,
     /// Why it is there.
     pub origin: Origin,
+    /// Whether the bind is made from the container's own view of its source (`rootfs/` and the
+    /// destination, recursively) after the mounts nested in it, instead of from the host path
+    /// before them: see [`order`].
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub through_root: bool,
     #[serde(skip)]
     rank: u8,
 }
@@ -164,7 +169,7 @@ impl Planner {
         origin: Origin,
         rank: u8,
     ) {
-        self.ops.push(PlannedMount { destination, source, kind, file, origin, rank });
+        self.ops.push(PlannedMount { destination, source, kind, file, origin, through_root: false, rank });
     }
 
     /// Keeps one mount per destination: the one whose origin wins.
@@ -504,6 +509,13 @@ pub(super) fn plan(
     }
     planner.dedupe();
     planner.ops.sort_by_key(|op| (depth(&op.destination), op.rank));
+    // Binds through the root only for the embedded runtime: runc opens the sources of a
+    // container with a user namespace before it mounts anything (from the host's view), so a
+    // source inside the root is not there yet. Exported bundles keep host sources and the gap
+    // (THREAT-MODEL.md, class 1).
+    if matches!(spawn.launch, super::Launch::Embedded { .. }) {
+        planner.ops = order(std::mem::take(&mut planner.ops));
+    }
 
     // The cwd must exist inside: under a bind, or a mount point (or an ancestor of one).
     let cwd_visible = planner.ops.iter().any(|op| within(&op.destination, &spawn.cwd))
@@ -513,6 +525,83 @@ pub(super) fn plan(
     }
 
     Ok(Planned { planner, rootfs_symlinks, host_entries_bound, replaced, write_narrowed })
+}
+
+/// The mount order: parents before what is nested in them (by depth, then rank), except that a
+/// bind made *through the root* comes after everything nested in it.
+///
+/// A mask or a read-only bind is attached to its directory in one mount only: the mount that
+/// shows the directory when it is made. Made inside a nested bind (a root, or the pin of a
+/// nested root's ancestor), it is not in the enclosing bind underneath (the workspace's), which
+/// shows the same directory too. When the host (or another sandbox) then moves the directory
+/// to another parent during the run, the workload reaches it through the enclosing bind, where
+/// nothing covers it. So a nested directory bind whose source is its own host path, inside a
+/// bind of the host path too, is made last instead: everything nested in it is mounted first,
+/// onto the enclosing bind (the same directories, since both show the host path), and the bind
+/// itself then copies that tree (`rbind` of `rootfs/<destination>`), so that every mount showing
+/// a protected directory carries its protection, wherever the directory is moved within them.
+///
+/// Only where the copy keeps the flags the bind needs: a read-only bind that holds nothing
+/// writable (its copy is read-only all through) anywhere, a writable one only inside a writable
+/// bind (the runtime sets flags on a copy and never clears one); and only for the embedded
+/// runtime (see [`plan`]).
+fn order(ops: Vec<PlannedMount>) -> Vec<PlannedMount> {
+    // Destinations are unique (deduplicated): each one's parent is its nearest ancestor path
+    // that is a destination too.
+    let index: HashMap<&Path, usize> = ops.iter().enumerate().map(|(i, op)| (op.destination.as_path(), i)).collect();
+    let parent: Vec<Option<usize>> =
+        ops.iter().map(|op| op.destination.ancestors().skip(1).find_map(|a| index.get(a).copied())).collect();
+    let host_self_bind =
+        |op: &PlannedMount| Planner::is_bind(op.kind) && !op.file && op.source.as_ref() == Some(&op.destination);
+    // Whether anything is nested in each mount, and anything that must stay writable: a
+    // read-only bind through the root is recursively read-only (`rro`, for the host's own
+    // submounts it copies), which would make such a mount read-only too.
+    let mut has_nested = vec![false; ops.len()];
+    let mut writable_nested = vec![false; ops.len()];
+    for (i, op) in ops.iter().enumerate() {
+        let writable = !matches!(op.kind, MountKind::ReadOnly | MountKind::Mask);
+        let mut up = parent[i];
+        while let Some(j) = up {
+            has_nested[j] = true;
+            writable_nested[j] |= writable;
+            up = parent[j];
+        }
+    }
+    let through: Vec<bool> = (0..ops.len())
+        .map(|i| {
+            let op = &ops[i];
+            let Some(j) = parent[i] else { return false };
+            let outer = &ops[j];
+            host_self_bind(op)
+                && has_nested[i]
+                && host_self_bind(outer)
+                && outer.kind != MountKind::Private
+                && ((op.kind == MountKind::ReadOnly && !writable_nested[i])
+                    || matches!(outer.kind, MountKind::ReadWrite | MountKind::WriteOnly))
+        })
+        .collect();
+    // The depth order, with each bind through the root moved to just after the last mount
+    // nested in it (the deepest first, so that an enclosing one moves after the nested one's
+    // new place). Nothing else moves: a mount depends only on those it is nested in.
+    let mut order: Vec<usize> = (0..ops.len()).collect();
+    let mut moving: Vec<usize> = (0..ops.len()).filter(|&i| through[i]).collect();
+    moving.sort_by_key(|&i| std::cmp::Reverse(depth(&ops[i].destination)));
+    for x in moving {
+        let Some(from) = order.iter().position(|&i| i == x) else { continue };
+        order.remove(from);
+        let nested = |i: usize| within(&ops[i].destination, &ops[x].destination);
+        let last = order.iter().rposition(|&i| nested(i)).map_or(from, |p| p + 1);
+        order.insert(last, x);
+    }
+    let mut slots: Vec<Option<PlannedMount>> = ops.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .filter_map(|i| {
+            let mut op = slots[i].take()?;
+            op.through_root = through[i];
+            Some(op)
+        })
+        .collect()
 }
 
 /// Covers a file whose read is denied with the scan's unreadable placeholder, or `/dev/null`.

@@ -37,6 +37,10 @@ const MASKED_PATHS: &[&str] = &[
 /// The OCI default read-only `/proc` paths.
 const READONLY_PATHS: &[&str] = &["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"];
 
+/// The root filesystem's directory in a bundle (`root.path`), which relative bind sources of
+/// binds made through the root start with.
+pub(crate) const ROOTFS: &str = "rootfs";
+
 fn path_str(p: &Path) -> Result<String, Error> {
     p.to_str().map(str::to_owned).ok_or_else(|| Error::argument(format!("path {} is not valid UTF-8", p.display())))
 }
@@ -62,7 +66,15 @@ fn oci_mount(m: &PlannedMount) -> Result<Mount, Error> {
             .map_err(spec_error)
     };
     let bind = |options: &[&str]| -> Result<Mount, Error> {
-        let source = path_str(m.source.as_deref().unwrap_or(&m.destination))?;
+        // A bind through the root (see `plan::order`) names its source in the bundle's root
+        // filesystem, relative to the bundle as OCI runtimes read a relative bind source; the
+        // embedded runtime's bundle writer makes it absolute (`export::root_sources`).
+        let source = if m.through_root {
+            let inside = m.destination.strip_prefix("/").unwrap_or(&m.destination);
+            path_str(&Path::new(ROOTFS).join(inside))?
+        } else {
+            path_str(m.source.as_deref().unwrap_or(&m.destination))?
+        };
         mount("bind", PathBuf::from(source), options)
     };
     let tmpfs = |options: &[&str]| mount("tmpfs", PathBuf::from("tmpfs"), options);
@@ -238,7 +250,7 @@ pub(super) fn build_spec(
     SpecBuilder::default()
         .version("1.0.2")
         .process(process(spawn)?)
-        .root(RootBuilder::default().path("rootfs").readonly(true).build().map_err(spec_error)?)
+        .root(RootBuilder::default().path(ROOTFS).readonly(true).build().map_err(spec_error)?)
         .hostname("sandbox")
         .mounts(mounts)
         .linux(linux(spawn, plan, private_network, seccomp_rules)?)
