@@ -184,6 +184,9 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
             return Err(Error::argument(format!("{name}: {} is not a clean absolute path", path.display())));
         }
     }
+    if let Some(why) = &spawn.protected.refused {
+        return Err(Error::profile(why.clone()));
+    }
     let g = &spawn.grants;
     let authority = Authority::new(profile, g);
     let host_network = (config.network == Access::Allow || g.broad_port.is_some()) && !spawn.egress_route;

@@ -340,6 +340,9 @@ pub struct ProtectScan {
     /// is denied; without one such a file is bound from `/dev/null` (reads see nothing,
     /// narrowed).
     pub placeholder: Option<PathBuf>,
+    /// Why the spawn must not run at all (the scan could not finish): compiling fails with
+    /// `InvalidProfile` and this text.
+    pub refused: Option<String>,
 }
 
 /// The protections of one compiled spawn (`Bundle::protection`).

@@ -455,6 +455,70 @@ mod linux {
             }
         }
     }
+
+    /// Attacks on the scan found by a red team (3 December), each from inside, run by run:
+    /// - a `.git/commondir` written by the workload hands git another directory's config and
+    ///   hooks (git reads it in every repository): it is refused creation, and an existing one
+    ///   (a linked worktree's) is read-only;
+    /// - `.claude` a symlink to another directory: `.claude/settings.json` was written through
+    ///   it; now the target is read-only as a whole;
+    /// - a bare repository's hooks and config (`git push` to it runs them): read-only;
+    /// - a directory the scan cannot read (the workload `chmod 0311`s it in one run, and a scan
+    ///   running as an ordinary user skipped it in the next): read-only as a whole, its hooks,
+    ///   config and `.vscode` not writable; root's scan reads it anyway and binds them.
+    ///
+    /// Positive controls: an ordinary file beside each is written; a plain symlinked directory
+    /// stays writable.
+    pub fn scan_evasions_are_closed() {
+        let d = TestDirs::new("sbx-protect");
+        let ws = &d.ws;
+        let git = |dir: &Path, args: &[&str]| {
+            let st = Command::new("git").args(args).current_dir(dir).status().unwrap();
+            assert!(st.success(), "git {args:?}");
+        };
+        fs::create_dir_all(ws.join("repo")).unwrap();
+        git(&ws.join("repo"), &["init", "-q"]);
+        git(ws, &["init", "-q", "--bare", "remote.git"]);
+        fs::create_dir_all(ws.join("claude-config")).unwrap();
+        fs::write(ws.join("claude-config/settings.json"), "{}\n").unwrap();
+        std::os::unix::fs::symlink("claude-config", ws.join(".claude")).unwrap();
+        fs::create_dir_all(ws.join("plain-target")).unwrap();
+        std::os::unix::fs::symlink("plain-target", ws.join("plain-link")).unwrap();
+        fs::create_dir_all(ws.join("d/pkg/.vscode")).unwrap();
+        fs::write(ws.join("d/pkg/.vscode/tasks.json"), "{}\n").unwrap();
+        fs::create_dir_all(ws.join("d/inner")).unwrap();
+        git(&ws.join("d/inner"), &["init", "-q"]);
+        let (_set, exec) = executor(&d, config(&d));
+        // Run 1: hide `d` from a scan that cannot read what it cannot list.
+        sh_ok(&exec, ws, "chmod 0311 d");
+        let mut script = String::new();
+        let attacks = [
+            ("commondir", "mkdir -p evil/hooks && echo ../evil > repo/.git/commondir"),
+            ("claude-settings", "echo '{\"hooks\":1}' > .claude/settings.json"),
+            ("claude-commands", "mkdir .claude/commands"),
+            ("bare-hook", "echo evil > remote.git/hooks/pre-receive"),
+            ("bare-config", "echo evil >> remote.git/config"),
+            ("hidden-hook", "echo evil > d/inner/.git/hooks/pre-commit"),
+            ("hidden-config", "echo evil >> d/inner/.git/config"),
+            ("hidden-vscode", "python3 -c 'open(\"d/pkg/.vscode/tasks.json\", \"r+\").write(\"evil\")'"),
+        ];
+        for (name, cmd) in attacks {
+            script.push_str(&attempt(name, cmd));
+        }
+        script.push_str(
+            "echo ok > repo/ordinary && echo ok > plain-link/f && echo ok > remote.git/description && echo controls-ok",
+        );
+        let out = sh_ok(&exec, ws, &script);
+        all_failed(&out, &attacks.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>());
+        assert!(out.ends_with("controls-ok\n"), "{out}");
+        fs::set_permissions(ws.join("d"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        assert!(!ws.join("repo/.git/commondir").exists());
+        assert_eq!(fs::read_to_string(ws.join("claude-config/settings.json")).unwrap(), "{}\n");
+        assert!(!ws.join("remote.git/hooks/pre-receive").exists());
+        assert!(!ws.join("d/inner/.git/hooks/pre-commit").exists());
+        assert_eq!(fs::read_to_string(ws.join("d/pkg/.vscode/tasks.json")).unwrap(), "{}\n");
+        assert_eq!(fs::read_to_string(ws.join("plain-target/f")).unwrap(), "ok\n");
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -466,6 +530,7 @@ fn main() -> std::process::ExitCode {
         }
         use linux::*;
         sandbox_tests::run_tests(&[
+            ("scan_evasions_are_closed", scan_evasions_are_closed),
             (
                 "every_existing_default_entry_is_read_only_at_every_depth",
                 every_existing_default_entry_is_read_only_at_every_depth,

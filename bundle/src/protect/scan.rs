@@ -4,8 +4,11 @@
 //! The walk starts at every area whose write is not `deny`, does not follow symlinks, does not
 //! enter other areas (each is walked as itself when writable), and stops descending at a
 //! protected entry (its bind covers what lies beneath) and at `.git` (whose parts are looked
-//! up by name). It is bounded: after [`MAX_DIRS`] directories it stops and says so (entries
-//! deeper are then refused creation by name but not bound).
+//! up by name). It is bounded: after [`MAX_DIRS`] directories it stops, and the spawn fails
+//! (`InvalidProfile` naming `protected_paths`): entries beyond the bound would be neither bound
+//! nor, for git's, refused, and a workload can create that many directories in one run to make
+//! the next run's scan stop early. A directory the scan cannot read (a workload can `chmod` its
+//! own directories) is bound read-only as a whole, never skipped.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -15,8 +18,12 @@ use super::{ProtectScan, Protection};
 use crate::access::{Access, Home, Isolation};
 use crate::profile::Profile;
 
-/// The most directories one scan reads.
-pub const MAX_DIRS: usize = 50_000;
+/// The most directories one scan reads; a scan that would read more fails the spawn.
+pub const MAX_DIRS: usize = 200_000;
+
+/// The entries that make a directory a git directory to git (with `objects/` a directory):
+/// a bare repository is found by them.
+const BARE_MARKERS: [&str; 3] = ["HEAD", "objects", "refs"];
 
 /// What an additional root is at a spawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -83,6 +90,11 @@ fn stamp(dir: &Path) -> Option<Stamp> {
 
 /// [`scan`] reusing (and refreshing) `memo`'s directory listings.
 pub fn scan_with(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>) -> ProtectScan {
+    scan_bounded(profile, home, memo, MAX_DIRS)
+}
+
+/// [`scan_with`] with another bound than [`MAX_DIRS`].
+fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>, max_dirs: usize) -> ProtectScan {
     let c = profile.config();
     let mut out = ProtectScan::default();
     if c.isolation == Isolation::Unconfined {
@@ -105,16 +117,34 @@ pub fn scan_with(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>
         profile.areas().filter(|(a, _, w)| *w != Access::Deny && a.is_dir()).map(|(a, _, _)| a.to_path_buf()).collect();
     let names = split(&p.names());
     let last: HashSet<OsString> = names.iter().filter_map(|n| n.last()).map(OsString::from).collect();
-    let mut sorted_last: Vec<OsString> = last.iter().cloned().collect();
+    // The other components of multi-part names (`.claude` of `.claude/settings.json`): such a
+    // component that is a symlink hands the names beneath it to another directory.
+    let intermediate: HashSet<OsString> =
+        names.iter().flat_map(|n| n.iter().rev().skip(1)).map(OsString::from).collect();
+    let mut sorted_last: Vec<OsString> =
+        last.iter().chain(&intermediate).cloned().chain(BARE_MARKERS.iter().map(OsString::from)).collect();
     sorted_last.sort();
+    sorted_last.dedup();
     let mut guard = memo.and_then(|m| m.inner.lock().ok());
     let old = match guard.as_deref_mut() {
         Some(m) if m.last == sorted_last => std::mem::take(&mut m.dirs),
         _ => HashMap::new(),
     };
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-    let mut walker =
-        Walker { p, names, last, areas: &areas, out: &mut out, dirs: 0, stopped: false, old, new: HashMap::new(), now };
+    let mut walker = Walker {
+        p,
+        names,
+        last,
+        intermediate,
+        areas: &areas,
+        out: &mut out,
+        dirs: 0,
+        max_dirs,
+        stopped: false,
+        old,
+        new: HashMap::new(),
+        now,
+    };
     // Nothing to look for (the list is off): no walk at all.
     let looking = !walker.last.is_empty() || !p.git_entries().is_empty();
     for area in writable.iter().filter(|_| looking) {
@@ -126,10 +156,11 @@ pub fn scan_with(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>
     }
     drop(guard);
     if walker.stopped {
-        let n = MAX_DIRS;
-        walker.out.narrowed.push(format!(
-            "the scan stopped after {n} directories: protected names deeper are refused creation but existing ones \
-             there are not bound read-only"
+        let n = max_dirs;
+        walker.out.refused = Some(format!(
+            "protected_paths: the writable areas hold more than {n} directories, the scan's bound: protected \
+             entries beyond it could be neither bound read-only nor refused, so nothing runs; remove directories, \
+             narrow the workspace, or turn the list off (protected_paths)"
         ));
     }
     if c.home == Home::RealHome {
@@ -181,9 +212,12 @@ struct Walker<'a> {
     /// The last component of every name pattern: an entry is compared in full only when its
     /// name is one of these (the walk's per-entry cost is one set lookup).
     last: HashSet<OsString>,
+    /// The other components of multi-part name patterns.
+    intermediate: HashSet<OsString>,
     areas: &'a [PathBuf],
     out: &'a mut ProtectScan,
     dirs: usize,
+    max_dirs: usize,
     stopped: bool,
     /// The memo's listings from earlier scans, and the ones of this scan.
     old: HashMap<PathBuf, Listing>,
@@ -194,7 +228,7 @@ struct Walker<'a> {
 
 impl Walker<'_> {
     fn walk(&mut self, dir: &Path) {
-        if self.dirs >= MAX_DIRS {
+        if self.dirs >= self.max_dirs {
             self.stopped = true;
             return;
         }
@@ -206,6 +240,30 @@ impl Walker<'_> {
                 self.entry(&path);
             } else if name == ".git" {
                 self.git(&path);
+            }
+            if self.intermediate.contains(name) && std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
+                // `.claude -> elsewhere`: `.claude/settings.json` is a file of `elsewhere`,
+                // which the walk (never following symlinks) does not enter and the guard knows
+                // by its real path only: the link is refused re-creation and its target bound
+                // read-only as a whole where it exists (narrower than the names beneath it).
+                self.entry(&path);
+                if let Ok(target) = std::fs::canonicalize(&path) {
+                    if target.is_dir() {
+                        self.out.narrowed.push(format!(
+                            "{} is a symlink on the way to protected names: its target {} is read-only as a whole",
+                            path.display(),
+                            target.display()
+                        ));
+                    }
+                }
+            }
+        }
+        // A bare repository (a git directory not named `.git`: `HEAD`, `objects/`, `refs/`, as
+        // git recognises one): its hooks run on the host's `git push` to it.
+        if BARE_MARKERS.iter().all(|m| listing.hits.iter().any(|h| h == m)) && dir.join("objects").is_dir() {
+            let parts = self.p.git_entries();
+            if !parts.is_empty() {
+                self.gitdir(dir, dir, &parts, 0);
             }
         }
         for name in &listing.subdirs {
@@ -226,13 +284,38 @@ impl Walker<'_> {
                 return Some(listing);
             }
         }
-        let entries = std::fs::read_dir(dir).ok()?;
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                self.unreadable(dir, &e);
+                return None;
+            }
+        };
+        let Some(stamp) = stamp else {
+            self.unreadable(dir, &std::io::Error::other("its metadata cannot be read"));
+            return None;
+        };
         let mut hits = Vec::new();
         let mut subdirs = Vec::new();
-        for e in entries.flatten() {
+        for e in entries {
+            let e = match e {
+                Ok(e) => e,
+                Err(err) => {
+                    self.unreadable(dir, &err);
+                    return None;
+                }
+            };
             let name = e.file_name();
-            let Ok(ft) = e.file_type() else { continue };
-            if self.last.contains(&name) || name == ".git" {
+            let Ok(ft) = e.file_type() else {
+                self.unreadable(dir, &std::io::Error::other(format!("the type of {name:?} cannot be read")));
+                return None;
+            };
+            if self.last.contains(&name)
+                || self.intermediate.contains(&name)
+                || name == ".git"
+                || BARE_MARKERS.iter().any(|m| name == *m)
+            {
                 hits.push(name.clone());
             }
             if ft.is_dir() {
@@ -240,7 +323,7 @@ impl Walker<'_> {
             }
         }
         subdirs.sort();
-        let listing = Listing { stamp: stamp?, hits, subdirs };
+        let listing = Listing { stamp, hits, subdirs };
         // A directory changed in the last two seconds may change again within the same tick
         // of its timestamps: it is read again next time.
         let recent = |t: (i64, i64)| t.0 >= self.now - 2;
@@ -265,14 +348,39 @@ impl Walker<'_> {
         match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_symlink() => {
                 self.out.missing.push(path.to_path_buf());
-                if let Ok(target) = std::fs::canonicalize(path) {
-                    let file = !target.is_dir();
-                    self.out.existing.push((target, file));
+                if let Ok(target) = std::fs::canonicalize(path).map(|t| t.to_path_buf()) {
+                    // (Never `/` itself: nothing is mounted there.)
+                    if target != Path::new("/") {
+                        let file = !target.is_dir();
+                        self.out.existing.push((target, file));
+                    }
                 }
             }
             Ok(m) => self.out.existing.push((path.to_path_buf(), !m.is_dir())),
-            Err(_) => self.out.missing.push(path.to_path_buf()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.out.missing.push(path.to_path_buf()),
+            // Not known to be missing (its directory cannot be searched): that directory is
+            // bound read-only as a whole, and the name refused creation.
+            Err(e) => {
+                self.out.missing.push(path.to_path_buf());
+                if let Some(parent) = path.parent() {
+                    self.unreadable(parent, &e);
+                }
+            }
         }
+    }
+
+    /// A directory the scan cannot read (a workload can `chmod` its own directories to hide
+    /// what lies beneath from a scan that runs as the caller): bound read-only as a whole, so
+    /// that nothing beneath it can be written, instead of skipped.
+    fn unreadable(&mut self, dir: &Path, e: &std::io::Error) {
+        if self.out.existing.iter().any(|(p, _)| p == dir) {
+            return;
+        }
+        self.out.existing.push((dir.to_path_buf(), false));
+        self.out.narrowed.push(format!(
+            "{} cannot be read by the scan ({e}): it is read-only as a whole (make it readable to write there)",
+            dir.display()
+        ));
     }
 
     /// A `.git` directory, or a `.git` file (a linked worktree's or a submodule's pointer).
@@ -319,15 +427,25 @@ impl Walker<'_> {
         for part in parts {
             self.entry(&gitdir.join(part));
         }
+        // `commondir` hands git another directory's config and hooks, in any git directory
+        // (not only a linked worktree's): it is protected wherever hooks or config are.
+        self.entry(&gitdir.join("commondir"));
         if parts.contains(&"config") {
             self.entry(&gitdir.join("config.worktree"));
-            if let Ok(wts) = std::fs::read_dir(gitdir.join("worktrees")) {
+        }
+        match std::fs::read_dir(gitdir.join("worktrees")) {
+            Ok(wts) => {
                 for wt in wts.flatten() {
                     if wt.path().is_dir() {
-                        self.entry(&wt.path().join("config.worktree"));
+                        self.entry(&wt.path().join("commondir"));
+                        if parts.contains(&"config") {
+                            self.entry(&wt.path().join("config.worktree"));
+                        }
                     }
                 }
             }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.kind() == std::io::ErrorKind::NotADirectory => {}
+            Err(e) => self.unreadable(&gitdir.join("worktrees"), &e),
         }
         let refs = config_refs(&gitdir.join("config"));
         if parts.contains(&"hooks") {
@@ -351,7 +469,13 @@ impl Walker<'_> {
 
     /// Every git directory below a `modules/` directory (nested paths, nested modules).
     fn modules(&mut self, dir: &Path, parts: &[&str], depth: usize) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.kind() == std::io::ErrorKind::NotADirectory => {
+                return;
+            }
+            Err(e) => return self.unreadable(dir, &e),
+        };
         for e in entries.flatten() {
             let path = e.path();
             if !e.file_type().is_ok_and(|t| t.is_dir()) {
@@ -359,10 +483,11 @@ impl Walker<'_> {
             }
             if path.join("HEAD").is_file() {
                 // A submodule's hooks path is relative to its checkout, which is elsewhere:
-                // only its hooks and config are protected here.
+                // only its hooks, config and common-directory pointer are protected here.
                 for part in parts {
                     self.entry(&path.join(part));
                 }
+                self.entry(&path.join("commondir"));
                 self.modules(&path.join("modules"), parts, depth + 1);
             } else if depth < 8 {
                 self.modules(&path, parts, depth + 1);
@@ -468,6 +593,74 @@ mod tests {
         assert!(same("renamed").existing.contains(&(ws.join("z/b/c/.envrc"), false)));
         std::fs::remove_dir(ws.join("pkg/.vscode")).unwrap_or_else(|e| panic!("{e}"));
         assert!(!same("removed").existing.iter().any(|(p, _)| p.ends_with(".vscode")));
+    }
+
+    #[test]
+    fn commondir_is_protected_in_every_git_directory_and_its_worktrees() {
+        let (_dir, ws, profile) = writable_workspace();
+        let mk = |p: &str| std::fs::create_dir_all(ws.join(p)).unwrap_or_else(|e| panic!("{e}"));
+        mk("repo/.git/hooks");
+        mk("repo/.git/worktrees/wt");
+        mk("repo/.git/modules/sub/hooks");
+        std::fs::write(ws.join("repo/.git/modules/sub/HEAD"), "ref: refs/heads/main\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(ws.join("repo/.git/worktrees/wt/commondir"), "../..\n").unwrap_or_else(|e| panic!("{e}"));
+        let found = scan(&profile, None);
+        assert!(found.missing.contains(&ws.join("repo/.git/commondir")), "{found:?}");
+        assert!(found.existing.contains(&(ws.join("repo/.git/worktrees/wt/commondir"), true)), "{found:?}");
+        assert!(found.missing.contains(&ws.join("repo/.git/modules/sub/commondir")), "{found:?}");
+    }
+
+    #[test]
+    fn a_symlink_on_the_way_to_a_protected_name_protects_its_target() {
+        let (_dir, ws, profile) = writable_workspace();
+        let mk = |p: &str| std::fs::create_dir_all(ws.join(p)).unwrap_or_else(|e| panic!("{e}"));
+        mk("claude-config");
+        mk("pkg/real");
+        mk("plain");
+        std::os::unix::fs::symlink("claude-config", ws.join(".claude")).unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink("real", ws.join("pkg/.claude")).unwrap_or_else(|e| panic!("{e}"));
+        // A symlink whose name is on no protected name's way: left alone (the control).
+        std::os::unix::fs::symlink("plain", ws.join("elsewhere")).unwrap_or_else(|e| panic!("{e}"));
+        let found = scan(&profile, None);
+        assert!(found.existing.contains(&(ws.join("claude-config"), false)), "{found:?}");
+        assert!(found.existing.contains(&(ws.join("pkg/real"), false)), "{found:?}");
+        assert!(found.missing.contains(&ws.join(".claude")) && found.missing.contains(&ws.join("pkg/.claude")));
+        assert!(!found.existing.iter().any(|(p, _)| p.ends_with("plain")), "{found:?}");
+        assert!(found.narrowed.iter().any(|n| n.contains("claude-config")), "{found:?}");
+    }
+
+    #[test]
+    fn a_bare_repository_is_a_git_directory() {
+        let (_dir, ws, profile) = writable_workspace();
+        let mk = |p: &str| std::fs::create_dir_all(ws.join(p)).unwrap_or_else(|e| panic!("{e}"));
+        mk("remote.git/objects");
+        mk("remote.git/refs");
+        mk("remote.git/hooks");
+        std::fs::write(ws.join("remote.git/HEAD"), "ref: refs/heads/main\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(ws.join("remote.git/config"), "[core]\n\tbare = true\n").unwrap_or_else(|e| panic!("{e}"));
+        // Not a git directory: `objects` is a file here (the control).
+        mk("notes/refs");
+        std::fs::write(ws.join("notes/HEAD"), "x").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(ws.join("notes/objects"), "x").unwrap_or_else(|e| panic!("{e}"));
+        let found = scan(&profile, None);
+        assert!(found.existing.contains(&(ws.join("remote.git/hooks"), false)), "{found:?}");
+        assert!(found.existing.contains(&(ws.join("remote.git/config"), true)), "{found:?}");
+        assert!(
+            !found.missing.iter().chain(found.existing.iter().map(|(p, _)| p)).any(|p| p.starts_with(ws.join("notes")))
+        );
+    }
+
+    #[test]
+    fn a_scan_past_its_bound_refuses_the_spawn() {
+        let (_dir, ws, profile) = writable_workspace();
+        for i in 0..20 {
+            std::fs::create_dir_all(ws.join(format!("d{i:02}"))).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let within = scan_bounded(&profile, None, None, 100);
+        assert_eq!(within.refused, None);
+        let past = scan_bounded(&profile, None, None, 10);
+        assert!(past.refused.as_deref().is_some_and(|r| r.starts_with("protected_paths:")), "{past:?}");
     }
 
     #[test]
