@@ -89,6 +89,17 @@ impl ExecutorSet {
                 detail: format!("scratch_root: {} is not an existing directory", options.scratch_root.display()),
             }
         })?;
+        // Every sandbox hides the scratch roots in its view with a mask, and nothing can mask
+        // `/`: with it, one executor's HOME and TMPDIR, and the set's bundles and state, were
+        // open to every other executor and set (a black-box audit, 3 December).
+        if scratch == Path::new("/") {
+            return Err(Error::InvalidOptions {
+                detail: String::from(
+                    "scratch_root: / cannot be hidden from the sandboxes (every path lies beneath it); choose a \
+                     directory below it",
+                ),
+            });
+        }
         let options = ExecutorSetOptions { scratch_root: scratch.clone(), ..options };
         if profile.config().isolation == Isolation::Sandboxed {
             crate::backend::select_sandboxed()?;

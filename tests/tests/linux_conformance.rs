@@ -1380,6 +1380,29 @@ elif mode == "signals":
         set.close().unwrap();
     }
 
+    /// A scratch root of `/` is refused (`InvalidOptions` naming `scratch_root`) before anything
+    /// is made: no mask can hide it, and with it a sandbox of another executor read (and, with
+    /// host write, wrote) this executor's HOME and TMPDIR (a black-box audit of the CLI,
+    /// `--scratch /`). Control: the same profile on a scratch root below `/` makes its set.
+    pub fn a_scratch_root_of_slash_is_refused() {
+        let f = Fixture::new();
+        let profile = Profile::new(f.config()).unwrap();
+        let before: Vec<_> = fs::read_dir("/").unwrap().flatten().map(|e| e.file_name()).collect();
+        let r = ExecutorSet::new(
+            &dl(),
+            &profile,
+            sandbox_tests::test_options(ExecutorSetOptions::new("/").max_executors(1)),
+        );
+        match r {
+            Err(Error::InvalidOptions { detail }) => assert!(detail.starts_with("scratch_root: /"), "{detail}"),
+            other => panic!("a scratch root of / was not refused: {:?}", other.map(|_| ())),
+        }
+        let after: Vec<_> = fs::read_dir("/").unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(before, after, "something was made in /");
+        let set = f.set(f.config(), |o| o);
+        set.close().unwrap();
+    }
+
     /// Issue 12, class 7: with host read allowed, a sandbox of set A cannot list or read set
     /// B's HOME, TMPDIR, bundles or state, nor C's (whose scratch root lies in A's writable
     /// workspace), wherever the scratch roots are (here under /var/tmp), nor the registry that
@@ -1530,6 +1553,7 @@ fn main() -> std::process::ExitCode {
             ("the_init_is_unreachable_from_the_workload", the_init_is_unreachable_from_the_workload),
             ("signals_to_the_init_from_inside_change_nothing", signals_to_the_init_from_inside_change_nothing),
             ("other_sets_data_is_unreadable", other_sets_data_is_unreadable),
+            ("a_scratch_root_of_slash_is_refused", a_scratch_root_of_slash_is_refused),
         ])
     }
     #[cfg(not(target_os = "linux"))]
