@@ -150,6 +150,15 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
     for area in writable.iter().filter(|_| looking) {
         walker.walk(area);
     }
+    // The running program (the CLI, or the embedding program its helper re-executes) inside a
+    // writable area: the workload could replace what the user runs next, outside any sandbox
+    // (a red team replaced `./target/release/sandbox`, the README's own example). Bound
+    // read-only like an entry, whatever the list says.
+    if let Ok(exe) = std::env::current_exe().and_then(std::fs::canonicalize) {
+        if writable.iter().any(|a| exe.starts_with(a)) {
+            walker.entry(&exe);
+        }
+    }
     if let Some(m) = guard.as_deref_mut() {
         m.last = sorted_last;
         m.dirs = std::mem::take(&mut walker.new);
@@ -517,11 +526,15 @@ fn config_refs(config: &Path) -> ConfigRefs {
     let Ok(text) = std::fs::read_to_string(config) else { return out };
     let mut section = String::new();
     for line in text.lines() {
-        let l = line.trim();
+        let mut l = line.trim();
         if let Some(rest) = l.strip_prefix('[') {
             let name = rest.split(|c: char| c == ']' || c.is_whitespace() || c == '"').next().unwrap_or("");
             section = name.to_ascii_lowercase();
-            continue;
+            // Git takes a key on the header's line too: `[core] hooksPath = x`.
+            match rest.split_once(']') {
+                Some((_, after)) if !after.trim().is_empty() => l = after.trim(),
+                _ => continue,
+            }
         }
         let Some((k, v)) = l.split_once('=') else { continue };
         let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().trim_matches('"'));
@@ -568,6 +581,11 @@ mod tests {
         assert_eq!(refs.includes, vec![PathBuf::from("../shared.gitconfig"), PathBuf::from("/etc/x")]);
         std::fs::write(&cfg, "[core]\n\tbare = false\n").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(config_refs(&cfg), ConfigRefs::default());
+        // A key on the header's line, as git accepts it.
+        std::fs::write(&cfg, "[core] hooksPath = h2\n[include] path = inc\n").unwrap_or_else(|e| panic!("{e}"));
+        let refs = config_refs(&cfg);
+        assert_eq!(refs.hooks_path, Some(PathBuf::from("h2")));
+        assert_eq!(refs.includes, vec![PathBuf::from("inc")]);
     }
 
     #[test]
