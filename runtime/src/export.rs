@@ -25,11 +25,60 @@ pub struct Exported {
 /// Exports the bundle for `request` into `out_dir`, which must be missing or an empty directory;
 /// the host is read now (its top-level entries and runtime closure). Everything is checked before
 /// the first write; on a failure while writing, what this call created is removed again.
+///
+/// The bundle is what the executor would run for that argv without grants: a profile whose
+/// `command` is `deny` is refused (`GrantDenied`), one whose `command` is `gated`
+/// (`GrantRequired`: an export carries no grant), as a run would be, before anything is written.
 pub fn export_bundle(profile: &Profile, request: &ExportRequest, out_dir: &Path) -> Result<Exported, Error> {
+    match profile.config().command {
+        crate::Access::Deny => {
+            return Err(Error::GrantDenied { detail: String::from("command.execute is deny") });
+        }
+        crate::Access::Gated => return Err(Error::GrantRequired),
+        crate::Access::Allow => {}
+    }
     let bundle = sandbox_bundle::export_bundle(profile, &sandbox_bundle::HostView::scan(), request, out_dir)?;
     Ok(Exported {
         mounts: bundle.plan.mounts.len(),
         standard_guarantees: bundle.standard_guarantees,
         standard_report: bundle.standard_report,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::{Access, ProfileConfig};
+
+    /// A bundle the executor would not run is not written: `command` deny and gated are
+    /// refused like a run without grants, and nothing is created; allow (the control) writes it.
+    #[test]
+    fn a_command_the_executor_would_refuse_is_not_exported() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        let request = ExportRequest { argv: vec!["/bin/true".into()], cwd: ws.clone(), ..ExportRequest::default() };
+        for (command, want) in [(Access::Deny, "grant denied"), (Access::Gated, "grant required")] {
+            let profile = Profile::new(ProfileConfig {
+                workspace_root: ws.clone(),
+                workspace_read: Access::Allow,
+                command,
+                ..ProfileConfig::default()
+            })
+            .unwrap();
+            let out = ws.join(format!("out-{command:?}"));
+            let e = export_bundle(&profile, &request, &out).err().unwrap();
+            assert!(e.to_string().starts_with(want), "{e}");
+            assert!(!out.exists());
+        }
+        let profile = Profile::new(ProfileConfig {
+            workspace_root: ws.clone(),
+            workspace_read: Access::Allow,
+            command: Access::Allow,
+            ..ProfileConfig::default()
+        })
+        .unwrap();
+        export_bundle(&profile, &request, &ws.join("out")).unwrap();
+        assert!(ws.join("out/config.json").is_file());
+    }
 }
