@@ -131,6 +131,13 @@ pub fn check_configured(parent: &str) -> Result<(), String> {
     for dir in layout.dirs(parent).into_iter().filter(|d| !named(d)) {
         if let Err(e) = access(&dir, AccessFlags::W_OK | AccessFlags::X_OK) {
             let fix = match layout {
+                // A cgroup that exists already (root's own `/sandbox`, which holds root's spawns,
+                // or `/` itself) is never handed to another user: a subtree of its own is.
+                CgroupLayout::V1OrHybrid if dir.exists() || parent.trim_matches('/').is_empty() => format!(
+                    "{parent} exists and is not this user's: do not hand it over; run as root `{}`, then set \
+                     SANDBOX_CGROUP_PARENT=/sandbox-{uid}",
+                    v1_delegation(uid, &format!("sandbox-{uid}"))
+                ),
                 CgroupLayout::V1OrHybrid => {
                     format!("run as root `{}`", v1_delegation(uid, parent.trim_start_matches('/')))
                 }
