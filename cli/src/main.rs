@@ -77,18 +77,19 @@ struct RunArgs {
     /// or hybrid host: a subtree root delegated to you).
     #[arg(long, value_name = "PATH")]
     cgroup_parent: Option<PathBuf>,
-    /// Kill the process tree this many seconds after start (exit 125).
-    #[arg(long, value_name = "SECONDS")]
-    timeout: Option<f64>,
+    /// Kill the process tree this many seconds after start (exit 125): 0 (nothing is spawned)
+    /// to 1000000000 (about 31 years), fractions allowed.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout, allow_negative_numbers = true)]
+    timeout: Option<Duration>,
     /// Pass on at most N bytes of each stream; the first byte beyond kills the tree (exit 125).
     #[arg(long, value_name = "N")]
     output_limit: Option<u64>,
     /// At most this many CPUs of CPU time (0.01-1000, for example 0.5; Linux: cgroup cpu.max or
     /// cpu.cfs_quota_us). Default: no bound beyond the low CPU weight.
-    #[arg(long, value_name = "CPUS")]
+    #[arg(long, value_name = "CPUS", value_parser = parse_cpus, allow_negative_numbers = true)]
     cpus: Option<f64>,
     /// The CPU weight of the run (1-10000; a host process has 100; default 10).
-    #[arg(long, value_name = "WEIGHT")]
+    #[arg(long, value_name = "WEIGHT", value_parser = cpu_weight_parser(), allow_negative_numbers = true)]
     cpu_weight: Option<u16>,
     /// Pin NAME to ADDR for the egress proxy's resolver (repeatable, like curl's --resolve): the
     /// proxy connects there instead of asking DNS, and a pinned address counts as named by you
@@ -317,7 +318,40 @@ fn error_json(e: &Error) -> serde_json::Value {
     })
 }
 
-/// `--cpus` and `--cpu-weight` (run and serve), checked before anything is created.
+/// The most seconds a timeout takes (`--timeout`, serve's `timeout`): about 31 years, far
+/// beyond any run and far from `Instant`'s overflow.
+pub(crate) const MAX_TIMEOUT_SECS: f64 = 1e9;
+
+/// A timeout of `s` seconds: finite, 0 to [`MAX_TIMEOUT_SECS`].
+pub(crate) fn timeout_seconds(s: f64) -> Option<Duration> {
+    (s.is_finite() && (0.0..=MAX_TIMEOUT_SECS).contains(&s)).then(|| Duration::from_secs_f64(s))
+}
+
+/// `--timeout`'s value parser: a bad value is a usage error (exit 2) naming the flag, like an
+/// unparsable one.
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .and_then(timeout_seconds)
+        .ok_or_else(|| format!("not a number of seconds from 0 to {MAX_TIMEOUT_SECS}"))
+}
+
+/// `--cpus`'s value parser (run and serve): a number of CPUs in 0.01-1000.
+pub(crate) fn parse_cpus(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(c) if (0.01..=1000.0).contains(&c) => Ok(c),
+        _ => Err(String::from("not a number of CPUs from 0.01 to 1000")),
+    }
+}
+
+/// `--cpu-weight`'s value parser (run and serve): 1-10000.
+pub(crate) fn cpu_weight_parser() -> impl clap::builder::TypedValueParser<Value = u16> {
+    clap::value_parser!(u16).range(1..=10_000)
+}
+
+/// `--cpus` and `--cpu-weight` (run and serve), checked before anything is created (their
+/// value parsers refuse what is out of range already; this is the library-facing conversion).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CpuFlags {
     millicpus: Option<u32>,
@@ -357,13 +391,7 @@ impl CpuFlags {
 
 fn run_inner(args: RunArgs) -> Result<i32, Error> {
     // Checked before anything is created or run.
-    let timeout = match args.timeout {
-        Some(s) if (0.0..1e9).contains(&s) => Some(Duration::from_secs_f64(s)),
-        Some(s) => {
-            return Err(Error::InvalidArgument { detail: format!("--timeout: {s} is not a number of seconds") });
-        }
-        None => None,
-    };
+    let timeout = args.timeout;
     let cpu = CpuFlags::check(args.cpus, args.cpu_weight)?;
     let pins = args.resolve.iter().map(|p| parse_resolve(p)).collect::<Result<Vec<_>, _>>()?;
     let current = current_dir()?;

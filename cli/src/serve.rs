@@ -50,7 +50,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     cgroup_parent: Option<PathBuf>,
     /// The most executor keys (1-1024).
-    #[arg(long, value_name = "N", default_value_t = 16)]
+    #[arg(long, value_name = "N", default_value_t = 16,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
     max_executors: usize,
     /// Pin NAME to ADDR for the egress proxy's resolver (repeatable; as for `run`).
     #[arg(long, value_name = "NAME:ADDR")]
@@ -59,10 +60,10 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "TARGET")]
     allow_target: Vec<String>,
     /// At most this many CPUs of CPU time for each run (0.01-1000; as for `run`).
-    #[arg(long, value_name = "CPUS")]
+    #[arg(long, value_name = "CPUS", value_parser = crate::parse_cpus, allow_negative_numbers = true)]
     cpus: Option<f64>,
     /// The CPU weight of each run (1-10000; a host process has 100; default 10; as for `run`).
-    #[arg(long, value_name = "WEIGHT")]
+    #[arg(long, value_name = "WEIGHT", value_parser = crate::cpu_weight_parser(), allow_negative_numbers = true)]
     cpu_weight: Option<u16>,
 }
 
@@ -149,9 +150,12 @@ fn parse_map(map: &Map<String, Value>, current: &Path) -> Result<Op, String> {
     };
     let timeout = match map.get("timeout") {
         None | Some(Value::Null) => None,
-        Some(v) => match v.as_f64() {
-            Some(s) if (0.0..1e9).contains(&s) => Some(Duration::from_secs_f64(s)),
-            _ => return Err(format!("request: timeout: {v} is not a number of seconds")),
+        Some(v) => match v.as_f64().and_then(crate::timeout_seconds) {
+            Some(d) => Some(d),
+            None => {
+                let max = crate::MAX_TIMEOUT_SECS;
+                return Err(format!("request: timeout: {v} is not a number of seconds from 0 to {max}"));
+            }
         },
     };
     let output_limit = match map.get("output_limit") {
