@@ -2,6 +2,12 @@
 //!
 //! Exit status: the workload's code; 128 + n for signal n; 125 for a sandbox error
 //! (`sandbox: <error>` on stderr); 2 for a usage error (clap's own exit code).
+//!
+//! Our own output: when `run`'s stdout or stderr loses its reader (EPIPE, `| head -1`), the
+//! CLI stops copying, ends the tree and exits 141, as a producer in a shell pipeline dies of
+//! SIGPIPE; any other failed write of the workload's output (a full disk) ends the tree too and
+//! is a sandbox error (125), as is a failed write of a final result (`--json`'s object, `--report`,
+//! probe's JSON or text, the exported bundle's path).
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -150,17 +156,23 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
-            eprintln!("sandbox: {e}");
+            // Never a panic (`eprintln!` panics when stderr is gone); there is no one to tell then.
+            let _ = emit(std::io::stderr(), &format!("sandbox: {e}\n"));
             ExitCode::from(125)
         }
     }
 }
 
-/// Writes `text` to stdout; a reader that went away (`| head`) is not an error of the run, and
-/// never a panic (`println!` panics on a broken pipe).
-fn say(text: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+/// Writes `text` whole to `out` and flushes it.
+fn emit(mut out: impl Write, text: &str) -> std::io::Result<()> {
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
+/// Writes `text`, a final result (`what`), to stdout: a failed write, a reader gone included, is
+/// an error (exit 125), never ignored and never a panic (`println!` panics on a broken pipe).
+fn say(what: &str, text: &str) -> Result<(), Error> {
+    emit(std::io::stdout().lock(), text).map_err(|e| Error::io(format!("writing {what}"), e))
 }
 
 fn current_dir() -> Result<PathBuf, Error> {
@@ -189,8 +201,7 @@ fn export(out: &Path, profile: Option<&Path>, cwd: Option<PathBuf>, argv: Vec<Os
         ..ExportRequest::default()
     };
     export_bundle(&profile, &request, out)?;
-    say(&format!("{}\n", out.display()));
-    Ok(())
+    say(&format!("the bundle's path (the bundle at {} is written)", out.display()), &format!("{}\n", out.display()))
 }
 
 fn probe(json: bool) -> Result<i32, Error> {
@@ -198,16 +209,16 @@ fn probe(json: bool) -> Result<i32, Error> {
         Ok(p) => p,
         Err(e) if json => {
             let value = serde_json::json!({ "error": e.kind().as_str(), "message": e.to_string() });
-            say(&format!("{value}\n"));
+            say("the probe", &format!("{value}\n"))?;
             return Ok(125);
         }
         Err(e) => return Err(e),
     };
     if json {
         let text = serde_json::to_string_pretty(&probe).map_err(|e| Error::io("encoding json", e.into()))?;
-        say(&format!("{text}\n"));
+        say("the probe", &format!("{text}\n"))?;
     } else {
-        say(&probe_text(&probe));
+        say("the probe", &probe_text(&probe))?;
     }
     Ok(0)
 }
@@ -262,6 +273,9 @@ fn probe_text(p: &sandbox::HostProbe) -> String {
 struct Copy {
     captured: Vec<u8>,
     exceeded: bool,
+    /// The write to our own stream that failed (the tree was killed then, and nothing more
+    /// was copied).
+    failed: Option<std::io::Error>,
 }
 
 fn pump(
@@ -271,7 +285,7 @@ fn pump(
     process: &Arc<Process>,
     exceeded: &AtomicBool,
 ) -> Copy {
-    let mut copy = Copy { captured: Vec::new(), exceeded: false };
+    let mut copy = Copy { captured: Vec::new(), exceeded: false, failed: None };
     let mut passed: u64 = 0;
     let mut buf = [0u8; 16 * 1024];
     loop {
@@ -284,7 +298,14 @@ fn pump(
         passed += allowed as u64;
         match sink.as_mut() {
             Some(s) => {
-                let _ = s.write_all(chunk).and_then(|()| s.flush());
+                if let Err(e) = s.write_all(chunk).and_then(|()| s.flush()) {
+                    // Nobody gets the output any more (the reader is gone, or the disk is
+                    // full): the tree is ended at once, as a pipeline's producer dies of SIGPIPE
+                    // or fails, instead of drained into failing writes for ever.
+                    let _ = process.signal(&Deadline::none(), Signal::Kill);
+                    copy.failed = Some(e);
+                    break;
+                }
             }
             None => copy.captured.extend_from_slice(chunk),
         }
@@ -302,7 +323,7 @@ fn run(args: RunArgs) -> Result<i32, Error> {
     match run_inner(args) {
         Err(e) if json => {
             // Exactly one JSON object, also when nothing could run.
-            say(&format!("{}\n", error_json(&e)));
+            say("the result", &format!("{}\n", error_json(&e)))?;
             Ok(125)
         }
         other => other,
@@ -425,31 +446,45 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
         if args.json { [None, None] } else { [Some(Box::new(std::io::stdout())), Some(Box::new(std::io::stderr()))] };
     let ran = drive(&process, timeout, args.output_limit, sinks);
     let status = ran.status;
-    if !args.json {
-        // One line per refused request, after the workload's own output.
+    // A final write of ours that failed: an error once the set is closed.
+    let mut unwritten: Option<Error> = None;
+    if args.json {
+        unwritten = say("the result", &format!("{}\n", ran.json(&executor))).err();
+    } else if !ran.reader_gone[1] {
+        // One line per refused request, after the workload's own output; then the report.
+        let mut text = String::new();
         for d in &ran.denials {
-            eprintln!("sandbox: network denied: {}: {}", d.target, d.reason);
+            text.push_str(&format!("sandbox: network denied: {}: {}\n", d.target, d.reason));
+        }
+        if args.report {
+            let report = serde_json::json!({
+                "level": executor.level().to_string(),
+                "guarantees": executor.guarantees().names(),
+                "guarantee_bits": executor.guarantee_bits(),
+                "report": executor.report().entries,
+            });
+            text.push_str(&format!("{report}\n"));
+        }
+        if !text.is_empty() {
+            unwritten = emit(std::io::stderr(), &text).map_err(|e| Error::io("writing stderr", e)).err();
         }
     }
-    if args.report && !args.json {
-        let text = serde_json::json!({
-            "level": executor.level().to_string(),
-            "guarantees": executor.guarantees().names(),
-            "guarantee_bits": executor.guarantee_bits(),
-            "report": executor.report().entries,
-        });
-        eprintln!("{text}");
-    }
-    if args.json {
-        say(&format!("{}\n", ran.json(&executor)));
-    }
+    let reader_gone = ran.reader_gone.contains(&true);
     let error = ran.error;
     drop(executor);
     if let Err(e) = set.close() {
         // The workload's status stands (issue 12, class 8): a clean-up failure is reported
         // apart, and what is left is swept by a later run on this scratch root.
         tracing::warn!("clean-up: {e}");
-        eprintln!("sandbox: warning: clean-up failed (a later run sweeps it): {e}");
+        let _ = emit(std::io::stderr(), &format!("sandbox: warning: clean-up failed (a later run sweeps it): {e}\n"));
+    }
+    if let Some(e) = unwritten {
+        if args.json {
+            // Not a second try at the same stdout (`run` writes an error object otherwise).
+            let _ = emit(std::io::stderr(), &format!("sandbox: {e}\n"));
+            return Ok(125);
+        }
+        return Err(e);
     }
     if let Some(e) = error {
         if !args.json {
@@ -458,6 +493,9 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
         return Ok(125);
     }
     Ok(match status {
+        // Killed because our reader went away: the status of a producer in a shell pipeline
+        // whose reader went away (SIGPIPE, 13). A tree that ended by itself first keeps its own.
+        Some(ExitStatus::Signal(SIGKILL)) if reader_gone => 128 + SIGPIPE,
         Some(ExitStatus::Code(c)) => c & 0xff,
         Some(ExitStatus::Signal(s)) => 128 + s,
         None => 125,
@@ -471,7 +509,13 @@ struct Ran {
     copies: Vec<Copy>,
     error: Option<Error>,
     denials: Vec<sandbox::NetworkDenial>,
+    /// Whether our stdout, our stderr lost its reader (EPIPE) while the output was copied.
+    reader_gone: [bool; 2],
 }
+
+/// SIGKILL and SIGPIPE (the same numbers on Linux and macOS).
+const SIGKILL: i32 = 9;
+const SIGPIPE: i32 = 13;
 
 impl Ran {
     /// The `--json` object of a run (CONTRACT.md §18), for `executor`'s level, guarantees and report.
@@ -532,12 +576,23 @@ fn drive(
             None
         }
     };
-    let copies: Vec<Copy> = streams.into_iter().filter_map(|t| t.join().ok()).collect();
+    let mut copies: Vec<Copy> = streams.into_iter().filter_map(|t| t.join().ok()).collect();
     if error.is_none() && exceeded.load(Ordering::SeqCst) {
         error = Some(Error::OutputLimit { partial: Vec::new() });
     }
+    let mut reader_gone = [false; 2];
+    for (i, copy) in copies.iter_mut().enumerate() {
+        match copy.failed.take() {
+            Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => reader_gone[i] = true,
+            Some(e) if error.is_none() => {
+                let stream = if i == 0 { "stdout" } else { "stderr" };
+                error = Some(Error::io(format!("writing the workload's {stream}"), e));
+            }
+            _ => {}
+        }
+    }
     let (status, denials) = result.map_or((None, Vec::new()), |r| (Some(r.status), r.denials));
-    Ran { status, copies, error, denials }
+    Ran { status, copies, error, denials, reader_gone }
 }
 
 /// Whether `dir` is on a tmpfs (RAM).

@@ -220,7 +220,14 @@ fn send(out: &Mutex<std::io::Stdout>, id: Value, mut value: Value) {
         value = Value::Object(with_id);
     }
     let mut out = out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let _ = writeln!(out, "{value}").and_then(|()| out.flush());
+    if let Err(e) = writeln!(out, "{value}").and_then(|()| out.flush()) {
+        // Answers are serve's only output: when they cannot be written (the harness is gone,
+        // or a full disk) nothing more can be answered. Ended as on the parent's death: the
+        // helpers see serve gone and kill every run.
+        let _ = crate::emit(std::io::stderr(), &format!("sandbox: serve: writing an answer: {e}; exiting\n"));
+        #[expect(clippy::exit, reason = "no answer can reach the harness any more")]
+        std::process::exit(125);
+    }
 }
 
 /// Exits at once when the parent goes (reparented): the helpers see the embedder gone and kill

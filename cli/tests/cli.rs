@@ -1655,6 +1655,117 @@ fn json_errors_carry_their_message() {
     assert!(message.starts_with("invalid profile: frob: unknown key"), "{v}");
 }
 
+/// stdout for a child: `/dev/full`, where every write fails with ENOSPC.
+fn dev_full() -> std::process::Stdio {
+    std::process::Stdio::from(fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+}
+
+/// A final result that cannot be written (stdout on `/dev/full`) is a sandbox error: exit 125
+/// and `sandbox: writing …` on stderr, never a silent 0 (probe, bundle export, `run --json`'s
+/// error object).
+#[test]
+fn results_that_cannot_be_written_exit_125_with_a_message() {
+    let area = Area::new();
+    let bad = area.dir.path().join("bad.json");
+    fs::write(&bad, r#"{"workspace_root": "/", "frob": 1}"#).unwrap();
+    let out = area.dir.path().join("bundle");
+    let cases: [(Vec<std::ffi::OsString>, &str); 4] = [
+        (vec![os("probe")], "sandbox: writing the probe: "),
+        (vec![os("probe"), os("--text")], "sandbox: writing the probe: "),
+        (
+            vec![os("bundle"), os("export"), os("--out"), out.clone().into_os_string(), os("--"), os("/bin/true")],
+            "sandbox: writing the bundle's path",
+        ),
+        (
+            vec![os("run"), os("--json"), os("--profile"), bad.into_os_string(), os("--"), os("/bin/true")],
+            "sandbox: writing the result: ",
+        ),
+    ];
+    for (args, message) in cases {
+        let o = Command::new(SANDBOX).current_dir(&area.ws).args(&args).stdout(dev_full()).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(125), "{args:?}: {err}");
+        assert!(err.starts_with(message) && err.contains("No space left on device"), "{args:?}: {err}");
+    }
+}
+
+/// When the reader of `sandbox run`'s stdout or stderr goes away (`| head -1`), the run ends
+/// at once with 141, as a pipeline's producer dies of SIGPIPE, instead of draining the workload
+/// into failing writes for ever; a workload's output lost to a full disk, a `--json` object or
+/// a serve answer that cannot be written, are errors (125, a message on stderr).
+#[test]
+fn a_reader_gone_or_a_full_disk_ends_the_run() {
+    use std::io::Read;
+    if !sandbox_runs_here("a_reader_gone_or_a_full_disk_ends_the_run") {
+        return;
+    }
+    let area = Area::new();
+    let scratch = area.scratch.clone().into_os_string();
+    for (script, on_stderr) in [("exec yes", false), ("exec yes >&2", true)] {
+        let mut cmd = Command::new(SANDBOX);
+        cmd.current_dir(&area.ws).args([os("run"), os("--scratch"), scratch.clone(), os("--")]);
+        cmd.args(["/bin/sh", "-c", script]);
+        let piped = || std::process::Stdio::piped();
+        let mut child = if on_stderr {
+            cmd.stdout(std::process::Stdio::null()).stderr(piped()).spawn().unwrap()
+        } else {
+            cmd.stdout(piped()).stderr(piped()).spawn().unwrap()
+        };
+        let mut reader: Box<dyn Read> =
+            if on_stderr { Box::new(child.stderr.take().unwrap()) } else { Box::new(child.stdout.take().unwrap()) };
+        let mut line = [0u8; 2];
+        reader.read_exact(&mut line).unwrap();
+        assert_eq!(&line, b"y\n");
+        drop(reader);
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(start.elapsed() < std::time::Duration::from_secs(20), "{script}: the run goes on");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(141), "{script}");
+    }
+    // The workload's output lost to a full disk: the tree ends, 125, a message.
+    let o = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args([os("run"), os("--scratch"), scratch.clone(), os("--"), os("/bin/echo"), os("hi")])
+        .stdout(dev_full())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(err.starts_with("sandbox: writing the workload's stdout: No space left on device"), "{err}");
+    // The one `--json` object cannot be written.
+    let o = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args([os("run"), os("--json"), os("--scratch"), scratch.clone(), os("--"), os("/bin/echo"), os("hi")])
+        .stdout(dev_full())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("sandbox: writing the result: No space left on device"), "{err}");
+    // serve: an answer that cannot be written ends serve (its runs with it).
+    let mut child = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args([os("serve"), os("--scratch"), scratch])
+        .stdin(std::process::Stdio::piped())
+        .stdout(dev_full())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, b"{\"id\": 1, \"argv\": [\"/bin/true\"]}\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    drop(stdin);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(err.contains("sandbox: serve: writing an answer: No space left on device"), "{err}");
+}
+
 /// Processes on the host whose command line has `arg` as one of its arguments.
 fn processes_with_arg(arg: &str) -> usize {
     fs::read_dir("/proc")
