@@ -842,6 +842,25 @@ fn report_states_cpu_weight_20_and_half_a_cpu(v: &serde_json::Value) {
     }
 }
 
+/// `sandbox serve` with a `flag` (its name and value) the library refuses answers one error
+/// line (id null, `invalid_argument`) whose message names the flag, and exits 125.
+fn serve_answers_bad_flag(area: &Area, flag: [&str; 2]) {
+    let o = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .arg("serve")
+        .args(flag)
+        .arg("--scratch")
+        .arg(&area.scratch)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(125), "{flag:?}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with(r#"{"id":null,"#), "the id first");
+    let v = run_json(&o);
+    assert_eq!((v["id"].is_null(), &v["error"]), (true, &serde_json::json!("invalid_argument")), "{v}");
+    assert!(v["message"].as_str().is_some_and(|m| m.contains(flag[0])), "{flag:?}: {v}");
+}
+
 /// `sandbox serve` with a bad `flag` (its name and value) is a usage error: exit 2, clap's
 /// message naming the flag on stderr, nothing on stdout.
 fn serve_refuses_flag(area: &Area, flag: [&str; 2]) {
@@ -1883,6 +1902,59 @@ fn serve_answers_each_request_by_id_as_it_finishes() {
     }
 }
 
+/// serve's answers begin with the request's id exactly as it was sent (no re-encoding of
+/// numbers); a repeated key is refused naming it (nothing runs); every line gets one answer,
+/// a blank one included; a bad grant request is answered in the grant's shape.
+#[test]
+fn serve_echoes_ids_first_refuses_repeated_keys_and_answers_every_line() {
+    use std::io::Write;
+    if !sandbox_runs_here("serve_echoes_ids_first_refuses_repeated_keys_and_answers_every_line") {
+        return;
+    }
+    let area = Area::new();
+    let (mut child, mut stdin, lines) = spawn_serve(&area, &[]);
+    let requests = [
+        r#"{"id": 1e2, "argv": ["/bin/echo", "hi"]}"#,
+        r#"{"id": 123456789012345678901234567890, "argv": ["/bin/true"]}"#,
+        r#"{"id": -0, "command": "touch first", "command": "touch second"}"#,
+        r#"{"id": {"k": [1, 2.50]}, "argv": ["/bin/true"], "argv": ["/usr/bin/touch", "third"]}"#,
+        "",
+        "   \t",
+        r#"{"id": "g1", "op": "grant", "class": "command.start.v1", "target": "x"}"#,
+        r#"{"id": "g2", "op": "grant", "kind": "command.execute", "class": "c", "target": "t", "frob": 1}"#,
+    ];
+    for r in requests {
+        writeln!(stdin, "{r}").unwrap();
+    }
+    drop(stdin);
+    let answers: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(answers.len(), requests.len(), "one answer per line: {answers:#?}");
+    let find = |prefix: &str| -> serde_json::Value {
+        let line = answers.iter().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}: {answers:#?}"));
+        serde_json::from_str(line).unwrap()
+    };
+    assert_eq!(find(r#"{"id":1e2,"denials":[]"#)["stdout"], "hi\n");
+    assert_eq!(find(r#"{"id":123456789012345678901234567890,"#)["exit_code"], 0);
+    for (prefix, key) in [(r#"{"id":-0,"#, "command"), (r#"{"id":{"k": [1, 2.50]},"#, "argv")] {
+        let v = find(prefix);
+        assert_eq!(v["error"], "invalid_argument", "{v}");
+        assert_eq!(v["message"], format!("invalid argument: request: {key}: duplicate key"), "{v}");
+    }
+    let blank: Vec<_> = answers.iter().filter(|l| l.starts_with(r#"{"id":null,"#)).collect();
+    assert_eq!(blank.len(), 2, "{answers:#?}");
+    assert!(blank.iter().all(|l| l.contains("blank line")), "{blank:?}");
+    for (id, names) in [("g1", "kind: required"), ("g2", "unknown key \"frob\"")] {
+        let prefix = format!(r#"{{"id":"{id}","token":null,"error":"invalid_argument","message":"#);
+        let v = find(&prefix);
+        assert_eq!(v.as_object().unwrap().len(), 4, "the grant's shape: {v}");
+        assert!(v["message"].as_str().unwrap().contains(names), "{v}");
+    }
+    for made in ["first", "second", "third"] {
+        assert!(!area.ws.join(made).exists(), "a refused request ran: {made}");
+    }
+}
+
 /// When serve's parent dies, everything serve started ends: serve exits, and its helpers kill
 /// the run in flight (issue 16). When stdin closes instead, work in flight finishes (a grace of
 /// 5 s), and what is still running then is killed and answered.
@@ -2277,6 +2349,6 @@ fn serve_takes_the_network_flags_and_answers_denials() {
     assert_eq!(seen.lock().unwrap().len(), 1, "{:?}", seen.lock().unwrap());
     // A bad flag: serve answers one error line (id null) naming it and exits 125.
     for flag in [["--resolve", "nonsense"], ["--allow-target", "udp:x:1"]] {
-        serve_refuses_flag(&area, flag);
+        serve_answers_bad_flag(&area, flag);
     }
 }
