@@ -712,14 +712,26 @@ fn load_profile(file: Option<&Path>, current: &Path) -> Result<Profile, Error> {
 /// The configuration of `--profile`, or the CLI default's for `current`.
 fn profile_config(file: Option<&Path>, current: &Path) -> Result<ProfileConfig, Error> {
     let config = match file {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Error::InvalidProfile { detail: format!("--profile {}: {e}", path.display()) })?;
-            ProfileConfig::from_json(&text)?
-        }
+        Some(path) => ProfileConfig::from_json(&read_profile(path)?)?,
         None => sandbox::proof::profile_config(current.to_path_buf()),
     };
     Ok(config)
+}
+
+/// The largest `--profile` file: far beyond any real profile (a few hundred bytes to a few
+/// KiB), and small enough that `/dev/zero` or a runaway producer cannot exhaust memory.
+const MAX_PROFILE: u64 = 1 << 20;
+
+/// The text of the `--profile` file at `path`, read with the bound [`MAX_PROFILE`].
+fn read_profile(path: &Path) -> Result<String, Error> {
+    let bad = |why: String| Error::InvalidProfile { detail: format!("--profile {}: {why}", path.display()) };
+    let file = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_PROFILE + 1).read_to_end(&mut bytes).map_err(|e| bad(e.to_string()))?;
+    if bytes.len() as u64 > MAX_PROFILE {
+        return Err(bad(format!("larger than {MAX_PROFILE} bytes (1 MiB)")));
+    }
+    String::from_utf8(bytes).map_err(|_| bad(String::from("stream did not contain valid UTF-8")))
 }
 
 #[cfg(unix)]

@@ -62,6 +62,46 @@ fn missing_profile_file_is_an_error_naming_it() {
     assert!(!dir.path().join("out").exists());
 }
 
+/// `--profile` is read with a bound of 1 MiB: `/dev/zero` or an oversized file fails at once
+/// with an error naming `--profile` (not after reading gigabytes), on every verb; a file of
+/// exactly 1 MiB is read (and judged as JSON).
+#[test]
+fn an_oversized_or_endless_profile_fails_fast_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    fs::write(&big, vec![b' '; (1 << 20) + 1]).unwrap();
+    let exact = dir.path().join("exact.json");
+    let mut json = br#"{"workspace_root": "/"}"#.to_vec();
+    json.resize(1 << 20, b' ');
+    fs::write(&exact, &json).unwrap();
+    let zero = std::path::Path::new("/dev/zero");
+    for verb in [&["run", "--json"][..], &["run"][..], &["bundle", "export", "--out", "out"][..], &["serve"][..]] {
+        for file in [zero, big.as_path()] {
+            let start = std::time::Instant::now();
+            let mut cmd = Command::new(SANDBOX);
+            cmd.current_dir(dir.path()).args(verb).arg("--profile").arg(file);
+            if verb[0] != "serve" {
+                cmd.args(["--", "/bin/true"]);
+            }
+            let o = cmd.stdin(std::process::Stdio::null()).output().unwrap();
+            assert!(start.elapsed() < std::time::Duration::from_secs(10), "{verb:?} {file:?}: slow");
+            let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            assert_eq!(o.status.code(), Some(125), "{verb:?} {file:?}: {text}");
+            let want = format!("invalid profile: --profile {}: larger than 1048576 bytes (1 MiB)", file.display());
+            assert!(text.contains(&want), "{verb:?} {file:?}: {text}");
+            assert!(!dir.path().join("out").exists());
+        }
+    }
+    let o = Command::new(SANDBOX)
+        .current_dir(dir.path())
+        .args(["bundle", "export", "--out", "out", "--profile"])
+        .arg(&exact)
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "a profile of exactly 1 MiB: {}", String::from_utf8_lossy(&o.stderr));
+}
+
 #[test]
 fn non_empty_out_dir_is_refused_and_left_alone() {
     let dir = tempfile::tempdir().unwrap();
