@@ -175,6 +175,20 @@ fn say(what: &str, text: &str) -> Result<(), Error> {
     emit(std::io::stdout().lock(), text).map_err(|e| Error::io(format!("writing {what}"), e))
 }
 
+/// A working directory that is not one (missing, a file, unreadable) is the caller's bad
+/// argument, named by `what` (`--cwd`, serve's `request: cwd`): `InvalidArgument` (CONTRACT.md
+/// §7, "a cwd that is not a directory"), checked before anything is created, the same on every
+/// verb. The library's own check (`GrantMalformed` in its order of checks) stays for library
+/// callers.
+pub(crate) fn check_cwd(what: &str, cwd: &Path) -> Result<(), Error> {
+    let detail = match std::fs::metadata(cwd) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(_) => format!("{what}: {} is not a directory", cwd.display()),
+        Err(e) => format!("{what}: {} is not a directory: {e}", cwd.display()),
+    };
+    Err(Error::InvalidArgument { detail })
+}
+
 fn current_dir() -> Result<PathBuf, Error> {
     std::env::current_dir().map_err(|e| Error::io("current directory", e))
 }
@@ -190,10 +204,12 @@ fn resolve(current: &Path, p: Option<PathBuf>) -> PathBuf {
 fn export(out: &Path, profile: Option<&Path>, cwd: Option<PathBuf>, argv: Vec<OsString>) -> Result<(), Error> {
     let current = current_dir()?;
     let profile = load_profile(profile, &current)?;
+    let cwd = resolve(&current, cwd);
+    check_cwd("--cwd", &cwd)?;
     let (uid, gid) = ids();
     let request = ExportRequest {
         argv,
-        cwd: resolve(&current, cwd),
+        cwd,
         env_snapshot: std::env::vars_os().collect(),
         real_home: std::env::var_os("HOME").map(PathBuf::from),
         uid,
@@ -417,6 +433,8 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
     let pins = args.resolve.iter().map(|p| parse_resolve(p)).collect::<Result<Vec<_>, _>>()?;
     let current = current_dir()?;
     let profile = load_profile_with_targets(args.profile.as_deref(), &current, &args.allow_target)?;
+    let cwd = resolve(&current, args.cwd.clone());
+    check_cwd("--cwd", &cwd)?;
     let scratch = match &args.scratch {
         Some(s) => resolve(&current, Some(s.clone())),
         None => default_scratch(&profile)?,
@@ -435,7 +453,7 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
     let prepared = executor.prepare_process(
         &setup,
         ProcessOptions {
-            cwd: resolve(&current, args.cwd.clone()),
+            cwd,
             argv: args.argv.clone(),
             execution_id: String::from("sandbox-cli"),
             ..ProcessOptions::default()

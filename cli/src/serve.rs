@@ -295,7 +295,9 @@ fn answer_run(
         Ok(e) => e,
         Err(e) => return error_json(&e),
     };
-    let started = executor.prepare_process(setup, options).and_then(|p| p.start(setup));
+    let started = crate::check_cwd("request: cwd", &options.cwd)
+        .and_then(|()| executor.prepare_process(setup, options))
+        .and_then(|p| p.start(setup));
     match started {
         Ok(process) => drive(&Arc::new(process), timeout, output_limit, [None, None]).json(&executor),
         Err(e) => {

@@ -102,6 +102,48 @@ fn an_oversized_or_endless_profile_fails_fast_naming_the_flag() {
     assert!(o.status.success(), "a profile of exactly 1 MiB: {}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// A `--cwd` that is missing or not a directory is an invalid argument naming `--cwd` (not a
+/// grant error: no grant is involved), the same for `run`, `run --json` and `bundle export`,
+/// and nothing is created; serve's `cwd` key likewise names `request: cwd`.
+#[test]
+fn a_bad_cwd_is_an_invalid_argument_naming_the_flag_on_every_verb() {
+    let area = Area::new();
+    fs::write(area.ws.join("file"), "x").unwrap();
+    let before = area.snapshot();
+    for cwd in ["/nonexistent", "file", "missing/dir"] {
+        for verb in [&["run"][..], &["run", "--json"][..], &["bundle", "export", "--out", "../out"][..]] {
+            let mut args: Vec<std::ffi::OsString> = verb.iter().map(|a| os(a)).collect();
+            args.extend([os("--scratch"), os("../scratch")].into_iter().filter(|_| verb[0] == "run"));
+            args.extend([os("--cwd"), os(cwd), os("--"), os("/usr/bin/touch"), os("ran")]);
+            let o = area.sandbox(&refs(&args));
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(125), "{args:?}: {err}");
+            let message = if verb.contains(&"--json") {
+                let v = run_json(&o);
+                assert_eq!(v["error"], "invalid_argument", "{args:?}: {v}");
+                v["message"].as_str().unwrap().to_owned()
+            } else {
+                err.strip_prefix("sandbox: ").unwrap().trim_end().to_owned()
+            };
+            assert!(message.starts_with("invalid argument: --cwd: ") && message.contains(cwd), "{args:?}: {message}");
+            assert!(message.contains("is not a directory"), "{args:?}: {message}");
+        }
+    }
+    assert_eq!(area.snapshot(), before, "a refused cwd ran or wrote something");
+    if !sandbox_runs_here("a_bad_cwd_is_an_invalid_argument_naming_the_flag_on_every_verb") {
+        return;
+    }
+    use std::io::Write;
+    let (mut child, mut stdin, mut lines) = spawn_serve(&area, &[]);
+    writeln!(stdin, r#"{{"id": 1, "argv": ["/usr/bin/touch", "ran"], "cwd": "/nonexistent"}}"#).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(v["error"], "invalid_argument", "{v}");
+    assert!(v["message"].as_str().unwrap().starts_with("invalid argument: request: cwd: /nonexistent "), "{v}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert!(!area.ws.join("ran").exists());
+}
+
 #[test]
 fn non_empty_out_dir_is_refused_and_left_alone() {
     let dir = tempfile::tempdir().unwrap();
