@@ -703,7 +703,8 @@ fn parse_resolve(text: &str) -> Result<(String, std::net::IpAddr), Error> {
 }
 
 /// [`load_profile`] with `--allow-target`s added: the default profile's network becomes gated;
-/// a profile file's must be gated already (else the profile's error names `network_targets`).
+/// a profile file's must be gated already (else an invalid argument naming `--allow-target`,
+/// the input at fault: the file alone is a valid profile).
 fn load_profile_with_targets(file: Option<&Path>, current: &Path, targets: &[String]) -> Result<Profile, Error> {
     if targets.is_empty() {
         return load_profile(file, current);
@@ -718,6 +719,13 @@ fn load_profile_with_targets(file: Option<&Path>, current: &Path, targets: &[Str
     }
     if file.is_none() {
         config.network = sandbox::Access::Gated;
+    } else if config.network != sandbox::Access::Gated {
+        return Err(Error::InvalidArgument {
+            detail: format!(
+                "--allow-target: needs a profile whose network is \"gated\"; the --profile file's is {:?}",
+                config.network.as_str()
+            ),
+        });
     }
     Profile::new(config)
 }

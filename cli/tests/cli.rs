@@ -2274,7 +2274,7 @@ fn a_target_not_allowed_is_refused_and_reported() {
 /// Issue 17: bad `--resolve` and `--allow-target` values are clear errors naming the flag (exit
 /// 125; 2 for a missing value), in `--json` mode the error object with that message, and nothing
 /// runs or is written. `--allow-target` with a profile file whose network is not gated names
-/// `network_targets`.
+/// `--allow-target`.
 #[test]
 fn bad_network_flags_name_the_flag_and_run_nothing() {
     let area = Area::new();
@@ -2297,7 +2297,7 @@ fn bad_network_flags_name_the_flag_and_run_nothing() {
         (&["--allow-target", "tcp:*:80"], "--allow-target", "invalid_argument", 125),
         (&["--allow-target", "tcp:x.test:0"], "--allow-target", "invalid_argument", 125),
         (&["--allow-target", "tcp:x.test"], "--allow-target", "invalid_argument", 125),
-        (&["--profile", &deny, "--allow-target", "tcp:x.test:1"], "network_targets", "invalid_profile", 125),
+        (&["--profile", &deny, "--allow-target", "tcp:x.test:1"], "--allow-target", "invalid_argument", 125),
         (&["--allow-target"], "--allow-target", "", 2),
     ];
     for (flags, names, kind, code) in cases {
@@ -2330,6 +2330,38 @@ fn bad_network_flags_name_the_flag_and_run_nothing() {
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--resolve"));
     assert_eq!(area.snapshot(), before, "a refused flag ran something or wrote something");
+}
+
+/// `--allow-target` with a `--profile` whose network is not gated (here a gated-command profile
+/// that leaves network at its default, deny) is an invalid argument naming `--allow-target`,
+/// the flag at fault, not a profile key the user never wrote; on `run` and `serve` alike.
+#[test]
+fn allow_target_with_a_non_gated_profile_names_the_flag() {
+    let area = Area::new();
+    let gated = area.dir.path().join("gated.json");
+    fs::write(&gated, format!(r#"{{"workspace_root": "{}", "command": "gated"}}"#, area.ws.display())).unwrap();
+    let before = area.snapshot();
+    let flags = [os("--profile"), gated.into_os_string(), os("--allow-target"), os("tcp:127.0.0.1:18901")];
+    let want =
+        r#"invalid argument: --allow-target: needs a profile whose network is "gated"; the --profile file's is "deny""#;
+    let mut args = vec![os("run"), os("--scratch"), os("../scratch")];
+    args.extend(flags.iter().cloned());
+    args.extend([os("--"), os("/usr/bin/touch"), os("ran")]);
+    let o = area.sandbox(&refs(&args));
+    assert_eq!(o.status.code(), Some(125));
+    assert_eq!(String::from_utf8_lossy(&o.stderr), format!("sandbox: {want}\n"));
+    let o = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .arg("serve")
+        .args(&flags)
+        .args([os("--scratch"), os("../scratch")])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    let v = run_json(&o);
+    assert_eq!((&v["error"], &v["message"]), (&serde_json::json!("invalid_argument"), &serde_json::json!(want)));
+    assert_eq!(area.snapshot(), before);
 }
 
 /// Issue 17: a profile file with `"network": "gated"` and its own `network_targets` needs only
