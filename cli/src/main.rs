@@ -2,6 +2,12 @@
 //!
 //! Exit status: the workload's code; 128 + n for signal n; 125 for a sandbox error
 //! (`sandbox: <error>` on stderr); 2 for a usage error (clap's own exit code).
+//!
+//! Our own output: when `run`'s stdout or stderr loses its reader (EPIPE, `| head -1`), the
+//! CLI stops copying, ends the tree and exits 141, as a producer in a shell pipeline dies of
+//! SIGPIPE; any other failed write of the workload's output (a full disk) ends the tree too and
+//! is a sandbox error (125), as is a failed write of a final result (`--json`'s object, `--report`,
+//! probe's JSON or text, the exported bundle's path).
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -77,18 +83,19 @@ struct RunArgs {
     /// or hybrid host: a subtree root delegated to you).
     #[arg(long, value_name = "PATH")]
     cgroup_parent: Option<PathBuf>,
-    /// Kill the process tree this many seconds after start (exit 125).
-    #[arg(long, value_name = "SECONDS")]
-    timeout: Option<f64>,
+    /// Kill the process tree this many seconds after start (exit 125): 0 (nothing is spawned)
+    /// to 1000000000 (about 31 years), fractions allowed.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout, allow_negative_numbers = true)]
+    timeout: Option<Duration>,
     /// Pass on at most N bytes of each stream; the first byte beyond kills the tree (exit 125).
     #[arg(long, value_name = "N")]
     output_limit: Option<u64>,
     /// At most this many CPUs of CPU time (0.01-1000, for example 0.5; Linux: cgroup cpu.max or
     /// cpu.cfs_quota_us). Default: no bound beyond the low CPU weight.
-    #[arg(long, value_name = "CPUS")]
+    #[arg(long, value_name = "CPUS", value_parser = parse_cpus, allow_negative_numbers = true)]
     cpus: Option<f64>,
     /// The CPU weight of the run (1-10000; a host process has 100; default 10).
-    #[arg(long, value_name = "WEIGHT")]
+    #[arg(long, value_name = "WEIGHT", value_parser = cpu_weight_parser(), allow_negative_numbers = true)]
     cpu_weight: Option<u16>,
     /// Pin NAME to ADDR for the egress proxy's resolver (repeatable, like curl's --resolve): the
     /// proxy connects there instead of asking DNS, and a pinned address counts as named by you
@@ -149,17 +156,37 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
-            eprintln!("sandbox: {e}");
+            // Never a panic (`eprintln!` panics when stderr is gone); there is no one to tell then.
+            let _ = emit(std::io::stderr(), &format!("sandbox: {e}\n"));
             ExitCode::from(125)
         }
     }
 }
 
-/// Writes `text` to stdout; a reader that went away (`| head`) is not an error of the run, and
-/// never a panic (`println!` panics on a broken pipe).
-fn say(text: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+/// Writes `text` whole to `out` and flushes it.
+fn emit(mut out: impl Write, text: &str) -> std::io::Result<()> {
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
+/// Writes `text`, a final result (`what`), to stdout: a failed write, a reader gone included, is
+/// an error (exit 125), never ignored and never a panic (`println!` panics on a broken pipe).
+fn say(what: &str, text: &str) -> Result<(), Error> {
+    emit(std::io::stdout().lock(), text).map_err(|e| Error::io(format!("writing {what}"), e))
+}
+
+/// A working directory that is not one (missing, a file, unreadable) is the caller's bad
+/// argument, named by `what` (`--cwd`, serve's `request: cwd`): `InvalidArgument` (CONTRACT.md
+/// §7, "a cwd that is not a directory"), checked before anything is created, the same on every
+/// verb. The library's own check (`GrantMalformed` in its order of checks) stays for library
+/// callers.
+pub(crate) fn check_cwd(what: &str, cwd: &Path) -> Result<(), Error> {
+    let detail = match std::fs::metadata(cwd) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(_) => format!("{what}: {} is not a directory", cwd.display()),
+        Err(e) => format!("{what}: {} is not a directory: {e}", cwd.display()),
+    };
+    Err(Error::InvalidArgument { detail })
 }
 
 fn current_dir() -> Result<PathBuf, Error> {
@@ -177,10 +204,12 @@ fn resolve(current: &Path, p: Option<PathBuf>) -> PathBuf {
 fn export(out: &Path, profile: Option<&Path>, cwd: Option<PathBuf>, argv: Vec<OsString>) -> Result<(), Error> {
     let current = current_dir()?;
     let profile = load_profile(profile, &current)?;
+    let cwd = resolve(&current, cwd);
+    check_cwd("--cwd", &cwd)?;
     let (uid, gid) = ids();
     let request = ExportRequest {
         argv,
-        cwd: resolve(&current, cwd),
+        cwd,
         env_snapshot: std::env::vars_os().collect(),
         real_home: std::env::var_os("HOME").map(PathBuf::from),
         uid,
@@ -188,8 +217,7 @@ fn export(out: &Path, profile: Option<&Path>, cwd: Option<PathBuf>, argv: Vec<Os
         ..ExportRequest::default()
     };
     export_bundle(&profile, &request, out)?;
-    say(&format!("{}\n", out.display()));
-    Ok(())
+    say(&format!("the bundle's path (the bundle at {} is written)", out.display()), &format!("{}\n", out.display()))
 }
 
 fn probe(json: bool) -> Result<i32, Error> {
@@ -197,16 +225,16 @@ fn probe(json: bool) -> Result<i32, Error> {
         Ok(p) => p,
         Err(e) if json => {
             let value = serde_json::json!({ "error": e.kind().as_str(), "message": e.to_string() });
-            say(&format!("{value}\n"));
+            say("the probe", &format!("{value}\n"))?;
             return Ok(125);
         }
         Err(e) => return Err(e),
     };
     if json {
         let text = serde_json::to_string_pretty(&probe).map_err(|e| Error::io("encoding json", e.into()))?;
-        say(&format!("{text}\n"));
+        say("the probe", &format!("{text}\n"))?;
     } else {
-        say(&probe_text(&probe));
+        say("the probe", &probe_text(&probe))?;
     }
     Ok(0)
 }
@@ -261,6 +289,9 @@ fn probe_text(p: &sandbox::HostProbe) -> String {
 struct Copy {
     captured: Vec<u8>,
     exceeded: bool,
+    /// The write to our own stream that failed (the tree was killed then, and nothing more
+    /// was copied).
+    failed: Option<std::io::Error>,
 }
 
 fn pump(
@@ -270,7 +301,7 @@ fn pump(
     process: &Arc<Process>,
     exceeded: &AtomicBool,
 ) -> Copy {
-    let mut copy = Copy { captured: Vec::new(), exceeded: false };
+    let mut copy = Copy { captured: Vec::new(), exceeded: false, failed: None };
     let mut passed: u64 = 0;
     let mut buf = [0u8; 16 * 1024];
     loop {
@@ -283,7 +314,14 @@ fn pump(
         passed += allowed as u64;
         match sink.as_mut() {
             Some(s) => {
-                let _ = s.write_all(chunk).and_then(|()| s.flush());
+                if let Err(e) = s.write_all(chunk).and_then(|()| s.flush()) {
+                    // Nobody gets the output any more (the reader is gone, or the disk is
+                    // full): the tree is ended at once, as a pipeline's producer dies of SIGPIPE
+                    // or fails, instead of drained into failing writes for ever.
+                    let _ = process.signal(&Deadline::none(), Signal::Kill);
+                    copy.failed = Some(e);
+                    break;
+                }
             }
             None => copy.captured.extend_from_slice(chunk),
         }
@@ -301,7 +339,7 @@ fn run(args: RunArgs) -> Result<i32, Error> {
     match run_inner(args) {
         Err(e) if json => {
             // Exactly one JSON object, also when nothing could run.
-            say(&format!("{}\n", error_json(&e)));
+            say("the result", &format!("{}\n", error_json(&e)))?;
             Ok(125)
         }
         other => other,
@@ -317,7 +355,40 @@ fn error_json(e: &Error) -> serde_json::Value {
     })
 }
 
-/// `--cpus` and `--cpu-weight` (run and serve), checked before anything is created.
+/// The most seconds a timeout takes (`--timeout`, serve's `timeout`): about 31 years, far
+/// beyond any run and far from `Instant`'s overflow.
+pub(crate) const MAX_TIMEOUT_SECS: f64 = 1e9;
+
+/// A timeout of `s` seconds: finite, 0 to [`MAX_TIMEOUT_SECS`].
+pub(crate) fn timeout_seconds(s: f64) -> Option<Duration> {
+    (s.is_finite() && (0.0..=MAX_TIMEOUT_SECS).contains(&s)).then(|| Duration::from_secs_f64(s))
+}
+
+/// `--timeout`'s value parser: a bad value is a usage error (exit 2) naming the flag, like an
+/// unparsable one.
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .and_then(timeout_seconds)
+        .ok_or_else(|| format!("not a number of seconds from 0 to {MAX_TIMEOUT_SECS}"))
+}
+
+/// `--cpus`'s value parser (run and serve): a number of CPUs in 0.01-1000.
+pub(crate) fn parse_cpus(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(c) if (0.01..=1000.0).contains(&c) => Ok(c),
+        _ => Err(String::from("not a number of CPUs from 0.01 to 1000")),
+    }
+}
+
+/// `--cpu-weight`'s value parser (run and serve): 1-10000.
+pub(crate) fn cpu_weight_parser() -> impl clap::builder::TypedValueParser<Value = u16> {
+    clap::value_parser!(u16).range(1..=10_000)
+}
+
+/// `--cpus` and `--cpu-weight` (run and serve), checked before anything is created (their
+/// value parsers refuse what is out of range already; this is the library-facing conversion).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CpuFlags {
     millicpus: Option<u32>,
@@ -357,17 +428,13 @@ impl CpuFlags {
 
 fn run_inner(args: RunArgs) -> Result<i32, Error> {
     // Checked before anything is created or run.
-    let timeout = match args.timeout {
-        Some(s) if (0.0..1e9).contains(&s) => Some(Duration::from_secs_f64(s)),
-        Some(s) => {
-            return Err(Error::InvalidArgument { detail: format!("--timeout: {s} is not a number of seconds") });
-        }
-        None => None,
-    };
+    let timeout = args.timeout;
     let cpu = CpuFlags::check(args.cpus, args.cpu_weight)?;
     let pins = args.resolve.iter().map(|p| parse_resolve(p)).collect::<Result<Vec<_>, _>>()?;
     let current = current_dir()?;
     let profile = load_profile_with_targets(args.profile.as_deref(), &current, &args.allow_target)?;
+    let cwd = resolve(&current, args.cwd.clone());
+    check_cwd("--cwd", &cwd)?;
     let scratch = match &args.scratch {
         Some(s) => resolve(&current, Some(s.clone())),
         None => default_scratch(&profile)?,
@@ -386,7 +453,7 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
     let prepared = executor.prepare_process(
         &setup,
         ProcessOptions {
-            cwd: resolve(&current, args.cwd.clone()),
+            cwd,
             argv: args.argv.clone(),
             execution_id: String::from("sandbox-cli"),
             ..ProcessOptions::default()
@@ -397,31 +464,45 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
         if args.json { [None, None] } else { [Some(Box::new(std::io::stdout())), Some(Box::new(std::io::stderr()))] };
     let ran = drive(&process, timeout, args.output_limit, sinks);
     let status = ran.status;
-    if !args.json {
-        // One line per refused request, after the workload's own output.
+    // A final write of ours that failed: an error once the set is closed.
+    let mut unwritten: Option<Error> = None;
+    if args.json {
+        unwritten = say("the result", &format!("{}\n", ran.json(&executor))).err();
+    } else if !ran.reader_gone[1] {
+        // One line per refused request, after the workload's own output; then the report.
+        let mut text = String::new();
         for d in &ran.denials {
-            eprintln!("sandbox: network denied: {}: {}", d.target, d.reason);
+            text.push_str(&format!("sandbox: network denied: {}: {}\n", d.target, d.reason));
+        }
+        if args.report {
+            let report = serde_json::json!({
+                "level": executor.level().to_string(),
+                "guarantees": executor.guarantees().names(),
+                "guarantee_bits": executor.guarantee_bits(),
+                "report": executor.report().entries,
+            });
+            text.push_str(&format!("{report}\n"));
+        }
+        if !text.is_empty() {
+            unwritten = emit(std::io::stderr(), &text).map_err(|e| Error::io("writing stderr", e)).err();
         }
     }
-    if args.report && !args.json {
-        let text = serde_json::json!({
-            "level": executor.level().to_string(),
-            "guarantees": executor.guarantees().names(),
-            "guarantee_bits": executor.guarantee_bits(),
-            "report": executor.report().entries,
-        });
-        eprintln!("{text}");
-    }
-    if args.json {
-        say(&format!("{}\n", ran.json(&executor)));
-    }
+    let reader_gone = ran.reader_gone.contains(&true);
     let error = ran.error;
     drop(executor);
     if let Err(e) = set.close() {
         // The workload's status stands (issue 12, class 8): a clean-up failure is reported
         // apart, and what is left is swept by a later run on this scratch root.
         tracing::warn!("clean-up: {e}");
-        eprintln!("sandbox: warning: clean-up failed (a later run sweeps it): {e}");
+        let _ = emit(std::io::stderr(), &format!("sandbox: warning: clean-up failed (a later run sweeps it): {e}\n"));
+    }
+    if let Some(e) = unwritten {
+        if args.json {
+            // Not a second try at the same stdout (`run` writes an error object otherwise).
+            let _ = emit(std::io::stderr(), &format!("sandbox: {e}\n"));
+            return Ok(125);
+        }
+        return Err(e);
     }
     if let Some(e) = error {
         if !args.json {
@@ -430,6 +511,9 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
         return Ok(125);
     }
     Ok(match status {
+        // Killed because our reader went away: the status of a producer in a shell pipeline
+        // whose reader went away (SIGPIPE, 13). A tree that ended by itself first keeps its own.
+        Some(ExitStatus::Signal(SIGKILL)) if reader_gone => 128 + SIGPIPE,
         Some(ExitStatus::Code(c)) => c & 0xff,
         Some(ExitStatus::Signal(s)) => 128 + s,
         None => 125,
@@ -443,7 +527,13 @@ struct Ran {
     copies: Vec<Copy>,
     error: Option<Error>,
     denials: Vec<sandbox::NetworkDenial>,
+    /// Whether our stdout, our stderr lost its reader (EPIPE) while the output was copied.
+    reader_gone: [bool; 2],
 }
+
+/// SIGKILL and SIGPIPE (the same numbers on Linux and macOS).
+const SIGKILL: i32 = 9;
+const SIGPIPE: i32 = 13;
 
 impl Ran {
     /// The `--json` object of a run (CONTRACT.md §18), for `executor`'s level, guarantees and report.
@@ -504,12 +594,23 @@ fn drive(
             None
         }
     };
-    let copies: Vec<Copy> = streams.into_iter().filter_map(|t| t.join().ok()).collect();
+    let mut copies: Vec<Copy> = streams.into_iter().filter_map(|t| t.join().ok()).collect();
     if error.is_none() && exceeded.load(Ordering::SeqCst) {
         error = Some(Error::OutputLimit { partial: Vec::new() });
     }
+    let mut reader_gone = [false; 2];
+    for (i, copy) in copies.iter_mut().enumerate() {
+        match copy.failed.take() {
+            Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => reader_gone[i] = true,
+            Some(e) if error.is_none() => {
+                let stream = if i == 0 { "stdout" } else { "stderr" };
+                error = Some(Error::io(format!("writing the workload's {stream}"), e));
+            }
+            _ => {}
+        }
+    }
     let (status, denials) = result.map_or((None, Vec::new()), |r| (Some(r.status), r.denials));
-    Ran { status, copies, error, denials }
+    Ran { status, copies, error, denials, reader_gone }
 }
 
 /// Whether `dir` is on a tmpfs (RAM).
@@ -602,7 +703,8 @@ fn parse_resolve(text: &str) -> Result<(String, std::net::IpAddr), Error> {
 }
 
 /// [`load_profile`] with `--allow-target`s added: the default profile's network becomes gated;
-/// a profile file's must be gated already (else the profile's error names `network_targets`).
+/// a profile file's must be gated already (else an invalid argument naming `--allow-target`,
+/// the input at fault: the file alone is a valid profile).
 fn load_profile_with_targets(file: Option<&Path>, current: &Path, targets: &[String]) -> Result<Profile, Error> {
     if targets.is_empty() {
         return load_profile(file, current);
@@ -617,6 +719,13 @@ fn load_profile_with_targets(file: Option<&Path>, current: &Path, targets: &[Str
     }
     if file.is_none() {
         config.network = sandbox::Access::Gated;
+    } else if config.network != sandbox::Access::Gated {
+        return Err(Error::InvalidArgument {
+            detail: format!(
+                "--allow-target: needs a profile whose network is \"gated\"; the --profile file's is {:?}",
+                config.network.as_str()
+            ),
+        });
     }
     Profile::new(config)
 }
@@ -629,14 +738,26 @@ fn load_profile(file: Option<&Path>, current: &Path) -> Result<Profile, Error> {
 /// The configuration of `--profile`, or the CLI default's for `current`.
 fn profile_config(file: Option<&Path>, current: &Path) -> Result<ProfileConfig, Error> {
     let config = match file {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Error::InvalidProfile { detail: format!("--profile {}: {e}", path.display()) })?;
-            ProfileConfig::from_json(&text)?
-        }
+        Some(path) => ProfileConfig::from_json(&read_profile(path)?)?,
         None => sandbox::proof::profile_config(current.to_path_buf()),
     };
     Ok(config)
+}
+
+/// The largest `--profile` file: far beyond any real profile (a few hundred bytes to a few
+/// KiB), and small enough that `/dev/zero` or a runaway producer cannot exhaust memory.
+const MAX_PROFILE: u64 = 1 << 20;
+
+/// The text of the `--profile` file at `path`, read with the bound [`MAX_PROFILE`].
+fn read_profile(path: &Path) -> Result<String, Error> {
+    let bad = |why: String| Error::InvalidProfile { detail: format!("--profile {}: {why}", path.display()) };
+    let file = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_PROFILE + 1).read_to_end(&mut bytes).map_err(|e| bad(e.to_string()))?;
+    if bytes.len() as u64 > MAX_PROFILE {
+        return Err(bad(format!("larger than {MAX_PROFILE} bytes (1 MiB)")));
+    }
+    String::from_utf8(bytes).map_err(|_| bad(String::from("stream did not contain valid UTF-8")))
 }
 
 #[cfg(unix)]

@@ -14,8 +14,11 @@
 //!   the executor (`Executor::issue_grant`); the answer is `{"id", "token", "error", "message"}`.
 //!
 //! Requests run concurrently (at most 64 in flight; reading waits beyond that) and are answered
-//! as they finish, one line each. A bad line is answered with `error` and a `message` naming the
-//! key. When stdin closes, the requests in flight get 5 seconds to finish, then the set is closed
+//! as they finish, one line each. Each answer's first key is `id`, the request's id exactly as
+//! received (its JSON text), or `null` when there is none (or it is repeated). Every line gets one
+//! answer: a bad line (blank, not JSON, a repeated key, an unknown key, a wrong type) is
+//! answered with `error` and a `message` naming the key, in the grant shape when the line asks
+//! for `"op": "grant"`. When stdin closes, the requests in flight get 5 seconds to finish, then the set is closed
 //! (what still runs is killed and answered `executor_closed`) and serve exits 0. When the parent
 //! dies, serve exits at once and its helpers kill every run (they watch the embedder).
 
@@ -26,6 +29,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use sandbox::{Deadline, Error, ExecutorSet, ExecutorSetOptions, GrantRequest, ProcessOptions};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::{current_dir, default_scratch, drive, error_json, load_profile_with_targets, parse_resolve, resolve};
@@ -50,7 +54,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     cgroup_parent: Option<PathBuf>,
     /// The most executor keys (1-1024).
-    #[arg(long, value_name = "N", default_value_t = 16)]
+    #[arg(long, value_name = "N", default_value_t = 16,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
     max_executors: usize,
     /// Pin NAME to ADDR for the egress proxy's resolver (repeatable; as for `run`).
     #[arg(long, value_name = "NAME:ADDR")]
@@ -59,10 +64,10 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "TARGET")]
     allow_target: Vec<String>,
     /// At most this many CPUs of CPU time for each run (0.01-1000; as for `run`).
-    #[arg(long, value_name = "CPUS")]
+    #[arg(long, value_name = "CPUS", value_parser = crate::parse_cpus, allow_negative_numbers = true)]
     cpus: Option<f64>,
     /// The CPU weight of each run (1-10000; a host process has 100; default 10; as for `run`).
-    #[arg(long, value_name = "WEIGHT")]
+    #[arg(long, value_name = "WEIGHT", value_parser = crate::cpu_weight_parser(), allow_negative_numbers = true)]
     cpu_weight: Option<u16>,
 }
 
@@ -77,16 +82,78 @@ const RUN_KEYS: &[&str] =
 const GRANT_KEYS: &[&str] =
     &["id", "op", "executor", "execution_id", "command", "cwd", "kind", "scope", "class", "target", "expiry_unix_ms"];
 
-/// Parses one line: the request's id (null when there is none to echo) and the request or the
-/// message naming what is wrong.
-fn parse(line: &str, current: &Path) -> (Value, Result<Op, String>) {
-    let map = match serde_json::from_str::<Value>(line) {
-        Ok(Value::Object(m)) => m,
-        Ok(_) => return (Value::Null, Err(String::from("request: not a JSON object"))),
-        Err(e) => return (Value::Null, Err(format!("request: not JSON: {e}"))),
+/// A request line's top-level keys in order, each with its value's text as received, and the
+/// first repeated key, if any. A repeated key is refused, as in profiles (`ProfileConfig`'s
+/// strict decoding): a gate or log reading the first of two `command`s would see another
+/// request than the one that runs.
+struct Fields {
+    fields: Vec<(String, Box<RawValue>)>,
+    repeated: Option<String>,
+}
+
+impl<'de> serde::Deserialize<'de> for Fields {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Fields, D::Error> {
+        d.deserialize_map(FieldsVisitor)
+    }
+}
+
+struct FieldsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for FieldsVisitor {
+    type Value = Fields;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
+        let mut fields: Vec<(String, Box<RawValue>)> = Vec::new();
+        let mut repeated = None;
+        while let Some(key) = map.next_key::<String>()? {
+            let value: Box<RawValue> = map.next_value()?;
+            if fields.iter().any(|(k, _)| *k == key) {
+                repeated.get_or_insert(key);
+            } else {
+                fields.push((key, value));
+            }
+        }
+        Ok(Fields { fields, repeated })
+    }
+}
+
+/// One parsed line: the id to echo (its JSON text as received; `null` when there is none or it
+/// is repeated), whether the line asks for a grant (its errors are answered in the grant's
+/// shape), and the request or the message naming what is wrong.
+struct Parsed {
+    id: String,
+    grant: bool,
+    op: Result<Op, String>,
+}
+
+fn parse(line: &str, current: &Path) -> Parsed {
+    let bad = |message: String| Parsed { id: String::from("null"), grant: false, op: Err(message) };
+    if line.trim().is_empty() {
+        return bad(String::from("request: a blank line (one JSON object per line)"));
+    }
+    let Fields { fields, repeated } = match serde_json::from_str::<Fields>(line) {
+        Ok(f) => f,
+        Err(e) if e.classify() == serde_json::error::Category::Data => {
+            return bad(String::from("request: not a JSON object"));
+        }
+        Err(e) => return bad(format!("request: not JSON: {e}")),
     };
-    let id = map.get("id").cloned().unwrap_or(Value::Null);
-    (id, parse_map(&map, current))
+    let raw = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.get());
+    let id = match (raw("id"), repeated.as_deref()) {
+        (Some(id), r) if r != Some("id") => id.to_owned(),
+        _ => String::from("null"),
+    };
+    let grant = repeated.as_deref() != Some("op") && raw("op").is_some_and(|op| op.trim() == r#""grant""#);
+    if let Some(key) = repeated {
+        return Parsed { id, grant, op: Err(format!("request: {key}: duplicate key")) };
+    }
+    let map: Map<String, Value> =
+        fields.iter().map(|(k, v)| (k.clone(), serde_json::from_str(v.get()).unwrap_or(Value::Null))).collect();
+    Parsed { id, grant, op: parse_map(&map, current) }
 }
 
 fn parse_map(map: &Map<String, Value>, current: &Path) -> Result<Op, String> {
@@ -149,9 +216,12 @@ fn parse_map(map: &Map<String, Value>, current: &Path) -> Result<Op, String> {
     };
     let timeout = match map.get("timeout") {
         None | Some(Value::Null) => None,
-        Some(v) => match v.as_f64() {
-            Some(s) if (0.0..1e9).contains(&s) => Some(Duration::from_secs_f64(s)),
-            _ => return Err(format!("request: timeout: {v} is not a number of seconds")),
+        Some(v) => match v.as_f64().and_then(crate::timeout_seconds) {
+            Some(d) => Some(d),
+            None => {
+                let max = crate::MAX_TIMEOUT_SECS;
+                return Err(format!("request: timeout: {v} is not a number of seconds from 0 to {max}"));
+            }
         },
     };
     let output_limit = match map.get("output_limit") {
@@ -175,48 +245,94 @@ fn parse_map(map: &Map<String, Value>, current: &Path) -> Result<Op, String> {
     })
 }
 
+/// An answer's keys after `id`, in order.
+type Answer = Vec<(String, Value)>;
+
+/// A run's answer: `sandbox run --json`'s object, its keys in that object's order.
+fn run_answer(value: Value) -> Answer {
+    match value {
+        Value::Object(m) => m.into_iter().filter(|(k, _)| k != "id").collect(),
+        other => vec![(String::from("value"), other)],
+    }
+}
+
+/// A grant's answer: `token`, `error`, `message`.
+fn grant_answer(issued: Result<String, &Error>) -> Answer {
+    let (token, error, message) = match issued {
+        Ok(token) => (Value::from(token), Value::Null, Value::Null),
+        Err(e) => (Value::Null, Value::from(e.kind().as_str()), Value::from(e.to_string())),
+    };
+    vec![(String::from("token"), token), (String::from("error"), error), (String::from("message"), message)]
+}
+
 /// Answers one request (on its own thread).
-fn answer(set: &ExecutorSet, op: Op) -> Value {
+fn answer(set: &ExecutorSet, op: Op) -> Answer {
     let setup = Deadline::after(Duration::from_secs(60));
     match op {
         Op::Grant { executor, request } => {
             let issued = set.executor(&executor).and_then(|e| e.issue_grant(&setup, &request));
             match issued {
-                Ok(token) => serde_json::json!({"token": token, "error": null, "message": null}),
-                Err(e) => serde_json::json!({"token": null, "error": e.kind().as_str(), "message": e.to_string()}),
+                Ok(token) => grant_answer(Ok(token)),
+                Err(e) => grant_answer(Err(&e)),
             }
         }
         Op::Run { executor, options, timeout, output_limit } => {
-            let executor = match set.executor(&executor) {
-                Ok(e) => e,
-                Err(e) => return error_json(&e),
-            };
-            let started = executor.prepare_process(&setup, options).and_then(|p| p.start(&setup));
-            match started {
-                Ok(process) => drive(&Arc::new(process), timeout, output_limit, [None, None]).json(&executor),
-                Err(e) => {
-                    let mut value = error_json(&e);
-                    value["level"] = Value::from(executor.level().to_string());
-                    value["guarantees"] = serde_json::json!(executor.guarantees().names());
-                    value["guarantee_bits"] = Value::from(executor.guarantee_bits());
-                    value["report"] = serde_json::json!(executor.report().entries);
-                    value
-                }
-            }
+            run_answer(answer_run(set, &setup, &executor, options, timeout, output_limit))
         }
     }
 }
 
-/// Writes one answer line (the id first).
-fn send(out: &Mutex<std::io::Stdout>, id: Value, mut value: Value) {
-    if let Value::Object(m) = &mut value {
-        let mut with_id = Map::new();
-        with_id.insert(String::from("id"), id);
-        with_id.append(m);
-        value = Value::Object(with_id);
+/// A run's `sandbox run --json` object.
+fn answer_run(
+    set: &ExecutorSet,
+    setup: &Deadline,
+    executor: &str,
+    options: ProcessOptions,
+    timeout: Option<Duration>,
+    output_limit: Option<u64>,
+) -> Value {
+    let executor = match set.executor(executor) {
+        Ok(e) => e,
+        Err(e) => return error_json(&e),
+    };
+    let started = crate::check_cwd("request: cwd", &options.cwd)
+        .and_then(|()| executor.prepare_process(setup, options))
+        .and_then(|p| p.start(setup));
+    match started {
+        Ok(process) => drive(&Arc::new(process), timeout, output_limit, [None, None]).json(&executor),
+        Err(e) => {
+            let mut value = error_json(&e);
+            value["level"] = Value::from(executor.level().to_string());
+            value["guarantees"] = serde_json::json!(executor.guarantees().names());
+            value["guarantee_bits"] = Value::from(executor.guarantee_bits());
+            value["report"] = serde_json::json!(executor.report().entries);
+            value
+        }
     }
+}
+
+/// One answer line: `{"id": <id as received>, <answer's keys in order>}`.
+fn answer_line(id: &str, answer: Answer) -> String {
+    let mut line = format!("{{\"id\":{id}");
+    for (key, value) in answer {
+        line.push_str(&format!(",{}:{value}", Value::String(key)));
+    }
+    line.push('}');
+    line
+}
+
+/// Writes one answer line (the id first, as received).
+fn send(out: &Mutex<std::io::Stdout>, id: &str, answer: Answer) {
+    let line = answer_line(id, answer);
     let mut out = out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let _ = writeln!(out, "{value}").and_then(|()| out.flush());
+    if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+        // Answers are serve's only output: when they cannot be written (the harness is gone,
+        // or a full disk) nothing more can be answered. Ended as on the parent's death: the
+        // helpers see serve gone and kill every run.
+        let _ = crate::emit(std::io::stderr(), &format!("sandbox: serve: writing an answer: {e}; exiting\n"));
+        #[expect(clippy::exit, reason = "no answer can reach the harness any more")]
+        std::process::exit(125);
+    }
 }
 
 /// Exits at once when the parent goes (reparented): the helpers see the embedder gone and kill
@@ -245,7 +361,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<i32, Error> {
     let set = match open(&args) {
         Ok(s) => Arc::new(s),
         Err(e) => {
-            send(&out, Value::Null, error_json(&e));
+            send(&out, "null", run_answer(error_json(&e)));
             return Ok(125);
         }
     };
@@ -262,7 +378,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<i32, Error> {
         }
         if bytes.len() as u64 > MAX_LINE && bytes.last() != Some(&b'\n') {
             let detail = format!("request: longer than {MAX_LINE} bytes");
-            send(&out, Value::Null, error_json(&Error::InvalidArgument { detail }));
+            send(&out, "null", run_answer(error_json(&Error::InvalidArgument { detail })));
             // The rest of the line goes unread into a small buffer, a piece at a time.
             loop {
                 bytes.clear();
@@ -276,17 +392,16 @@ pub(crate) fn serve(args: ServeArgs) -> Result<i32, Error> {
         }
         // A line that is not UTF-8 is answered like any bad line; it does not end the session.
         let Ok(line) = std::str::from_utf8(&bytes) else {
-            send(&out, Value::Null, error_json(&Error::InvalidArgument { detail: String::from("request: not UTF-8") }));
+            let e = Error::InvalidArgument { detail: String::from("request: not UTF-8") };
+            send(&out, "null", run_answer(error_json(&e)));
             continue;
         };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let (id, parsed) = parse(line, &current);
-        let op = match parsed {
+        let Parsed { id, grant, op } = parse(line, &current);
+        let op = match op {
             Ok(op) => op,
             Err(message) => {
-                send(&out, id, error_json(&Error::InvalidArgument { detail: message }));
+                let e = Error::InvalidArgument { detail: message };
+                send(&out, &id, if grant { grant_answer(Err(&e)) } else { run_answer(error_json(&e)) });
                 continue;
             }
         };
@@ -301,7 +416,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<i32, Error> {
         let (set, out, in_flight) = (Arc::clone(&set), Arc::clone(&out), Arc::clone(&in_flight));
         threads.push(std::thread::spawn(move || {
             let value = answer(&set, op);
-            send(&out, id, value);
+            send(&out, &id, value);
             let (count, cv) = &*in_flight;
             *count.lock().unwrap_or_else(std::sync::PoisonError::into_inner) -= 1;
             cv.notify_all();
@@ -358,7 +473,7 @@ mod tests {
     use super::*;
 
     fn err(line: &str) -> String {
-        match parse(line, Path::new("/w")).1 {
+        match parse(line, Path::new("/w")).op {
             Err(m) => m,
             Ok(_) => String::from("parsed"),
         }
@@ -383,8 +498,9 @@ mod tests {
 
     #[test]
     fn good_requests_parse_with_their_defaults() {
-        let (id, op) = parse(r#"{"id":{"n":7},"argv":["/bin/echo","hi"],"cwd":"sub","timeout":1.5}"#, Path::new("/w"));
-        assert_eq!(id, serde_json::json!({"n": 7}));
+        let Parsed { id, grant, op } =
+            parse(r#"{"id":{"n": 7},"argv":["/bin/echo","hi"],"cwd":"sub","timeout":1.5}"#, Path::new("/w"));
+        assert_eq!((id.as_str(), grant), (r#"{"n": 7}"#, false));
         match op {
             Ok(Op::Run { executor, options, timeout, output_limit }) => {
                 assert_eq!(executor, "default");
@@ -395,11 +511,39 @@ mod tests {
             }
             _ => panic!("not a run"),
         }
-        let (id, op) = parse(
+        let Parsed { id, grant, op } = parse(
             r#"{"op":"grant","kind":"command.execute","class":"command.start.v1","target":"x"}"#,
             Path::new("/w"),
         );
-        assert_eq!(id, Value::Null);
+        assert_eq!((id.as_str(), grant), ("null", true));
         assert!(matches!(op, Ok(Op::Grant { .. })));
+    }
+
+    /// Ids come back as their JSON text as received (no re-encoding of numbers), first in the
+    /// answer; a repeated key is refused naming it (a repeated id is not echoed); a blank line
+    /// is answered; a bad grant request is answered in the grant's shape.
+    #[test]
+    fn ids_are_echoed_as_received_and_repeated_keys_refused() {
+        for id in ["1e2", "-0", "123456789012345678901234567890", r#""a\u0041""#, r#"{"b": [1, 2.50]}"#, "null"] {
+            let p = parse(&format!(r#"{{"argv": ["x"], "id":  {id} }}"#), Path::new("/w"));
+            assert_eq!(p.id, id);
+            let line = answer_line(&p.id, grant_answer(Ok(String::from("t"))));
+            assert_eq!(line, format!(r#"{{"id":{id},"token":"t","error":null,"message":null}}"#));
+            assert!(serde_json::from_str::<Value>(&line).is_ok(), "{line}");
+        }
+        let p = parse(r#"{"id":1,"command":"echo first","command":"echo second"}"#, Path::new("/w"));
+        assert_eq!((p.id.as_str(), p.op.err().as_deref()), ("1", Some("request: command: duplicate key")));
+        let p = parse(r#"{"id":13,"argv":["x"],"id":14}"#, Path::new("/w"));
+        assert_eq!((p.id.as_str(), p.op.err().as_deref()), ("null", Some("request: id: duplicate key")));
+        for blank in ["", " \t ", "\r"] {
+            assert!(err(blank).contains("blank line"), "{blank:?}");
+        }
+        let p = parse(r#"{"id":5,"op":"grant","class":"c","target":"t"}"#, Path::new("/w"));
+        assert!(p.grant && p.op.is_err());
+        let p = parse(r#"{"id":5,"op":"grant","op":"grant"}"#, Path::new("/w"));
+        assert!(!p.grant && p.op.is_err());
+        let e = Error::InvalidArgument { detail: String::from("x") };
+        let line = answer_line("7", run_answer(error_json(&e)));
+        assert!(line.starts_with(r#"{"id":7,"denials":[],"error":"invalid_argument","#), "{line}");
     }
 }

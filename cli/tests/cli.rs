@@ -62,6 +62,88 @@ fn missing_profile_file_is_an_error_naming_it() {
     assert!(!dir.path().join("out").exists());
 }
 
+/// `--profile` is read with a bound of 1 MiB: `/dev/zero` or an oversized file fails at once
+/// with an error naming `--profile` (not after reading gigabytes), on every verb; a file of
+/// exactly 1 MiB is read (and judged as JSON).
+#[test]
+fn an_oversized_or_endless_profile_fails_fast_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    fs::write(&big, vec![b' '; (1 << 20) + 1]).unwrap();
+    let exact = dir.path().join("exact.json");
+    let mut json = br#"{"workspace_root": "/"}"#.to_vec();
+    json.resize(1 << 20, b' ');
+    fs::write(&exact, &json).unwrap();
+    let zero = std::path::Path::new("/dev/zero");
+    for verb in [&["run", "--json"][..], &["run"][..], &["bundle", "export", "--out", "out"][..], &["serve"][..]] {
+        for file in [zero, big.as_path()] {
+            let start = std::time::Instant::now();
+            let mut cmd = Command::new(SANDBOX);
+            cmd.current_dir(dir.path()).args(verb).arg("--profile").arg(file);
+            if verb[0] != "serve" {
+                cmd.args(["--", "/bin/true"]);
+            }
+            let o = cmd.stdin(std::process::Stdio::null()).output().unwrap();
+            assert!(start.elapsed() < std::time::Duration::from_secs(10), "{verb:?} {file:?}: slow");
+            let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            assert_eq!(o.status.code(), Some(125), "{verb:?} {file:?}: {text}");
+            let want = format!("invalid profile: --profile {}: larger than 1048576 bytes (1 MiB)", file.display());
+            assert!(text.contains(&want), "{verb:?} {file:?}: {text}");
+            assert!(!dir.path().join("out").exists());
+        }
+    }
+    let o = Command::new(SANDBOX)
+        .current_dir(dir.path())
+        .args(["bundle", "export", "--out", "out", "--profile"])
+        .arg(&exact)
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "a profile of exactly 1 MiB: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A `--cwd` that is missing or not a directory is an invalid argument naming `--cwd` (not a
+/// grant error: no grant is involved), the same for `run`, `run --json` and `bundle export`,
+/// and nothing is created; serve's `cwd` key likewise names `request: cwd`.
+#[test]
+fn a_bad_cwd_is_an_invalid_argument_naming_the_flag_on_every_verb() {
+    let area = Area::new();
+    fs::write(area.ws.join("file"), "x").unwrap();
+    let before = area.snapshot();
+    for cwd in ["/nonexistent", "file", "missing/dir"] {
+        for verb in [&["run"][..], &["run", "--json"][..], &["bundle", "export", "--out", "../out"][..]] {
+            let mut args: Vec<std::ffi::OsString> = verb.iter().map(|a| os(a)).collect();
+            args.extend([os("--scratch"), os("../scratch")].into_iter().filter(|_| verb[0] == "run"));
+            args.extend([os("--cwd"), os(cwd), os("--"), os("/usr/bin/touch"), os("ran")]);
+            let o = area.sandbox(&refs(&args));
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(125), "{args:?}: {err}");
+            let message = if verb.contains(&"--json") {
+                let v = run_json(&o);
+                assert_eq!(v["error"], "invalid_argument", "{args:?}: {v}");
+                v["message"].as_str().unwrap().to_owned()
+            } else {
+                err.strip_prefix("sandbox: ").unwrap().trim_end().to_owned()
+            };
+            assert!(message.starts_with("invalid argument: --cwd: ") && message.contains(cwd), "{args:?}: {message}");
+            assert!(message.contains("is not a directory"), "{args:?}: {message}");
+        }
+    }
+    assert_eq!(area.snapshot(), before, "a refused cwd ran or wrote something");
+    if !sandbox_runs_here("a_bad_cwd_is_an_invalid_argument_naming_the_flag_on_every_verb") {
+        return;
+    }
+    use std::io::Write;
+    let (mut child, mut stdin, mut lines) = spawn_serve(&area, &[]);
+    writeln!(stdin, r#"{{"id": 1, "argv": ["/usr/bin/touch", "ran"], "cwd": "/nonexistent"}}"#).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(v["error"], "invalid_argument", "{v}");
+    assert!(v["message"].as_str().unwrap().starts_with("invalid argument: request: cwd: /nonexistent "), "{v}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert!(!area.ws.join("ran").exists());
+}
+
 #[test]
 fn non_empty_out_dir_is_refused_and_left_alone() {
     let dir = tempfile::tempdir().unwrap();
@@ -454,10 +536,10 @@ fn huge_and_non_finite_numbers_name_their_flag_and_write_nothing() {
     let area = Area::new();
     let before = area.snapshot();
     for (value, flag, code) in [
-        ("NaN", "--timeout", 125),
-        ("inf", "--timeout", 125),
-        ("1e400", "--timeout", 125),
-        ("1e300", "--timeout", 125),
+        ("NaN", "--timeout", 2),
+        ("inf", "--timeout", 2),
+        ("1e400", "--timeout", 2),
+        ("1e300", "--timeout", 2),
         ("", "--timeout", 2),
         ("99999999999999999999999", "--output-limit", 2),
         ("18446744073709551616", "--output-limit", 2),
@@ -483,6 +565,64 @@ fn huge_and_non_finite_numbers_name_their_flag_and_write_nothing() {
         }
     }
     assert_eq!(area.snapshot(), before, "a refused number wrote something");
+}
+
+/// Out-of-range values of numeric flags are usage errors exactly like unparsable ones (exit 2,
+/// clap's `invalid value '…' for '--flag …'`, nothing on stdout, even with `--json`), and
+/// `--help` states `--timeout`'s bounds.
+#[test]
+fn out_of_range_flag_values_are_usage_errors_naming_the_flag() {
+    let area = Area::new();
+    let before = area.snapshot();
+    let cases: &[&[&str]] = &[
+        &["run", "--timeout", "nan"],
+        &["run", "--timeout", "inf"],
+        &["run", "--timeout", "1e9"],
+        &["run", "--timeout", "1000000001"],
+        &["run", "--timeout=-1"],
+        &["run", "--timeout", "-1"],
+        &["run", "--timeout", "-0.5"],
+        &["run", "--cpus", "0"],
+        &["run", "--cpus", "1001"],
+        &["run", "--cpu-weight", "0"],
+        &["run", "--cpu-weight", "10001"],
+        &["serve", "--max-executors", "0"],
+        &["serve", "--max-executors", "1025"],
+        &["serve", "--cpus=-1"],
+    ];
+    for case in cases {
+        let flag = case[1].split('=').next().unwrap();
+        for json in [false, true] {
+            let mut args: Vec<std::ffi::OsString> = case.iter().map(|a| os(a)).collect();
+            if json && case[0] == "run" {
+                args.push(os("--json"));
+            }
+            args.extend([os("--scratch"), os("../scratch")]);
+            if case[0] == "run" {
+                args.extend([os("--"), os("/usr/bin/touch"), os("ran")]);
+            }
+            let o = Command::new(SANDBOX)
+                .current_dir(&area.ws)
+                .args(&args)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            if case == &["run", "--timeout", "1e9"] {
+                // The bound itself is a value; only the spawn may fail here (no sandbox), never usage.
+                assert_ne!(o.status.code(), Some(2), "{args:?}: {err}");
+                continue;
+            }
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains("invalid value '") && err.contains(&format!("for '{flag} <")), "{args:?}: {err}");
+            assert!(o.stdout.is_empty(), "{args:?}: {}", String::from_utf8_lossy(&o.stdout));
+        }
+    }
+    fs::remove_file(area.ws.join("ran")).ok();
+    assert_eq!(area.snapshot(), before, "a refused value ran or wrote something");
+    let o = Command::new(SANDBOX).args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(help.contains("to 1000000000 (about 31 years)"), "{help}");
 }
 
 /// `argv` cannot carry a NUL byte (execve takes C strings), so NUL comes only through text the
@@ -730,15 +870,15 @@ fn cpu_flags_are_checked_and_reported() {
     let area = Area::new();
     let before = area.snapshot();
     for (flag, value, code) in [
-        ("--cpus", "0", 125),
-        ("--cpus", "0.001", 125),
-        ("--cpus", "-1", 125),
-        ("--cpus", "NaN", 125),
-        ("--cpus", "inf", 125),
-        ("--cpus", "1001", 125),
+        ("--cpus", "0", 2),
+        ("--cpus", "0.001", 2),
+        ("--cpus", "-1", 2),
+        ("--cpus", "NaN", 2),
+        ("--cpus", "inf", 2),
+        ("--cpus", "1001", 2),
         ("--cpus", "", 2),
-        ("--cpu-weight", "0", 125),
-        ("--cpu-weight", "10001", 125),
+        ("--cpu-weight", "0", 2),
+        ("--cpu-weight", "10001", 2),
         ("--cpu-weight", "70000", 2),
         ("--cpu-weight", "-5", 2),
     ] {
@@ -784,9 +924,9 @@ fn report_states_cpu_weight_20_and_half_a_cpu(v: &serde_json::Value) {
     }
 }
 
-/// `sandbox serve` with a bad `flag` (its name and value) answers one error line (id null,
-/// `invalid_argument`) whose message names the flag, and exits 125.
-fn serve_refuses_flag(area: &Area, flag: [&str; 2]) {
+/// `sandbox serve` with a `flag` (its name and value) the library refuses answers one error
+/// line (id null, `invalid_argument`) whose message names the flag, and exits 125.
+fn serve_answers_bad_flag(area: &Area, flag: [&str; 2]) {
     let o = Command::new(SANDBOX)
         .current_dir(&area.ws)
         .arg("serve")
@@ -797,20 +937,39 @@ fn serve_refuses_flag(area: &Area, flag: [&str; 2]) {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(125), "{flag:?}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with(r#"{"id":null,"#), "the id first");
     let v = run_json(&o);
     assert_eq!((v["id"].is_null(), &v["error"]), (true, &serde_json::json!("invalid_argument")), "{v}");
     assert!(v["message"].as_str().is_some_and(|m| m.contains(flag[0])), "{flag:?}: {v}");
 }
 
-/// `sandbox serve` takes `--cpus` and `--cpu-weight` as `run` does: a bad value is one error
-/// line (id null) naming its flag, exit 125, nothing written; good ones reach every run (the
-/// answer's report states them) and the run works.
+/// `sandbox serve` with a bad `flag` (its name and value) is a usage error: exit 2, clap's
+/// message naming the flag on stderr, nothing on stdout.
+fn serve_refuses_flag(area: &Area, flag: [&str; 2]) {
+    let o = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .arg("serve")
+        .args(flag)
+        .arg("--scratch")
+        .arg(&area.scratch)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{flag:?}: {err}");
+    assert!(err.contains(&format!("invalid value '{}' for '{}", flag[1], flag[0])), "{flag:?}: {err}");
+    assert!(o.stdout.is_empty(), "{flag:?}");
+}
+
+/// `sandbox serve` takes `--cpus` and `--cpu-weight` as `run` does: a bad value is a usage
+/// error naming its flag, exit 2, nothing written; good ones reach every run (the answer's
+/// report states them) and the run works.
 #[test]
 fn serve_takes_the_cpu_flags() {
     use std::io::Write;
     let area = Area::new();
     let before = area.snapshot();
-    for flag in [["--cpu-weight", "0"], ["--cpus", "0.001"], ["--cpus", "NaN"]] {
+    for flag in [["--cpu-weight", "0"], ["--cpus", "0.001"], ["--cpus", "NaN"], ["--max-executors", "0"]] {
         serve_refuses_flag(&area, flag);
     }
     assert_eq!(area.snapshot(), before, "a refused value wrote something");
@@ -1597,6 +1756,117 @@ fn json_errors_carry_their_message() {
     assert!(message.starts_with("invalid profile: frob: unknown key"), "{v}");
 }
 
+/// stdout for a child: `/dev/full`, where every write fails with ENOSPC.
+fn dev_full() -> std::process::Stdio {
+    std::process::Stdio::from(fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+}
+
+/// A final result that cannot be written (stdout on `/dev/full`) is a sandbox error: exit 125
+/// and `sandbox: writing …` on stderr, never a silent 0 (probe, bundle export, `run --json`'s
+/// error object).
+#[test]
+fn results_that_cannot_be_written_exit_125_with_a_message() {
+    let area = Area::new();
+    let bad = area.dir.path().join("bad.json");
+    fs::write(&bad, r#"{"workspace_root": "/", "frob": 1}"#).unwrap();
+    let out = area.dir.path().join("bundle");
+    let cases: [(Vec<std::ffi::OsString>, &str); 4] = [
+        (vec![os("probe")], "sandbox: writing the probe: "),
+        (vec![os("probe"), os("--text")], "sandbox: writing the probe: "),
+        (
+            vec![os("bundle"), os("export"), os("--out"), out.clone().into_os_string(), os("--"), os("/bin/true")],
+            "sandbox: writing the bundle's path",
+        ),
+        (
+            vec![os("run"), os("--json"), os("--profile"), bad.into_os_string(), os("--"), os("/bin/true")],
+            "sandbox: writing the result: ",
+        ),
+    ];
+    for (args, message) in cases {
+        let o = Command::new(SANDBOX).current_dir(&area.ws).args(&args).stdout(dev_full()).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(125), "{args:?}: {err}");
+        assert!(err.starts_with(message) && err.contains("No space left on device"), "{args:?}: {err}");
+    }
+}
+
+/// When the reader of `sandbox run`'s stdout or stderr goes away (`| head -1`), the run ends
+/// at once with 141, as a pipeline's producer dies of SIGPIPE, instead of draining the workload
+/// into failing writes for ever; a workload's output lost to a full disk, a `--json` object or
+/// a serve answer that cannot be written, are errors (125, a message on stderr).
+#[test]
+fn a_reader_gone_or_a_full_disk_ends_the_run() {
+    use std::io::Read;
+    if !sandbox_runs_here("a_reader_gone_or_a_full_disk_ends_the_run") {
+        return;
+    }
+    let area = Area::new();
+    let scratch = area.scratch.clone().into_os_string();
+    for (script, on_stderr) in [("exec yes", false), ("exec yes >&2", true)] {
+        let mut cmd = Command::new(SANDBOX);
+        cmd.current_dir(&area.ws).args([os("run"), os("--scratch"), scratch.clone(), os("--")]);
+        cmd.args(["/bin/sh", "-c", script]);
+        let piped = || std::process::Stdio::piped();
+        let mut child = if on_stderr {
+            cmd.stdout(std::process::Stdio::null()).stderr(piped()).spawn().unwrap()
+        } else {
+            cmd.stdout(piped()).stderr(piped()).spawn().unwrap()
+        };
+        let mut reader: Box<dyn Read> =
+            if on_stderr { Box::new(child.stderr.take().unwrap()) } else { Box::new(child.stdout.take().unwrap()) };
+        let mut line = [0u8; 2];
+        reader.read_exact(&mut line).unwrap();
+        assert_eq!(&line, b"y\n");
+        drop(reader);
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(start.elapsed() < std::time::Duration::from_secs(20), "{script}: the run goes on");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(141), "{script}");
+    }
+    // The workload's output lost to a full disk: the tree ends, 125, a message.
+    let o = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args([os("run"), os("--scratch"), scratch.clone(), os("--"), os("/bin/echo"), os("hi")])
+        .stdout(dev_full())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(err.starts_with("sandbox: writing the workload's stdout: No space left on device"), "{err}");
+    // The one `--json` object cannot be written.
+    let o = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args([os("run"), os("--json"), os("--scratch"), scratch.clone(), os("--"), os("/bin/echo"), os("hi")])
+        .stdout(dev_full())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("sandbox: writing the result: No space left on device"), "{err}");
+    // serve: an answer that cannot be written ends serve (its runs with it).
+    let mut child = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args([os("serve"), os("--scratch"), scratch])
+        .stdin(std::process::Stdio::piped())
+        .stdout(dev_full())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, b"{\"id\": 1, \"argv\": [\"/bin/true\"]}\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    drop(stdin);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(err.contains("sandbox: serve: writing an answer: No space left on device"), "{err}");
+}
+
 /// Processes on the host whose command line has `arg` as one of its arguments.
 fn processes_with_arg(arg: &str) -> usize {
     fs::read_dir("/proc")
@@ -1711,6 +1981,59 @@ fn serve_answers_each_request_by_id_as_it_finishes() {
     assert!(child.wait().unwrap().success());
     for d in fs::read_dir(&area.scratch).unwrap().flatten() {
         assert_eq!(fs::read_dir(d.path()).map(Iterator::count).unwrap_or(0), 0, "left in the scratch root: {d:?}");
+    }
+}
+
+/// serve's answers begin with the request's id exactly as it was sent (no re-encoding of
+/// numbers); a repeated key is refused naming it (nothing runs); every line gets one answer,
+/// a blank one included; a bad grant request is answered in the grant's shape.
+#[test]
+fn serve_echoes_ids_first_refuses_repeated_keys_and_answers_every_line() {
+    use std::io::Write;
+    if !sandbox_runs_here("serve_echoes_ids_first_refuses_repeated_keys_and_answers_every_line") {
+        return;
+    }
+    let area = Area::new();
+    let (mut child, mut stdin, lines) = spawn_serve(&area, &[]);
+    let requests = [
+        r#"{"id": 1e2, "argv": ["/bin/echo", "hi"]}"#,
+        r#"{"id": 123456789012345678901234567890, "argv": ["/bin/true"]}"#,
+        r#"{"id": -0, "command": "touch first", "command": "touch second"}"#,
+        r#"{"id": {"k": [1, 2.50]}, "argv": ["/bin/true"], "argv": ["/usr/bin/touch", "third"]}"#,
+        "",
+        "   \t",
+        r#"{"id": "g1", "op": "grant", "class": "command.start.v1", "target": "x"}"#,
+        r#"{"id": "g2", "op": "grant", "kind": "command.execute", "class": "c", "target": "t", "frob": 1}"#,
+    ];
+    for r in requests {
+        writeln!(stdin, "{r}").unwrap();
+    }
+    drop(stdin);
+    let answers: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(answers.len(), requests.len(), "one answer per line: {answers:#?}");
+    let find = |prefix: &str| -> serde_json::Value {
+        let line = answers.iter().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}: {answers:#?}"));
+        serde_json::from_str(line).unwrap()
+    };
+    assert_eq!(find(r#"{"id":1e2,"denials":[]"#)["stdout"], "hi\n");
+    assert_eq!(find(r#"{"id":123456789012345678901234567890,"#)["exit_code"], 0);
+    for (prefix, key) in [(r#"{"id":-0,"#, "command"), (r#"{"id":{"k": [1, 2.50]},"#, "argv")] {
+        let v = find(prefix);
+        assert_eq!(v["error"], "invalid_argument", "{v}");
+        assert_eq!(v["message"], format!("invalid argument: request: {key}: duplicate key"), "{v}");
+    }
+    let blank: Vec<_> = answers.iter().filter(|l| l.starts_with(r#"{"id":null,"#)).collect();
+    assert_eq!(blank.len(), 2, "{answers:#?}");
+    assert!(blank.iter().all(|l| l.contains("blank line")), "{blank:?}");
+    for (id, names) in [("g1", "kind: required"), ("g2", "unknown key \"frob\"")] {
+        let prefix = format!(r#"{{"id":"{id}","token":null,"error":"invalid_argument","message":"#);
+        let v = find(&prefix);
+        assert_eq!(v.as_object().unwrap().len(), 4, "the grant's shape: {v}");
+        assert!(v["message"].as_str().unwrap().contains(names), "{v}");
+    }
+    for made in ["first", "second", "third"] {
+        assert!(!area.ws.join(made).exists(), "a refused request ran: {made}");
     }
 }
 
@@ -1951,7 +2274,7 @@ fn a_target_not_allowed_is_refused_and_reported() {
 /// Issue 17: bad `--resolve` and `--allow-target` values are clear errors naming the flag (exit
 /// 125; 2 for a missing value), in `--json` mode the error object with that message, and nothing
 /// runs or is written. `--allow-target` with a profile file whose network is not gated names
-/// `network_targets`.
+/// `--allow-target`.
 #[test]
 fn bad_network_flags_name_the_flag_and_run_nothing() {
     let area = Area::new();
@@ -1974,7 +2297,7 @@ fn bad_network_flags_name_the_flag_and_run_nothing() {
         (&["--allow-target", "tcp:*:80"], "--allow-target", "invalid_argument", 125),
         (&["--allow-target", "tcp:x.test:0"], "--allow-target", "invalid_argument", 125),
         (&["--allow-target", "tcp:x.test"], "--allow-target", "invalid_argument", 125),
-        (&["--profile", &deny, "--allow-target", "tcp:x.test:1"], "network_targets", "invalid_profile", 125),
+        (&["--profile", &deny, "--allow-target", "tcp:x.test:1"], "--allow-target", "invalid_argument", 125),
         (&["--allow-target"], "--allow-target", "", 2),
     ];
     for (flags, names, kind, code) in cases {
@@ -2007,6 +2330,38 @@ fn bad_network_flags_name_the_flag_and_run_nothing() {
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--resolve"));
     assert_eq!(area.snapshot(), before, "a refused flag ran something or wrote something");
+}
+
+/// `--allow-target` with a `--profile` whose network is not gated (here a gated-command profile
+/// that leaves network at its default, deny) is an invalid argument naming `--allow-target`,
+/// the flag at fault, not a profile key the user never wrote; on `run` and `serve` alike.
+#[test]
+fn allow_target_with_a_non_gated_profile_names_the_flag() {
+    let area = Area::new();
+    let gated = area.dir.path().join("gated.json");
+    fs::write(&gated, format!(r#"{{"workspace_root": "{}", "command": "gated"}}"#, area.ws.display())).unwrap();
+    let before = area.snapshot();
+    let flags = [os("--profile"), gated.into_os_string(), os("--allow-target"), os("tcp:127.0.0.1:18901")];
+    let want =
+        r#"invalid argument: --allow-target: needs a profile whose network is "gated"; the --profile file's is "deny""#;
+    let mut args = vec![os("run"), os("--scratch"), os("../scratch")];
+    args.extend(flags.iter().cloned());
+    args.extend([os("--"), os("/usr/bin/touch"), os("ran")]);
+    let o = area.sandbox(&refs(&args));
+    assert_eq!(o.status.code(), Some(125));
+    assert_eq!(String::from_utf8_lossy(&o.stderr), format!("sandbox: {want}\n"));
+    let o = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .arg("serve")
+        .args(&flags)
+        .args([os("--scratch"), os("../scratch")])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    let v = run_json(&o);
+    assert_eq!((&v["error"], &v["message"]), (&serde_json::json!("invalid_argument"), &serde_json::json!(want)));
+    assert_eq!(area.snapshot(), before);
 }
 
 /// Issue 17: a profile file with `"network": "gated"` and its own `network_targets` needs only
@@ -2108,6 +2463,6 @@ fn serve_takes_the_network_flags_and_answers_denials() {
     assert_eq!(seen.lock().unwrap().len(), 1, "{:?}", seen.lock().unwrap());
     // A bad flag: serve answers one error line (id null) naming it and exits 125.
     for flag in [["--resolve", "nonsense"], ["--allow-target", "udp:x:1"]] {
-        serve_refuses_flag(&area, flag);
+        serve_answers_bad_flag(&area, flag);
     }
 }
