@@ -241,6 +241,15 @@ pub fn export_bundle(
     };
     let bundle = compile(profile, &spawn, host)?;
     let config = spec_json(&bundle.spec)?;
+    // What the executor would run without grants (CONTRACT.md §18): with `command` deny or
+    // gated it runs nothing, so nothing is written (checked after the inputs, as a run does).
+    match profile.config().command {
+        crate::access::Access::Deny => {
+            return Err(Error::GrantDenied { detail: String::from("command.execute is deny") });
+        }
+        crate::access::Access::Gated => return Err(Error::GrantRequired),
+        crate::access::Access::Allow => {}
+    }
 
     // Everything this call creates is recorded, and on failure exactly that is removed again
     // (in reverse order): a directory someone else created meanwhile is never touched.

@@ -71,7 +71,7 @@ fn an_oversized_or_endless_profile_fails_fast_naming_the_flag() {
     let big = dir.path().join("big.json");
     fs::write(&big, vec![b' '; (1 << 20) + 1]).unwrap();
     let exact = dir.path().join("exact.json");
-    let mut json = br#"{"workspace_root": "/"}"#.to_vec();
+    let mut json = br#"{"workspace_root": "/", "command": "allow"}"#.to_vec();
     json.resize(1 << 20, b' ');
     fs::write(&exact, &json).unwrap();
     let zero = std::path::Path::new("/dev/zero");
