@@ -398,3 +398,36 @@ fn a_recorded_root_missing_at_the_scan_fails_the_compile() {
         Err(e) => panic!("{e:?}"),
     }
 }
+
+/// The rights a bundle's Landlock rules grant at `p`: the union of every rule at `p` or above.
+fn rights_at(bundle: &Bundle, p: &Path) -> Vec<&'static str> {
+    let mut rights: Vec<&'static str> =
+        bundle.landlock.fs.iter().filter(|r| p.starts_with(&r.path)).flat_map(|r| r.access.iter().copied()).collect();
+    rights.sort_unstable();
+    rights.dedup();
+    rights
+}
+
+fn landlock_bundle(f: &Fixture, config: ProfileConfig) -> Bundle {
+    let mut spawn = f.spawn();
+    spawn.landlock = true;
+    spawn.launch = Launch::Embedded { cgroups_path: None, pids_max: None, memory_max: None, nproc: None };
+    compile(&Profile::new(config).unwrap(), &spawn, &host()).unwrap()
+}
+
+/// With unix sockets denied no rule grants `make_sock` (a stream socketpair's end bound to a
+/// path would make a socket inode, at a protected name too); a profile or network that opens
+/// unix sockets keeps it in the writable areas.
+#[test]
+fn make_sock_only_where_unix_sockets_are_open() {
+    let f = Fixture::new();
+    let ws = f.p("ws");
+    let cases =
+        [(Access::Deny, Access::Deny, false), (Access::Allow, Access::Deny, true), (Access::Deny, Access::Allow, true)];
+    for (unix_sockets, network, open) in cases {
+        let b = landlock_bundle(&f, ProfileConfig { unix_sockets, network, ..f.config() });
+        assert!(b.landlock.fs.iter().all(|r| open || !r.access.contains(&"make_sock")), "{:?}", b.landlock);
+        assert_eq!(rights_at(&b, &ws).contains(&"make_sock"), open, "{unix_sockets:?} {network:?}");
+        assert!(rights_at(&b, &ws).contains(&"make_fifo") && rights_at(&b, &ws).contains(&"make_reg"));
+    }
+}

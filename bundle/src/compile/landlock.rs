@@ -66,36 +66,42 @@ const DEVPTS_RIGHTS: &[&str] = &["read_file", "write_file", "ioctl_dev", "read_d
 
 /// The rules of a plan: each mount's rights beneath its destination (masks get none), the TCP
 /// ports of a broad grant, and abstract unix scoping in the host network namespace.
-pub(super) fn landlock_rules(plan: &MountPlan, broad_port: Option<u16>, host_network: bool) -> LandlockRules {
-    let fs = plan
-        .mounts
-        .iter()
-        .filter_map(|m| {
-            let access: Vec<&'static str> = match m.kind {
-                MountKind::ReadOnly => RO_RIGHTS.iter().copied().filter(|r| !(m.file && *r == "read_dir")).collect(),
-                MountKind::ReadWrite if m.destination == Path::new("/dev/null") => DEV_RIGHTS.to_vec(),
-                MountKind::ReadWrite => RO_RIGHTS
-                    .iter()
-                    .chain(WRITE_RIGHTS)
-                    .copied()
-                    .filter(|r| !m.file || matches!(*r, "execute" | "read_file" | "write_file" | "truncate"))
-                    .collect(),
-                MountKind::WriteOnly => WRITE_RIGHTS
-                    .iter()
-                    .copied()
-                    .filter(|r| !m.file || matches!(*r, "write_file" | "truncate"))
-                    .collect(),
-                MountKind::Private | MountKind::Tmp | MountKind::DevShm => ALL_RIGHTS.to_vec(),
-                MountKind::Proc => PROC_RIGHTS.to_vec(),
-                MountKind::Dev => DEV_RIGHTS.to_vec(),
-                MountKind::DevPts => DEVPTS_RIGHTS.to_vec(),
-                MountKind::Mask => return None,
-            };
-            Some(LandlockPathRule { path: m.destination.clone(), access })
-        })
-        .collect();
+///
+/// Sockets: unless `unix_sockets_open` (the network or the profile's `unix_sockets` opens them,
+/// [`crate::seccomp::SpawnRules`]), no rule carries `make_sock`. Seccomp refuses
+/// `socket(AF_UNIX)`, but a stream socketpair's end can still be bound to a path, which makes a
+/// socket inode without any call the creation guard watches (at a protected name, too): without
+/// `make_sock` that `bind` is `EACCES` everywhere.
+pub(super) fn landlock_rules(
+    plan: &MountPlan,
+    broad_port: Option<u16>,
+    host_network: bool,
+    unix_sockets_open: bool,
+) -> LandlockRules {
+    let mounts = plan.mounts.iter().filter_map(|m| {
+        let access: Vec<&'static str> = match m.kind {
+            MountKind::ReadOnly => RO_RIGHTS.iter().copied().filter(|r| !(m.file && *r == "read_dir")).collect(),
+            MountKind::ReadWrite if m.destination == Path::new("/dev/null") => DEV_RIGHTS.to_vec(),
+            MountKind::ReadWrite => RO_RIGHTS
+                .iter()
+                .chain(WRITE_RIGHTS)
+                .copied()
+                .filter(|r| !m.file || matches!(*r, "execute" | "read_file" | "write_file" | "truncate"))
+                .collect(),
+            MountKind::WriteOnly => {
+                WRITE_RIGHTS.iter().copied().filter(|r| !m.file || matches!(*r, "write_file" | "truncate")).collect()
+            }
+            MountKind::Private | MountKind::Tmp | MountKind::DevShm => ALL_RIGHTS.to_vec(),
+            MountKind::Proc => PROC_RIGHTS.to_vec(),
+            MountKind::Dev => DEV_RIGHTS.to_vec(),
+            MountKind::DevPts => DEVPTS_RIGHTS.to_vec(),
+            MountKind::Mask => return None,
+        };
+        let access: Vec<&'static str> = access.into_iter().filter(|r| unix_sockets_open || *r != "make_sock").collect();
+        Some(LandlockPathRule { path: m.destination.clone(), access })
+    });
     LandlockRules {
-        fs,
+        fs: mounts.collect(),
         tcp_connect: broad_port.map(|p| if p == 53 { vec![53] } else { vec![p, 53] }).unwrap_or_default(),
         scope_abstract_unix: host_network,
     }
