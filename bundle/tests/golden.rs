@@ -431,3 +431,27 @@ fn make_sock_only_where_unix_sockets_are_open() {
         assert!(rights_at(&b, &ws).contains(&"make_fifo") && rights_at(&b, &ws).contains(&"make_reg"));
     }
 }
+
+/// `/` is listable (as under a standard runtime) when nothing's listing must be withheld; with a
+/// write-only area, neither `/` nor any mount above the area grants `read_dir` (or `read_file`),
+/// while a mask beside it still lists its stubs.
+#[test]
+fn listing_is_granted_above_no_write_only_area() {
+    let f = Fixture::new();
+    let b = landlock_bundle(&f, f.config());
+    assert!(rights_at(&b, Path::new("/")).contains(&"read_dir"), "{:?}", b.landlock);
+    assert!(rights_at(&b, Path::new("/dev")).contains(&"read_dir"));
+    let b = landlock_bundle(&f, ProfileConfig { host_read: Access::Deny, ..f.config() });
+    assert!(rights_at(&b, Path::new("/etc")).contains(&"read_dir"), "{:?}", b.landlock);
+
+    let b = landlock_bundle(&f, ProfileConfig { workspace_read: Access::Gated, host_read: Access::Deny, ..f.config() });
+    let ws = f.p("ws");
+    assert!(b.plan.mounts.iter().any(|m| m.destination == ws && m.kind == MountKind::WriteOnly), "{:?}", b.plan);
+    for p in [Path::new("/"), ws.parent().unwrap(), ws.as_path(), &ws.join("sub")] {
+        let rights = rights_at(&b, p);
+        assert!(!rights.contains(&"read_dir") && !rights.contains(&"read_file"), "{}: {rights:?}", p.display());
+    }
+    assert!(rights_at(&b, &ws).contains(&"write_file"));
+    assert!(rights_at(&b, Path::new("/etc")).contains(&"read_dir"), "{:?}", b.landlock);
+    assert!(rights_at(&b, Path::new("/dev")).contains(&"read_dir"), "{:?}", b.landlock);
+}
