@@ -80,7 +80,8 @@ pub fn assess(facts: &Facts<'_>) -> (Level, Guarantees, CompileReport) {
     };
     let level = match &facts.confinement {
         Confinement::Embedded { landlock_full, landlock_abi, landlock_status, seccomp, loopback, limits, proxy } => {
-            let (extra, unix) = unix_sockets_entry(network == Access::Allow, config.unix_sockets, *seccomp);
+            let (extra, unix) =
+                unix_sockets_entry(network == Access::Allow, config.unix_sockets, *seccomp, *landlock_full);
             r.set(if network == Access::Allow {
                 ReportEntry::new("network-boundary", Status::Vacuous, "network is allowed")
             } else {
@@ -160,7 +161,7 @@ pub fn assess(facts: &Facts<'_>) -> (Level, Guarantees, CompileReport) {
 
             guarantees.network_boundary = private_network;
             let (extra, unix) =
-                unix_sockets_entry(network == Access::Allow && *host_network, config.unix_sockets, true);
+                unix_sockets_entry(network == Access::Allow && *host_network, config.unix_sockets, true, false);
             let base = if network == Access::Allow && *host_network {
                 ReportEntry::new("network-boundary", Status::Vacuous, "network is allowed")
             } else if private_network {
@@ -344,10 +345,16 @@ fn process_boundary(confinement: &Confinement) -> &'static str {
 
 /// The `unix-sockets` report entry (issue 12 class 4a) for a spawn whose network is open
 /// (`network_open`: network `Allow` in the host namespace) or not, with the profile's
-/// `unix_sockets` and `seccomp` saying whether the filter is in force; and, where the network is
-/// otherwise closed but unix sockets are not, the words the `network-boundary` entry must add so
-/// that it never claims more than it covers.
-pub fn unix_sockets_entry(network_open: bool, unix_sockets: Access, seccomp: bool) -> (Option<String>, ReportEntry) {
+/// `unix_sockets`, `seccomp` saying whether the filter is in force and `landlock` whether the
+/// ruleset is (it withholds `make_sock`, so that a stream socketpair's end cannot be bound to a
+/// path); and, where the network is otherwise closed but unix sockets are not, the words the
+/// `network-boundary` entry must add so that it never claims more than it covers.
+pub fn unix_sockets_entry(
+    network_open: bool,
+    unix_sockets: Access,
+    seccomp: bool,
+    landlock: bool,
+) -> (Option<String>, ReportEntry) {
     const OPEN: &str = "path-named unix sockets in readable areas are connectable";
     if network_open {
         return (None, ReportEntry::new("unix-sockets", Status::Vacuous, format!("network is allowed: {OPEN}")));
@@ -364,14 +371,15 @@ pub fn unix_sockets_entry(network_open: bool, unix_sockets: Access, seccomp: boo
             ReportEntry::new("unix-sockets", Status::Unenforced, format!("seccomp is not in force: {OPEN}")),
         );
     }
-    (
-        None,
-        ReportEntry::new(
-            "unix-sockets",
-            Status::Enforced,
-            "no unix socket can be made (socket(AF_UNIX) and datagram socketpairs are refused; stream socketpairs work)",
-        ),
-    )
+    const MADE: &str =
+        "no unix socket can be made (socket(AF_UNIX) and datagram socketpairs are refused; stream socketpairs work";
+    let bind = if landlock {
+        "binding one to a path is refused by landlock)"
+    } else {
+        "one can be bound to a path in a writable area, making a socket file nothing can connect to: landlock is \
+         not in force)"
+    };
+    (None, ReportEntry::new("unix-sockets", Status::Enforced, format!("{MADE}; {bind}")))
 }
 
 #[cfg(test)]

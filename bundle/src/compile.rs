@@ -202,7 +202,12 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         plan::plan(profile, spawn, host, &authority)?;
     let expected = expected::expected_mounts(profile, g, &planner);
     let plan = MountPlan { mounts: planner.ops, rootfs_symlinks };
-    let landlock = landlock::landlock_rules(&plan, g.broad_port.filter(|_| broad_network), host_network);
+    let landlock = landlock::landlock_rules(
+        &plan,
+        g.broad_port.filter(|_| broad_network),
+        host_network,
+        seccomp_rules.unix_sockets_open,
+    );
     let protection = protection(profile, spawn, &plan);
     let mut policy_entries = report::policy_entries(host, &authority, host_entries_bound, replaced, &write_narrowed);
     policy_entries.insert(2.min(policy_entries.len()), report::protected_entry(&protection));

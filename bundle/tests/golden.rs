@@ -444,3 +444,60 @@ fn nested_roots_embedded_are_made_through_the_root_after_what_they_hold() {
     assert!(sources.contains(&want.to_str().unwrap()), "{sources:?}");
     assert!(!sources.iter().any(|s| s.starts_with("rootfs")), "{sources:?}");
 }
+
+/// The rights a bundle's Landlock rules grant at `p`: the union of every rule at `p` or above.
+fn rights_at(bundle: &Bundle, p: &Path) -> Vec<&'static str> {
+    let mut rights: Vec<&'static str> =
+        bundle.landlock.fs.iter().filter(|r| p.starts_with(&r.path)).flat_map(|r| r.access.iter().copied()).collect();
+    rights.sort_unstable();
+    rights.dedup();
+    rights
+}
+
+fn landlock_bundle(f: &Fixture, config: ProfileConfig) -> Bundle {
+    let mut spawn = f.spawn();
+    spawn.landlock = true;
+    spawn.launch = Launch::Embedded { cgroups_path: None, pids_max: None, memory_max: None, nproc: None };
+    compile(&Profile::new(config).unwrap(), &spawn, &host()).unwrap()
+}
+
+/// With unix sockets denied no rule grants `make_sock` (a stream socketpair's end bound to a
+/// path would make a socket inode, at a protected name too); a profile or network that opens
+/// unix sockets keeps it in the writable areas.
+#[test]
+fn make_sock_only_where_unix_sockets_are_open() {
+    let f = Fixture::new();
+    let ws = f.p("ws");
+    let cases =
+        [(Access::Deny, Access::Deny, false), (Access::Allow, Access::Deny, true), (Access::Deny, Access::Allow, true)];
+    for (unix_sockets, network, open) in cases {
+        let b = landlock_bundle(&f, ProfileConfig { unix_sockets, network, ..f.config() });
+        assert!(b.landlock.fs.iter().all(|r| open || !r.access.contains(&"make_sock")), "{:?}", b.landlock);
+        assert_eq!(rights_at(&b, &ws).contains(&"make_sock"), open, "{unix_sockets:?} {network:?}");
+        assert!(rights_at(&b, &ws).contains(&"make_fifo") && rights_at(&b, &ws).contains(&"make_reg"));
+    }
+}
+
+/// `/` is listable (as under a standard runtime) when nothing's listing must be withheld; with a
+/// write-only area, neither `/` nor any mount above the area grants `read_dir` (or `read_file`),
+/// while a mask beside it still lists its stubs.
+#[test]
+fn listing_is_granted_above_no_write_only_area() {
+    let f = Fixture::new();
+    let b = landlock_bundle(&f, f.config());
+    assert!(rights_at(&b, Path::new("/")).contains(&"read_dir"), "{:?}", b.landlock);
+    assert!(rights_at(&b, Path::new("/dev")).contains(&"read_dir"));
+    let b = landlock_bundle(&f, ProfileConfig { host_read: Access::Deny, ..f.config() });
+    assert!(rights_at(&b, Path::new("/etc")).contains(&"read_dir"), "{:?}", b.landlock);
+
+    let b = landlock_bundle(&f, ProfileConfig { workspace_read: Access::Gated, host_read: Access::Deny, ..f.config() });
+    let ws = f.p("ws");
+    assert!(b.plan.mounts.iter().any(|m| m.destination == ws && m.kind == MountKind::WriteOnly), "{:?}", b.plan);
+    for p in [Path::new("/"), ws.parent().unwrap(), ws.as_path(), &ws.join("sub")] {
+        let rights = rights_at(&b, p);
+        assert!(!rights.contains(&"read_dir") && !rights.contains(&"read_file"), "{}: {rights:?}", p.display());
+    }
+    assert!(rights_at(&b, &ws).contains(&"write_file"));
+    assert!(rights_at(&b, Path::new("/etc")).contains(&"read_dir"), "{:?}", b.landlock);
+    assert!(rights_at(&b, Path::new("/dev")).contains(&"read_dir"), "{:?}", b.landlock);
+}

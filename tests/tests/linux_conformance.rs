@@ -857,15 +857,98 @@ mod linux {
         let f = Fixture::new();
         let set = f.set(f.config(), |o| o);
         let exec = set.executor("k").unwrap();
-        let v =
-            f.probe(&exec, &[s("pids"), s("list=/"), format!("list={}", f.ws.display()), s("hostname"), s("kill=1")]);
+        let sock = f.ws.join("probe.sock");
+        let v = f.probe(
+            &exec,
+            &[
+                s("pids"),
+                s("list=/"),
+                format!("list={}", f.ws.display()),
+                format!("bind-unix={}", sock.display()),
+                s("hostname"),
+                s("kill=1"),
+            ],
+        );
         let pids = allowed(&v, "pids").detail;
         // The probe's own pid namespace: the sandbox init (1) and the probe (2).
         assert!(pids.starts_with("2 self=2 ppid=1"), "{pids}");
-        // Listing / needs read_dir there, which Landlock does not grant (the mount view would).
-        assert_eq!(denied(&v, "list=/").errno, Some(EACCES), "landlock is not in force");
+        // The mount view lets a socket be bound in the writable workspace; Landlock withholds
+        // make_sock while unix sockets are denied.
+        let bound = denied(&v, &format!("bind-unix={}", sock.display()));
+        assert_eq!(bound.errno, Some(EACCES), "landlock is not in force");
+        assert!(!sock.exists());
+        assert!(exec.report().get("unix-sockets").unwrap().detail.contains("refused by landlock"));
+        allowed(&v, "list=/");
         allowed(&v, &format!("list={}", f.ws.display()));
         assert_eq!(allowed(&v, "hostname").detail, "sandbox");
+        set.close().unwrap();
+    }
+
+    /// Runs `script` with `/bin/sh -c` in `cwd`; (exit code, combined output).
+    fn sh_at(exec: &Executor, cwd: &Path, script: &str) -> (i32, String) {
+        let o = exec.run_argv(&dl(), cwd, &["/bin/sh", "-c", script]).unwrap();
+        let ExitStatus::Code(code) = o.status else { panic!("{script}: {:?}", o.status) };
+        (code, String::from_utf8_lossy(&o.bytes).into_owned())
+    }
+
+    /// Listings match the mount view (as under a standard runtime, CONTRACT.md §18): `/`, `/dev`
+    /// and, with host read denied, `/etc` (the closure's files) list from inside. A write-only
+    /// area stays unlistable, and so do `/` and every directory above it (Landlock would extend
+    /// a listing right there to the area), while listings beside it still work.
+    pub fn listing_works_except_over_write_only_areas() {
+        let f = Fixture::new();
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        let (code, out) = sh_at(
+            &exec,
+            &f.ws,
+            "ls / | grep -x usr && ls /dev | grep -x null && ls /dev/pts >/dev/null && ls . | grep -x hello.txt",
+        );
+        assert_eq!((code, out.as_str()), (0, "usr\nnull\nhello.txt\n"));
+        set.close().unwrap();
+
+        let set = f.set(ProfileConfig { host_read: Access::Deny, ..f.config() }, |o| o);
+        let exec = set.executor("k").unwrap();
+        let (code, out) =
+            sh_at(&exec, &f.ws, "ls / | grep -x etc && ls /etc | grep -x passwd && ls /dev | grep -x null");
+        assert_eq!((code, out.as_str()), (0, "etc\npasswd\nnull\n"));
+        set.close().unwrap();
+
+        // The workspace write-only: its read is withheld by Landlock alone (host read denied,
+        // so no readable mount lies above it).
+        let config = ProfileConfig { workspace_read: Access::Gated, host_read: Access::Deny, ..f.config() };
+        let set = f.set(config, |o| o);
+        let exec = set.executor("k").unwrap();
+        let wb = exec.report().get("write-boundary").unwrap();
+        assert_ne!(wb.status, Status::Narrowed, "the workspace was masked, not bound write-only: {wb:?}");
+        let parent = f.ws.parent().unwrap().display().to_string();
+        let mut script = String::new();
+        for (name, cmd) in [
+            ("ls-ws", "ls ."),
+            ("ls-ws-abs", &format!("ls {}", f.ws.display())),
+            ("ls-root", "ls /"),
+            ("ls-parent", &format!("ls {parent}")),
+            ("ls-var", "ls /var"),
+            ("cat", "cat hello.txt"),
+        ] {
+            script.push_str(&format!(
+                "({cmd}) >/tmp/out 2>&1; echo \"{name}=$? $(head -c 300 /tmp/out | tr '\\n' ' ')\"; "
+            ));
+        }
+        // Positive controls in the same run: writes work, and listings beside the area too.
+        script.push_str(
+            "echo new > new.txt && echo wrote; ls /etc | grep -x passwd; ls /dev | grep -x null; ls /tmp | grep -x out",
+        );
+        let (code, out) = sh_at(&exec, &f.ws, &script);
+        assert_eq!(code, 0, "{out}");
+        for name in ["ls-ws", "ls-ws-abs", "ls-root", "ls-parent", "ls-var", "cat"] {
+            let line =
+                out.lines().find(|l| l.starts_with(&format!("{name}="))).unwrap_or_else(|| panic!("{name}: {out}"));
+            assert!(!line.starts_with(&format!("{name}=0")), "{name} succeeded: {out}");
+            assert!(line.contains("Permission denied"), "{name} failed otherwise: {line}");
+        }
+        assert!(out.ends_with("wrote\npasswd\nnull\nout\n"), "{out}");
+        assert_eq!(fs::read_to_string(f.ws.join("new.txt")).unwrap(), "new\n");
         set.close().unwrap();
     }
 
@@ -1530,6 +1613,7 @@ fn main() -> std::process::ExitCode {
             ("pid_namespace_and_landlock_from_inside", pid_namespace_and_landlock_from_inside),
             ("devices_host_processes_and_setuid_binaries", devices_host_processes_and_setuid_binaries),
             ("escapes_through_links_proc_and_sockets", escapes_through_links_proc_and_sockets),
+            ("listing_works_except_over_write_only_areas", listing_works_except_over_write_only_areas),
             ("env_is_scrubbed", env_is_scrubbed),
             ("deadline_and_output_limit", deadline_and_output_limit),
             ("background_children_do_not_outlive_the_run", background_children_do_not_outlive_the_run),

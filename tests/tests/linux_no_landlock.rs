@@ -82,11 +82,22 @@ mod linux {
         let g = exec.guarantees();
         assert!(g.read_boundary && g.write_boundary && g.process_boundary && g.network_boundary);
         sandbox::check_invariants(exec.level(), g, Some(sandbox::Isolation::Sandboxed), Some(exec.report())).unwrap();
-        let out = exec.run_command(&dl(), &f.ws, "echo confined; cat f.txt; ls / >/dev/null && echo listed").unwrap();
-        assert_eq!(out.status, ExitStatus::Code(0));
-        // Without Landlock `/` can be listed (the conformance suite's Landlock probe is the
-        // negative of this control).
-        assert_eq!(String::from_utf8_lossy(&out.bytes), "confined\nworkspace file\nlisted\n");
+        let bind = "import socket; s, _ = socket.socketpair(); s.bind('bound.sock'); print('bound')";
+        let out = exec
+            .run_command(
+                &dl(),
+                &f.ws,
+                &format!("echo confined; cat f.txt; ls / >/dev/null && echo listed; python3 -c \"{bind}\""),
+            )
+            .unwrap();
+        assert_eq!(out.status, ExitStatus::Code(0), "{}", String::from_utf8_lossy(&out.bytes));
+        // Without Landlock a stream socketpair's end can be bound to a path in a writable area
+        // (the conformance suite's Landlock probe is the negative of this control), as the
+        // unix-sockets entry says.
+        assert_eq!(String::from_utf8_lossy(&out.bytes), "confined\nworkspace file\nlisted\nbound\n");
+        assert!(f.ws.join("bound.sock").exists());
+        let unix = exec.report().get("unix-sockets").unwrap();
+        assert!(unix.detail.contains("landlock is not in force"), "{unix:?}");
         let out = exec.run_command(&dl(), &f.ws, "echo x > /etc/nope || echo refused").unwrap();
         assert!(String::from_utf8_lossy(&out.bytes).ends_with("refused\n"));
         set.close().unwrap();

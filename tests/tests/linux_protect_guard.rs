@@ -10,10 +10,11 @@
 #[cfg(target_os = "linux")]
 mod linux {
     use std::fs;
+    use std::os::unix::fs::FileTypeExt;
     use std::path::Path;
     use std::time::Instant;
 
-    use sandbox::{Executor, ExecutorSet, ExitStatus, Profile, ProfileConfig, Protection};
+    use sandbox::{Access, Executor, ExecutorSet, ExitStatus, Profile, ProfileConfig, Protection};
     use sandbox_tests::TestDirs;
 
     pub use sandbox_tests::deadline as dl;
@@ -153,6 +154,72 @@ mod linux {
         assert_eq!(fs::read_to_string(d.ws.join("new-target")).unwrap(), "c\n");
         assert_eq!(fs::read_to_string(d.ws.join("sub/rel2")).unwrap(), "g\n");
         assert_eq!(fs::read_to_string(d.ws.join(".claude/notes.md")).unwrap(), "ok\n");
+    }
+
+    /// Binds a stream socketpair's end (seccomp allows those) to each name; prints
+    /// `<name>=<errno or 0>`, then the controls: data over the pair, an abstract address, a fifo.
+    const BIND: &str = r#"
+import os, socket, sys
+for n in sys.argv[1:]:
+    s, _ = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.bind(n)
+        print(n + "=0")
+    except OSError as e:
+        print(n + "=" + str(e.errno))
+a, b = socket.socketpair()
+a.sendall(b"pair")
+print("pair", b.recv(4).decode())
+a.bind("\0sbx-abstract-" + str(os.getpid()))
+print("abstract bound")
+os.mkfifo("fifo-ok")
+print("fifo made")
+"#;
+
+    /// With `unix_sockets: deny` (the default) `bind()` of a socketpair's end to a path is
+    /// refused everywhere (Landlock withholds make_sock): the creation guard does not watch
+    /// `bind`, so otherwise a socket inode would appear at a protected name. The pair, abstract
+    /// addresses and fifos keep working; with `unix_sockets: allow` an ordinary name binds.
+    pub fn a_socket_cannot_be_bound_to_a_path_while_unix_sockets_are_denied() {
+        let d = TestDirs::new("sbx-guard");
+        fs::write(d.ws.join("bind.py"), BIND).unwrap();
+        fs::create_dir_all(d.ws.join(".git/objects")).unwrap(); // a git dir whose hooks are missing
+        fs::write(d.ws.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let names = [".envrc", ".mcp.json", ".gitmodules", ".git/hooks", "sub/.envrc", "plain.sock", "sub/plain.sock"];
+        let run = |exec: &Executor, extra: &[String]| {
+            let mut argv: Vec<String> = ["/usr/bin/python3", "bind.py"].map(String::from).to_vec();
+            argv.extend(names.iter().map(|n| (*n).to_owned()));
+            argv.extend(extra.iter().cloned());
+            let o = exec.run_argv(&dl(), &d.ws, &argv).unwrap();
+            let out = String::from_utf8_lossy(&o.bytes).into_owned();
+            assert_eq!(o.status, ExitStatus::Code(0), "{out}");
+            assert!(out.ends_with("pair pair\nabstract bound\nfifo made\n"), "controls: {out}");
+            fs::remove_file(d.ws.join("fifo-ok")).unwrap();
+            out
+        };
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        sh_ok(&exec, &d.ws, "mkdir sub");
+        let private = [String::from("/tmp/t.sock"), exec.home_dir().join("h.sock").display().to_string()];
+        let out = run(&exec, &private);
+        for n in names.iter().copied().chain(private.iter().map(String::as_str)) {
+            assert!(out.contains(&format!("{n}=13\n")), "{n} was not refused with EACCES: {out}");
+        }
+        for n in names {
+            assert!(fs::symlink_metadata(d.ws.join(n)).is_err(), "{n} exists on the host: {out}");
+        }
+        assert!(fs::symlink_metadata(exec.home_dir().join("h.sock")).is_err());
+        set.close().unwrap();
+
+        // Positive control: unix sockets allowed, an ordinary name binds (a socket on the host).
+        let set = set_of(&d, ProfileConfig { unix_sockets: Access::Allow, ..d.allow_config() });
+        let exec = set.executor("k").unwrap();
+        let out = run(&exec, &[]);
+        for n in ["plain.sock", "sub/plain.sock"] {
+            assert!(out.contains(&format!("{n}=0\n")), "{n} did not bind: {out}");
+            assert!(fs::symlink_metadata(d.ws.join(n)).unwrap().file_type().is_socket(), "{n}");
+        }
+        set.close().unwrap();
     }
 
     /// The path lives in the caller's memory, which another thread rewrites while the call
@@ -311,6 +378,10 @@ fn main() -> std::process::ExitCode {
         sandbox_tests::run_tests(&[
             ("protected_names_cannot_be_created_at_any_depth", protected_names_cannot_be_created_at_any_depth),
             ("a_path_rewritten_during_the_call_is_decided_once", a_path_rewritten_during_the_call_is_decided_once),
+            (
+                "a_socket_cannot_be_bound_to_a_path_while_unix_sockets_are_denied",
+                a_socket_cannot_be_bound_to_a_path_while_unix_sockets_are_denied,
+            ),
             ("git_works_under_the_guard", git_works_under_the_guard),
             ("the_opt_out_creates_the_names", the_opt_out_creates_the_names),
             ("the_guard_is_served_before_the_workload_starts", the_guard_is_served_before_the_workload_starts),

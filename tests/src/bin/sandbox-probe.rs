@@ -81,6 +81,17 @@ mod checks {
             "read" => from_io(std::fs::read_to_string(arg), |s| s.trim().chars().take(200).collect()),
             "list" => from_io(std::fs::read_dir(arg).map(|d| d.count()), |n| format!("{n} entries")),
             "mkdir" => from_io(std::fs::create_dir(arg), |_| String::from("created")),
+            // A stream socketpair's end (seccomp lets those be made) bound to a filesystem path.
+            "bind-unix" => from_io(
+                (|| {
+                    use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr, bind, socketpair};
+                    use std::os::fd::AsRawFd;
+                    let (a, _b) = socketpair(AddressFamily::Unix, SockType::Stream, None, SockFlag::SOCK_CLOEXEC)?;
+                    bind(a.as_raw_fd(), &UnixAddr::new(arg)?)?;
+                    Ok(())
+                })(),
+                |()| String::from("bound"),
+            ),
             "exists" => Verdict {
                 ok: std::fs::symlink_metadata(arg).is_ok(),
                 errno: None,
