@@ -2466,3 +2466,46 @@ fn serve_takes_the_network_flags_and_answers_denials() {
         serve_answers_bad_flag(&area, flag);
     }
 }
+
+/// From a directory that no longer exists, `proof` and `probe` still run (they use fresh
+/// temporary directories; the helper no longer inherits the caller's directory, whose failed
+/// `getcwd` made every container fail and was reported as a host without user namespaces);
+/// `run`, whose default workspace is that directory, names it. A probe whose set is refused
+/// (an invalid `SANDBOX_CGROUP_PARENT`) never says that nothing is missing: it names the reason
+/// as a finding. Control: a valid directory runs.
+#[test]
+fn a_removed_current_directory_or_a_refused_setting_is_named_not_blamed_on_the_host() {
+    if !sandbox_runs_here("a_removed_current_directory_or_a_refused_setting_is_named_not_blamed_on_the_host") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let gone = dir.path().join("gone");
+    fs::create_dir(&gone).unwrap();
+    let mut child = Command::new("/bin/sh")
+        .current_dir(&gone)
+        .args(["-c", &format!("rmdir {} && exec \"$0\" proof", gone.display()), SANDBOX])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert!(child.wait().unwrap().success(), "proof from a removed directory: {out}");
+    assert!(out.contains("confined"), "{out}");
+    let o = Command::new("/bin/sh")
+        .current_dir(dir.path())
+        .args(["-c", "mkdir g && cd g && rmdir ../g && exec \"$0\" run -- /bin/true", SANDBOX])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(err.contains("current directory") && !err.contains("user namespaces"), "{err}");
+    let o = Command::new(SANDBOX).args(["probe", "--json"]).env("SANDBOX_CGROUP_PARENT", "relative").output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["available"], false, "{v}");
+    let findings = v["findings"].as_array().unwrap();
+    assert!(findings.iter().any(|f| f["missing"].as_str().unwrap().contains("SANDBOX_CGROUP_PARENT")), "{v}");
+    // Control.
+    let o = Command::new(SANDBOX).current_dir(dir.path()).args(["run", "--", "/bin/echo", "ok"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "ok\n");
+}

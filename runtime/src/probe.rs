@@ -240,6 +240,20 @@ fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
     {
         probe.findings = doctor::findings(&probe, userns, &found);
     }
+    // No container ran and no measured layer explains it (an option or a variable the set
+    // refused, say): the probe never says that nothing is missing then (a black-box audit saw
+    // `available: false` next to "missing: nothing").
+    if !probe.available && probe.findings.is_empty() {
+        probe.findings.push(Finding {
+            layer: "container",
+            missing: format!("no probe container ran: {}", probe.reason),
+            costs: String::from(
+                "every sandboxed run on this host with these settings; the layers the probe could not run are \
+                 reported false, unmeasured",
+            ),
+            fix: String::from("correct what the reason names, then run `sandbox probe` again"),
+        });
+    }
     Ok(probe)
 }
 

@@ -111,6 +111,10 @@ impl ZygoteProcess {
             .arg(HELPER_MARKER)
             .arg(ZYGOTE_ROLE)
             .env_clear()
+            // Not the caller's directory: a deleted or unreadable one failed the runtime's
+            // `getcwd` and every container with it (a black-box audit: a run from a removed
+            // directory was reported as a host without user namespaces).
+            .current_dir("/")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
