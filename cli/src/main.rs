@@ -636,7 +636,7 @@ fn is_tmpfs(dir: &Path) -> bool {
 /// (a workspace at `/`, host write allowed), `<tmp>` is kept and the library's error says why.
 fn default_scratch(profile: &Profile) -> Result<PathBuf, Error> {
     let (uid, _) = ids();
-    let tmp = std::fs::canonicalize(std::env::temp_dir()).map_err(|e| Error::io("resolving the temp dir", e))?;
+    let tmp = sandbox::temp_base()?;
     let config = profile.config();
     let mut writable: Vec<&Path> = Vec::new();
     if config.workspace_write != sandbox::Access::Deny {

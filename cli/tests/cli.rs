@@ -2474,8 +2474,8 @@ fn serve_takes_the_network_flags_and_answers_denials() {
 /// (an invalid `SANDBOX_CGROUP_PARENT`) never says that nothing is missing: it names the reason
 /// as a finding. Control: a valid directory runs.
 #[test]
-fn a_removed_current_directory_or_a_refused_setting_is_named_not_blamed_on_the_host() {
-    if !sandbox_runs_here("a_removed_current_directory_or_a_refused_setting_is_named_not_blamed_on_the_host") {
+fn a_removed_current_directory_or_a_bad_setting_is_named_not_blamed_on_the_host() {
+    if !sandbox_runs_here("a_removed_current_directory_or_a_bad_setting_is_named_not_blamed_on_the_host") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -2505,6 +2505,28 @@ fn a_removed_current_directory_or_a_refused_setting_is_named_not_blamed_on_the_h
     assert_eq!(v["available"], false, "{v}");
     let findings = v["findings"].as_array().unwrap();
     assert!(findings.iter().any(|f| f["missing"].as_str().unwrap().contains("SANDBOX_CGROUP_PARENT")), "{v}");
+    // A TMPDIR that does not exist is named; an empty one counts as unset; the probe answers
+    // (exit 0, a finding) rather than failing.
+    let o = Command::new(SANDBOX)
+        .current_dir(dir.path())
+        .env("TMPDIR", "/nonexistent-tmpdir")
+        .args(["run", "--", "/bin/true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.code() == Some(125) && err.contains("TMPDIR: /nonexistent-tmpdir"), "{err}");
+    let o = Command::new(SANDBOX).env("TMPDIR", "/nonexistent-tmpdir").args(["probe", "--json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["reason"].as_str().unwrap().contains("TMPDIR"), "{v}");
+    assert!(!v["findings"].as_array().unwrap().is_empty(), "{v}");
+    let o = Command::new(SANDBOX)
+        .current_dir(dir.path())
+        .env("TMPDIR", "")
+        .args(["run", "--", "/bin/echo", "ok"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "ok\n", "{}", String::from_utf8_lossy(&o.stderr));
     // Control.
     let o = Command::new(SANDBOX).current_dir(dir.path()).args(["run", "--", "/bin/echo", "ok"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&o.stdout), "ok\n");

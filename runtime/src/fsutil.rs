@@ -262,11 +262,20 @@ pub(crate) struct TempDir {
     path: PathBuf,
 }
 
+/// The directory for temporary files: `TMPDIR` when set and not empty (an empty one counts as
+/// unset, as for the other variables), else `/tmp`; canonical. The error names `TMPDIR`.
+pub fn temp_base() -> Result<PathBuf, Error> {
+    let (name, dir) = match std::env::var_os("TMPDIR").filter(|t| !t.is_empty()) {
+        Some(t) => ("TMPDIR", PathBuf::from(t)),
+        None => ("the temp dir", PathBuf::from("/tmp")),
+    };
+    fs::canonicalize(&dir).map_err(|e| Error::io(format!("{name}: {}", dir.display()), e))
+}
+
 impl TempDir {
     /// Creates `<tmp>/<prefix><random>` (0700), canonical.
     pub(crate) fn new(prefix: &str) -> Result<TempDir, Error> {
-        let tmp = fs::canonicalize(std::env::temp_dir()).map_err(|e| Error::io("resolving the temp dir", e))?;
-        Ok(TempDir { path: private_dir(&tmp, prefix)? })
+        Ok(TempDir { path: private_dir(&temp_base()?, prefix)? })
     }
 
     /// The path.

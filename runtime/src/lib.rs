@@ -68,6 +68,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use deadline::{CancelToken, Deadline};
 pub use executor::Executor;
+pub use fsutil::temp_base;
 pub use grants::GrantRequest;
 pub use options::{CGROUP_PARENT_ENV, ExecutorSetOptions};
 pub use output::{ExitStatus, Output};

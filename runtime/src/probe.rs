@@ -161,8 +161,18 @@ fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
         findings: Vec::new(),
     };
 
-    let workspace = crate::fsutil::TempDir::new("sandbox-probe-workspace-")?;
-    let scratch = crate::fsutil::TempDir::new("sandbox-probe-scratch-")?;
+    // Without its temporary directories no container runs: that is an answer too (the probe
+    // prints JSON and exits 0 whenever it can say why), not an error.
+    let dirs = crate::fsutil::TempDir::new("sandbox-probe-workspace-")
+        .and_then(|w| Ok((w, crate::fsutil::TempDir::new("sandbox-probe-scratch-")?)));
+    let (workspace, scratch) = match dirs {
+        Ok(d) => d,
+        Err(e) => {
+            probe.reason = e.to_string();
+            probe.findings.push(unmeasured(&probe.reason));
+            return Ok(probe);
+        }
+    };
     let profile = Profile::new(crate::proof::profile_config(workspace.path().to_path_buf()))?;
     let outcome =
         ExecutorSet::new(dl, &profile, ExecutorSetOptions::new(scratch.path()).max_executors(1)).and_then(|set| {
@@ -244,17 +254,22 @@ fn measure(dl: &Deadline) -> Result<HostProbe, Error> {
     // refused, say): the probe never says that nothing is missing then (a black-box audit saw
     // `available: false` next to "missing: nothing").
     if !probe.available && probe.findings.is_empty() {
-        probe.findings.push(Finding {
-            layer: "container",
-            missing: format!("no probe container ran: {}", probe.reason),
-            costs: String::from(
-                "every sandboxed run on this host with these settings; the layers the probe could not run are \
-                 reported false, unmeasured",
-            ),
-            fix: String::from("correct what the reason names, then run `sandbox probe` again"),
-        });
+        probe.findings.push(unmeasured(&probe.reason));
     }
     Ok(probe)
+}
+
+/// The finding of a probe that ran no container for `reason`.
+fn unmeasured(reason: &str) -> Finding {
+    Finding {
+        layer: "container",
+        missing: format!("no probe container ran: {reason}"),
+        costs: String::from(
+            "every sandboxed run on this host with these settings; the layers the probe could not run are \
+             reported false, unmeasured",
+        ),
+        fix: String::from("correct what the reason names, then run `sandbox probe` again"),
+    }
 }
 
 /// Lifetime containment, measured: a run leaves a child behind (`sleep` in the background, the
