@@ -115,7 +115,7 @@ fn process(spawn: &SpawnContext) -> Result<Process, Error> {
     if let Launch::Embedded { nproc: Some(n), .. } = &spawn.launch {
         rlimits.push(rlimit(PosixRlimitType::RlimitNproc, *n, *n)?);
     }
-    ProcessBuilder::default()
+    let mut process = ProcessBuilder::default()
         .terminal(spawn.tty)
         .user(UserBuilder::default().uid(0u32).gid(0u32).build().map_err(spec_error)?)
         .args(spawn.argv.clone())
@@ -125,7 +125,12 @@ fn process(spawn: &SpawnContext) -> Result<Process, Error> {
         .rlimits(rlimits)
         .no_new_privileges(true)
         .build()
-        .map_err(spec_error)
+        .map_err(spec_error)?;
+    // `terminal` only for a PTY spawn (CONTRACT.md §18); absent, runtimes take `false`.
+    if !spawn.tty {
+        process.set_terminal(None);
+    }
+    Ok(process)
 }
 
 /// The `linux` section: namespaces (network only when private), the one-id user mapping,
@@ -350,7 +355,7 @@ mod tests {
             );
             assert_eq!(
                 keys(&v["process"]),
-                ["args", "capabilities", "cwd", "env", "noNewPrivileges", "rlimits", "terminal", "user"]
+                ["args", "capabilities", "cwd", "env", "noNewPrivileges", "rlimits", "user"]
             );
             let mut linux = vec!["gidMappings", "maskedPaths", "namespaces", "readonlyPaths", "seccomp", "uidMappings"];
             if cgroup {
