@@ -659,34 +659,48 @@ fn default_scratch(profile: &Profile) -> Result<PathBuf, Error> {
         .filter_map(|b| std::fs::canonicalize(b).ok())
         .map(|b| b.join(format!("sandbox-cli-{uid}")))
         .collect();
-    let dir = candidates
-        .iter()
-        .find(|c| !everything && !writable.iter().any(|w| c.starts_with(w)))
-        .cloned()
-        .unwrap_or_else(|| tmp.join(format!("sandbox-cli-{uid}")));
+    // The usable candidates in order; one that another user made first (squatted: not an
+    // owner-only directory of ours) is passed over for the next, never used.
+    let mut usable: Vec<PathBuf> =
+        candidates.iter().filter(|c| !everything && !writable.iter().any(|w| c.starts_with(w))).cloned().collect();
+    if usable.is_empty() {
+        usable.push(tmp.join(format!("sandbox-cli-{uid}")));
+    }
+    let mut refused = Vec::new();
+    for dir in usable {
+        match own_private_dir(&dir, uid) {
+            Ok(()) => return Ok(dir),
+            Err(why) => refused.push(why),
+        }
+    }
+    Err(Error::InvalidArgument { detail: format!("the default scratch root: {}; pass --scratch", refused.join("; ")) })
+}
+
+/// Makes `dir` (0700) or finds it, and checks that it is an owner-only directory of `uid`;
+/// Err: why not.
+fn own_private_dir(dir: &Path, uid: u32) -> Result<(), String> {
     let mut builder = std::fs::DirBuilder::new();
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    match builder.create(&dir) {
+    match builder.create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(Error::io(format!("creating {}", dir.display()), e)),
+        Err(e) => return Err(format!("creating {}: {e}", dir.display())),
     }
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        let meta =
-            std::fs::symlink_metadata(&dir).map_err(|e| Error::io(format!("inspecting {}", dir.display()), e))?;
+        let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("inspecting {}: {e}", dir.display()))?;
         if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
-            return Err(Error::InvalidArgument {
-                detail: format!(
-                    "--scratch: {} is not an owner-only directory of this user; pass --scratch",
-                    dir.display()
-                ),
-            });
+            return Err(format!(
+                "{} is not an owner-only directory of this user (another user may have made it)",
+                dir.display()
+            ));
         }
     }
-    Ok(dir)
+    #[cfg(not(unix))]
+    let _ = uid;
+    Ok(())
 }
 
 /// `--resolve NAME:ADDR` (ADDR an IPv4 or IPv6 address, brackets optional).

@@ -2531,3 +2531,30 @@ fn a_removed_current_directory_or_a_bad_setting_is_named_not_blamed_on_the_host(
     let o = Command::new(SANDBOX).current_dir(dir.path()).args(["run", "--", "/bin/echo", "ok"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&o.stdout), "ok\n");
 }
+
+/// A default scratch root that another user made first (squatted: not an owner-only
+/// directory of ours) is passed over for the next default place, never used, and the error, when
+/// none is left, speaks of the default scratch root, not of a `--scratch` that was not passed
+/// (a black-box audit: any local user could keep another from running without `--scratch`).
+/// Control: nothing was written into the squatted directory.
+#[test]
+fn a_squatted_default_scratch_root_is_passed_over() {
+    if !sandbox_runs_here("a_squatted_default_scratch_root_is_passed_over") {
+        return;
+    }
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let tmp = tempfile::tempdir().unwrap();
+    let uid = fs::metadata("/proc/self").unwrap().uid();
+    let squat = tmp.path().join(format!("sandbox-cli-{uid}"));
+    fs::create_dir(&squat).unwrap();
+    fs::set_permissions(&squat, fs::Permissions::from_mode(0o777)).unwrap();
+    let ws = tempfile::Builder::new().prefix("sbx-squat-ws").tempdir_in("/var/tmp").unwrap();
+    let o = Command::new(SANDBOX)
+        .current_dir(ws.path())
+        .env("TMPDIR", tmp.path())
+        .args(["run", "--", "/bin/echo", "ran"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "ran\n", "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(fs::read_dir(&squat).unwrap().count(), 0, "the squatted directory was used");
+}
