@@ -1028,7 +1028,7 @@ fn a_fork_bomb_ends_at_its_timeout_and_leaves_nothing() {
         [os("run"), os("--scratch"), os("../scratch"), os("--"), os("sh"), os("-c"), os("sh -c 'echo forked'")];
     assert_eq!(area.sandbox(&refs(&control)).stdout, b"forked\n");
     let marker = format!("sbx-cli-bomb-{}", std::process::id());
-    let bomb = format!("f() {{ f | f & }}; f; sleep 100; : {marker}");
+    let bomb = format!("(f() {{ f | f & }}; f); while :; do :; done; : {marker}");
     let args = [
         os("run"),
         os("--scratch"),

@@ -782,7 +782,7 @@ mod cpu {
                 let result = exec.run_command(
                     &Deadline::after(deadline),
                     &dirs.ws,
-                    &format!("f() {{ f | f & }}; f; sleep 100; : {marker}"),
+                    &format!("(f() {{ f | f & }}; f); while :; do :; done; : {marker}"),
                 );
                 let elapsed = start.elapsed();
                 stop.store(true, std::sync::atomic::Ordering::SeqCst);
