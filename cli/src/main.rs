@@ -450,16 +450,37 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
     let options = cpu.apply(options);
     let set = ExecutorSet::new(&setup, &profile, options)?;
     let executor = set.executor("sandbox-cli")?;
-    let prepared = executor.prepare_process(
-        &setup,
-        ProcessOptions {
-            cwd,
-            argv: args.argv.clone(),
-            execution_id: String::from("sandbox-cli"),
-            ..ProcessOptions::default()
-        },
-    )?;
-    let process = Arc::new(prepared.start(&setup)?);
+    let started = executor
+        .prepare_process(
+            &setup,
+            ProcessOptions {
+                cwd,
+                argv: args.argv.clone(),
+                execution_id: String::from("sandbox-cli"),
+                ..ProcessOptions::default()
+            },
+        )
+        .and_then(|prepared| prepared.start(&setup));
+    let process = match started {
+        Ok(p) => Arc::new(p),
+        // Refused once the executor exists (a grant required, say): the object carries the
+        // executor's level, guarantees and report like any run's (CONTRACT.md §6), not `none`.
+        Err(e) if args.json => {
+            let mut v = error_json(&e);
+            v["level"] = executor.level().to_string().into();
+            v["guarantees"] = executor.guarantees().names().into();
+            v["guarantee_bits"] = executor.guarantee_bits().into();
+            v["report"] = serde_json::to_value(&executor.report().entries).unwrap_or_default();
+            let written = say("the result", &format!("{v}\n"));
+            drop(executor);
+            let _ = set.close();
+            if let Err(w) = written {
+                let _ = emit(std::io::stderr(), &format!("sandbox: {w}\n"));
+            }
+            return Ok(125);
+        }
+        Err(e) => return Err(e),
+    };
     let sinks: [Option<Box<dyn Write + Send>>; 2] =
         if args.json { [None, None] } else { [Some(Box::new(std::io::stdout())), Some(Box::new(std::io::stderr()))] };
     let ran = drive(&process, timeout, args.output_limit, sinks);

@@ -2558,3 +2558,35 @@ fn a_squatted_default_scratch_root_is_passed_over() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "ran\n", "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(fs::read_dir(&squat).unwrap().count(), 0, "the squatted directory was used");
 }
+
+/// A run refused once its executor exists (`command` gated, no grant) answers `--json` with
+/// that executor's level, guarantees and report (CONTRACT.md §6: a sandboxed profile's level is
+/// never `none`), as serve does, not the empty ones of a run that could not start at all.
+/// Control: the same profile's error names `grant_required`, and exit status is 125.
+#[test]
+fn a_refused_run_reports_its_executors_level_in_json() {
+    if !sandbox_runs_here("a_refused_run_reports_its_executors_level_in_json") {
+        return;
+    }
+    let dir = tempfile::Builder::new().prefix("sbx-refused").tempdir_in("/var/tmp").unwrap();
+    let profile = dir.path().join("gated.json");
+    fs::write(
+        &profile,
+        format!(r#"{{"workspace_root": "{}", "workspace_read": "allow", "command": "gated"}}"#, dir.path().display()),
+    )
+    .unwrap();
+    let o = Command::new(SANDBOX)
+        .current_dir(dir.path())
+        .args(["run", "--json", "--profile"])
+        .arg(&profile)
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["error"], "grant_required", "{v}");
+    assert_ne!(v["level"], "none", "{v}");
+    assert!(v["guarantee_bits"].as_u64().unwrap() > 0, "{v}");
+    assert!(v["guarantees"].as_array().unwrap().iter().any(|g| g == "env-scrub"), "{v}");
+    assert!(!v["report"].as_array().unwrap().is_empty(), "{v}");
+}
