@@ -18,6 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 mod serve;
+#[cfg(unix)]
+mod signals;
 
 use clap::{Parser, Subcommand};
 use sandbox::export::{ExportRequest, export_bundle};
@@ -481,6 +483,8 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
         }
         Err(e) => return Err(e),
     };
+    #[cfg(unix)]
+    signals::forward(Arc::clone(&process));
     let sinks: [Option<Box<dyn Write + Send>>; 2] =
         if args.json { [None, None] } else { [Some(Box::new(std::io::stdout())), Some(Box::new(std::io::stderr()))] };
     let ran = drive(&process, timeout, args.output_limit, sinks);

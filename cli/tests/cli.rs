@@ -2590,3 +2590,38 @@ fn a_refused_run_reports_its_executors_level_in_json() {
     assert!(v["guarantees"].as_array().unwrap().iter().any(|g| g == "env-scrub"), "{v}");
     assert!(!v["report"].as_array().unwrap().is_empty(), "{v}");
 }
+
+/// SIGINT and SIGTERM sent to `sandbox run` reach the workload (a Ctrl-C reaches its handler),
+/// and the CLI exits with the workload's status: its handler's code, or 128 + the signal when
+/// it has none (before, the CLI died of the signal and the tree was killed: no handler ran).
+#[test]
+fn signals_to_the_cli_reach_the_workload() {
+    if !sandbox_runs_here("signals_to_the_cli_reach_the_workload") {
+        return;
+    }
+    let dir = tempfile::Builder::new().prefix("sbx-signals").tempdir_in("/var/tmp").unwrap();
+    let cases = [
+        ("INT", "trap 'echo got INT; exit 5' INT; ", Some(5), "got INT\n"),
+        ("TERM", "trap 'echo got TERM; exit 7' TERM; ", Some(7), "got TERM\n"),
+        ("INT", "", Some(130), ""),
+    ];
+    for (signal, trap, want, said) in cases {
+        let script = format!("{trap}echo ready; while :; do sleep 0.1; done");
+        let mut child = Command::new(SANDBOX)
+            .current_dir(dir.path())
+            .args(["run", "--", "/bin/sh", "-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = child.stdout.take().unwrap();
+        let mut ready = [0u8; 6];
+        std::io::Read::read_exact(&mut out, &mut ready).unwrap();
+        assert_eq!(&ready, b"ready\n");
+        let st = Command::new("kill").args([format!("-{signal}"), child.id().to_string()]).status().unwrap();
+        assert!(st.success());
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!((status.code(), rest.as_str()), (want, said), "SIG{signal} with {trap:?}");
+    }
+}
