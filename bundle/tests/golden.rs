@@ -215,18 +215,22 @@ fn roots_nested_in_the_workspace_and_outside() {
     check("nested-roots", &f, config, f.spawn());
 }
 
-#[test]
-fn deeply_nested_roots_pin_their_ancestors() {
-    let f = Fixture::new();
-    let config = ProfileConfig {
+/// Host read denied, a deny root and a read-only root nested two levels down in the workspace.
+fn nested_roots(f: &Fixture) -> ProfileConfig {
+    ProfileConfig {
         host_read: Access::Deny,
         additional_roots: vec![
             RootAccess { path: f.p("ws/cfg/secrets"), read: Access::Deny, write: Access::Deny },
             RootAccess { path: f.p("ws/.git/hooks"), read: Access::Allow, write: Access::Deny },
         ],
         ..f.config()
-    };
-    check("nested-roots-pinned", &f, config, f.spawn());
+    }
+}
+
+#[test]
+fn deeply_nested_roots_pin_their_ancestors() {
+    let f = Fixture::new();
+    check("nested-roots-pinned", &f, nested_roots(&f), f.spawn());
 }
 
 #[test]
@@ -410,14 +414,7 @@ fn nested_roots_embedded_are_made_through_the_root_after_what_they_hold() {
     let f = Fixture::new();
     let mut spawn = f.spawn();
     spawn.launch = Launch::Embedded { cgroups_path: None, pids_max: None, memory_max: None, nproc: Some(4096) };
-    let config = ProfileConfig {
-        host_read: Access::Deny,
-        additional_roots: vec![
-            RootAccess { path: f.p("ws/cfg/secrets"), read: Access::Deny, write: Access::Deny },
-            RootAccess { path: f.p("ws/.git/hooks"), read: Access::Allow, write: Access::Deny },
-        ],
-        ..f.config()
-    };
+    let config = nested_roots(&f);
     check("nested-roots-embedded", &f, config.clone(), spawn.clone());
     let bundle = compile(&Profile::new(config).unwrap(), &spawn, &host()).unwrap();
     let mounts = bundle.spec.mounts().clone().unwrap();

@@ -924,10 +924,9 @@ fn report_states_cpu_weight_20_and_half_a_cpu(v: &serde_json::Value) {
     }
 }
 
-/// `sandbox serve` with a `flag` (its name and value) the library refuses answers one error
-/// line (id null, `invalid_argument`) whose message names the flag, and exits 125.
-fn serve_answers_bad_flag(area: &Area, flag: [&str; 2]) {
-    let o = Command::new(SANDBOX)
+/// `sandbox serve` in the area with `flag` (its name and value) and no input.
+fn serve_with_flag(area: &Area, flag: [&str; 2]) -> std::process::Output {
+    Command::new(SANDBOX)
         .current_dir(&area.ws)
         .arg("serve")
         .args(flag)
@@ -935,7 +934,13 @@ fn serve_answers_bad_flag(area: &Area, flag: [&str; 2]) {
         .arg(&area.scratch)
         .stdin(std::process::Stdio::null())
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// `sandbox serve` with a `flag` (its name and value) the library refuses answers one error
+/// line (id null, `invalid_argument`) whose message names the flag, and exits 125.
+fn serve_answers_bad_flag(area: &Area, flag: [&str; 2]) {
+    let o = serve_with_flag(area, flag);
     assert_eq!(o.status.code(), Some(125), "{flag:?}: {}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).starts_with(r#"{"id":null,"#), "the id first");
     let v = run_json(&o);
@@ -946,15 +951,7 @@ fn serve_answers_bad_flag(area: &Area, flag: [&str; 2]) {
 /// `sandbox serve` with a bad `flag` (its name and value) is a usage error: exit 2, clap's
 /// message naming the flag on stderr, nothing on stdout.
 fn serve_refuses_flag(area: &Area, flag: [&str; 2]) {
-    let o = Command::new(SANDBOX)
-        .current_dir(&area.ws)
-        .arg("serve")
-        .args(flag)
-        .arg("--scratch")
-        .arg(&area.scratch)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let o = serve_with_flag(area, flag);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{flag:?}: {err}");
     assert!(err.contains(&format!("invalid value '{}' for '{}", flag[1], flag[0])), "{flag:?}: {err}");
