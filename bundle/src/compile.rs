@@ -253,7 +253,7 @@ fn protection(profile: &Profile, spawn: &SpawnContext, plan: &MountPlan) -> Prot
     let bound: Vec<PathBuf> = plan
         .mounts
         .iter()
-        .filter(|m| m.origin == Origin::Protected && m.source.as_ref() == Some(&m.destination))
+        .filter(|m| !m.below && m.origin == Origin::Protected && m.source.as_ref() == Some(&m.destination))
         .map(|m| m.destination.clone())
         .collect();
     let mut paths: Vec<PathBuf> = scan.missing.iter().chain(&bound).cloned().collect();

@@ -54,3 +54,48 @@ fn the_running_binary_in_the_workspace_cannot_be_replaced() {
     let o = Command::new(&exe).args(["run", "--", "/bin/echo", "confined"]).current_dir(&ws).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&o.stdout), "confined\n");
 }
+
+/// A long-lived `sandbox serve` keeps protecting its binary's path after the host replaced the
+/// file (a rebuild): the kernel then names the running one `… (deleted)`, and the first
+/// version of the check found nothing to protect (an attack replaced the new binary from the
+/// next request). Control: the first request's attempt is refused too, and a file beside it is
+/// written.
+#[test]
+fn serve_keeps_protecting_its_path_after_a_rebuild() {
+    use std::io::{BufRead, Write};
+    if !privileged() {
+        return;
+    }
+    let dir = tempfile::Builder::new().prefix("sbx-own").tempdir_in("/var/tmp").unwrap();
+    let ws = fs::canonicalize(dir.path()).unwrap();
+    fs::create_dir_all(ws.join("target/release")).unwrap();
+    let exe = ws.join("target/release/sandbox");
+    fs::copy(SANDBOX, &exe).unwrap();
+    let mut child = Command::new(&exe)
+        .arg("serve")
+        .current_dir(&ws)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let attack = "if printf 'x' > t && chmod 755 t && mv t target/release/sandbox 2>/dev/null; then echo replaced; \
+                  else echo refused; fi; echo ok > target/release/beside";
+    let mut ask = |id: u32| -> serde_json::Value {
+        let line = serde_json::json!({"id": id, "command": attack}).to_string();
+        writeln!(stdin, "{line}").unwrap();
+        serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap()
+    };
+    assert_eq!(ask(1)["stdout"], "refused\n");
+    // The host rebuilds: a new file at the same path.
+    let new = ws.join("target/release/.new");
+    fs::copy(SANDBOX, &new).unwrap();
+    fs::rename(&new, &exe).unwrap();
+    let rebuilt = fs::read(&exe).unwrap();
+    assert_eq!(ask(2)["stdout"], "refused\n");
+    assert!(fs::read(&exe).unwrap() == rebuilt, "the rebuilt binary was replaced");
+    assert_eq!(fs::read_to_string(ws.join("target/release/beside")).unwrap(), "ok\n");
+    let _ = child.kill();
+    let _ = child.wait();
+}

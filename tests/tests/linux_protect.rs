@@ -462,7 +462,8 @@ mod linux {
     ///   (a linked worktree's) is read-only;
     /// - `.claude` a symlink to another directory: `.claude/settings.json` was written through
     ///   it; now the target is read-only as a whole;
-    /// - a bare repository's hooks and config (`git push` to it runs them): read-only;
+    /// - a bare repository's hooks and config (`git push` to it runs them): read-only, also
+    ///   when the previous run renamed its `objects/` to hide it;
     /// - a directory the scan cannot read (the workload `chmod 0311`s it in one run, and a scan
     ///   running as an ordinary user skipped it in the next): read-only as a whole, its hooks,
     ///   config and `.vscode` not writable; root's scan reads it anyway and binds them.
@@ -490,7 +491,8 @@ mod linux {
         git(&ws.join("d/inner"), &["init", "-q"]);
         let (_set, exec) = executor(&d, config(&d));
         // Run 1: hide `d` from a scan that cannot read what it cannot list.
-        sh_ok(&exec, ws, "chmod 0311 d");
+        // And hide the bare repository from a scan that recognised it by `objects/` alone.
+        sh_ok(&exec, ws, "chmod 0311 d && mv remote.git/objects remote.git/objects-aside");
         let mut script = String::new();
         let attacks = [
             ("commondir", "mkdir -p evil/hooks && echo ../evil > repo/.git/commondir"),

@@ -541,6 +541,85 @@ mod linux {
         assert_eq!(fs::read_to_string(w.join("b/plain/w")).unwrap(), "w\n");
     }
 
+    /// The same moves where the protections sit in layers no copy through the root can carry
+    /// (an attack on the fix above): a writable root inside a read-only root inside the
+    /// workspace, holding a deny root, a read-only root and a repository's hooks; and a writable
+    /// root inside a deny root, holding a deny root. Moved by the host to the workspace's top
+    /// while the workload waits, each stays protected (the protections are made once more on
+    /// each enclosing bind). Positive controls: the writable roots are written (a copy through
+    /// the root had made one read-only), a plain directory moved the same way is read.
+    pub fn protections_in_layers_moved_during_a_run_stay_protected() {
+        let d = TestDirs::new("sbx-roots");
+        let w = &d.ws;
+        for dir in ["ro/rw/s", "ro/rw/r2", "ro/rw/repo/.git/hooks", "dd/w/s2", "ro/rw/plain"] {
+            fs::create_dir_all(w.join(dir)).unwrap();
+        }
+        fs::write(w.join("ro/rw/s/file"), "SECRET-S\n").unwrap();
+        fs::write(w.join("dd/w/s2/file"), "SECRET-S2\n").unwrap();
+        fs::write(w.join("ro/rw/r2/file"), "r2\n").unwrap();
+        fs::write(w.join("ro/rw/repo/.git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+        fs::write(w.join("ro/rw/plain/file"), "plain\n").unwrap();
+        let profile = Profile::new(config(
+            &d,
+            vec![
+                root(&w.join("ro"), Access::Allow, Access::Deny),
+                root(&w.join("ro/rw"), Access::Allow, Access::Allow),
+                root(&w.join("ro/rw/s"), Access::Deny, Access::Deny),
+                root(&w.join("ro/rw/r2"), Access::Allow, Access::Deny),
+                root(&w.join("dd"), Access::Deny, Access::Deny),
+                root(&w.join("dd/w"), Access::Allow, Access::Allow),
+                root(&w.join("dd/w/s2"), Access::Deny, Access::Deny),
+            ],
+        ))
+        .unwrap();
+        let set = set_of(&d, &profile);
+        let exec = set.executor("k").unwrap();
+        let names = ["read-s", "read-s2", "write-r2", "write-hook"];
+        let probe = |s: &str, s2: &str, r2: &str, hooks: &str, plain: &str| {
+            let mut out = String::new();
+            out.push_str(&attempt("read-s", &format!("cat {s}/file")));
+            out.push_str(&attempt("read-s2", &format!("cat {s2}/file")));
+            out.push_str(&attempt("write-r2", &format!("echo pwn > {r2}/file")));
+            out.push_str(&attempt("write-hook", &format!("echo pwn >> {hooks}/pre-commit")));
+            out.push_str(&format!(
+                "cat {plain}/file && echo ok > ro/rw/new && echo ok > dd/w/new && rm ro/rw/new dd/w/new && echo probe-ok; "
+            ));
+            out
+        };
+        let out = sh_ok(&exec, &d, &probe("ro/rw/s", "dd/w/s2", "ro/rw/r2", "ro/rw/repo/.git/hooks", "ro/rw/plain"));
+        all_failed(&out, &names);
+        assert!(out.ends_with("plain\nprobe-ok\n"), "{out}");
+        let script =
+            format!("touch ready; while [ ! -e go ]; do sleep 0.01; done; {}", probe("m1", "m4", "m2", "m3", "m5"));
+        let mover = {
+            let w = w.clone();
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                while !w.join("ready").exists() {
+                    assert!(start.elapsed() < Duration::from_secs(20), "the run never started");
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                for (from, to) in [
+                    ("ro/rw/s", "m1"),
+                    ("ro/rw/r2", "m2"),
+                    ("ro/rw/repo/.git/hooks", "m3"),
+                    ("dd/w/s2", "m4"),
+                    ("ro/rw/plain", "m5"),
+                ] {
+                    fs::rename(w.join(from), w.join(to)).unwrap();
+                }
+                fs::write(w.join("go"), "").unwrap();
+            })
+        };
+        let out = sh_ok(&exec, &d, &script);
+        mover.join().unwrap();
+        all_failed(&out, &names);
+        assert!(!out.contains("SECRET"), "a moved deny root was read: {out}");
+        assert!(out.ends_with("plain\nprobe-ok\n"), "{out}");
+        assert_eq!(fs::read_to_string(w.join("m2/file")).unwrap(), "r2\n");
+        assert_eq!(fs::read_to_string(w.join("m3/pre-commit")).unwrap(), "#!/bin/sh\nexit 0\n");
+    }
+
     /// The init's name check (class 1) against a parent that another sandbox keeps changing:
     /// a workload of another set (a profile without the root, the workspace writable) creates
     /// and removes a file in the workspace root in a loop, which changes the ctime of the
@@ -907,6 +986,10 @@ fn main() -> std::process::ExitCode {
             (
                 "protected_directories_moved_to_another_parent_during_a_run_stay_protected",
                 protected_directories_moved_to_another_parent_during_a_run_stay_protected,
+            ),
+            (
+                "protections_in_layers_moved_during_a_run_stay_protected",
+                protections_in_layers_moved_during_a_run_stay_protected,
             ),
             (
                 "a_parent_changed_constantly_by_another_sandbox_does_not_fail_spawns",

@@ -37,7 +37,7 @@ pub struct ExpectedMount {
 /// container's own skeleton or tmpfs there is nothing of the host to check).
 pub(super) fn expected_mounts(profile: &Profile, g: &GrantDeltas, planner: &Planner) -> Vec<ExpectedMount> {
     let mut out = Vec::new();
-    for op in &planner.ops {
+    for op in planner.ops.iter().filter(|op| !op.below) {
         let identity = profile.identities().iter().find(|i| i.path == op.destination);
         let what = |role: Option<crate::profile::IdentityRole>| match role {
             Some(crate::profile::IdentityRole::Workspace) => "workspace_root",

@@ -112,7 +112,7 @@ pub(super) fn landlock_rules(
         lists.dedup();
     }
     let lists = lists.into_iter().map(|path| LandlockPathRule { path, access: vec!["read_dir"] });
-    let mounts = plan.mounts.iter().filter_map(|m| {
+    let mounts = plan.mounts.iter().filter(|m| !m.below).filter_map(|m| {
         let access: Vec<&'static str> = match m.kind {
             MountKind::ReadOnly => RO_RIGHTS.iter().copied().filter(|r| !(m.file && *r == "read_dir")).collect(),
             MountKind::ReadWrite if m.destination == Path::new("/dev/null") => DEV_RIGHTS.to_vec(),

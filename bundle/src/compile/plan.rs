@@ -83,6 +83,11 @@ pub struct PlannedMount {
     /// before them: see [`order`].
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub through_root: bool,
+    /// Whether this is a protection made once more below a nested bind that shows its
+    /// directory too (see [`order`]); the one at the top is the mount of record (checks,
+    /// Landlock, reports).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub below: bool,
     #[serde(skip)]
     rank: u8,
 }
@@ -169,7 +174,16 @@ impl Planner {
         origin: Origin,
         rank: u8,
     ) {
-        self.ops.push(PlannedMount { destination, source, kind, file, origin, through_root: false, rank });
+        self.ops.push(PlannedMount {
+            destination,
+            source,
+            kind,
+            file,
+            origin,
+            through_root: false,
+            below: false,
+            rank,
+        });
     }
 
     /// Keeps one mount per destination: the one whose origin wins.
@@ -576,8 +590,12 @@ fn order(ops: Vec<PlannedMount>) -> Vec<PlannedMount> {
                 && has_nested[i]
                 && host_self_bind(outer)
                 && outer.kind != MountKind::Private
-                && ((op.kind == MountKind::ReadOnly && !writable_nested[i])
-                    || matches!(outer.kind, MountKind::ReadWrite | MountKind::WriteOnly))
+                && if op.kind == MountKind::ReadOnly {
+                    // Its copy is read-only all through (`rro`).
+                    !writable_nested[i]
+                } else {
+                    matches!(outer.kind, MountKind::ReadWrite | MountKind::WriteOnly)
+                }
         })
         .collect();
     // The depth order, with each bind through the root moved to just after the last mount
@@ -593,15 +611,35 @@ fn order(ops: Vec<PlannedMount>) -> Vec<PlannedMount> {
         let last = order.iter().rposition(|&i| nested(i)).map_or(from, |p| p + 1);
         order.insert(last, x);
     }
-    let mut slots: Vec<Option<PlannedMount>> = ops.into_iter().map(Some).collect();
-    order
-        .into_iter()
-        .filter_map(|i| {
-            let mut op = slots[i].take()?;
-            op.through_root = through[i];
-            Some(op)
+    // A nested bind that cannot be made through the root (a writable one inside a read-only
+    // bind, a read-only one holding writable mounts), or a mask, covers directories its
+    // enclosing bind shows too: the protections nested in it are made once more just before
+    // it, onto the enclosing bind (and, for one nested deeper, onto each layer), as copies
+    // (`below`), so that a protected directory moved out from under it stays protected.
+    let protection = |op: &PlannedMount| {
+        matches!(op.kind, MountKind::Mask | MountKind::ReadOnly)
+            && matches!(op.origin, Origin::Area | Origin::AreaMask | Origin::Protected)
+    };
+    let layered: Vec<bool> = (0..ops.len())
+        .map(|i| {
+            let nested_cover = host_self_bind(&ops[i]) || ops[i].kind == MountKind::Mask;
+            !through[i] && nested_cover && parent[i].is_some_and(|j| host_self_bind(&ops[j]))
         })
-        .collect()
+        .collect();
+    let mut out = Vec::with_capacity(ops.len());
+    for &i in &order {
+        if layered[i] {
+            for &p in &order {
+                let nested =
+                    ops[p].destination != ops[i].destination && within(&ops[p].destination, &ops[i].destination);
+                if nested && protection(&ops[p]) {
+                    out.push(PlannedMount { through_root: false, below: true, ..ops[p].clone() });
+                }
+            }
+        }
+        out.push(PlannedMount { through_root: through[i], ..ops[i].clone() });
+    }
+    out
 }
 
 /// Covers a file whose read is denied with the scan's unreadable placeholder, or `/dev/null`.

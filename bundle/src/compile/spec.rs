@@ -157,7 +157,7 @@ fn linux(
         .map(|typ| LinuxNamespaceBuilder::default().typ(typ).build().map_err(spec_error))
         .collect::<Result<Vec<_>, _>>()?;
     let mut readonly = strings(READONLY_PATHS);
-    for m in plan.mounts.iter().filter(|m| m.kind == MountKind::Mask) {
+    for m in plan.mounts.iter().filter(|m| m.kind == MountKind::Mask && !m.below) {
         readonly.push(path_str(&m.destination)?);
     }
     let one = |id: u32| {

@@ -25,6 +25,22 @@ pub const MAX_DIRS: usize = 200_000;
 /// a bare repository is found by them.
 const BARE_MARKERS: [&str; 3] = ["HEAD", "objects", "refs"];
 
+/// The path of the running program, canonical: the one it had when first asked (a long-lived
+/// `sandbox serve` keeps protecting its path after the file was replaced on the host, when the
+/// kernel names the running one `… (deleted)`; an attack on the first version of this check
+/// replaced the binary a rebuild had put there).
+fn running_program() -> Option<PathBuf> {
+    static FIRST: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    FIRST
+        .get_or_init(|| {
+            let exe = std::env::current_exe().ok()?;
+            let text = exe.to_str().map(|t| t.strip_suffix(" (deleted)").unwrap_or(t).to_owned());
+            let exe = text.map_or(exe, PathBuf::from);
+            std::fs::canonicalize(&exe).ok()
+        })
+        .clone()
+}
+
 /// What an additional root is at a spawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RootKind {
@@ -121,8 +137,12 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
     // component that is a symlink hands the names beneath it to another directory.
     let intermediate: HashSet<OsString> =
         names.iter().flat_map(|n| n.iter().rev().skip(1)).map(OsString::from).collect();
-    let mut sorted_last: Vec<OsString> =
-        last.iter().chain(&intermediate).cloned().chain(BARE_MARKERS.iter().map(OsString::from)).collect();
+    let mut sorted_last: Vec<OsString> = last
+        .iter()
+        .chain(&intermediate)
+        .cloned()
+        .chain(BARE_MARKERS.iter().chain(&["config"]).map(OsString::from))
+        .collect();
     sorted_last.sort();
     sorted_last.dedup();
     let mut guard = memo.and_then(|m| m.inner.lock().ok());
@@ -154,7 +174,7 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
     // writable area: the workload could replace what the user runs next, outside any sandbox
     // (a red team replaced `./target/release/sandbox`, the README's own example). Bound
     // read-only like an entry, whatever the list says.
-    if let Ok(exe) = std::env::current_exe().and_then(std::fs::canonicalize) {
+    if let Some(exe) = running_program() {
         if writable.iter().any(|a| exe.starts_with(a)) {
             walker.entry(&exe);
         }
@@ -267,9 +287,14 @@ impl Walker<'_> {
                 }
             }
         }
-        // A bare repository (a git directory not named `.git`: `HEAD`, `objects/`, `refs/`, as
-        // git recognises one): its hooks run on the host's `git push` to it.
-        if BARE_MARKERS.iter().all(|m| listing.hits.iter().any(|h| h == m)) && dir.join("objects").is_dir() {
+        // A bare repository (a git directory not named `.git`): its hooks run on the host's
+        // `git push` to it. Found as git finds one (`HEAD`, `objects/`, `refs/`), or by its
+        // config (a `[core]` section with `repositoryformatversion`): the config is bound
+        // read-only once found, while the others may be renamed for a run to hide the
+        // repository from the next spawn's scan (an attack on the first version).
+        let has = |m: &str| listing.hits.iter().any(|h| h == m);
+        let by_layout = BARE_MARKERS.iter().all(|m| has(m)) && dir.join("objects").is_dir();
+        if by_layout || (has("config") && is_git_config(&dir.join("config"))) {
             let parts = self.p.git_entries();
             if !parts.is_empty() {
                 self.gitdir(dir, dir, &parts, 0);
@@ -323,6 +348,7 @@ impl Walker<'_> {
             if self.last.contains(&name)
                 || self.intermediate.contains(&name)
                 || name == ".git"
+                || name == "config"
                 || BARE_MARKERS.iter().any(|m| name == *m)
             {
                 hits.push(name.clone());
@@ -505,6 +531,30 @@ impl Walker<'_> {
     }
 }
 
+/// Whether `file` is a git directory's config: a regular file (at most 1 MiB) with a `[core]`
+/// section that sets `repositoryformatversion`, as every git writes.
+fn is_git_config(file: &Path) -> bool {
+    let Ok(m) = std::fs::symlink_metadata(file) else { return false };
+    if !m.is_file() || m.len() > 1 << 20 {
+        return false;
+    }
+    let Ok(text) = std::fs::read_to_string(file) else { return false };
+    let mut core = false;
+    for line in text.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix('[') {
+            let name = rest.split(|c: char| c == ']' || c.is_whitespace() || c == '"').next().unwrap_or("");
+            core = name.eq_ignore_ascii_case("core");
+            let after = rest.split_once(']').map_or("", |(_, a)| a.trim());
+            if core && after.to_ascii_lowercase().starts_with("repositoryformatversion") {
+                return true;
+            }
+        } else if core && line.to_ascii_lowercase().starts_with("repositoryformatversion") {
+            return true;
+        }
+    }
+    false
+}
+
 /// The `gitdir:` line of a `.git` file.
 fn read_gitdir(file: &Path) -> Option<PathBuf> {
     let text = std::fs::read_to_string(file).ok()?;
@@ -661,9 +711,19 @@ mod tests {
         mk("notes/refs");
         std::fs::write(ws.join("notes/HEAD"), "x").unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(ws.join("notes/objects"), "x").unwrap_or_else(|e| panic!("{e}"));
+        // Hidden by a rename of what git recognises it by: still found by its config.
+        mk("hidden.git/objects-aside");
+        mk("hidden.git/hooks");
+        std::fs::write(ws.join("hidden.git/config"), "[core]\n\trepositoryformatversion = 0\n\tbare = true\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        // A file named config that is not git's (the control).
+        mk("app");
+        std::fs::write(ws.join("app/config"), "[core]\nname = x\n").unwrap_or_else(|e| panic!("{e}"));
         let found = scan(&profile, None);
         assert!(found.existing.contains(&(ws.join("remote.git/hooks"), false)), "{found:?}");
         assert!(found.existing.contains(&(ws.join("remote.git/config"), true)), "{found:?}");
+        assert!(found.existing.contains(&(ws.join("hidden.git/hooks"), false)), "{found:?}");
+        assert!(!found.existing.iter().any(|(p, _)| p.starts_with(ws.join("app"))), "{found:?}");
         assert!(
             !found.missing.iter().chain(found.existing.iter().map(|(p, _)| p)).any(|p| p.starts_with(ws.join("notes")))
         );
