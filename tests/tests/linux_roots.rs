@@ -542,7 +542,8 @@ mod linux {
     }
 
     /// The same moves where the protections sit in layers no copy through the root can carry
-    /// (an attack on the fix above): a writable root inside a read-only root inside the
+    /// (an attack on the fix above; and on the first version of this one: a deny root inside a
+    /// read-only root inside such a layer, the read-only root or the deny root moved): a writable root inside a read-only root inside the
     /// workspace, holding a deny root, a read-only root and a repository's hooks; and a writable
     /// root inside a deny root, holding a deny root. Moved by the host to the workspace's top
     /// while the workload waits, each stays protected (the protections are made once more on
@@ -551,7 +552,9 @@ mod linux {
     pub fn protections_in_layers_moved_during_a_run_stay_protected() {
         let d = TestDirs::new("sbx-roots");
         let w = &d.ws;
-        for dir in ["ro/rw/s", "ro/rw/r2", "ro/rw/repo/.git/hooks", "dd/w/s2", "ro/rw/plain"] {
+        for dir in
+            ["ro/rw/s", "ro/rw/r2", "ro/rw/repo/.git/hooks", "dd/w/s2", "ro/rw/plain", "ro/rw/r3/s3", "ro/rw/r4/s4"]
+        {
             fs::create_dir_all(w.join(dir)).unwrap();
         }
         fs::write(w.join("ro/rw/s/file"), "SECRET-S\n").unwrap();
@@ -559,6 +562,8 @@ mod linux {
         fs::write(w.join("ro/rw/r2/file"), "r2\n").unwrap();
         fs::write(w.join("ro/rw/repo/.git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
         fs::write(w.join("ro/rw/plain/file"), "plain\n").unwrap();
+        fs::write(w.join("ro/rw/r3/s3/file"), "SECRET-S3\n").unwrap();
+        fs::write(w.join("ro/rw/r4/s4/file"), "SECRET-S4\n").unwrap();
         let profile = Profile::new(config(
             &d,
             vec![
@@ -569,14 +574,20 @@ mod linux {
                 root(&w.join("dd"), Access::Deny, Access::Deny),
                 root(&w.join("dd/w"), Access::Allow, Access::Allow),
                 root(&w.join("dd/w/s2"), Access::Deny, Access::Deny),
+                root(&w.join("ro/rw/r3"), Access::Allow, Access::Deny),
+                root(&w.join("ro/rw/r3/s3"), Access::Deny, Access::Deny),
+                root(&w.join("ro/rw/r4"), Access::Allow, Access::Deny),
+                root(&w.join("ro/rw/r4/s4"), Access::Deny, Access::Deny),
             ],
         ))
         .unwrap();
         let set = set_of(&d, &profile);
         let exec = set.executor("k").unwrap();
-        let names = ["read-s", "read-s2", "write-r2", "write-hook"];
-        let probe = |s: &str, s2: &str, r2: &str, hooks: &str, plain: &str| {
+        let names = ["read-s", "read-s2", "write-r2", "write-hook", "read-s3", "read-s4"];
+        let probe = |s: &str, s2: &str, r2: &str, hooks: &str, plain: &str, s3: &str, s4: &str| {
             let mut out = String::new();
+            out.push_str(&attempt("read-s3", &format!("cat {s3}/file")));
+            out.push_str(&attempt("read-s4", &format!("cat {s4}/file")));
             out.push_str(&attempt("read-s", &format!("cat {s}/file")));
             out.push_str(&attempt("read-s2", &format!("cat {s2}/file")));
             out.push_str(&attempt("write-r2", &format!("echo pwn > {r2}/file")));
@@ -586,11 +597,25 @@ mod linux {
             ));
             out
         };
-        let out = sh_ok(&exec, &d, &probe("ro/rw/s", "dd/w/s2", "ro/rw/r2", "ro/rw/repo/.git/hooks", "ro/rw/plain"));
+        let out = sh_ok(
+            &exec,
+            &d,
+            &probe(
+                "ro/rw/s",
+                "dd/w/s2",
+                "ro/rw/r2",
+                "ro/rw/repo/.git/hooks",
+                "ro/rw/plain",
+                "ro/rw/r3/s3",
+                "ro/rw/r4/s4",
+            ),
+        );
         all_failed(&out, &names);
         assert!(out.ends_with("plain\nprobe-ok\n"), "{out}");
-        let script =
-            format!("touch ready; while [ ! -e go ]; do sleep 0.01; done; {}", probe("m1", "m4", "m2", "m3", "m5"));
+        let script = format!(
+            "touch ready; while [ ! -e go ]; do sleep 0.01; done; {}",
+            probe("m1", "m4", "m2", "m3", "m5", "m6/s3", "m7")
+        );
         let mover = {
             let w = w.clone();
             std::thread::spawn(move || {
@@ -605,6 +630,8 @@ mod linux {
                     ("ro/rw/repo/.git/hooks", "m3"),
                     ("dd/w/s2", "m4"),
                     ("ro/rw/plain", "m5"),
+                    ("ro/rw/r3", "m6"),
+                    ("ro/rw/r4/s4", "m7"),
                 ] {
                     fs::rename(w.join(from), w.join(to)).unwrap();
                 }

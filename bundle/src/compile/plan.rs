@@ -626,16 +626,34 @@ fn order(ops: Vec<PlannedMount>) -> Vec<PlannedMount> {
             !through[i] && nested_cover && parent[i].is_some_and(|j| host_self_bind(&ops[j]))
         })
         .collect();
+    // The copies below a layer repeat how the protections are built on top of it, restricted
+    // to protections: each in order, a bind through the root as such (it then copies what was
+    // put below it), a layer's own copies first (an attack on the first version, which put
+    // them flat in that order, read a deny root inside a read-only root inside the layer).
+    struct Layers<'a> {
+        ops: &'a [PlannedMount],
+        order: &'a [usize],
+        through: &'a [bool],
+        layered: &'a [bool],
+    }
+    impl Layers<'_> {
+        fn copies(&self, a: &Path, protection: &dyn Fn(&PlannedMount) -> bool, out: &mut Vec<PlannedMount>) {
+            for &p in self.order {
+                let op = &self.ops[p];
+                if op.destination != a && within(&op.destination, a) && protection(op) {
+                    if self.layered[p] {
+                        self.copies(&op.destination, protection, out);
+                    }
+                    out.push(PlannedMount { through_root: self.through[p], below: true, ..op.clone() });
+                }
+            }
+        }
+    }
+    let layers = Layers { ops: &ops, order: &order, through: &through, layered: &layered };
     let mut out = Vec::with_capacity(ops.len());
     for &i in &order {
         if layered[i] {
-            for &p in &order {
-                let nested =
-                    ops[p].destination != ops[i].destination && within(&ops[p].destination, &ops[i].destination);
-                if nested && protection(&ops[p]) {
-                    out.push(PlannedMount { through_root: false, below: true, ..ops[p].clone() });
-                }
-            }
+            layers.copies(&ops[i].destination, &protection, &mut out);
         }
         out.push(PlannedMount { through_root: through[i], ..ops[i].clone() });
     }
