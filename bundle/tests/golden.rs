@@ -498,3 +498,35 @@ fn listing_is_granted_above_no_write_only_area() {
     assert!(rights_at(&b, Path::new("/etc")).contains(&"read_dir"), "{:?}", b.landlock);
     assert!(rights_at(&b, Path::new("/dev")).contains(&"read_dir"), "{:?}", b.landlock);
 }
+
+/// Copies below each layer multiply with the depth of nested layers (a read-only root holding a
+/// writable root, in turn, many levels down): a profile nested so deep that a spawn would pass
+/// the bound of mounts is refused naming `additional_roots`, quickly. Control: a few levels
+/// compile.
+#[test]
+fn roots_nested_too_deep_for_the_mounts_are_refused() {
+    let f = Fixture::new();
+    let mut spawn = f.spawn();
+    spawn.launch = Launch::Embedded { cgroups_path: None, pids_max: None, memory_max: None, nproc: Some(4096) };
+    let chain = |levels: usize| {
+        let mut roots = Vec::new();
+        let mut path = f.p("ws");
+        for level in 0..levels {
+            path = path.join(format!("l{level}"));
+            fs::create_dir_all(&path).unwrap();
+            let write = if level % 2 == 0 { Access::Deny } else { Access::Allow };
+            roots.push(RootAccess { path: path.clone(), read: Access::Allow, write });
+        }
+        ProfileConfig { host_read: Access::Deny, additional_roots: roots, ..f.config() }
+    };
+    let start = std::time::Instant::now();
+    let few = compile(&Profile::new(chain(4)).unwrap(), &spawn, &host());
+    assert!(few.is_ok(), "{:?}", few.err());
+    match compile(&Profile::new(chain(36)).unwrap(), &spawn, &host()) {
+        Err(Error::InvalidProfile { detail }) => {
+            assert!(detail.starts_with("additional_roots: nested so deep"), "{detail}")
+        }
+        other => panic!("{:?}", other.map(|b| b.plan.mounts.len())),
+    }
+    assert!(start.elapsed() < std::time::Duration::from_secs(30), "{:?}", start.elapsed());
+}

@@ -101,6 +101,10 @@ pub struct MountPlan {
     pub rootfs_symlinks: Vec<(String, PathBuf)>,
 }
 
+/// The most mounts one spawn's plan may hold (the kernel's default `fs.mount-max` is 100,000
+/// per namespace, shared with what the container inherits).
+const MAX_MOUNTS: usize = 20_000;
+
 fn depth(p: &Path) -> usize {
     p.components().count()
 }
@@ -529,6 +533,14 @@ pub(super) fn plan(
     // (THREAT-MODEL.md, class 1).
     if matches!(spawn.launch, super::Launch::Embedded { .. }) {
         planner.ops = order(std::mem::take(&mut planner.ops));
+        // Copies below each layer multiply with the depth of nested layers; a profile nested
+        // so deep that the mounts would run into the kernel's limit is refused by name.
+        if planner.ops.len() > MAX_MOUNTS {
+            return Err(Error::profile(format!(
+                "additional_roots: nested so deep that a spawn would make {} mounts (at most {MAX_MOUNTS})",
+                planner.ops.len()
+            )));
+        }
     }
 
     // The cwd must exist inside: under a bind, or a mount point (or an ancestor of one).
@@ -639,6 +651,9 @@ fn order(ops: Vec<PlannedMount>) -> Vec<PlannedMount> {
     impl Layers<'_> {
         fn copies(&self, a: &Path, protection: &dyn Fn(&PlannedMount) -> bool, out: &mut Vec<PlannedMount>) {
             for &p in self.order {
+                if out.len() > MAX_MOUNTS {
+                    return; // refused by `plan`, which sees the count
+                }
                 let op = &self.ops[p];
                 if op.destination != a && within(&op.destination, a) && protection(op) {
                     if self.layered[p] {
