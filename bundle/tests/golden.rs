@@ -530,3 +530,42 @@ fn roots_nested_too_deep_for_the_mounts_are_refused() {
     }
     assert!(start.elapsed() < std::time::Duration::from_secs(30), "{:?}", start.elapsed());
 }
+
+/// A file root is guarded at every host alias like a directory root (THREAT-MODEL.md, class 1):
+/// with the workspace bound again at `/srv/alias`, a denied file root gets the unreadable
+/// placeholder at `/srv/alias/...` too, next to the denied directory's mask there. Before, only
+/// directory roots were collected for aliases, so the key was read through the alias.
+#[test]
+fn a_denied_file_root_is_covered_at_a_host_alias_like_a_denied_directory() {
+    let f = Fixture::new();
+    fs::create_dir_all(f.p("ws/.ssh")).unwrap();
+    fs::write(f.p("ws/.ssh/id"), "KEY\n").unwrap();
+    fs::write(f.p("ws/.ssh/id.pub"), "PUB\n").unwrap();
+    let config = ProfileConfig {
+        additional_roots: vec![
+            RootAccess { path: f.p("ws/.ssh/id"), read: Access::Deny, write: Access::Deny },
+            RootAccess { path: f.p("ws/secret"), read: Access::Deny, write: Access::Deny },
+        ],
+        ..f.config()
+    };
+    let profile = Profile::new(config).unwrap();
+    let spawn = SpawnContext { protected: protect::scan(&profile, None), ..f.spawn() };
+    let mount = |root: &Path, at: &str| host::HostMount {
+        device: String::from("254:0"),
+        root: root.to_path_buf(),
+        mount_point: PathBuf::from(at),
+    };
+    let host = HostView { mounts: vec![mount(Path::new("/"), "/"), mount(&f.p("ws"), "/srv/alias")], ..host() };
+    let plan = compile(&profile, &spawn, &host).unwrap().plan;
+    let at = |p: &Path| plan.mounts.iter().find(|m| m.destination == p && !m.below);
+    let own = at(&f.p("ws/.ssh/id")).unwrap_or_else(|| panic!("no cover at the root: {:#?}", plan.mounts));
+    let alias = Path::new("/srv/alias/.ssh/id");
+    let cover = at(alias).unwrap_or_else(|| panic!("no cover at the alias: {:#?}", plan.mounts));
+    assert!(cover.file && cover.kind == MountKind::ReadOnly, "{cover:?}");
+    assert_eq!(cover.source, own.source, "the alias is covered by the root's own placeholder");
+    assert_ne!(cover.source.as_deref(), Some(alias), "{cover:?}");
+    let dir = at(Path::new("/srv/alias/secret")).unwrap_or_else(|| panic!("{:#?}", plan.mounts));
+    assert_eq!(dir.kind, MountKind::Mask);
+    // The readable file next to it is not covered.
+    assert!(at(Path::new("/srv/alias/.ssh/id.pub")).is_none());
+}

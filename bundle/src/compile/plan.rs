@@ -284,6 +284,9 @@ pub(super) fn plan(
     areas.extend(g.read_trees.iter().chain(&g.write_trees).map(|p| (p.clone(), false)));
     areas.extend(g.read_paths.iter().chain(&g.write_paths).map(|p| (p.clone(), true)));
     let scan = &spawn.protected;
+    // File roots covered by an unreadable placeholder (read denied, or write-only narrowed to
+    // denied): their aliases get the same cover in 2c.
+    let mut denied_files: Vec<PathBuf> = Vec::new();
     for (path, mut file) in areas {
         if path == Path::new("/") {
             continue; // no mount at `/`: the host entries above carry an area at `/`
@@ -323,6 +326,7 @@ pub(super) fn plan(
             // readable directory, so it is denied instead (narrowed).
             Some(MountKind::WriteOnly) if file => {
                 write_narrowed.push(format!("{} is a write-only file: denied instead", path.display()));
+                denied_files.push(path.clone());
                 deny_file(&mut planner, &mut write_narrowed, scan, path);
             }
             Some(kind) => planner.push(path.clone(), Some(path), kind, file, Origin::Area, 2),
@@ -330,6 +334,7 @@ pub(super) fn plan(
             // unreadable placeholder (a file root inside a readable directory stays unreadable);
             // an unreadable grant target is simply not bound.
             None if file && profile.areas().any(|(r, _, _)| r == path) => {
+                denied_files.push(path.clone());
                 deny_file(&mut planner, &mut write_narrowed, scan, path);
             }
             None if file => {}
@@ -377,15 +382,20 @@ pub(super) fn plan(
     // filesystem mounted twice), that path gets the same treatment wherever the plan makes it
     // visible: a mask or a bind at the root's own path protects only that path, and Landlock
     // has no deny rule to catch the other one (issue 12, class 1).
-    let guarded: Vec<(PathBuf, MountKind)> = planner
+    // A file root is treated the same way: a read-only one is bound read-only at its alias, a
+    // denied one (read denied, or write-only and so denied) is covered there by the same
+    // unreadable placeholder (before, a denied file root was read through a bind of the
+    // workspace elsewhere while a denied directory next to it was masked there).
+    let guarded: Vec<(PathBuf, MountKind, bool)> = planner
         .ops
         .iter()
         .filter(|op| op.origin == Origin::Area || op.origin == Origin::AreaMask)
         .filter(|op| matches!(op.kind, MountKind::Mask | MountKind::ReadOnly | MountKind::WriteOnly))
         .filter(|op| config.additional_roots.iter().any(|r| r.path == op.destination))
-        .map(|op| (op.destination.clone(), op.kind))
+        .map(|op| (op.destination.clone(), op.kind, op.file))
+        .chain(denied_files.iter().map(|p| (p.clone(), MountKind::Mask, true)))
         .collect();
-    for (root, kind) in guarded {
+    for (root, kind, file) in guarded {
         for alias in host.aliases(&root) {
             let visible = planner.innermost(&alias, false).is_some_and(|op| Planner::is_bind(op.kind));
             if !visible {
@@ -393,9 +403,10 @@ pub(super) fn plan(
             }
             match kind {
                 MountKind::ReadOnly if effective(Axis::Write, &alias) => {
-                    planner.push(alias.clone(), Some(alias), MountKind::ReadOnly, false, Origin::AreaMask, 9);
+                    planner.push(alias.clone(), Some(alias), MountKind::ReadOnly, file, Origin::AreaMask, 9);
                 }
                 MountKind::ReadOnly => {}
+                _ if file => deny_file(&mut planner, &mut write_narrowed, scan, alias),
                 _ => planner.push(alias, None, MountKind::Mask, false, Origin::AreaMask, 9),
             }
         }
