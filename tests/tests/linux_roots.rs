@@ -923,6 +923,51 @@ mod linux {
         assert_eq!(run(token()).unwrap().bytes, b"granted\n");
     }
 
+    /// Red team F2 (THREAT-MODEL.md, class 1): a read-denied FILE root shown at a second host
+    /// path (its directory bound elsewhere inside the workspace, in a private mount namespace of
+    /// this process) is unreadable there too, like a denied directory root's mask at an alias.
+    /// Before, only directory roots were guarded at aliases: `cat kalias/id` printed the key.
+    /// Positive control: the readable file next to it reads through the same alias.
+    pub fn a_denied_file_root_is_unreadable_through_a_host_bind_alias() {
+        use nix::mount::{MntFlags, MsFlags, mount, umount2};
+        use nix::sched::{CloneFlags, setns, unshare};
+        let d = TestDirs::new("sbx-roots");
+        fs::create_dir_all(d.ws.join(".ssh")).unwrap();
+        fs::write(d.ws.join(".ssh/id"), "PRIVATE-KEY\n").unwrap();
+        fs::write(d.ws.join(".ssh/id.pub"), "PUBLIC\n").unwrap();
+        fs::create_dir(d.ws.join("kalias")).unwrap();
+        // A private mount namespace for this (the main) thread, so the alias is never seen on
+        // the host; the set made below (its helper) starts in it. Restored at the end.
+        let host_ns = fs::File::open("/proc/self/ns/mnt").unwrap();
+        unshare(CloneFlags::CLONE_NEWNS).unwrap();
+        let none = None::<&str>;
+        mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none).unwrap();
+        mount(Some(&d.ws.join(".ssh")), &d.ws.join("kalias"), none, MsFlags::MS_BIND, none).unwrap();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let profile =
+                Profile::new(config(&d, vec![root(&d.ws.join(".ssh/id"), Access::Deny, Access::Deny)])).unwrap();
+            let set = set_of(&d, &profile);
+            let exec = set.executor("k").unwrap();
+            let out = sh_ok(
+                &exec,
+                &d,
+                &format!(
+                    "cat kalias/id.pub && echo controls-ok; {}{}",
+                    attempt("direct", "cat .ssh/id"),
+                    attempt("alias", "cat kalias/id")
+                ),
+            );
+            assert!(out.starts_with("PUBLIC\ncontrols-ok\n"), "{out}");
+            assert!(!out.contains("PRIVATE-KEY"), "the denied file was read: {out}");
+            all_failed(&out, &["direct", "alias"]);
+        }));
+        let _ = umount2(&d.ws.join("kalias"), MntFlags::MNT_DETACH);
+        setns(&host_ns, CloneFlags::CLONE_NEWNS).unwrap();
+        if let Err(e) = result {
+            std::panic::resume_unwind(e);
+        }
+    }
+
     /// 11: a root exactly at a path that is always private inside is refused naming it; a root
     /// under /tmp and under /dev/shm is honoured (positive: readable or masked as configured).
     pub fn roots_at_private_paths_are_refused_and_under_them_honoured() {
@@ -1025,6 +1070,10 @@ fn main() -> std::process::ExitCode {
             (
                 "a_path_grant_target_swapped_in_a_loop_never_binds_another_file",
                 a_path_grant_target_swapped_in_a_loop_never_binds_another_file,
+            ),
+            (
+                "a_denied_file_root_is_unreadable_through_a_host_bind_alias",
+                a_denied_file_root_is_unreadable_through_a_host_bind_alias,
             ),
             (
                 "roots_at_private_paths_are_refused_and_under_them_honoured",
