@@ -143,17 +143,61 @@ fn parse(line: &str, current: &Path) -> Parsed {
         Err(e) => return bad(format!("request: not JSON: {e}")),
     };
     let raw = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.get());
+    // Each value decoded; one the raw check accepts but a `Value` cannot hold (a lone surrogate
+    // escape such as "\ud800", a number beyond f64 such as 1e400) is refused naming its key.
+    // Before, it became null: a `command` with "\ud800" next to an `argv` ran the argv, a cwd
+    // with one ran in serve's directory, `"timeout": 1e400` ran without a timeout.
+    let mut map = Map::new();
+    let mut undecodable: Option<String> = None;
+    for (key, value) in &fields {
+        match serde_json::from_str::<Value>(value.get()) {
+            Ok(v) => {
+                map.insert(key.clone(), v);
+            }
+            Err(e) if undecodable.is_none() => undecodable = Some(format!("request: {key}: {e}")),
+            Err(_) => {}
+        }
+    }
+    let id_ok = undecodable.is_none() || map.contains_key("id");
     let id = match (raw("id"), repeated.as_deref()) {
-        (Some(id), r) if r != Some("id") => id.to_owned(),
+        (Some(id), r) if r != Some("id") && id_ok => compact(id),
         _ => String::from("null"),
     };
     let grant = repeated.as_deref() != Some("op") && raw("op").is_some_and(|op| op.trim() == r#""grant""#);
     if let Some(key) = repeated {
         return Parsed { id, grant, op: Err(format!("request: {key}: duplicate key")) };
     }
-    let map: Map<String, Value> =
-        fields.iter().map(|(k, v)| (k.clone(), serde_json::from_str(v.get()).unwrap_or(Value::Null))).collect();
+    if let Some(message) = undecodable {
+        return Parsed { id, grant, op: Err(message) };
+    }
     Parsed { id, grant, op: parse_map(&map, current) }
+}
+
+/// A JSON text without the whitespace between its tokens (spaces, tabs, CR and LF outside
+/// strings; inside a string they cannot appear raw): the id is echoed with its tokens exactly
+/// as received (numbers are not re-encoded) but on one line, so that a reader splitting on CR
+/// (Python's universal newlines, Node's readline) sees one answer per line.
+fn compact(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !matches!(c, ' ' | '\t' | '\r' | '\n') {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn parse_map(map: &Map<String, Value>, current: &Path) -> Result<Op, String> {
@@ -355,7 +399,28 @@ fn watch_parent() {
 #[cfg(not(unix))]
 fn watch_parent() {}
 
+/// SIGINT, SIGTERM and SIGHUP end serve at once, whatever the parent left them as: their
+/// default action (the process ends; its helpers see the embedder gone and kill every run, as
+/// on the parent's death), unblocked. Before, a serve started with SIGINT and SIGHUP ignored (a
+/// script's background job, `nohup`) kept running, and its runs with it, after either; SIGTERM
+/// ended everything.
+#[cfg(unix)]
+fn default_signals() {
+    use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal as Sig, pthread_sigmask, signal};
+    let mut set = SigSet::empty();
+    for s in [Sig::SIGINT, Sig::SIGTERM, Sig::SIGHUP] {
+        // SAFETY: SIG_DFL installs no handler code of ours.
+        let _ = unsafe { signal(s, SigHandler::SigDfl) };
+        set.add(s);
+    }
+    let _ = pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&set), None);
+}
+
+#[cfg(not(unix))]
+fn default_signals() {}
+
 pub(crate) fn serve(args: ServeArgs) -> Result<i32, Error> {
+    default_signals();
     watch_parent();
     let out = Arc::new(Mutex::new(std::io::stdout()));
     let set = match open(&args) {
@@ -496,11 +561,34 @@ mod tests {
         assert!(err(r#"{"op":"grant","argv":["x"]}"#).contains("unknown key \"argv\""));
     }
 
+    /// A value the raw check accepts but a JSON value cannot hold (a lone surrogate escape, a
+    /// number beyond f64) is refused naming its key; before, it became null (red team F5).
+    #[test]
+    fn undecodable_values_are_refused_naming_the_key() {
+        for (line, key) in [
+            (r#"{"id":1,"command":"echo approved \ud800","argv":["sh","-c","echo other"]}"#, "command"),
+            (r#"{"id":1,"argv":["pwd"],"cwd":"/nonexistent/\udc00"}"#, "cwd"),
+            (r#"{"id":1,"argv":["true"],"timeout":1e400}"#, "timeout"),
+            (r#"{"id":1,"argv":["true"],"output_limit":-1e400}"#, "output_limit"),
+            (r#"{"id":1,"argv":["true","\udfff"]}"#, "argv"),
+            (r#"{"id":1,"op":"grant","kind":"k","class":"c","target":"\ud800x"}"#, "target"),
+        ] {
+            let p = parse(line, Path::new("/w"));
+            let message = p.op.err().unwrap_or_else(|| panic!("parsed: {line}"));
+            assert!(message.starts_with(&format!("request: {key}: ")), "{line}: {message}");
+            assert_eq!(p.id, "1", "{line}");
+        }
+        // An undecodable id is not echoed (null), and the request is refused naming it.
+        let p = parse(r#"{"id":"\ud800","argv":["true"]}"#, Path::new("/w"));
+        assert_eq!(p.id, "null");
+        assert!(p.op.err().is_some_and(|m| m.starts_with("request: id: ")));
+    }
+
     #[test]
     fn good_requests_parse_with_their_defaults() {
         let Parsed { id, grant, op } =
             parse(r#"{"id":{"n": 7},"argv":["/bin/echo","hi"],"cwd":"sub","timeout":1.5}"#, Path::new("/w"));
-        assert_eq!((id.as_str(), grant), (r#"{"n": 7}"#, false));
+        assert_eq!((id.as_str(), grant), (r#"{"n":7}"#, false));
         match op {
             Ok(Op::Run { executor, options, timeout, output_limit }) => {
                 assert_eq!(executor, "default");
@@ -524,13 +612,17 @@ mod tests {
     /// is answered; a bad grant request is answered in the grant's shape.
     #[test]
     fn ids_are_echoed_as_received_and_repeated_keys_refused() {
-        for id in ["1e2", "-0", "123456789012345678901234567890", r#""a\u0041""#, r#"{"b": [1, 2.50]}"#, "null"] {
+        for id in ["1e2", "-0", "123456789012345678901234567890", r#""a\u0041""#, r#"{"b":[1,2.50]}"#, "null"] {
             let p = parse(&format!(r#"{{"argv": ["x"], "id":  {id} }}"#), Path::new("/w"));
             assert_eq!(p.id, id);
             let line = answer_line(&p.id, grant_answer(Ok(String::from("t"))));
             assert_eq!(line, format!(r#"{{"id":{id},"token":"t","error":null,"message":null}}"#));
             assert!(serde_json::from_str::<Value>(&line).is_ok(), "{line}");
         }
+        // Whitespace between the id's tokens is dropped (a raw CR would split the answer for
+        // readers that end lines at CR); inside strings it is kept as received.
+        let p = parse("{\"argv\":[\"x\"],\"id\":{\"tag\":\r\"a b\\r\\\"\" ,\n\t\"n\": [1 ,\r2.50]}}", Path::new("/w"));
+        assert_eq!(p.id, r#"{"tag":"a b\r\"","n":[1,2.50]}"#);
         let p = parse(r#"{"id":1,"command":"echo first","command":"echo second"}"#, Path::new("/w"));
         assert_eq!((p.id.as_str(), p.op.err().as_deref()), ("1", Some("request: command: duplicate key")));
         let p = parse(r#"{"id":13,"argv":["x"],"id":14}"#, Path::new("/w"));
