@@ -2015,7 +2015,7 @@ fn serve_echoes_ids_first_refuses_repeated_keys_and_answers_every_line() {
     };
     assert_eq!(find(r#"{"id":1e2,"denials":[]"#)["stdout"], "hi\n");
     assert_eq!(find(r#"{"id":123456789012345678901234567890,"#)["exit_code"], 0);
-    for (prefix, key) in [(r#"{"id":-0,"#, "command"), (r#"{"id":{"k": [1, 2.50]},"#, "argv")] {
+    for (prefix, key) in [(r#"{"id":-0,"#, "command"), (r#"{"id":{"k":[1,2.50]},"#, "argv")] {
         let v = find(prefix);
         assert_eq!(v["error"], "invalid_argument", "{v}");
         assert_eq!(v["message"], format!("invalid argument: request: {key}: duplicate key"), "{v}");
@@ -2031,6 +2031,111 @@ fn serve_echoes_ids_first_refuses_repeated_keys_and_answers_every_line() {
     }
     for made in ["first", "second", "third"] {
         assert!(!area.ws.join(made).exists(), "a refused request ran: {made}");
+    }
+}
+
+/// Red team F5 and F4: a value that passes serve's raw check but no JSON value can hold (a lone
+/// surrogate escape, a number beyond f64) is refused naming its key and nothing runs (before it
+/// became null: the argv beside a "\ud800" command ran, a "\udc00" cwd ran in serve's directory,
+/// `"timeout": 1e400` ran unbounded); an id with raw CR, tab and newline-free whitespace between
+/// its tokens is echoed without it, so every answer is one line for readers that split on CR.
+/// Positive control: a plain request in the same session runs.
+#[test]
+fn serve_refuses_undecodable_values_and_answers_each_on_one_line() {
+    use std::io::{Read, Write};
+    if !sandbox_runs_here("serve_refuses_undecodable_values_and_answers_each_on_one_line") {
+        return;
+    }
+    let area = Area::new();
+    let mut child = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args([os("serve"), os("--scratch"), area.scratch.clone().into_os_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let requests: [&[u8]; 6] = [
+        br#"{"id":1,"command":"touch approved \ud800","argv":["/usr/bin/touch","ran-argv"]}"#,
+        br#"{"id":2,"argv":["/usr/bin/touch","ran-cwd"],"cwd":"/nonexistent/\udc00"}"#,
+        br#"{"id":3,"argv":["/usr/bin/touch","ran-timeout"],"timeout":1e400}"#,
+        br#"{"id":4,"argv":["/usr/bin/touch","ran-argv-item","\udfff"]}"#,
+        b"{\"id\":{\"tag\":\r\"x\" ,\t\"n\":[1,\r2.50]},\"argv\":[\"/bin/echo\",\"first\"]}",
+        br#"{"id":6,"argv":["/bin/echo","control"]}"#,
+    ];
+    for r in requests {
+        stdin.write_all(r).unwrap();
+        stdin.write_all(b"\n").unwrap();
+    }
+    drop(stdin);
+    let mut raw = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut raw).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(!raw.contains(&b'\r'), "a raw CR in the answers: {}", String::from_utf8_lossy(&raw));
+    let text = String::from_utf8(raw).unwrap();
+    let answers: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(answers.len(), requests.len(), "one answer per line: {text}");
+    let by_id = |id: serde_json::Value| answers.iter().find(|a| a["id"] == id).unwrap_or_else(|| panic!("{id}: {text}"));
+    for (id, key) in [(1, "command"), (2, "cwd"), (3, "timeout"), (4, "argv")] {
+        let v = by_id(serde_json::json!(id));
+        assert_eq!(v["error"], "invalid_argument", "{v}");
+        let message = v["message"].as_str().unwrap();
+        assert!(message.starts_with(&format!("invalid argument: request: {key}: ")), "{v}");
+    }
+    assert!(text.lines().any(|l| l.starts_with(r#"{"id":{"tag":"x","n":[1,2.50]},"#)), "{text}");
+    assert_eq!(by_id(serde_json::json!({"tag": "x", "n": [1, 2.5]}))["stdout"], "first\n");
+    assert_eq!(by_id(serde_json::json!(6))["stdout"], "control\n");
+    for made in ["ran-argv", "ran-cwd", "ran-timeout", "ran-argv-item", "approved"] {
+        assert!(!area.ws.join(made).exists(), "a refused request ran: {made}");
+    }
+}
+
+/// SIGINT and SIGHUP end serve and its runs the way SIGTERM does, even when serve's parent
+/// left them ignored (a script's background job, `nohup`): before, serve and its run kept going
+/// after either. The signal is sent while a run is in flight; both are gone within 10 s.
+#[test]
+fn serve_ends_with_its_runs_on_sigint_and_sighup_even_when_they_were_ignored() {
+    use std::io::Write;
+    if !sandbox_runs_here("serve_ends_with_its_runs_on_sigint_and_sighup_even_when_they_were_ignored") {
+        return;
+    }
+    let area = Area::new();
+    for (n, signal) in [(1, nix::sys::signal::Signal::SIGINT), (2, nix::sys::signal::Signal::SIGHUP)] {
+        let marker = format!("62.{n}{}", std::process::id());
+        let mut child = Command::new("/bin/sh")
+            .current_dir(&area.ws)
+            .args(["-c", &format!("trap '' INT HUP; exec {SANDBOX} serve --scratch {}", area.scratch.display())])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, r#"{{"id": 1, "argv": ["sleep", "{marker}"]}}"#).unwrap();
+        let start = std::time::Instant::now();
+        while processes_with_arg(&marker) == 0 {
+            assert!(start.elapsed() < std::time::Duration::from_secs(20), "the run never started");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+        nix::sys::signal::kill(pid, signal).unwrap();
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if start.elapsed() > std::time::Duration::from_secs(10) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("serve kept running after {signal}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        assert!(!status.success(), "{signal}: {status:?}");
+        while processes_with_arg(&marker) > 0 {
+            assert!(start.elapsed() < std::time::Duration::from_secs(10), "the run outlived serve after {signal}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        drop(stdin);
     }
 }
 
