@@ -14,8 +14,11 @@
 //!   the executor (`Executor::issue_grant`); the answer is `{"id", "token", "error", "message"}`.
 //!
 //! Requests run concurrently (at most 64 in flight; reading waits beyond that) and are answered
-//! as they finish, one line each. Each answer's first key is `id`, the request's id exactly as
-//! received (its JSON text), or `null` when there is none (or it is repeated). Every line gets one
+//! as they finish, one line each. Each answer's first key is `id`, the request's id as received
+//! (its JSON text, tokens unchanged, the whitespace between them dropped so that the answer is
+//! one line), or `null` when there is none (or it is repeated, or cannot be decoded). A value
+//! no JSON value can hold (a lone surrogate escape, a number beyond f64) is refused naming its
+//! key. SIGINT, SIGTERM and SIGHUP end serve (and so its runs) even when inherited ignored. Every line gets one
 //! answer: a bad line (blank, not JSON, a repeated key, an unknown key, a wrong type) is
 //! answered with `error` and a `message` naming the key, in the grant shape when the line asks
 //! for `"op": "grant"`. When stdin closes, the requests in flight get 5 seconds to finish, then the set is closed
@@ -355,11 +358,16 @@ fn answer_run(
     }
 }
 
-/// One answer line: `{"id": <id as received>, <answer's keys in order>}`.
+/// One answer line: `{"id": <id as received, compacted>, <answer's keys in order>}`.
+///
+/// Written in place (no copy of each value's text first): a captured stream of N bytes is up to
+/// 6N bytes here (a control byte is `\u00XX`), so the answer of a run with `output_limit` N is
+/// at most about 12N bytes plus the report.
 fn answer_line(id: &str, answer: Answer) -> String {
+    use std::fmt::Write as _;
     let mut line = format!("{{\"id\":{id}");
     for (key, value) in answer {
-        line.push_str(&format!(",{}:{value}", Value::String(key)));
+        let _ = write!(line, ",{}:{value}", Value::String(key));
     }
     line.push('}');
     line

@@ -2075,7 +2075,8 @@ fn serve_refuses_undecodable_values_and_answers_each_on_one_line() {
     let text = String::from_utf8(raw).unwrap();
     let answers: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(answers.len(), requests.len(), "one answer per line: {text}");
-    let by_id = |id: serde_json::Value| answers.iter().find(|a| a["id"] == id).unwrap_or_else(|| panic!("{id}: {text}"));
+    let by_id =
+        |id: serde_json::Value| answers.iter().find(|a| a["id"] == id).unwrap_or_else(|| panic!("{id}: {text}"));
     for (id, key) in [(1, "command"), (2, "cwd"), (3, "timeout"), (4, "argv")] {
         let v = by_id(serde_json::json!(id));
         assert_eq!(v["error"], "invalid_argument", "{v}");
@@ -2137,6 +2138,46 @@ fn serve_ends_with_its_runs_on_sigint_and_sighup_even_when_they_were_ignored() {
         }
         drop(stdin);
     }
+}
+
+/// Red team F6: with an output limit N, the JSON answer stays within a small multiple of N even
+/// for the worst bytes (NULs, escaped as `\u0000`: 6 bytes each) on both streams, through serve
+/// and `run --json`, at the limit and beyond it (then `output_limit`). Without a limit nothing
+/// bounds it (README, "Decisions").
+#[test]
+fn json_answers_stay_within_a_small_multiple_of_the_output_limit() {
+    use std::io::Write;
+    if !sandbox_runs_here("json_answers_stay_within_a_small_multiple_of_the_output_limit") {
+        return;
+    }
+    let area = Area::new();
+    let n: usize = 200_000;
+    let bound = 12 * n + (256 << 10);
+    let both = |bytes: usize| format!("head -c {bytes} /dev/zero; head -c {bytes} /dev/zero >&2");
+    let (mut child, mut stdin, mut lines) = spawn_serve(&area, &[]);
+    for (id, bytes, error) in [(1, n, serde_json::Value::Null), (2, 4 * n, serde_json::json!("output_limit"))] {
+        writeln!(stdin, r#"{{"id": {id}, "command": "{}", "output_limit": {n}}}"#, both(bytes)).unwrap();
+        let line = lines.next().unwrap().unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["error"], error, "{}", v["message"]);
+        assert_eq!(v["stdout"].as_str().unwrap().len(), n, "kept at most the limit");
+        assert!(line.len() <= bound, "answer {id}: {} bytes for a limit of {n}", line.len());
+        if id == 1 {
+            assert!(line.len() >= 12 * n, "both streams' NULs escaped: {} bytes", line.len());
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let o = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .args(["run", "--json", "--output-limit", &n.to_string(), "--scratch"])
+        .arg(&area.scratch)
+        .args(["--", "/bin/sh", "-c", &both(4 * n)])
+        .output()
+        .unwrap();
+    assert!(o.stdout.len() <= bound, "run --json: {} bytes for a limit of {n}", o.stdout.len());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["error"], "output_limit");
 }
 
 /// When serve's parent dies, everything serve started ends: serve exits, and its helpers kill
