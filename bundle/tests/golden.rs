@@ -541,9 +541,11 @@ fn a_denied_file_root_is_covered_at_a_host_alias_like_a_denied_directory() {
     fs::create_dir_all(f.p("ws/.ssh")).unwrap();
     fs::write(f.p("ws/.ssh/id"), "KEY\n").unwrap();
     fs::write(f.p("ws/.ssh/id.pub"), "PUB\n").unwrap();
+    fs::write(f.p("ws/.ssh/log"), "LOG\n").unwrap();
     let config = ProfileConfig {
         additional_roots: vec![
             RootAccess { path: f.p("ws/.ssh/id"), read: Access::Deny, write: Access::Deny },
+            RootAccess { path: f.p("ws/.ssh/log"), read: Access::Deny, write: Access::Allow },
             RootAccess { path: f.p("ws/secret"), read: Access::Deny, write: Access::Deny },
         ],
         ..f.config()
@@ -564,6 +566,14 @@ fn a_denied_file_root_is_covered_at_a_host_alias_like_a_denied_directory() {
     assert!(cover.file && cover.kind == MountKind::ReadOnly, "{cover:?}");
     assert_eq!(cover.source, own.source, "the alias is covered by the root's own placeholder");
     assert_ne!(cover.source.as_deref(), Some(alias), "{cover:?}");
+    // A write-only file root is denied (narrowed), at its alias too; with and without Landlock.
+    for landlock in [false, true] {
+        let spawn = SpawnContext { landlock, protected: protect::scan(&profile, None), ..f.spawn() };
+        let plan = compile(&profile, &spawn, &host).unwrap().plan;
+        let cover = plan.mounts.iter().find(|m| m.destination == Path::new("/srv/alias/.ssh/log") && !m.below);
+        let cover = cover.unwrap_or_else(|| panic!("landlock {landlock}: no cover: {:#?}", plan.mounts));
+        assert!(cover.file && cover.kind == MountKind::ReadOnly && cover.source == own.source, "{cover:?}");
+    }
     let dir = at(Path::new("/srv/alias/secret")).unwrap_or_else(|| panic!("{:#?}", plan.mounts));
     assert_eq!(dir.kind, MountKind::Mask);
     // The readable file next to it is not covered.
