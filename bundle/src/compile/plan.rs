@@ -406,6 +406,9 @@ pub(super) fn plan(
                     planner.push(alias.clone(), Some(alias), MountKind::ReadOnly, file, Origin::AreaMask, 9);
                 }
                 MountKind::ReadOnly => {}
+                // An alias that is itself configured keeps its configured access, as a
+                // directory's mask (the lowest origin) loses to the area there.
+                _ if file && profile.areas().any(|(r, _, _)| r == alias) => {}
                 _ if file => deny_file(&mut planner, &mut write_narrowed, scan, alias),
                 _ => planner.push(alias, None, MountKind::Mask, false, Origin::AreaMask, 9),
             }
