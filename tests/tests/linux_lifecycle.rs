@@ -164,6 +164,136 @@ mod linux {
         assert_eq!(now, baseline, "(cgroups, mounts, fds, threads, zombies) after close vs before the set");
     }
 
+    /// Issue 16: runs of one executor reuse a kept container, and consecutive runs share
+    /// nothing the contract keeps per run. Run A leaves a process (setsid, detached), files in
+    /// `/tmp` (one in a directory it made unreadable) and `/dev/shm`, System V shared memory, a
+    /// message queue and a semaphore set, a POSIX message queue, an exported variable and a cwd;
+    /// run B, in the same container (its shell is not the namespace's second process), finds
+    /// none of them. Then a run that changes what the init would hand on (its open-files limit,
+    /// its stack limit: prlimit on pid 1 needs no capability) makes the container be given up: the next run gets the defaults.
+    pub fn runs_in_a_kept_container_share_nothing() {
+        let f = Fixture::new();
+        fs::copy(sandbox_tests::probe_bin(env!("CARGO_BIN_EXE_sandbox-probe")), f.ws.join("sandbox-probe")).unwrap();
+        fs::create_dir(f.ws.join("sub")).unwrap();
+        let set = f.set();
+        let exec = set.executor("k").unwrap();
+        // The first spawn of a shape is fresh; the second prepares its warm containers.
+        exec.run_command(&dl(), &f.ws, "true").unwrap();
+        exec.run_command(&dl(), &f.ws, "true").unwrap();
+        let text = |cmd: &str| {
+            let out = exec.run_command(&dl(), &f.ws, cmd).unwrap();
+            assert_eq!(out.status, ExitStatus::Code(0), "{cmd}: {}", String::from_utf8_lossy(&out.bytes));
+            String::from_utf8(out.bytes).unwrap()
+        };
+        let pid = |out: &str| -> u32 {
+            out.lines().find_map(|l| l.strip_prefix("pid=")).and_then(|p| p.trim().parse().ok()).unwrap()
+        };
+        let leave = "echo pid=$$; (setsid sleep 1000 >/dev/null 2>&1 </dev/null &); \
+            echo secret > /tmp/left && mkdir -p /tmp/d/e && echo secret > /tmp/d/e/f && chmod 0 /tmp/d && echo made-tmp; \
+            echo secret > /dev/shm/left && echo made-shm; \
+            ipcmk -M 4096 >/dev/null && ipcmk -Q >/dev/null && ipcmk -S 1 >/dev/null && echo made-sysv=$(ipcs | grep -c '^0x'); \
+            ./sandbox-probe mq-create=left; export LEFT=1; cd sub; \
+            sleep 0.2; echo sleepers=$(ps -e -o comm= | grep -c '^sleep$')";
+        let look = "echo pid=$$; echo cwd=$(pwd); echo env=${LEFT:-none}; \
+            test -e /tmp/left && echo tmp-left; test -e /tmp/d && echo tmp-dir-left; test -e /dev/shm/left && echo shm-left; \
+            echo sysv=$(ipcs | grep -c '^0x'); ./sandbox-probe mq-open=left; \
+            echo sleepers=$(ps -e -o comm= | grep -c '^sleep$'); echo procs=$(ps -e -o pid= | wc -l)";
+        let mut kept = 0;
+        for round in 0..3 {
+            let a = text(leave);
+            // Positive controls: everything was made.
+            // (POSIX message queues: their creation is refused in a container here, EACCES, in
+            // a fresh one too; should it succeed, run B must still not find the queue.)
+            for made in ["made-tmp", "made-shm", "made-sysv=3", "sleepers=1", "\"check\":\"mq-create\""] {
+                assert!(a.contains(made), "round {round}: run A did not leave {made}: {a}");
+            }
+            let b = text(look);
+            println!("round {round}: A pid {} B pid {}", pid(&a), pid(&b));
+            if pid(&b) > 2 {
+                kept += 1;
+            }
+            for left in ["tmp-left", "tmp-dir-left", "shm-left", "\"ok\":true", "env=1"] {
+                assert!(!b.contains(left), "round {round}: run B found {left}: {b}");
+            }
+            for fresh in ["sysv=0", "sleepers=0", "env=none", &format!("cwd={}", f.ws.display())] {
+                assert!(b.contains(fresh), "round {round}: run B lacks {fresh}: {b}");
+            }
+            // The init, the shell, the command substitution's subshell and the `ps | wc`
+            // pipeline: nothing else.
+            let procs: u32 = b.lines().find_map(|l| l.strip_prefix("procs=")).unwrap().trim().parse().unwrap();
+            assert!(procs <= 5, "round {round}: {b}");
+        }
+        assert!(kept >= 2, "run B ran in run A's kept container in only {kept} of 3 rounds");
+
+        // What a run may change in its init from outside, without a capability.
+        for (attack, check) in
+            [("prlimit --pid 1 --nofile=64:64", "ulimit -n"), ("prlimit --pid 1 --stack=1048576:1048576", "ulimit -s")]
+        {
+            let before = text(&format!("{check}; echo pid=$$"));
+            let a = text(&format!("{attack} && echo changed; echo pid=$$"));
+            assert!(a.contains("changed"), "{attack}: {a}");
+            for later in 0..2 {
+                let b = text(&format!("{check}; echo pid=$$"));
+                assert_eq!(b.lines().next(), before.lines().next(), "{attack} reached run {later} after it: {b}");
+            }
+        }
+        set.close().unwrap();
+    }
+
+    /// Issue 16: emptying a kept container's `/tmp` never crosses into a bind above it. The
+    /// workspace (and the scratch root, with the executor's HOME and TMPDIR) lie under the
+    /// host's `/tmp`, so inside they are binds in the private `/tmp`; their files survive every
+    /// clean-up, while what a run left in the private `/tmp` beside them goes.
+    pub fn emptying_a_kept_containers_tmp_leaves_binds_under_it_alone() {
+        let root = tempfile::Builder::new().prefix("sbx-keep").tempdir_in("/tmp").unwrap();
+        let (ws, scratch) = (root.path().join("ws"), root.path().join("scratch"));
+        fs::create_dir_all(ws.join("sub/deeper")).unwrap();
+        fs::create_dir(&scratch).unwrap();
+        fs::write(ws.join("keep.txt"), "mine\n").unwrap();
+        fs::write(ws.join("sub/deeper/keep2.txt"), "mine too\n").unwrap();
+        if sandbox_tests::rootless_mode() {
+            // The unprivileged user of the rootless suite must reach its own areas.
+            for p in [root.path(), &ws, &scratch, &ws.join("sub"), &ws.join("sub/deeper")] {
+                fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+            }
+        }
+        let profile = Profile::new(sandbox_tests::allow_config(&ws)).unwrap();
+        let options = sandbox_tests::test_options(ExecutorSetOptions::new(&scratch).max_executors(2));
+        let set = ExecutorSet::new(&dl(), &profile, options).unwrap();
+        let exec = set.executor("k").unwrap();
+        let mut kept = 0;
+        for i in 0..6 {
+            let out = exec
+                .run_command(
+                    &dl(),
+                    &ws,
+                    &format!(
+                        "echo pid=$$; ls -A /tmp | tr '\\n' ' '; echo; echo left > /tmp/junk-{i}; \
+                         echo home > \"$HOME/h-{i}\"; echo tmpdir > \"$TMPDIR/t-{i}\"; echo ws > {}/w-{i}",
+                        ws.display()
+                    ),
+                )
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.bytes).into_owned();
+            assert_eq!(out.status, ExitStatus::Code(0), "{text}");
+            let pid: u32 = text.lines().find_map(|l| l.strip_prefix("pid=")).unwrap().trim().parse().unwrap();
+            if pid > 2 {
+                kept += 1;
+            }
+            assert!(!text.contains("junk-"), "run {i} found what an earlier run left in /tmp: {text}");
+        }
+        assert!(kept >= 3, "only {kept} of 6 runs in a kept container");
+        // Everything in the binds is there: the caller's files and what each run wrote.
+        assert_eq!(fs::read_to_string(ws.join("keep.txt")).unwrap(), "mine\n");
+        assert_eq!(fs::read_to_string(ws.join("sub/deeper/keep2.txt")).unwrap(), "mine too\n");
+        for i in 0..6 {
+            assert!(ws.join(format!("w-{i}")).exists(), "w-{i} gone from the workspace");
+        }
+        let out = exec.run_command(&dl(), &ws, "ls \"$HOME\" \"$TMPDIR\" | grep -c -- '-[0-9]$'").unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.bytes).trim(), "12", "the executor's HOME and TMPDIR keep their files");
+        set.close().unwrap();
+    }
+
     pub fn multithreaded_embedder_never_deadlocks() {
         let f = Fixture::new();
         let set = Arc::new(ExecutorSet::new(&dl(), &f.profile(), f.set_options(8).cpu_weight(100)).unwrap());
@@ -373,13 +503,15 @@ mod linux {
             std::thread::spawn(move || {
                 let mut runs = 0;
                 while !stop.load(Ordering::SeqCst) && runs < 400 {
-                    let _ = exec.run_command(&dl(), &ws, "true");
+                    // Each run is killed at its deadline, so its container is not kept (issue
+                    // 16): every run has a container built for it.
+                    let _ = exec.run_command(&sandbox::Deadline::after(Duration::from_millis(60)), &ws, "sleep 5");
                     runs += 1;
                 }
             })
         };
         let me = i32::try_from(std::process::id()).unwrap();
-        let end = Instant::now() + Duration::from_secs(20);
+        let end = Instant::now() + Duration::from_secs(45);
         let mut caught = None;
         while caught.is_none() && Instant::now() < end {
             let (_, workers) = sandbox_tests::helpers_of(me);
@@ -393,7 +525,7 @@ mod linux {
                 (name.starts_with("youki:[1:INTER]") && blocked && workers.contains(&worker)).then_some((pid, worker))
             });
         }
-        let (inter, worker) = caught.expect("an intermediate process of ours within 20 s");
+        let (inter, worker) = caught.expect("an intermediate process of ours within 45 s");
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(worker), nix::sys::signal::Signal::SIGKILL).unwrap();
         wait_until("the intermediate process to go", Duration::from_secs(5), || {
             !Path::new(&format!("/proc/{inter}")).exists()
@@ -826,6 +958,11 @@ fn main() -> std::process::ExitCode {
         sandbox_tests::run_tests(&[
             ("two_hundred_sequential_spawns_leave_nothing_behind", two_hundred_sequential_spawns_leave_nothing_behind),
             ("multithreaded_embedder_never_deadlocks", multithreaded_embedder_never_deadlocks),
+            ("runs_in_a_kept_container_share_nothing", runs_in_a_kept_container_share_nothing),
+            (
+                "emptying_a_kept_containers_tmp_leaves_binds_under_it_alone",
+                emptying_a_kept_containers_tmp_leaves_binds_under_it_alone,
+            ),
             (
                 "killing_the_helper_mid_run_leaves_no_process_and_sweeps_leftovers",
                 killing_the_helper_mid_run_leaves_no_process_and_sweeps_leftovers,

@@ -143,17 +143,30 @@ fn cstring(s: &str, what: &str, status: &mut Status) -> CString {
     CString::new(s).unwrap_or_else(|_| status.fail(Stage::Exec, &format!("{what} contains NUL")))
 }
 
-/// Reads the helper's go: `g` (run the bundle's process), or `w` with the workload's stdin,
+/// What the helper's go asks of the init.
+enum Go {
+    /// Run the bundle's own process (a fresh container), then end.
+    Bundle,
+    /// Run this process, then end (a warm container).
+    Warm(GoProcess),
+    /// Run this process, then end everything it left, empty `/tmp` and `/dev/shm`, report
+    /// `ready` again and wait for the next go (a kept container, issue 16).
+    Kept(GoProcess),
+}
+
+/// Reads the helper's go: `g` (run the bundle's process; only as the first go), or `w` (the
+/// last run) or `k` (a run after which the container is kept) with the workload's stdin,
 /// stdout and stderr attached, then the length and JSON of the process to run instead. The
 /// descriptors replace this init's 0, 1 and 2 (the workload inherits them; the init keeps its
-/// copies until it ends, so readers see EOF only when the container is gone).
+/// copies until the run has ended, so readers see EOF only when every process of the run is
+/// gone). EOF or anything else ends the init (the helper is gone, or gave up the container).
 #[allow(unsafe_code, reason = "replacing the init's stdio (see the SAFETY comment)")]
-fn receive_go(go: &mut File, status: &mut Status) -> Option<GoProcess> {
+fn receive_go(go: &mut File, status: &mut Status, first: bool) -> Go {
     let mut byte = [0u8; 1];
     let (n, fds) = sys::recv_with_fds(go.as_fd(), &mut byte).unwrap_or_else(|_| sys::exit_now(1));
     match (n, byte[0]) {
-        (1, b'g') => None,
-        (1, b'w') if fds.len() == 3 => {
+        (1, b'g') if first => Go::Bundle,
+        (1, kind @ (b'w' | b'k')) if fds.len() == 3 => {
             let mut len = [0u8; 4];
             let mut json = Vec::new();
             let read = std::io::Read::read_exact(go, &mut len).and_then(|()| {
@@ -175,7 +188,8 @@ fn receive_go(go: &mut File, status: &mut Status) -> Option<GoProcess> {
                 }
             }
             drop(fds);
-            Some(serde_json::from_slice(&json).unwrap_or_else(|e| status.fail(Stage::Go, &e.to_string())))
+            let process = serde_json::from_slice(&json).unwrap_or_else(|e| status.fail(Stage::Go, &e.to_string()));
+            if kind == b'k' { Go::Kept(process) } else { Go::Warm(process) }
         }
         _ => sys::exit_now(1),
     }
@@ -193,7 +207,7 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     // (`with_preserved_fds`) without wrapping it in any object: this is its only owner.
     let mut status = Status(File::from(unsafe { sys::own_fd(STATUS_FD) }));
     // SAFETY: likewise for the `go` socket at GO_FD.
-    let mut go = File::from(unsafe { sys::own_fd(GO_FD) });
+    let mut go = Some(File::from(unsafe { sys::own_fd(GO_FD) }));
     if sys::die_with_parent().is_err() {
         status.fail(Stage::ParentDeath, "prctl failed");
     }
@@ -217,7 +231,7 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     // maximum just before the fork (the child inherits it) and restores it right after; an
     // unprivileged process may go back down to the value it started from. The descriptor is
     // opened before Landlock, which would refuse /proc later, and is close-on-exec.
-    let oom = std::fs::read_to_string("/proc/self/oom_score_adj").ok().and_then(|original| {
+    let mut oom = std::fs::read_to_string("/proc/self/oom_score_adj").ok().and_then(|original| {
         let file = std::fs::OpenOptions::new().write(true).open("/proc/self/oom_score_adj").ok()?;
         Some((file, original.trim().to_owned()))
     });
@@ -286,31 +300,115 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
         status.fail(Stage::Seccomp, &format!("filter mode {seccomp} after install"));
     }
 
+    // A handle on /dev/null, taken before Landlock: a kept container's init puts it in place
+    // of the run's stdio once the run has ended (close-on-exec).
+    let mut null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .map(Some)
+        .unwrap_or_else(|e| status.fail(Stage::Stdio, &format!("/dev/null: {e}")));
+    let process = spec.process().clone().unwrap_or_else(|| status.fail(Stage::Exec, "the bundle has no process"));
+    let tty = process.terminal() == Some(true);
+    let setup = format!("setup landlock={landlock} abi={} seccomp={seccomp}", cfg.kernel_abi);
+    let run = Run { tty, old_mask, setup, creation_guard, watch_network };
+
+    // What a run could change in this init from outside (its limits, priorities, affinity):
+    // a kept container whose init reads otherwise after a run is given up (issue 16).
+    let attributes = sys::outside_attributes();
+
     // Ready; wait for the helper's go (EOF: the helper is gone, and so is this spawn). A warm
     // container's go carries the process to run and its stdio.
     status.line("ready");
-    let warm = receive_go(&mut go, &mut status);
-    drop(go);
-    // From here on nothing joins this process: no descriptor (the status pipe, the
-    // oom_score_adj handle), no memory and no environment of the init may reach the workload
-    // through /proc/1, pidfd_getfd or process_vm_readv, which all need it dumpable (or a
-    // capability the workload never has).
-    if sys::set_non_dumpable().is_err() {
-        status.fail(Stage::Dumpable, "prctl(PR_SET_DUMPABLE, 0) failed");
-    }
-    if let Some(w) = &warm {
-        if let Err(e) = nix::unistd::chdir(w.cwd.as_str()) {
-            status.fail(Stage::Cwd, &format!("{}: {e}", w.cwd));
+    let mut first = true;
+    loop {
+        let Some(socket) = go.as_mut() else { sys::exit_now(1) };
+        let go_now = receive_go(socket, &mut status, first);
+        if first {
+            // From here on nothing joins this process: no descriptor (the status pipe, the
+            // oom_score_adj handle), no memory and no environment of the init may reach the
+            // workload through /proc/1, pidfd_getfd or process_vm_readv, which all need it
+            // dumpable (or a capability the workload never has).
+            if sys::set_non_dumpable().is_err() {
+                status.fail(Stage::Dumpable, "prctl(PR_SET_DUMPABLE, 0) failed");
+            }
         }
+        if !first {
+            // A signal the helper passed on for the last run (sent just as it ended) is not
+            // this run's: gone before the fork. (Signals from inside the namespace are ignored
+            // anyway; SIGCHLD of the last run's processes too.)
+            sys::drain_signals(sys::ALL_SIGNALS);
+        }
+        first = false;
+        let (keep, warm) = match go_now {
+            Go::Bundle => (false, None),
+            Go::Warm(p) => (false, Some(p)),
+            Go::Kept(p) => (true, Some(p)),
+        };
+        if !keep {
+            // The last run: the init holds nothing it needs only between runs.
+            go = None;
+            null = None;
+        }
+        if let Some(w) = &warm {
+            if let Err(e) = nix::unistd::chdir(w.cwd.as_str()) {
+                status.fail(Stage::Cwd, &format!("{}: {e}", w.cwd));
+            }
+        }
+        let (args, env): (Vec<String>, Vec<String>) = match warm {
+            Some(w) => (w.args, w.env),
+            None => (process.args().clone().unwrap_or_default(), process.env().clone().unwrap_or_default()),
+        };
+        status = run_once(&run, status, go.as_ref(), &mut oom, args, &env, keep);
+        let Some(null) = null.as_ref() else { sys::exit_now(1) };
+        // The run has ended and everything it started is gone (`sweep`): what it may have left
+        // for the next run goes too, and the init is ready for the next go. A failure ends the
+        // init (the helper then sees the end of the pipe instead of `ready` and gives the
+        // container up).
+        for fd in 0..3 {
+            // SAFETY: as in `receive_go`: 0, 1 and 2 are owned by no object of the init.
+            if unsafe { sys::dup_to(null.as_fd(), fd) }.is_err() {
+                sys::exit_now(1);
+            }
+        }
+        // A guard thread still performing a call for a process that is gone (an open of a
+        // FIFO, say) would make the next fork unsafe: such a container is given up.
+        if !single_threaded()
+            || attributes.is_none()
+            || sys::outside_attributes() != attributes
+            || crate::fresh::empty_private_dir("/tmp").is_err()
+            || crate::fresh::empty_private_dir("/dev/shm").is_err()
+        {
+            sys::exit_now(0);
+        }
+        status.line("ready");
     }
+}
 
+/// What every run of this init shares (built once, before `ready`).
+struct Run {
+    tty: bool,
+    old_mask: sys::KernelSigset,
+    setup: String,
+    creation_guard: Option<sandbox_bundle::CreationGuard>,
+    watch_network: bool,
+}
+
+/// One run: forks the workload child and follows it to its end. Without `keep` the init ends
+/// with the run, as the namespace's end is the run's (its last line is the outcome). With
+/// `keep` it kills whatever the run left, waits until its pid namespace holds no process but
+/// itself, puts the run's stdio away, reports the outcome and returns the status pipe.
+#[allow(unsafe_code, reason = "the fork (see the SAFETY comment)")]
+fn run_once(
+    run: &Run,
+    mut status: Status,
+    go: Option<&File>,
+    oom: &mut Option<(File, String)>,
+    args: Vec<String>,
+    env: &[String],
+    keep: bool,
+) -> Status {
     // Everything the child needs, prepared before the fork.
-    let process = spec.process().clone().unwrap_or_else(|| status.fail(Stage::Exec, "the bundle has no process"));
-    let tty = process.terminal() == Some(true);
-    let (args, env): (Vec<String>, Vec<String>) = match warm {
-        Some(w) => (w.args, w.env),
-        None => (process.args().clone().unwrap_or_default(), process.env().clone().unwrap_or_default()),
-    };
     let Some(program) = args.first().cloned() else { status.fail(Stage::Exec, "empty argv") };
     let argv: Vec<CString> = args.iter().map(|a| cstring(a, "argv", &mut status)).collect();
     let envp: Vec<CString> = env.iter().map(|e| cstring(e, "environment", &mut status)).collect();
@@ -328,58 +426,135 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     // With a guard or the network watch, the workload child installs the guard's filter and
     // hands its listener back over this pair (a stream pair: the base policy may refuse
     // datagram pairs).
-    let creating = creation_guard.is_some();
-    let guard_pair = (creating || watch_network).then(|| {
+    let creating = run.creation_guard.is_some();
+    let guard_pair = (creating || run.watch_network).then(|| {
         use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
         socketpair(AddressFamily::Unix, SockType::Stream, None, SockFlag::SOCK_CLOEXEC)
             .unwrap_or_else(|e| status.fail(Stage::Guard, &format!("socketpair: {e}")))
     });
 
-    status.line(&format!("setup landlock={landlock} abi={} seccomp={seccomp}", cfg.kernel_abi));
+    status.line(&run.setup);
 
-    if let Some((file, _)) = &oom {
+    if let Some((file, _)) = oom.as_ref() {
         let _ = (&*file).write_all(b"1000");
     }
     // SAFETY: the init is single-threaded: libcontainer cloned it from a single-threaded process
-    // (a clone copies only the calling thread) and nothing in it starts a thread before this
-    // fork (the creation guard's thread starts after it, in the parent).
+    // (a clone copies only the calling thread), nothing in it starts a thread before this fork
+    // (the creation guard's thread starts after it, in the parent), and a kept container's
+    // init has joined that thread and seen its helpers end before the next run (`sweep`).
     match unsafe { sys::fork_single_threaded() } {
         Err(e) => status.fail(Stage::Fork, &e.to_string()),
         Ok(ForkResult::Child) => {
             let _ = nix::unistd::close(status.0.as_raw_fd());
+            if let Some(go) = go {
+                let _ = nix::unistd::close(go.as_raw_fd());
+            }
+            // A kept container's runs each get their own IPC namespace (System V objects and
+            // POSIX message queues of one run never reach the next); then every capability the
+            // init kept for it goes, bounding set included, before anything of the workload.
+            if keep && nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWIPC).is_err() {
+                let _ = std::io::stderr().write_all(b"sandbox: ipc namespace: unshare failed\n");
+                sys::exit_now(127);
+            }
+            if let Err(e) = sys::drop_all_capabilities() {
+                let _ = std::io::stderr().write_all(format!("sandbox: capabilities: {e}\n").as_bytes());
+                sys::exit_now(127);
+            }
             if let Some((init_end, child_end)) = guard_pair {
                 drop(init_end);
-                install_guard(child_end, creating, watch_network);
+                install_guard(child_end, creating, run.watch_network);
             }
-            exec_workload(old_mask, tty, &candidates, &argv, &envp, &program)
+            exec_workload(run.old_mask, run.tty, &candidates, &argv, &envp, &program)
         }
         Ok(ForkResult::Parent { child }) => {
-            if let Some((file, original)) = oom {
-                let _ = (&file).write_all(original.as_bytes());
+            if let Some((file, original)) = oom.as_ref() {
+                let _ = (&*file).write_all(original.as_bytes());
+            }
+            if !keep {
                 // The pre-Landlock handle goes now: nothing of it survives for the workload to
-                // take (the child's copy is close-on-exec).
-                drop(file);
+                // take (the child's copy is close-on-exec). A kept container's init keeps it for
+                // its next runs (it is not dumpable, and seccomp refuses `pidfd_getfd`).
+                drop(oom.take());
             }
             let listener = guard_pair.map(|(init_end, child_end)| {
                 drop(child_end);
                 receive_listener(&mut status, init_end)
             });
             let shared = Arc::new(Shared::new(status));
+            let mut thread = None;
             if let Some((listener, sock)) = listener {
-                let direct: Option<guard::Record> = if watch_network {
+                let direct: Option<guard::Record> = if run.watch_network {
                     let shared = Arc::clone(&shared);
                     Some(Box::new(move |record: &status::Direct| shared.direct(record)))
                 } else {
                     None
                 };
-                start_guard(&shared, listener, guard::Watch { creation: creation_guard, direct });
+                thread = start_guard(&shared, listener, guard::Watch { creation: run.creation_guard.clone(), direct });
                 // The guard is served: the workload may start (see `install_guard`). A child
                 // that is gone already shows in its exit status.
                 let _ = sys::send_with_fds(sock.as_fd(), b"g", &[]);
             }
-            supervise(&shared, child)
+            let outcome = supervise(&shared, child);
+            if !keep {
+                shared.last(&outcome)
+            }
+            // Nothing of the run may outlive it: every process left is killed and reaped (the
+            // guard's listener ends with the last of them, and its thread with it).
+            if !sweep() {
+                shared.last(&status::error_line(Stage::Fork, "the run's processes could not be ended"));
+            }
+            if let Some(thread) = thread {
+                let _ = thread.join();
+            }
+            let Ok(shared) = Arc::try_unwrap(shared) else { sys::exit_now(1) };
+            let mut out = shared.0.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut lines = String::new();
+            if out.dropped > 0 {
+                lines.push_str(&status::direct_dropped_line(out.dropped));
+                lines.push('\n');
+            }
+            lines.push_str(&outcome);
+            lines.push('\n');
+            if out.file.write_all(lines.as_bytes()).is_err() {
+                sys::exit_now(1);
+            }
+            Status(out.file)
         }
     }
+}
+
+/// Kills every process of the namespace but this init and reaps until none is left. True when
+/// the namespace holds no other process (`kill(-1)` finds none and no child is left to reap).
+/// A killed process forks no more, so this ends.
+fn sweep() -> bool {
+    for _ in 0..10_000 {
+        let any = sys::kill_raw(-1, libc::SIGKILL).is_ok();
+        let mut children = false;
+        while let Some(reaped) = sys::reap_any_wait() {
+            children = true;
+            let _ = reaped;
+        }
+        if !any && !children {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether this process has a single thread (`/proc/self/status`), waiting up to 2 s for the
+/// guard's helper threads (each answers one call and ends; the callers are gone).
+fn single_threaded() -> bool {
+    for _ in 0..2000 {
+        let threads = std::fs::read_to_string("/proc/self/status").ok().and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|v| v.trim().parse::<u32>().ok())
+        });
+        match threads {
+            Some(1) => return true,
+            Some(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
+            None => return false,
+        }
+    }
+    false
 }
 
 /// The part of the `sandbox.protect` annotation the init reads.
@@ -448,10 +623,11 @@ fn receive_listener(status: &mut Status, sock: OwnedFd) -> (OwnedFd, OwnedFd) {
 
 /// Serves the listener from a thread (the init is single-threaded until here, as the fork
 /// required).
-fn start_guard(shared: &Shared, listener: OwnedFd, watch: guard::Watch) {
+fn start_guard(shared: &Shared, listener: OwnedFd, watch: guard::Watch) -> Option<std::thread::JoinHandle<()>> {
     let spawned = std::thread::Builder::new().name("guard".into()).spawn(move || guard::serve(listener, watch));
-    if let Err(e) = spawned {
-        shared.last(&status::error_line(Stage::Guard, &format!("thread: {e}")));
+    match spawned {
+        Ok(handle) => Some(handle),
+        Err(e) => shared.last(&status::error_line(Stage::Guard, &format!("thread: {e}"))),
     }
 }
 
@@ -503,9 +679,9 @@ fn from_outside(info: &sys::SignalInfo) -> bool {
 }
 
 /// The init's life after the fork: reaps everything, forwards signals from outside to the
-/// whole namespace, ignores signals from inside, and reports the workload's end. Nothing here
-/// can panic.
-fn supervise(status: &Shared, child: Pid) -> ! {
+/// whole namespace, ignores signals from inside, and returns the workload's end (the outcome
+/// line). Nothing here can panic.
+fn supervise(_status: &Shared, child: Pid) -> String {
     loop {
         let Ok(info) = sys::wait_signal(sys::ALL_SIGNALS) else { continue };
         if info.signo == libc::SIGCHLD {
@@ -513,10 +689,10 @@ fn supervise(status: &Shared, child: Pid) -> ! {
             while let Some(reaped) = sys::reap_any_nohang() {
                 match reaped {
                     sys::Reaped::Exited(pid, code) if pid == child.as_raw() => {
-                        status.last(&format!("exited {code}"));
+                        return format!("exited {code}");
                     }
                     sys::Reaped::Signalled(pid, sig) if pid == child.as_raw() => {
-                        status.last(&format!("signalled {sig}"));
+                        return format!("signalled {sig}");
                     }
                     _ => {}
                 }

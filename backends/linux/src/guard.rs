@@ -316,6 +316,21 @@ impl std::fmt::Debug for Watch {
 pub fn serve(listener: OwnedFd, mut watch: Watch) {
     let listener = Arc::new(listener);
     loop {
+        // The listener hangs up once no process uses the filter any more: the run is over
+        // (a kept container's init joins this thread before its next run, issue 16).
+        let mut fds = [nix::poll::PollFd::new(listener.as_fd(), nix::poll::PollFlags::POLLIN)];
+        match nix::poll::poll(&mut fds, nix::poll::PollTimeout::NONE) {
+            Ok(_) => {
+                let revents = fds[0].revents().unwrap_or(nix::poll::PollFlags::empty());
+                if !revents.contains(nix::poll::PollFlags::POLLIN)
+                    && revents.intersects(nix::poll::PollFlags::POLLHUP | nix::poll::PollFlags::POLLERR)
+                {
+                    return;
+                }
+            }
+            Err(Errno::EINTR) => continue,
+            Err(_) => return,
+        }
         let req = match notify::recv(listener.as_fd()) {
             Ok(r) => r,
             // A caller interrupted before we took its call, or a signal here.

@@ -235,7 +235,7 @@ type GoMessage = (Vec<u8>, Vec<OwnedFd>);
 /// stdin, stdout and stderr on the descriptor socket. Returns the message for the init's `go`
 /// socket (`w`, then the length and the JSON of the process) with those descriptors; None when
 /// the embedder let the container go (EOF, or a SIGKILL request).
-fn wait_for_go(control: &mut Control, fdpass: &File) -> std::io::Result<Option<GoMessage>> {
+fn wait_for_go(control: &mut Control, fdpass: &File, keep: bool) -> std::io::Result<Option<GoMessage>> {
     control.send(&Event::Ready)?;
     let mut line = String::new();
     loop {
@@ -252,7 +252,7 @@ fn wait_for_go(control: &mut Control, fdpass: &File) -> std::io::Result<Option<G
                 }
                 let json = serde_json::to_vec(&process).map_err(std::io::Error::other)?;
                 let len = u32::try_from(json.len()).map_err(|_| std::io::Error::other("process too large"))?;
-                let mut payload = b"w".to_vec();
+                let mut payload = if keep { b"k".to_vec() } else { b"w".to_vec() };
                 payload.extend_from_slice(&len.to_le_bytes());
                 payload.extend_from_slice(&json);
                 return Ok(Some((payload, fds)));

@@ -31,18 +31,33 @@ pub struct Running {
     pub pid: Option<i32>,
 }
 
-/// Sends signals to a spawn's container through its helper, from any thread.
+/// Sends signals to a spawn's container through its helper, from any thread. A handle belongs
+/// to one run: once that run has ended in a container that is kept (issue 16), it sends
+/// nothing, so that a signal meant for it can never reach a later run of the container.
 #[derive(Clone, Debug)]
-pub struct SignalHandle(Arc<Mutex<File>>);
+pub struct SignalHandle(Arc<Mutex<File>>, Arc<std::sync::atomic::AtomicBool>);
 
 impl SignalHandle {
     /// Asks the helper to send `signal` to the container's init (which forwards it to the
-    /// whole pid namespace). Fails once the helper is gone.
+    /// whole pid namespace). Fails once the helper is gone; does nothing once the run ended.
     pub fn send(&self, signal: i32) -> std::io::Result<()> {
         let mut line = serde_json::to_string(&Command::Signal { signal }).map_err(std::io::Error::other)?;
         line.push('\n');
         let file = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if self.1.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(());
+        }
         send_all(&file, line.as_bytes())
+    }
+
+    /// Ends this run's handles (under the lock every send takes: a send either came before, and
+    /// the helper reads it before the next run's `Go`, or sends nothing) and makes a fresh one
+    /// for the next run.
+    fn end_run(&mut self) {
+        let _file = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.1.store(true, std::sync::atomic::Ordering::SeqCst);
+        drop(_file);
+        self.1 = Arc::new(std::sync::atomic::AtomicBool::new(false));
     }
 }
 
@@ -219,7 +234,13 @@ impl Zygote {
         let worker = Worker { pidfd };
         let file = File::from(OwnedFd::from(ours));
         let reader = BufReader::new(file.try_clone()?);
-        let running = Running { worker, fdpass, reader, writer: SignalHandle(Arc::new(Mutex::new(file))), pid: None };
+        let running = Running {
+            worker,
+            fdpass,
+            reader,
+            writer: SignalHandle(Arc::new(Mutex::new(file)), Arc::default()),
+            pid: None,
+        };
         if !defer {
             if let Err(e) = running.send_request(request) {
                 running.worker.kill();
@@ -333,6 +354,12 @@ impl Running {
         }
         let fds = [stdio[0].as_fd(), stdio[1].as_fd(), stdio[2].as_fd()];
         sys::send_with_fds(self.fdpass.as_fd(), b"s", &fds)
+    }
+
+    /// The run in a kept container has ended (issue 16): the signal handles given out for it
+    /// send nothing from now on.
+    pub fn end_run(&mut self) {
+        self.writer.end_run();
     }
 
     /// Asks the helper to send `signal` to the container's init.

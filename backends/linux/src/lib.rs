@@ -39,6 +39,8 @@ mod executor;
 #[cfg(target_os = "linux")]
 mod filter;
 #[cfg(target_os = "linux")]
+mod fresh;
+#[cfg(target_os = "linux")]
 mod guard;
 #[cfg(target_os = "linux")]
 mod helper;

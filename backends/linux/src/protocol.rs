@@ -223,6 +223,15 @@ pub enum Event {
         /// The init's pid (in the helper's pid namespace).
         pid: i32,
     },
+    /// The run is over and every process of it is gone, but its container is kept for the next
+    /// run of its shape (issue 16): it reports [`Event::Ready`] once its `/tmp` and `/dev/shm`
+    /// are emptied, and takes another [`Command::Go`].
+    Kept {
+        /// The outcome.
+        outcome: Outcome,
+        /// The measurements.
+        measured: Measured,
+    },
     /// Everything is over and torn down.
     Finished {
         /// The outcome.

@@ -298,6 +298,24 @@ impl StatusChannel {
         Ok(())
     }
 
+    /// Takes `bytes` up to the end of the first outcome line (a kept container's init writes the
+    /// next run's `ready` after it, issue 16): returns how many bytes were taken. Err as
+    /// [`StatusChannel::feed`].
+    pub fn feed_run(&mut self, bytes: &[u8]) -> Result<usize, Violation> {
+        for (i, &b) in bytes.iter().enumerate() {
+            if self.has_outcome() {
+                return Ok(i);
+            }
+            self.take(std::slice::from_ref(&b))?;
+        }
+        Ok(bytes.len())
+    }
+
+    /// Whether the run's outcome (its last message) was read.
+    pub fn has_outcome(&self) -> bool {
+        self.messages.iter().rev().take(1).any(Message::is_final)
+    }
+
     /// At the end of the pipe: an unterminated line is a violation.
     pub fn finish(&self) -> Result<(), Violation> {
         if self.pending.is_empty() { Ok(()) } else { Err(Violation::Unterminated(self.pending.len())) }

@@ -609,3 +609,149 @@ pub fn set_name(name: &str) {
         let _ = nix::sys::prctl::set_name(&name);
     }
 }
+
+/// `waitpid(-1, 0)`: waits for any child to end and reaps it. None: no child is left (or the
+/// wait failed).
+pub fn reap_any_wait() -> Option<Reaped> {
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: waitpid writes one int into `status`, alive on this frame.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid > 0 {
+            return Some(if libc::WIFEXITED(status) {
+                Reaped::Exited(pid, libc::WEXITSTATUS(status))
+            } else if libc::WIFSIGNALED(status) {
+                Reaped::Signalled(pid, libc::WTERMSIG(status))
+            } else {
+                Reaped::Other
+            });
+        }
+        if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return None;
+        }
+    }
+}
+
+/// Drops every capability of the calling thread: the ambient set, each capability of the
+/// bounding set (the last dropped is `CAP_SETPCAP`, which dropping the others needs), then the
+/// effective, permitted and inheritable sets. A thread that holds none already succeeds
+/// without any change (its bounding set is checked to be empty).
+pub fn drop_all_capabilities() -> io::Result<()> {
+    // SAFETY: prctl with integer arguments touches no memory.
+    let r = unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let last = 63;
+    let in_bounding = |cap: libc::c_ulong| {
+        // SAFETY: prctl with integer arguments touches no memory.
+        unsafe { libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) == 1 }
+    };
+    const SETPCAP: libc::c_ulong = 8;
+    let order = (0..=last).filter(|c| *c != SETPCAP).chain(std::iter::once(SETPCAP));
+    for cap in order {
+        if in_bounding(cap) {
+            // SAFETY: prctl with integer arguments touches no memory.
+            if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+    }
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let header = Header { version: 0x2008_0522, pid: 0 };
+    let data = [Data { effective: 0, permitted: 0, inheritable: 0 }; 2];
+    // SAFETY: capset reads one header and two data structs (version 3), all alive on this frame
+    // and laid out as the kernel's `__user_cap_header_struct` / `__user_cap_data_struct`.
+    let r = unsafe { libc::syscall(libc::SYS_capset, &header as *const Header, data.as_ptr()) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if (0..=last).any(in_bounding) {
+        return Err(io::Error::other("the bounding set is not empty"));
+    }
+    Ok(())
+}
+
+/// Opens the directory `name` (one component relative to `dir`, or an absolute path with
+/// `dir` None) for reading, without following a symlink in its last component (`openat`; the
+/// container's seccomp policy refuses `openat2`).
+pub fn open_dir_at(dir: Option<BorrowedFd<'_>>, name: &std::ffi::OsStr) -> io::Result<OwnedFd> {
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let fd = nix::fcntl::openat(dir.map(|d| d.as_raw_fd()), name, flags, nix::sys::stat::Mode::empty())?;
+    // SAFETY: openat just returned this descriptor: it is open and nothing owns it yet.
+    Ok(unsafe { own_fd(fd) })
+}
+
+/// What another process of the same user may change in this one from outside, without any
+/// capability (issue 16: a run of a kept container could so reach the next): every resource
+/// limit (`prlimit64` lowers them), the nice value (`setpriority` raises it), the scheduling
+/// policy, the CPU affinity, the I/O priority and the OOM score adjustment. Compared before and
+/// after a run; None when one cannot be read.
+pub fn outside_attributes() -> Option<Vec<i64>> {
+    let mut values = Vec::new();
+    for resource in 0..16u32 {
+        // SAFETY: rlimit is plain old data; getrlimit writes one into `limit`, alive here.
+        let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; `resource` is a valid resource number (0..RLIMIT_NLIMITS).
+        if unsafe { libc::getrlimit(resource, &mut limit) } != 0 {
+            return None;
+        }
+        values.push(i64::try_from(limit.rlim_cur).unwrap_or(i64::MAX));
+        values.push(i64::try_from(limit.rlim_max).unwrap_or(i64::MAX));
+    }
+    // getpriority may return -1 as a value: errno tells.
+    nix::errno::Errno::clear();
+    // SAFETY: getpriority takes integers and touches no memory.
+    let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    if nice == -1 && nix::errno::Errno::last_raw() != 0 {
+        return None;
+    }
+    values.push(i64::from(nice));
+    // SAFETY: sched_getscheduler takes an integer and touches no memory.
+    values.push(i64::from(unsafe { libc::sched_getscheduler(0) }));
+    let cpus = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok()?;
+    for cpu in 0..nix::sched::CpuSet::count() {
+        values.push(i64::from(cpus.is_set(cpu).ok()?));
+    }
+    // SAFETY: ioprio_get(IOPRIO_WHO_PROCESS, self) takes integers and touches no memory.
+    values.push(unsafe { libc::syscall(libc::SYS_ioprio_get, 1, 0) });
+    let oom = std::fs::read_to_string("/proc/self/oom_score_adj").ok()?;
+    values.push(oom.trim().parse().ok()?);
+    Some(values)
+}
+
+/// Discards every pending signal of `set` (all blocked): `rt_sigtimedwait` with a zero
+/// timeout until none is left.
+pub fn drain_signals(set: KernelSigset) {
+    let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    for _ in 0..4096 {
+        // SAFETY: siginfo_t is plain old data; all-zero is a valid value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: rt_sigtimedwait reads 8 bytes of `set` and a timespec, and writes one
+        // siginfo_t into `info`, all alive on this frame for the call.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigtimedwait,
+                &set as *const KernelSigset,
+                &mut info as *mut libc::siginfo_t,
+                &zero as *const libc::timespec,
+                std::mem::size_of::<KernelSigset>(),
+            )
+        };
+        if r < 0 {
+            return;
+        }
+    }
+}

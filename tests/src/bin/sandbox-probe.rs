@@ -78,6 +78,22 @@ mod checks {
     pub fn run(check: &str, arg: &str) -> Option<Verdict> {
         Some(match check {
             "write" => from_io(std::fs::write(arg, b"probe\n"), |_| String::from("written")),
+            // A POSIX message queue `/ARG`: made (and left), or opened if it exists.
+            "mq-create" | "mq-open" => {
+                let Ok(name) = std::ffi::CString::new(format!("/{arg}")) else { return None };
+                let flags = if check == "mq-create" { libc::O_CREAT | libc::O_RDWR } else { libc::O_RDWR };
+                // SAFETY: `name` is a NUL-terminated string alive for the call; mode 0600 and a
+                // null attribute pointer (the defaults) are what O_CREAT reads.
+                let mq = unsafe {
+                    libc::mq_open(name.as_ptr(), flags, 0o600 as libc::mode_t, std::ptr::null::<libc::mq_attr>())
+                };
+                let verdict = from_ret(libc::c_long::from(mq));
+                if mq >= 0 {
+                    // SAFETY: `mq` is the descriptor mq_open just returned.
+                    unsafe { libc::mq_close(mq) };
+                }
+                verdict
+            }
             "read" => from_io(std::fs::read_to_string(arg), |s| s.trim().chars().take(200).collect()),
             "list" => from_io(std::fs::read_dir(arg).map(|d| d.count()), |n| format!("{n} entries")),
             "mkdir" => from_io(std::fs::create_dir(arg), |_| String::from("created")),

@@ -258,6 +258,8 @@ impl LinuxBackend {
             Some(warm) => match self.go_warm(warm, &bundle, dl, &stdio) {
                 Ok(mut launched) => {
                     launched.marks.insert(0, ("call", t0));
+                    launched.in_flight = Some(self.in_flight(&key));
+                    launched.key = Some(key.clone());
                     launched
                 }
                 Err(why) => {

@@ -66,6 +66,8 @@ impl LinuxBackend {
                     Some(shape) => Phase::Pending { request: Box::new(request), shape },
                     None => Phase::Building,
                 },
+                key: None,
+                in_flight: None,
                 marks: vec![("launch", t0), ("compiled", t1), ("written", t2), ("helper-spawned", monotonic_us())],
             }),
             Err(e) => {
@@ -104,6 +106,9 @@ impl LinuxBackend {
             |event| match event {
                 Event::Started { .. } => Some(Phase::Started),
                 Event::Finished { outcome, measured, teardown } => Some(Phase::Finished((outcome, measured, teardown))),
+                // Only after `Started`; the container is not kept then (its helper tears it down
+                // once this spawn lets it go).
+                Event::Kept { outcome, measured } => Some(Phase::Finished((outcome, measured, true))),
                 Event::Ready => None,
             },
         );
@@ -156,7 +161,7 @@ impl LinuxBackend {
         let mut expired = None;
         // An end that arrived before the start was already read (the phase is not read again).
         let result = match std::mem::replace(&mut launched.phase, Phase::Started) {
-            Phase::Finished(ended) => Ok(ended),
+            Phase::Finished((outcome, measured, teardown)) => Ok((outcome, measured, teardown, false)),
             _ => wait_event(
                 &mut launched.running,
                 |running| {
@@ -173,7 +178,8 @@ impl LinuxBackend {
                     Ok::<_, std::convert::Infallible>(kill_deadline)
                 },
                 |event| match event {
-                    Event::Finished { outcome, measured, teardown } => Some((outcome, measured, teardown)),
+                    Event::Finished { outcome, measured, teardown } => Some((outcome, measured, teardown, false)),
+                    Event::Kept { outcome, measured } => Some((outcome, measured, true, true)),
                     Event::Started { .. } | Event::Ready => None,
                 },
             )
@@ -186,13 +192,27 @@ impl LinuxBackend {
             }),
         };
         launched.marks.push(("finished-event", monotonic_us()));
-        self.release_warm();
-        let (outcome, measured, teardown) = match result {
+        let (outcome, measured, teardown, kept) = match result {
             Ok(f) => f,
             Err(e) => {
+                self.release_warm();
                 return Err(self.abandon(&mut launched, &e));
             }
         };
+        if kept && !killed {
+            // Its run is over (every process of it gone); the container waits for the next
+            // run of its shape (issue 16). Returned before the warm builds are let go, so that
+            // a build it makes unnecessary never starts.
+            self.keep(launched);
+            self.release_warm();
+            let status = match outcome {
+                Outcome::Exited { code } => Ok(ExitStatus::Code(code)),
+                Outcome::Signalled { signal } => Ok(ExitStatus::Signal(signal)),
+                Outcome::Failed { detail } => Err(detail),
+            };
+            return Ok(Finish { status, measured: Measurement(measured), closed, expired });
+        }
+        self.release_warm();
         if !teardown || launched.running.pid.is_none() {
             // Otherwise the worker removes the bundle after its container.
             let _ = (self.remove_tree)(&launched.dir);
@@ -237,9 +257,13 @@ impl LinuxBackend {
 pub struct Launched {
     pub(super) running: Running,
     id: String,
-    dir: PathBuf,
+    pub(super) dir: PathBuf,
     pub(super) phase: Phase,
     pub(super) marks: Vec<(&'static str, u64)>,
+    /// The shape of a warm container that ran a spawn: it may be kept for the next (issue 16).
+    pub(super) key: Option<String>,
+    /// That run, counted while it lasts (it may bring its container back).
+    pub(super) in_flight: Option<super::warm::InFlight>,
 }
 
 /// Where a launched spawn's container is.

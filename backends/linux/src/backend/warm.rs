@@ -21,6 +21,19 @@ pub(super) struct Warm {
     /// one-shot set (the CLI) never builds one it would not use.
     seen: std::collections::HashSet<String>,
     settled: bool,
+    /// Per shape, the runs going on in containers that may be kept (issue 16): each comes back
+    /// to the queue unless it is killed or fails, so it counts as a warm container to come.
+    in_flight: HashMap<String, std::sync::Arc<std::sync::atomic::AtomicUsize>>,
+}
+
+/// A run in a container that may be kept, counted while it lasts (see `Warm::in_flight`).
+#[derive(Debug)]
+pub(super) struct InFlight(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// At most this many warm containers wait at once in a set.
@@ -31,6 +44,23 @@ const MAX_WARM: usize = 8;
 const WARM_PER_SHAPE: usize = 2;
 
 impl LinuxBackend {
+    /// Counts a run of `key`'s shape that has taken a warm container (and may bring it back).
+    pub(super) fn in_flight(&self, key: &str) -> InFlight {
+        let mut warm = self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = std::sync::Arc::clone(warm.in_flight.entry(key.to_owned()).or_default());
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        InFlight(count)
+    }
+
+    /// Lets a warm container go unused: its worker tears down what it built, and the bundle of
+    /// one never built (its request not sent yet) is removed here.
+    fn discard(&self, mut launched: Launched) {
+        if launched.take_request().is_some() {
+            let _ = (self.remove_tree)(&launched.dir);
+        }
+        drop(launched);
+    }
+
     /// A warm container of `key`'s shape, if one waits.
     pub(super) fn take_warm(&self, key: &str) -> Option<Launched> {
         let mut warm = self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -95,7 +125,7 @@ impl LinuxBackend {
             }
             Ok(Event::Finished { outcome, measured, teardown }) => Phase::Finished((outcome, measured, teardown)),
             Err(WaitError::Unread) => return Err(miss(&mut warm, WarmMiss::DiedUnread)),
-            Ok(Event::Ready) | Err(WaitError::Timeout | WaitError::Helper(_)) => Phase::Lost,
+            Ok(Event::Ready | Event::Kept { .. }) | Err(WaitError::Timeout | WaitError::Helper(_)) => Phase::Lost,
         };
         Ok(warm)
     }
@@ -113,7 +143,8 @@ impl LinuxBackend {
         }
         loop {
             let total: usize = warm.ready.values().map(std::collections::VecDeque::len).sum();
-            let here = warm.ready.get(key).map_or(0, std::collections::VecDeque::len);
+            let coming = warm.in_flight.get(key).map_or(0, |n| n.load(std::sync::atomic::Ordering::SeqCst));
+            let here = warm.ready.get(key).map_or(0, std::collections::VecDeque::len) + coming;
             if warm.settled || here >= WARM_PER_SHAPE {
                 return;
             }
@@ -123,7 +154,7 @@ impl LinuxBackend {
                 // socket lets its worker tear it down).
                 let other = warm.ready.iter_mut().find(|(k, q)| k.as_str() != key && !q.is_empty());
                 let Some(evicted) = other.and_then(|(_, q)| q.pop_front()) else { return };
-                drop(evicted);
+                self.discard(evicted);
                 warm.ready.retain(|_, q| !q.is_empty());
                 continue;
             }
@@ -153,6 +184,40 @@ impl LinuxBackend {
                     return;
                 }
             }
+        }
+    }
+
+    /// Takes back a container whose run is over and which its helper kept (issue 16): it goes
+    /// first in its shape's queue (it reports `Ready` once its `/tmp` and `/dev/shm` are
+    /// emptied); a queue past [`WARM_PER_SHAPE`] loses its newest, usually a build not yet
+    /// started. Dropped (torn down by its helper) once the set settles.
+    pub(super) fn keep(&self, mut launched: Launched) {
+        let Some(key) = launched.key.clone() else { return };
+        launched.running.end_run();
+        launched.phase = Phase::Building;
+        launched.marks.clear();
+        launched.in_flight = None;
+        let mut surplus = Vec::new();
+        {
+            let mut warm = self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if warm.settled {
+                return;
+            }
+            let queue = warm.ready.entry(key.clone()).or_default();
+            queue.push_front(launched);
+            while queue.len() > WARM_PER_SHAPE {
+                surplus.extend(queue.pop_back());
+            }
+            // The set's bound holds too: other shapes make room, their newest first.
+            while warm.ready.values().map(std::collections::VecDeque::len).sum::<usize>() > MAX_WARM {
+                let other = warm.ready.iter_mut().find(|(k, q)| **k != key && !q.is_empty());
+                let Some((_, queue)) = other else { break };
+                surplus.extend(queue.pop_back());
+            }
+            warm.ready.retain(|_, q| !q.is_empty());
+        }
+        for launched in surplus {
+            self.discard(launched);
         }
     }
 
@@ -230,11 +295,23 @@ const PLACEHOLDER: &str = "/bin/true";
 /// with only what [`shape_key`] leaves out replaced. The process is the placeholder, with no
 /// environment (not the spawn's: its egress-proxy credential, issue 17, and any other secret of
 /// a finished run have no business in another bundle) and the spawn's working directory.
+///
+/// Its init keeps `CAP_SYS_ADMIN` and `CAP_SETPCAP` of the container's user namespace, and no
+/// other capability: a kept container's run gets an IPC namespace of its own (issue 16), and
+/// every run's child drops both, bounding set included, before the workload exists
+/// (`executor.rs`). The workload never holds a capability, as in a fresh container.
 fn warm_bundle(bundle: &Bundle, cgroups_path: &str) -> Bundle {
+    use libcontainer::oci_spec::runtime::{Capability, LinuxCapabilities};
     let mut warm = bundle.clone();
     if let Some(mut process) = warm.spec.process().clone() {
         process.set_args(Some(vec![String::from(PLACEHOLDER)]));
         process.set_env(Some(Vec::new()));
+        let kept: std::collections::HashSet<Capability> = [Capability::SysAdmin, Capability::Setpcap].into();
+        let mut caps = process.capabilities().clone().unwrap_or_else(LinuxCapabilities::default);
+        caps.set_bounding(Some(kept.clone()));
+        caps.set_effective(Some(kept.clone()));
+        caps.set_permitted(Some(kept));
+        process.set_capabilities(Some(caps));
         warm.spec.set_process(Some(process));
     }
     if let Some(mut linux) = warm.spec.linux().clone() {
@@ -280,6 +357,8 @@ pub(super) fn shape_key(bundle: &Bundle) -> Result<String, Error> {
         process.set_args(None);
         process.set_env(None);
         process.set_cwd(PathBuf::new());
+        // A warm container's init keeps two capabilities its runs drop (`warm_bundle`).
+        process.set_capabilities(None);
         spec.set_process(Some(process));
     }
     if let Some(mut linux) = spec.linux().clone() {

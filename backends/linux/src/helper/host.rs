@@ -46,8 +46,9 @@ pub(super) trait Host {
     fn bound_inotify(&mut self, pid: Pid, instances: u64, watches: u64) -> Result<(), String>;
     /// False when the embedder is gone or has asked for a SIGKILL; never blocks.
     fn still_wanted(&mut self) -> bool;
-    /// A warm container reports `Ready` and waits for its process (None: let go unused).
-    fn wait_for_go(&mut self) -> std::io::Result<Option<GoMessage>>;
+    /// A warm container reports `Ready` and waits for its process (None: let go unused);
+    /// `keep`: the run is to leave the container for the next (`k` instead of `w`).
+    fn wait_for_go(&mut self, keep: bool) -> std::io::Result<Option<GoMessage>>;
     /// Sends the init its `go` (with the workload's stdio for a warm container), then closes
     /// the `go` socket.
     fn send_go(&mut self, go: GoMessage);
@@ -149,9 +150,9 @@ impl Host for Live {
         self.control.as_mut().is_some_and(Control::still_wanted)
     }
 
-    fn wait_for_go(&mut self) -> std::io::Result<Option<GoMessage>> {
+    fn wait_for_go(&mut self, keep: bool) -> std::io::Result<Option<GoMessage>> {
         match &mut self.control {
-            Some(control) => wait_for_go(control, &self.fdpass),
+            Some(control) => wait_for_go(control, &self.fdpass, keep),
             None => Ok(None),
         }
     }
@@ -164,7 +165,10 @@ impl Host for Live {
         }
         drop(borrowed);
         drop(stdio);
-        drop(go);
+        // A kept container's init reads its next go from the same socket.
+        if payload.first() == Some(&b'k') {
+            self.go = Some(go);
+        }
     }
 
     fn send(&mut self, event: &Event) -> std::io::Result<()> {

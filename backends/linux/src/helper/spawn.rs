@@ -106,36 +106,124 @@ pub(super) fn drive<H: Host>(host: &mut H, request: &Request, pid: Pid, mut meas
             return host.send(&Event::Finished { outcome, measured, teardown });
         }
     };
-    measured.phases.push((String::from("go"), monotonic_us()));
-    host.send_go(go);
-    let parent_alive = host.send(&Event::Started { pid: pid.as_raw() }).is_ok();
-    if !parent_alive {
-        // The embedder died: nothing may outlive it.
-        let _ = host.kill(pid, Signal::SIGKILL);
-    }
+    let keep = request.warm && request.proxy_port.is_none() && go.0.first() == Some(&b'k');
+    // What every run of a kept container reports of its build (its phases only once).
+    let base = Measured { phases: Vec::new(), ..measured.clone() };
+    let mut go = go;
+    loop {
+        measured.phases.push((String::from("go"), monotonic_us()));
+        host.send_go(go);
+        let parent_alive = host.send(&Event::Started { pid: pid.as_raw() }).is_ok();
+        if !parent_alive {
+            // The embedder died: nothing may outlive it.
+            let _ = host.kill(pid, Signal::SIGKILL);
+        }
 
-    let procs = request.procs.clone();
-    if !parent_alive {
-        supervise::kill_members(host, procs.as_deref());
+        let procs = request.procs.clone();
+        if !parent_alive {
+            supervise::kill_members(host, procs.as_deref());
+        }
+        let mut rest = Vec::new();
+        let (killed, violation) =
+            supervise::supervise(host, &mut channel, pid, parent_alive, procs.as_deref(), keep.then_some(&mut rest));
+        if keep && !killed && violation.is_none() && channel.has_outcome() {
+            // The init reported the outcome after it had killed and reaped every other process
+            // of its namespace: the run is over. Proven from here as well: the container's
+            // cgroup holds the init alone.
+            if let Some(next) = next_run(host, request, pid, &mut channel, &mut measured, &base, rest) {
+                go = next;
+                continue;
+            }
+            return Ok(());
+        }
+        host.close_status();
+        measured.phases.push((String::from("status-eof"), monotonic_us()));
+        let reaped = host.reap(pid);
+        // Proven: the init is reaped (its pid namespace went with it) and the spawn's own cgroup
+        // holds no process. Removing the cgroup, the state and the bundle happens after the
+        // answer, off the caller's path; a failure there is swept by the set.
+        let proven = reaped && supervise::cgroup_empty(host, request);
+        measured.phases.push((String::from("reaped"), monotonic_us()));
+        let outcome = supervise::outcome(&channel, violation, killed, &mut measured);
+        if !proven {
+            let deleted = host.delete_container().is_ok();
+            return host.send(&Event::Finished { outcome, measured, teardown: reaped && deleted });
+        }
+        let _ = host.send(&Event::Finished { outcome, measured, teardown: true });
+        host.hang_up();
+        host.delete_container().map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+        return host.remove_bundle(&request.bundle);
     }
-    let (killed, violation) = supervise::supervise(host, &mut channel, pid, parent_alive, procs.as_deref());
-    host.close_status();
-    measured.phases.push((String::from("status-eof"), monotonic_us()));
-    let reaped = host.reap(pid);
-    // Proven: the init is reaped (its pid namespace went with it) and the spawn's own cgroup
-    // holds no process. Removing the cgroup, the state and the bundle happens after the
-    // answer, off the caller's path; a failure there is swept by the set.
-    let proven = reaped && supervise::cgroup_empty(host, request);
-    measured.phases.push((String::from("reaped"), monotonic_us()));
-    let outcome = supervise::outcome(&channel, violation, killed, &mut measured);
-    if !proven {
+}
+
+/// After a kept container's run (issue 16): answers `Kept` once the run is proven over (the
+/// init's outcome, and its cgroup holding the init alone), then waits for the init to report
+/// `ready` (its `/tmp` and `/dev/shm` emptied) and for the next process. None: the container
+/// ended or was let go, and is torn down here (after the answer, whatever happens).
+fn next_run<H: Host>(
+    host: &mut H,
+    request: &Request,
+    pid: Pid,
+    channel: &mut StatusChannel,
+    measured: &mut Measured,
+    base: &Measured,
+    rest: Vec<u8>,
+) -> Option<GoMessage> {
+    let alone = match &request.procs {
+        Some(procs) => host.read_cgroup(procs).is_ok_and(|p| {
+            let pids: Vec<&str> = p.split_whitespace().collect();
+            pids == [pid.as_raw().to_string().as_str()]
+        }),
+        None => true,
+    };
+    let outcome = supervise::outcome(channel, None, false, measured);
+    measured.phases.push((String::from("kept"), monotonic_us()));
+    let done = std::mem::replace(measured, base.clone());
+    let failed = matches!(outcome, Outcome::Failed { .. });
+    if alone && !failed {
+        if host.send(&Event::Kept { outcome, measured: done }).is_err() {
+            return give_up(host, request, pid);
+        }
+    } else {
+        // Not proven: the answer waits for the whole teardown, as a fresh container's does.
+        let _ = host.kill(pid, Signal::SIGKILL);
+        supervise::kill_members(host, request.procs.as_deref());
+        host.close_status();
+        let reaped = host.reap(pid);
+        let proven = reaped && supervise::cgroup_empty(host, request);
         let deleted = host.delete_container().is_ok();
-        return host.send(&Event::Finished { outcome, measured, teardown: reaped && deleted });
+        let _ = host.send(&Event::Finished { outcome, measured: done, teardown: proven && deleted });
+        host.hang_up();
+        let _ = host.remove_bundle(&request.bundle);
+        return None;
     }
-    let _ = host.send(&Event::Finished { outcome, measured, teardown: true });
+    *channel = StatusChannel::new();
+    if channel.feed(&rest).is_err() {
+        return give_up(host, request, pid);
+    }
+    if supervise::wait_ready(host, channel, Duration::from_secs(30)).is_err()
+        || !matches!(channel.messages().first(), Some(Message::Ready))
+        || !host.still_wanted()
+    {
+        return give_up(host, request, pid);
+    }
+    match host.wait_for_go(true) {
+        Ok(Some(go)) => Some(go),
+        _ => give_up(host, request, pid),
+    }
+}
+
+/// Tears a kept container down without a run (its embedder let it go, or it failed between
+/// runs): nobody waits for an answer.
+fn give_up<H: Host>(host: &mut H, request: &Request, pid: Pid) -> Option<GoMessage> {
+    let _ = host.kill(pid, Signal::SIGKILL);
+    supervise::kill_members(host, request.procs.as_deref());
+    host.close_status();
+    let _ = host.reap(pid);
     host.hang_up();
-    host.delete_container().map_err(|e| std::io::Error::other(format!("{e:?}")))?;
-    host.remove_bundle(&request.bundle)
+    let _ = host.delete_container();
+    let _ = host.remove_bundle(&request.bundle);
+    None
 }
 
 /// The first set-up step, before the container starts: the PTY master goes to the parent (PTY
@@ -213,7 +301,8 @@ fn arm<H: Host>(host: &mut H, request: &Request, pid: Pid, measured: &mut Measur
     if !request.warm {
         return Ok((b"g".to_vec(), Vec::new()));
     }
-    match host.wait_for_go() {
+    let keep = request.proxy_port.is_none();
+    match host.wait_for_go(keep) {
         Ok(Some(message)) => Ok(message),
         Ok(None) => Err(SetupError::Unused),
         Err(e) => Err(SetupError::Go(e)),

@@ -59,8 +59,10 @@ pub(super) fn supervise<H: Host>(
     pid: Pid,
     mut parent_alive: bool,
     procs: Option<&Path>,
+    kept: Option<&mut Vec<u8>>,
 ) -> (bool, Option<String>) {
     let mut killed = false;
+    let mut kept = kept;
     let mut control_buf = String::new();
     loop {
         let Ok((status_ready, control_ready)) = host.poll_run(parent_alive) else { continue };
@@ -75,12 +77,25 @@ pub(super) fn supervise<H: Host>(
                     }
                     return (killed, end.err().map(|v| v.to_string()));
                 }
-                Ok(n) => channel.feed(chunk.get(..n).unwrap_or_default()),
+                Ok(n) => {
+                    let bytes = chunk.get(..n).unwrap_or_default();
+                    match kept.as_deref_mut() {
+                        // A kept container's init goes on after the outcome: the run ends
+                        // there, and what follows is the next run's.
+                        Some(rest) => channel.feed_run(bytes).map(|taken| {
+                            rest.extend_from_slice(bytes.get(taken..).unwrap_or_default());
+                        }),
+                        None => channel.feed(bytes),
+                    }
+                }
             };
             if let Err(e) = fed {
                 let _ = host.kill(pid, Signal::SIGKILL);
                 kill_members(host, procs);
                 return (killed, Some(e.to_string()));
+            }
+            if kept.is_some() && channel.has_outcome() {
+                return (killed, None);
             }
         }
         if control_ready {

@@ -38,6 +38,7 @@ enum Call {
     Ready,
     Started(i32),
     Finished { outcome: Outcome, teardown: bool },
+    Kept { outcome: Outcome },
     HangUp,
     Kill(i32, Signal),
     Reap(i32),
@@ -181,7 +182,7 @@ impl Host for Recorder {
         self.wanted
     }
 
-    fn wait_for_go(&mut self) -> std::io::Result<Option<GoMessage>> {
+    fn wait_for_go(&mut self, _keep: bool) -> std::io::Result<Option<GoMessage>> {
         self.calls.push(Call::WaitForGo);
         self.send(&Event::Ready)?;
         std::mem::replace(&mut self.go, Ok(None))
@@ -198,6 +199,10 @@ impl Host for Recorder {
             Event::Finished { outcome, measured, teardown } => {
                 self.measured = Some(measured.clone());
                 Call::Finished { outcome: outcome.clone(), teardown: *teardown }
+            }
+            Event::Kept { outcome, measured } => {
+                self.measured = Some(measured.clone());
+                Call::Kept { outcome: outcome.clone() }
             }
         });
         if self.embedder_gone { Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe)) } else { Ok(()) }
@@ -539,6 +544,79 @@ fn a_warm_container_goes_with_its_process_or_removes_its_bundle_unused() {
     host.go = Err(std::io::Error::other("2 stdio descriptors, expected 3"));
     run(&mut host, &request).unwrap();
     assert_failed_once(&host, &request, &before, "helper: go: 2 stdio descriptors, expected 3");
+}
+
+#[test]
+fn a_kept_containers_run_is_answered_kept_and_the_container_waits_for_the_next() {
+    let stdio = || (0..3).map(|_| OwnedFd::from(std::fs::File::open("/dev/null").unwrap())).collect::<Vec<_>>();
+    let go = b"k\x02\0\0\0{}".to_vec();
+    // The outcome and the next run's `ready` in one read: the run ends at its outcome, and the
+    // rest is the next run's.
+    let mut host = cgroup();
+    host.files.insert(PathBuf::from(PROCS), format!("{INIT}\n"));
+    host.status =
+        VecDeque::from([b"ready\n".to_vec(), b"setup landlock=full abi=4 seccomp=2\nexited 3\nready\n".to_vec()]);
+    host.go = Ok(Some((go.clone(), stdio())));
+    let request = Request { warm: true, procs: Some(PathBuf::from(PROCS)), ..request() };
+    run(&mut host, &request).unwrap();
+    let kept = Call::Kept { outcome: Outcome::Exited { code: 3 } };
+    assert_eq!(host.count(&kept), 1, "{:?}", host.calls);
+    assert!(!host.calls.iter().any(|c| matches!(c, Call::Finished { .. })), "{:?}", host.calls);
+    // Proven over (the cgroup read: the init alone) before the answer; then the next `ready`,
+    // the embedder asked, and (let go: no process) the container torn down, unanswered.
+    let after: Vec<Call> = host.calls.iter().skip_while(|c| **c != Call::Started(INIT)).cloned().collect();
+    assert_eq!(
+        after,
+        [
+            Call::Started(INIT),
+            Call::Read(PathBuf::from(PROCS)),
+            kept.clone(),
+            Call::StillWanted,
+            Call::WaitForGo,
+            Call::Ready,
+            Call::Kill(INIT, Signal::SIGKILL),
+            Call::Read(PathBuf::from(PROCS)),
+            Call::CloseStatus,
+            Call::Reap(INIT),
+            Call::HangUp,
+            Call::Delete,
+            Call::RemoveBundle(PathBuf::from("/fake/bundle")),
+        ]
+    );
+    assert!(host.calls.contains(&Call::SendGo { payload: go.clone(), fds: 3 }));
+
+    // Another process left in the cgroup: not proven over, so not kept; the answer comes after
+    // the teardown, as a fresh container's.
+    let mut host = cgroup();
+    host.files.insert(PathBuf::from(PROCS), format!("{INIT}\n4343\n"));
+    host.status = VecDeque::from([b"ready\n".to_vec(), b"setup landlock=full abi=4 seccomp=2\nexited 0\n".to_vec()]);
+    host.go = Ok(Some((go.clone(), stdio())));
+    run(&mut host, &request).unwrap();
+    assert_eq!(host.count(&kept), 0);
+    assert!(!host.calls.iter().any(|c| matches!(c, Call::Kept { .. })), "{:?}", host.calls);
+    assert_eq!(host.finished(), (Outcome::Exited { code: 0 }, true));
+    assert!(host.calls.contains(&Call::Kill(4343, Signal::SIGKILL)), "{:?}", host.calls);
+
+    // The init ends instead of reporting the next `ready` (its clean-up failed): torn down.
+    let mut host = cgroup();
+    host.files.insert(PathBuf::from(PROCS), format!("{INIT}\n"));
+    host.status = VecDeque::from([b"ready\n".to_vec(), b"setup landlock=full abi=4 seccomp=2\nexited 0\n".to_vec()]);
+    host.go = Ok(Some((go, stdio())));
+    run(&mut host, &request).unwrap();
+    let tail: Vec<Call> = host.calls.iter().skip_while(|c| !matches!(c, Call::Kept { .. })).cloned().collect();
+    assert_eq!(
+        tail,
+        [
+            Call::Kept { outcome: Outcome::Exited { code: 0 } },
+            Call::Kill(INIT, Signal::SIGKILL),
+            Call::Read(PathBuf::from(PROCS)),
+            Call::CloseStatus,
+            Call::Reap(INIT),
+            Call::HangUp,
+            Call::Delete,
+            Call::RemoveBundle(PathBuf::from("/fake/bundle")),
+        ]
+    );
 }
 
 #[test]
