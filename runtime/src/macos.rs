@@ -42,7 +42,7 @@ impl MacBackend {
             .collect::<Result<Vec<_>, _>>()?;
         // The `~/` entries in the caller's real HOME, whatever HOME the workload gets.
         let home = crate::set::real_home();
-        let protected = sandbox_bundle::protect::scan(profile, Some(&home));
+        let protected = sandbox_bundle::protect::scan(profile, Some(home.as_path()));
         let ctx = SpawnContext {
             argv,
             cwd: cwd.to_path_buf(),
