@@ -222,6 +222,19 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
             }
         }
     }
+    // The caller's global git configuration, which the host's git reads in every repository:
+    // the files it includes (`[include] path = ~/dotfiles/gitconfig`, a common layout) and the
+    // absolute or `~/` hooks paths it sets are entries like a repository's (the files
+    // themselves are HOME entries above).
+    if let Some(home) = home.as_ref().filter(|_| looking) {
+        let parts = p.git_entries();
+        let mut seen = HashSet::new();
+        for global in [home.join(".gitconfig"), home.join(".config/git/config")] {
+            if !parts.is_empty() {
+                walker.config_file(&global, None, &parts, 0, &mut seen);
+            }
+        }
+    }
     // A workspace (or writable root) inside a repository: `git init` there would make the
     // host's next git command in it find the new repository first and run what its config
     // says (`core.fsmonitor` at `git status`). `.git` at the area's root is refused creation
@@ -610,23 +623,34 @@ impl Walker<'_> {
         }
         let mut seen = HashSet::new();
         for (config, root) in configs {
-            self.config_file(&config, &root, parts, 0, &mut seen);
+            self.config_file(&config, Some(&root), parts, 0, &mut seen);
         }
         if depth < 8 {
             self.modules(&gitdir.join("modules"), parts, depth);
         }
     }
 
-    /// One config file: the hooks paths it sets (relative to `root`, the worktree's) and the
-    /// files it includes, followed to [`MAX_INCLUDE_DEPTH`] (git's own bound is 10) and each
-    /// protected as an entry; `[includeIf]` conditions are all taken as true.
-    fn config_file(&mut self, config: &Path, root: &Path, parts: &[&str], depth: usize, seen: &mut HashSet<PathBuf>) {
+    /// One config file: the hooks paths it sets (relative to `root`, the worktree's; without
+    /// one, as for the global config, relative hooks paths are not placed) and the files it
+    /// includes, followed to [`MAX_INCLUDE_DEPTH`] (git's own bound is 10) and each protected
+    /// as an entry; `[includeIf]` conditions are all taken as true.
+    fn config_file(
+        &mut self,
+        config: &Path,
+        root: Option<&Path>,
+        parts: &[&str],
+        depth: usize,
+        seen: &mut HashSet<PathBuf>,
+    ) {
         if !seen.insert(config.to_path_buf()) {
             return;
         }
         let refs = config_refs(config);
         if parts.contains(&"hooks") {
             for hooks in refs.hooks_paths {
+                let Some(root) = root.or(hooks.is_absolute().then_some(Path::new("/"))) else {
+                    continue;
+                };
                 if let Some(hooks) = self.expand(&hooks, root) {
                     self.entry(&hooks);
                 }
@@ -1254,6 +1278,23 @@ mod tests {
         repo_with(&ws, "\thooksPath = ho\\\noks;x\n", &[("repo/hooks2/x", "")]);
         let found = scan(&profile, None);
         assert!(found.missing.contains(&ws.join("repo/hooks")), "{found:?}");
+    }
+
+    #[test]
+    fn the_global_configs_includes_and_hooks_paths_are_protected() {
+        let (_dir, ws, profile) = writable_workspace();
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = std::fs::canonicalize(home.path()).unwrap_or_else(|e| panic!("{e}"));
+        let global = format!(
+            "[include]\n\tpath = {}\n[core]\n\thooksPath = {}\n\thooksPath = relative\n",
+            ws.join("dotfiles/gitconfig").display(),
+            ws.join("global-hooks").display()
+        );
+        std::fs::write(home.join(".gitconfig"), global).unwrap_or_else(|e| panic!("{e}"));
+        let found = scan(&profile, Some(&home));
+        assert!(found.missing.contains(&ws.join("dotfiles/gitconfig")), "{found:?}");
+        assert!(found.missing.contains(&ws.join("global-hooks")), "{found:?}");
+        assert!(!found.missing.iter().any(|p| p.ends_with("relative")), "{found:?}");
     }
 
     #[test]
