@@ -1731,6 +1731,52 @@ fn the_real_homes_start_up_files_are_protected() {
     }
 }
 
+/// The real HOME's `~/` entries whatever HOME the workload gets (red team, 3 December): with
+/// the default isolated HOME and a workspace that is the caller's real HOME (`cd ~ && sandbox
+/// run`), `~/.ssh/authorized_keys`, `~/.ssh/config`, `~/.ssh/rc` and `~/.config/git/config`
+/// were writable (the host's sshd and git read them); and with `"home": "real"` and `HOME`
+/// spelled through a symlink, the entries named the symlink's spelling and were never bound.
+/// The control: an ordinary file is written.
+#[test]
+fn the_real_homes_entries_hold_with_an_isolated_home_and_through_a_symlink() {
+    if !sandbox_runs_here("the_real_homes_entries_hold_with_an_isolated_home_and_through_a_symlink") {
+        return;
+    }
+    let area = Area::new();
+    let link = area.dir.path().join("home-link");
+    std::os::unix::fs::symlink(&area.ws, &link).unwrap();
+    fs::create_dir_all(area.ws.join(".ssh")).unwrap();
+    fs::write(area.ws.join(".ssh/authorized_keys"), "ORIGINAL\n").unwrap();
+    let script = "mkdir -p .ssh .config; for a in 'echo evil >> .ssh/authorized_keys' 'echo evil > .ssh/config' \
+                  'echo evil > .ssh/rc' 'mkdir -p .config/git && echo evil > .config/git/config'; do \
+                  if sh -c \"$a\" 2>/dev/null; then echo \"wrote: $a\"; fi; done; echo ok > ordinary && echo CONTROL";
+    for (home_mode, home) in [("isolated", &area.ws), ("real", &link)] {
+        let profile = area.dir.path().join(format!("{home_mode}.json"));
+        let json = serde_json::json!({
+            "workspace_root": area.ws, "workspace_read": "allow", "workspace_write": "allow",
+            "host_read": "allow", "command": "allow", "home": home_mode
+        });
+        fs::write(&profile, json.to_string()).unwrap();
+        let o = Command::new(SANDBOX)
+            .current_dir(&area.ws)
+            .env("HOME", home)
+            .args(["run", "--profile"])
+            .arg(&profile)
+            .arg("--scratch")
+            .arg(&area.scratch)
+            .args(["--", "/bin/sh", "-c", script])
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{home_mode}: {out} {}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(out, "CONTROL\n", "{home_mode}: {out}");
+        assert_eq!(fs::read_to_string(area.ws.join(".ssh/authorized_keys")).unwrap(), "ORIGINAL\n");
+        for f in [".ssh/config", ".ssh/rc", ".config/git"] {
+            assert!(!area.ws.join(f).exists(), "{home_mode}: {f}");
+        }
+    }
+}
+
 /// Issue 15, item 4: a `--json` error object carries the human message next to the kind, and
 /// the message names the offending key (here an unknown key of the profile file).
 #[test]

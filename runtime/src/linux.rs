@@ -59,6 +59,7 @@ pub(crate) fn open(
         tag: fsutil::random_hex(4)?,
         masked_roots: crate::registry::masked_roots,
         remove_tree: fsutil::remove_tree,
+        real_home: Some(crate::set::real_home()),
     };
     let mut linux = LinuxBackend::new(config, set_dir)?;
     // A probe kept from an earlier set of the same conditions (see `kept_probe`).

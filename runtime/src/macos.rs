@@ -40,8 +40,9 @@ impl MacBackend {
                     .ok_or_else(|| Error::InvalidArgument { detail: String::from("argv: not UTF-8") })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let home = env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| std::path::PathBuf::from(v));
-        let protected = sandbox_bundle::protect::scan(profile, home.as_deref());
+        // The `~/` entries in the caller's real HOME, whatever HOME the workload gets.
+        let home = crate::set::real_home();
+        let protected = sandbox_bundle::protect::scan(profile, Some(home.as_path()));
         let ctx = SpawnContext {
             argv,
             cwd: cwd.to_path_buf(),

@@ -456,6 +456,110 @@ mod linux {
         }
     }
 
+    /// Ways a repository's config designates hooks or configuration the scan missed (red team,
+    /// 3 December, second round), each from inside: (a) an absolute `core.hooksPath` through a
+    /// symlinked ancestor; (b) `core.hooksPath` set in an `[include]`d file; (c) a value with an
+    /// inline comment (`.githooks ; team hooks`, git strips it); (d) `core.hooksPath` in
+    /// `.git/config.worktree`; (e) a file an included file includes that does not exist yet (git
+    /// ignores it; created, it would carry `core.fsmonitor`); (f) an `[includeIf]` whose
+    /// condition does not hold today, naming a missing file. Positive controls: an ordinary file
+    /// beside each hooks directory and include is written, and a sibling directory too.
+    pub fn git_config_evasions_are_closed() {
+        let d = TestDirs::new("sbx-protect");
+        let ws = &d.ws;
+        let repo = |name: &str| {
+            let dir = ws.join(name);
+            fs::create_dir_all(dir.join(".githooks")).unwrap();
+            fs::create_dir_all(dir.join("other")).unwrap();
+            git(&dir, &["init", "-q"]);
+            dir
+        };
+        let a = repo("a");
+        std::os::unix::fs::symlink(&a, d.root.join("a-link")).unwrap();
+        let through_link = d.root.join("a-link/.githooks");
+        git(&a, &["config", "core.hooksPath", through_link.to_str().unwrap()]);
+        let b = repo("b");
+        fs::write(b.join(".gitconfig-project"), "[core]\n\thooksPath = .githooks\n").unwrap();
+        git(&b, &["config", "include.path", "../.gitconfig-project"]);
+        let c = repo("c");
+        let mut text = fs::read_to_string(c.join(".git/config")).unwrap();
+        text.push_str("[core]\n\thooksPath = .githooks ; team hooks\n");
+        fs::write(c.join(".git/config"), text).unwrap();
+        let dd = repo("d");
+        git(&dd, &["config", "extensions.worktreeConfig", "true"]);
+        git(&dd, &["config", "--worktree", "core.hooksPath", ".githooks"]);
+        let e = repo("e");
+        fs::write(e.join(".gitconfig-project"), "[include]\n\tpath = .gitconfig-local\n").unwrap();
+        git(&e, &["config", "include.path", "../.gitconfig-project"]);
+        let f = repo("f");
+        git(&f, &["config", "includeIf.gitdir:/nowhere/.path", "../team.inc"]);
+        // Git itself takes each hooks path as designated (the attacks are real ones).
+        for (r, want) in [(&b, ".githooks"), (&c, ".githooks"), (&dd, ".githooks")] {
+            let o = Command::new("git").args(["config", "core.hooksPath"]).current_dir(r).output().unwrap();
+            assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), want, "{}", r.display());
+        }
+        let (_set, exec) = executor(&d, config(&d));
+        let mut script = String::new();
+        let attacks = [
+            ("a-symlinked-hooks-path", "echo evil > a/.githooks/pre-commit"),
+            ("b-included-hooks-path", "echo evil > b/.githooks/pre-commit"),
+            ("b-included-file", "echo evil >> b/.gitconfig-project"),
+            ("c-commented-hooks-path", "echo evil > c/.githooks/pre-commit"),
+            ("d-worktree-hooks-path", "echo evil > d/.githooks/pre-commit"),
+            ("d-config-worktree", "echo evil >> d/.git/config.worktree"),
+            ("e-missing-nested-include", "printf '[core]\\n\\tfsmonitor = evil\\n' > e/.gitconfig-local"),
+            ("f-missing-include-if", "printf '[core]\\n\\tfsmonitor = evil\\n' > f/team.inc"),
+        ];
+        for (name, cmd) in attacks {
+            script.push_str(&attempt(name, cmd));
+        }
+        script.push_str(
+            "for r in a b c d e f; do echo ok > $r/ordinary && echo ok > $r/other/x || exit 1; done; echo controls-ok",
+        );
+        let out = sh_ok(&exec, ws, &script);
+        all_failed(&out, &attacks.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>());
+        assert!(out.ends_with("controls-ok\n"), "{out}");
+        for r in [&a, &b, &c, &dd] {
+            assert!(!r.join(".githooks/pre-commit").exists(), "{}", r.display());
+            assert_eq!(fs::read_to_string(r.join("other/x")).unwrap(), "ok\n");
+        }
+        assert_eq!(fs::read_to_string(b.join(".gitconfig-project")).unwrap(), "[core]\n\thooksPath = .githooks\n");
+        assert!(!e.join(".gitconfig-local").exists() && !f.join("team.inc").exists());
+    }
+
+    /// A workspace inside a repository (a package of a monorepo): `git init` at its root would
+    /// make the host's next git command there find the new repository first and run what its
+    /// config says (`core.fsmonitor` at `git status`). Refused from inside, also as a bare
+    /// repository made of `HEAD`, `objects/` and `refs/`; deeper, a new repository is allowed
+    /// (cloning into a subdirectory keeps working); the control: in a workspace no repository
+    /// encloses, `git init` at the root works.
+    pub fn a_repository_cannot_be_made_at_a_workspace_root_inside_a_repository() {
+        let d = TestDirs::new("sbx-protect");
+        git(&d.root, &["init", "-q"]);
+        let (_set, exec) = executor(&d, config(&d));
+        let attacks = [
+            ("init-root", format!("{GIT} init -q . && test -d .git")),
+            ("gitfile-root", String::from("echo 'gitdir: /tmp/evil' > .git")),
+            ("bare-root", String::from("mkdir -p objects refs && echo 'ref: refs/heads/main' > HEAD")),
+        ];
+        let mut script = String::new();
+        for (name, cmd) in &attacks {
+            script.push_str(&attempt(name, cmd));
+        }
+        script.push_str(&format!("mkdir sub && cd sub && {GIT} init -q . && test -d .git && echo deeper-ok"));
+        let out = sh_ok(&exec, &d.ws, &script);
+        all_failed(&out, &attacks.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>());
+        assert!(out.ends_with("deeper-ok\n"), "{out}");
+        assert!(fs::symlink_metadata(d.ws.join(".git")).is_err() && !d.ws.join("HEAD").exists());
+        let o = Command::new("git").args(["rev-parse", "--show-toplevel"]).current_dir(&d.ws).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), d.root.display().to_string());
+
+        let control = TestDirs::new("sbx-protect");
+        let (_set2, exec2) = executor(&control, config(&control));
+        let out = sh_ok(&exec2, &control.ws, &format!("{GIT} init -q . && test -d .git && echo init-ok"));
+        assert!(out.ends_with("init-ok\n"), "{out}");
+    }
+
     /// Attacks on the scan found by a red team (3 December), each from inside, run by run:
     /// - a `.git/commondir` written by the workload hands git another directory's config and
     ///   hooks (git reads it in every repository): it is refused creation, and an existing one
@@ -533,6 +637,11 @@ fn main() -> std::process::ExitCode {
         use linux::*;
         sandbox_tests::run_tests(&[
             ("scan_evasions_are_closed", scan_evasions_are_closed),
+            ("git_config_evasions_are_closed", git_config_evasions_are_closed),
+            (
+                "a_repository_cannot_be_made_at_a_workspace_root_inside_a_repository",
+                a_repository_cannot_be_made_at_a_workspace_root_inside_a_repository,
+            ),
             (
                 "every_existing_default_entry_is_read_only_at_every_depth",
                 every_existing_default_entry_is_read_only_at_every_depth,

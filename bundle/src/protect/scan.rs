@@ -16,7 +16,11 @@ use std::path::{Path, PathBuf};
 
 use super::{ProtectScan, Protection};
 use crate::access::{Access, Home, Isolation};
+use crate::profile::Axis;
 use crate::profile::Profile;
+
+/// How deep config includes are followed (git stops at 10).
+const MAX_INCLUDE_DEPTH: usize = 10;
 
 /// The most directories one scan reads; a scan that would read more fails the spawn.
 pub const MAX_DIRS: usize = 200_000;
@@ -53,7 +57,9 @@ pub enum RootKind {
 }
 
 /// Scans the writable areas of `profile` for protected entries (see the module docs). `home`
-/// is the real HOME the workload gets (used only with `Home::RealHome`).
+/// is the caller's real HOME (whatever HOME the workload gets): its `~/` entries apply when the
+/// workload gets it (`Home::RealHome`) or can write there otherwise, and git's `~/` paths are
+/// taken there.
 pub fn scan(profile: &Profile, home: Option<&Path>) -> ProtectScan {
     scan_with(profile, home, None)
 }
@@ -128,6 +134,12 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         out.roots.push((r.path.clone(), kind));
     }
     let p = &c.protected_paths;
+    // The caller's real HOME by its real path (a HOME spelled through a symlink would name
+    // entries no bind or guard path matches: an attack on the first version).
+    let home: Option<PathBuf> = home
+        .filter(|h| h.is_absolute())
+        .map(|h| std::fs::canonicalize(h).unwrap_or_else(|_| crate::profile::lexically_clean(h)))
+        .filter(|h| h != Path::new("/"));
     let areas: Vec<PathBuf> = profile.areas().map(|(a, _, _)| a.to_path_buf()).collect();
     let writable: Vec<PathBuf> =
         profile.areas().filter(|(a, _, w)| *w != Access::Deny && a.is_dir()).map(|(a, _, _)| a.to_path_buf()).collect();
@@ -164,6 +176,7 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         old,
         new: HashMap::new(),
         now,
+        home: home.clone(),
     };
     // Nothing to look for (the list is off): no walk at all.
     let looking = !walker.last.is_empty() || !p.git_entries().is_empty();
@@ -192,11 +205,51 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
              narrow the workspace, or turn the list off (protected_paths)"
         ));
     }
-    if c.home == Home::RealHome {
-        if let Some(home) = home.filter(|h| h.is_absolute() && *h != Path::new("/")) {
-            for rel in p.home_entries() {
-                walker.entry(&home.join(rel));
+    // The HOME entries, against the caller's real HOME: wherever the workload gets it as its
+    // HOME, and wherever else an entry can be written (the workspace or a writable root
+    // covering the real HOME, `cd ~ && sandbox run`, or host write): the host's sshd and git
+    // read them whatever HOME the workload had (an attack on the first version, which applied
+    // them with the real HOME only).
+    if let Some(home) = &home {
+        let writable_at = |e: &Path| {
+            profile.path_value(Axis::Write, e) != Access::Deny
+                || profile.areas().any(|(a, _, w)| w != Access::Deny && a.starts_with(e))
+        };
+        for rel in p.home_entries() {
+            let e = home.join(rel);
+            if c.home == Home::RealHome || writable_at(&e) || writable_at(&resolve(&e).0) {
+                walker.entry(&e);
             }
+        }
+    }
+    // The caller's global git configuration, which the host's git reads in every repository:
+    // the files it includes (`[include] path = ~/dotfiles/gitconfig`, a common layout) and the
+    // absolute or `~/` hooks paths it sets are entries like a repository's (the files
+    // themselves are HOME entries above).
+    if let Some(home) = home.as_ref().filter(|_| looking) {
+        let parts = p.git_entries();
+        let mut seen = HashSet::new();
+        for global in [home.join(".gitconfig"), home.join(".config/git/config")] {
+            if !parts.is_empty() {
+                walker.config_file(&global, None, &parts, 0, &mut seen);
+            }
+        }
+    }
+    // A workspace (or writable root) inside a repository: `git init` there would make the
+    // host's next git command in it find the new repository first and run what its config
+    // says (`core.fsmonitor` at `git status`). `.git` at the area's root is refused creation
+    // (and, as git also takes a directory with `HEAD`, `objects/` and `refs/` for a bare
+    // repository, `HEAD` too); deeper, a repository made during a run is the workload's own.
+    for area in writable.iter().filter(|a| !p.git_entries().is_empty() && in_a_repository(a)) {
+        if std::fs::symlink_metadata(area.join(".git")).is_err() {
+            walker.entry(&area.join(".git"));
+        }
+        // `HEAD` unless the root is a git directory already (whose `HEAD` git writes): an
+        // existing one is bound read-only, so that no `objects/` and `refs/` made beside it
+        // turn the root into a repository.
+        let is_gitdir = ["objects", "refs"].iter().all(|d| area.join(d).is_dir());
+        if !is_gitdir {
+            walker.entry(&area.join("HEAD"));
         }
     }
     if c.host_write != Access::Deny {
@@ -231,6 +284,67 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
     out
 }
 
+/// Whether a proper ancestor of `dir` holds `.git` (a repository git would find from `dir`).
+fn in_a_repository(dir: &Path) -> bool {
+    dir.ancestors().skip(1).any(|a| std::fs::symlink_metadata(a.join(".git")).is_ok())
+}
+
+/// `path` as the kernel resolves it, and the symlinks met on the way: every existing component
+/// resolved (a symlinked ancestor of a hooks path or a HOME names another directory than its
+/// spelling, and binds and guard paths are real paths), the last one kept when it is a symlink
+/// itself ([`Walker::entry`] handles that), the missing rest cleaned lexically. A missing
+/// component followed by `..` is returned among the links: once created (as a symlink), it
+/// would decide where the path leads.
+fn resolve(path: &Path) -> (PathBuf, Vec<PathBuf>) {
+    use std::path::Component;
+    let mut links = Vec::new();
+    let mut out = PathBuf::from("/");
+    let mut rest: std::collections::VecDeque<PathBuf> =
+        path.components().map(|c| PathBuf::from(c.as_os_str())).collect();
+    let mut hops = 0;
+    let mut missing = false;
+    while let Some(c) = rest.pop_front() {
+        match c.components().next() {
+            Some(Component::RootDir) => out = PathBuf::from("/"),
+            Some(Component::CurDir) | None | Some(Component::Prefix(_)) => {}
+            Some(Component::ParentDir) => {
+                out.pop();
+            }
+            Some(Component::Normal(name)) => {
+                let next = out.join(name);
+                if missing {
+                    out = next;
+                    continue;
+                }
+                match std::fs::symlink_metadata(&next) {
+                    Ok(m) if m.file_type().is_symlink() && !rest.is_empty() && hops < 40 => {
+                        hops += 1;
+                        links.push(next.clone());
+                        let Ok(target) = std::fs::read_link(&next) else {
+                            out = next;
+                            continue;
+                        };
+                        // Relative to the link's directory, which `out` is; an absolute
+                        // target starts with the root.
+                        for t in target.components().rev() {
+                            rest.push_front(PathBuf::from(t.as_os_str()));
+                        }
+                    }
+                    Ok(_) => out = next,
+                    Err(_) => {
+                        if rest.iter().any(|r| r.as_os_str() == "..") {
+                            links.push(next.clone());
+                        }
+                        missing = true;
+                        out = next;
+                    }
+                }
+            }
+        }
+    }
+    (out, links)
+}
+
 fn split(names: &[String]) -> Vec<Vec<String>> {
     names.iter().map(|n| n.split('/').filter(|c| !c.is_empty()).map(str::to_owned).collect()).collect()
 }
@@ -253,6 +367,8 @@ struct Walker<'a> {
     new: HashMap<PathBuf, Listing>,
     /// Seconds since the epoch when the scan started (for the racy check).
     now: i64,
+    /// The caller's real HOME, canonical (git expands `~/` in paths against it).
+    home: Option<PathBuf>,
 }
 
 impl Walker<'_> {
@@ -380,6 +496,11 @@ impl Walker<'_> {
     /// A protected entry that exists (bound read-only) or not (refused creation). A symlink is
     /// refused re-creation by its name and its target is bound where it exists.
     fn entry(&mut self, path: &Path) {
+        // By its real path (the way to it may go through symlinks: each is refused
+        // re-creation, so that it keeps leading where it leads now).
+        let (path, links) = resolve(path);
+        self.out.missing.extend(links);
+        let path = path.as_path();
         match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_symlink() => {
                 self.out.missing.push(path.to_path_buf());
@@ -482,24 +603,89 @@ impl Walker<'_> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.kind() == std::io::ErrorKind::NotADirectory => {}
             Err(e) => self.unreadable(&gitdir.join("worktrees"), &e),
         }
-        let refs = config_refs(&gitdir.join("config"));
-        if parts.contains(&"hooks") {
-            if let Some(hooks) = refs.hooks_path {
-                let hooks = if hooks.is_absolute() { hooks } else { worktree.join(hooks) };
-                self.entry(&crate::profile::lexically_clean(&hooks));
+        // The config and the worktree configs, with every file they include (at any depth):
+        // each included file is configuration too, protected whether it exists or not (git
+        // ignores a missing one, which the workload could otherwise create), and every hooks
+        // path any of them sets is protected (not only the last: which one git takes depends
+        // on conditions and order a scan need not decide).
+        let mut configs = vec![(gitdir.join("config"), worktree.to_path_buf())];
+        if parts.contains(&"config") {
+            configs.push((gitdir.join("config.worktree"), worktree.to_path_buf()));
+            for wt in std::fs::read_dir(gitdir.join("worktrees")).into_iter().flatten().flatten() {
+                // A linked worktree's root is where its `gitdir` file says its `.git` is.
+                let root = read_first_line(&wt.path().join("gitdir"))
+                    .map(PathBuf::from)
+                    .filter(|p| p.is_absolute())
+                    .and_then(|p| p.parent().map(Path::to_path_buf))
+                    .unwrap_or_else(|| worktree.to_path_buf());
+                configs.push((wt.path().join("config.worktree"), root));
             }
         }
-        if parts.contains(&"config") {
-            // A file the config includes is configuration too (relative to the config's
-            // directory; `~/` ones live in the HOME, whose own entries cover the usual places).
-            for inc in refs.includes.into_iter().filter(|i| !i.starts_with("~")) {
-                let inc = if inc.is_absolute() { inc } else { gitdir.join(inc) };
-                self.entry(&crate::profile::lexically_clean(&inc));
-            }
+        let mut seen = HashSet::new();
+        for (config, root) in configs {
+            self.config_file(&config, Some(&root), parts, 0, &mut seen);
         }
         if depth < 8 {
             self.modules(&gitdir.join("modules"), parts, depth);
         }
+    }
+
+    /// One config file: the hooks paths it sets (relative to `root`, the worktree's; without
+    /// one, as for the global config, relative hooks paths are not placed) and the files it
+    /// includes, followed to [`MAX_INCLUDE_DEPTH`] (git's own bound is 10) and each protected
+    /// as an entry; `[includeIf]` conditions are all taken as true.
+    fn config_file(
+        &mut self,
+        config: &Path,
+        root: Option<&Path>,
+        parts: &[&str],
+        depth: usize,
+        seen: &mut HashSet<PathBuf>,
+    ) {
+        if !seen.insert(config.to_path_buf()) {
+            return;
+        }
+        let refs = config_refs(config);
+        if parts.contains(&"hooks") {
+            for hooks in refs.hooks_paths {
+                let Some(root) = root.or(hooks.is_absolute().then_some(Path::new("/"))) else {
+                    continue;
+                };
+                if let Some(hooks) = self.expand(&hooks, root) {
+                    self.entry(&hooks);
+                }
+            }
+        }
+        if !parts.contains(&"config") || depth >= MAX_INCLUDE_DEPTH {
+            return;
+        }
+        let dir = config.parent().unwrap_or(Path::new("/")).to_path_buf();
+        for inc in refs.includes {
+            let Some(inc) = self.expand(&inc, &dir) else { continue };
+            if inc.is_dir() {
+                continue; // not configuration git can read
+            }
+            self.entry(&inc);
+            self.config_file(&inc, root, parts, depth + 1, seen);
+        }
+    }
+
+    /// A path from a git config as git takes it: `~/` in the real HOME, relative ones in
+    /// `base`. `None` for what cannot be placed (`~user/`, `%(prefix)/`, no HOME known).
+    fn expand(&self, value: &Path, base: &Path) -> Option<PathBuf> {
+        let text = value.to_str()?;
+        let path = if text == "~" {
+            self.home.clone()?
+        } else if let Some(rest) = text.strip_prefix("~/") {
+            self.home.as_ref()?.join(rest)
+        } else if text.starts_with('~') || text.starts_with("%(") {
+            return None;
+        } else if value.is_absolute() {
+            value.to_path_buf()
+        } else {
+            base.join(value)
+        };
+        Some(path)
     }
 
     /// Every git directory below a `modules/` directory (nested paths, nested modules).
@@ -561,40 +747,183 @@ fn read_gitdir(file: &Path) -> Option<PathBuf> {
     text.lines().find_map(|l| l.strip_prefix("gitdir:")).map(|p| PathBuf::from(p.trim()))
 }
 
-/// What a git config file points at: `core.hooksPath` and the `path` of `[include]` and
-/// `[includeIf …]` sections.
+/// What a git config file points at: every `core.hooksPath` and the `path` of every
+/// `[include]` and `[includeIf "…"]` section.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct ConfigRefs {
-    hooks_path: Option<PathBuf>,
+    hooks_paths: Vec<PathBuf>,
     includes: Vec<PathBuf>,
 }
 
-/// Reads the plain form git writes: `[section]` headers and `key = value` lines, keys
-/// case-insensitive, values optionally quoted.
+/// The first line of a small file, trimmed.
+fn read_first_line(file: &Path) -> Option<String> {
+    let bytes = read_small(file)?;
+    let text = String::from_utf8(bytes).ok()?;
+    Some(text.lines().next()?.trim().to_owned())
+}
+
+/// The content of a regular file, at most its first MiB: opened without blocking (a FIFO
+/// named by a config never stalls the scan) and checked to be a regular file once open.
+fn read_small(file: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    const O_NONBLOCK: i32 = 0o4000;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    const O_NONBLOCK: i32 = 0x0004;
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(O_NONBLOCK).open(file).ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut out = Vec::new();
+    f.take(1 << 20).read_to_end(&mut out).ok()?;
+    Some(out)
+}
+
+/// Reads `config` as git does (see [`parse_config`]) for what it points at. A file over 1 MiB
+/// or not text is read as far as it is text (git would refuse it whole).
 fn config_refs(config: &Path) -> ConfigRefs {
     let mut out = ConfigRefs::default();
-    let Ok(text) = std::fs::read_to_string(config) else { return out };
-    let mut section = String::new();
-    for line in text.lines() {
-        let mut l = line.trim();
-        if let Some(rest) = l.strip_prefix('[') {
-            let name = rest.split(|c: char| c == ']' || c.is_whitespace() || c == '"').next().unwrap_or("");
-            section = name.to_ascii_lowercase();
-            // Git takes a key on the header's line too: `[core] hooksPath = x`.
-            match rest.split_once(']') {
-                Some((_, after)) if !after.trim().is_empty() => l = after.trim(),
-                _ => continue,
-            }
-        }
-        let Some((k, v)) = l.split_once('=') else { continue };
-        let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().trim_matches('"'));
-        if v.is_empty() {
+    let Some(bytes) = read_small(config) else { return out };
+    let text = String::from_utf8_lossy(&bytes);
+    for (key, value) in parse_config(&text) {
+        if value.is_empty() {
             continue;
         }
-        match (section.as_str(), k.as_str()) {
-            ("core", "hookspath") => out.hooks_path = Some(PathBuf::from(v)),
-            ("include" | "includeif", "path") => out.includes.push(PathBuf::from(v)),
-            _ => {}
+        if key == "core.hookspath" {
+            out.hooks_paths.push(PathBuf::from(value));
+        } else if key == "include.path"
+            || (key.starts_with("includeif.") && key.ends_with(".path") && key.len() > "includeif..path".len())
+        {
+            out.includes.push(PathBuf::from(value));
+        }
+    }
+    out
+}
+
+/// The `(name, value)` pairs of a git config text, as git's parser reads them (config.c):
+/// names `section.key` or `section.subsection.key` (section and key lower-cased, the
+/// subsection as written, and the old `[section.sub]` form lower-cased whole); a key on a
+/// header's line (`[core] hooksPath = x`); comments from an unquoted `;` or `#`; double quotes;
+/// the escapes `\\`, `\"`, `\n`, `\t`, `\b`; a backslash at the end of a line continuing the
+/// value on the next; runs of unquoted whitespace inside a value kept as spaces, at its ends
+/// dropped; CRLF line ends. A key without `=` has the empty value. Where git would stop at a
+/// syntax error this reads on (what follows is at worst protected too).
+fn parse_config(text: &str) -> Vec<(String, String)> {
+    let chars: Vec<char> = text.replace("\r\n", "\n").chars().collect();
+    let mut out = Vec::new();
+    let mut section = String::new();
+    let mut i = 0;
+    let at = |i: usize| chars.get(i).copied();
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\n' || c.is_whitespace() {
+            i += 1;
+        } else if c == '#' || c == ';' {
+            while at(i).is_some_and(|c| c != '\n') {
+                i += 1;
+            }
+        } else if c == '[' {
+            // `[name]`, `[name "sub"]` or `[name.sub]`.
+            i += 1;
+            let mut name = String::new();
+            while let Some(c) = at(i).filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '.') {
+                name.push(c.to_ascii_lowercase());
+                i += 1;
+            }
+            while at(i).is_some_and(|c| c == ' ' || c == '\t') {
+                i += 1;
+            }
+            if at(i) == Some('"') {
+                i += 1;
+                let mut sub = String::new();
+                while let Some(c) = at(i).filter(|c| *c != '"' && *c != '\n') {
+                    if c == '\\' {
+                        i += 1;
+                        if let Some(e) = at(i).filter(|c| *c != '\n') {
+                            sub.push(e);
+                        }
+                    } else {
+                        sub.push(c);
+                    }
+                    i += 1;
+                }
+                i += 1; // the closing quote
+                name = format!("{name}.{sub}");
+            }
+            while at(i).is_some_and(|c| c != ']' && c != '\n') {
+                i += 1;
+            }
+            if at(i) == Some(']') {
+                i += 1;
+            }
+            section = name;
+        } else if c.is_ascii_alphabetic() {
+            let mut key = String::new();
+            while let Some(c) = at(i).filter(|c| c.is_ascii_alphanumeric() || *c == '-') {
+                key.push(c.to_ascii_lowercase());
+                i += 1;
+            }
+            while at(i).is_some_and(|c| c == ' ' || c == '\t') {
+                i += 1;
+            }
+            let mut value = String::new();
+            if at(i) == Some('=') {
+                i += 1;
+                let (mut quote, mut comment, mut space) = (false, false, 0usize);
+                while let Some(c) = at(i) {
+                    i += 1;
+                    if c == '\n' {
+                        break;
+                    }
+                    if comment {
+                        continue;
+                    }
+                    if c.is_whitespace() && !quote {
+                        if !value.is_empty() {
+                            space += 1;
+                        }
+                        continue;
+                    }
+                    if !quote && (c == ';' || c == '#') {
+                        comment = true;
+                        continue;
+                    }
+                    value.extend(std::iter::repeat_n(' ', space));
+                    space = 0;
+                    match c {
+                        '\\' => {
+                            let e = at(i);
+                            i += 1;
+                            match e {
+                                Some('\n') => {}
+                                Some('t') => value.push('\t'),
+                                Some('b') => value.push('\u{8}'),
+                                Some('n') => value.push('\n'),
+                                Some(e @ ('\\' | '"')) => value.push(e),
+                                // git refuses the file; read on
+                                Some(e) => value.push(e),
+                                None => {}
+                            }
+                        }
+                        '"' => quote = !quote,
+                        c => value.push(c),
+                    }
+                }
+            } else {
+                // A boolean key, or garbage: skipped to the line's end.
+                while at(i).is_some_and(|c| c != '\n') {
+                    i += 1;
+                }
+            }
+            if !section.is_empty() {
+                out.push((format!("{section}.{key}"), value));
+            }
+        } else {
+            // Not git's syntax: skipped to the line's end.
+            while at(i).is_some_and(|c| c != '\n') {
+                i += 1;
+            }
         }
     }
     out
@@ -624,18 +953,95 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let cfg = dir.path().join("config");
         let text = "[user]\n\thooksPath = nope\n[core]\n\tbare = false\n\tHooksPath = \".husky\"\n\
-                    [include]\n\tpath = ../shared.gitconfig\n[includeIf \"gitdir:/x/\"]\n\tpath = /etc/x\n";
+                    [include]\n\tpath = ../shared.gitconfig\n[includeIf \"gitdir:/x/\"]\n\tpath = /etc/x\n\
+                    [include \"not-an-include\"]\n\tpath = /nope\n[includeIf]\n\tpath = /nope2\n";
         std::fs::write(&cfg, text).unwrap_or_else(|e| panic!("{e}"));
         let refs = config_refs(&cfg);
-        assert_eq!(refs.hooks_path, Some(PathBuf::from(".husky")));
+        assert_eq!(refs.hooks_paths, vec![PathBuf::from(".husky")]);
         assert_eq!(refs.includes, vec![PathBuf::from("../shared.gitconfig"), PathBuf::from("/etc/x")]);
         std::fs::write(&cfg, "[core]\n\tbare = false\n").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(config_refs(&cfg), ConfigRefs::default());
         // A key on the header's line, as git accepts it.
         std::fs::write(&cfg, "[core] hooksPath = h2\n[include] path = inc\n").unwrap_or_else(|e| panic!("{e}"));
         let refs = config_refs(&cfg);
-        assert_eq!(refs.hooks_path, Some(PathBuf::from("h2")));
+        assert_eq!(refs.hooks_paths, vec![PathBuf::from("h2")]);
         assert_eq!(refs.includes, vec![PathBuf::from("inc")]);
+    }
+
+    /// The value git gives `core.hooksPath` in `text` (after a `[core]` header).
+    fn hooks_value(text: &str) -> Vec<(String, String)> {
+        parse_config(&format!("[core]\n{text}")).into_iter().filter(|(k, _)| k == "core.hookspath").collect()
+    }
+
+    #[test]
+    fn values_lose_their_comments_as_in_git() {
+        let v = |t: &str| hooks_value(t).pop().map(|(_, v)| v);
+        assert_eq!(v("\thooksPath = .githooks ; team hooks\n").as_deref(), Some(".githooks"));
+        assert_eq!(v("\thooksPath = .githooks # team hooks\n").as_deref(), Some(".githooks"));
+        assert_eq!(v("\thooksPath = .githooks;x\n").as_deref(), Some(".githooks"));
+        assert_eq!(v("\thooksPath = \"a;b\" # c\n").as_deref(), Some("a;b"));
+        // Whole-line comments, and a comment after a header.
+        assert_eq!(v("; hooksPath = no\n# hooksPath = no\n\thooksPath = yes\n").as_deref(), Some("yes"));
+        assert_eq!(hooks_value("; hooksPath = no\n"), vec![]);
+        let p = parse_config("[core] # comment\n\thooksPath = h\n");
+        assert_eq!(p, vec![(String::from("core.hookspath"), String::from("h"))]);
+    }
+
+    #[test]
+    fn values_are_unquoted_unescaped_and_continued_as_in_git() {
+        let v = |t: &str| hooks_value(t).pop().map(|(_, v)| v);
+        assert_eq!(v("\thooksPath = \"my hooks\"\n").as_deref(), Some("my hooks"));
+        assert_eq!(v("\thooksPath = my\"  \"hooks\n").as_deref(), Some("my  hooks"));
+        assert_eq!(v("\thooksPath = my \t hooks   \n").as_deref(), Some("my   hooks"));
+        assert_eq!(v("\thooksPath = a\\\\b\\\"c\n").as_deref(), Some("a\\b\"c"));
+        assert_eq!(v("\thooksPath = a\\tb\n").as_deref(), Some("a\tb"));
+        // A backslash at a line's end continues the value; CRLF ends a line too.
+        assert_eq!(v("\thooksPath = .git\\\nhooks ; x\n").as_deref(), Some(".githooks"));
+        assert_eq!(v("\thooksPath = .githooks\r\n\tbare = false\r\n").as_deref(), Some(".githooks"));
+        assert_eq!(v("\thooksPath = \".git\\\nhooks\"\n").as_deref(), Some(".githooks"));
+        // Keys are case-insensitive; a boolean key has no value.
+        assert_eq!(v("\tHOOKSPATH=x\n").as_deref(), Some("x"));
+        assert_eq!(v("\thooksPath\n").as_deref(), Some(""));
+    }
+
+    #[test]
+    fn sections_are_named_as_in_git() {
+        let names = |t: &str| parse_config(t).into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+        assert_eq!(names("[Core]\nHooksPath = x\n"), vec!["core.hookspath"]);
+        assert_eq!(names("[core.Sub]\nk = x\n"), vec!["core.sub.k"]);
+        assert_eq!(names("[includeIf \"gitdir:~/W/\"]\npath = x\n"), vec!["includeif.gitdir:~/W/.path"]);
+        assert_eq!(names("[includeIf \"a\\\"b\"]\npath = x\n"), vec!["includeif.a\"b.path"]);
+        assert_eq!(names("[include]path=x\n[core]hooksPath=y\n"), vec!["include.path", "core.hookspath"]);
+        // Outside any section nothing is a key.
+        assert_eq!(names("hooksPath = x\n"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn every_hooks_path_and_nested_include_is_followed_once() {
+        let (_dir, ws, profile) = writable_workspace();
+        repo_with(
+            &ws,
+            "\thooksPath = first\n\thooksPath = second\n[include]\n\tpath = ../a.inc\n",
+            &[
+                // A loop of includes ends (each file is read once), and depth is bounded.
+                ("repo/a.inc", "[include]\n\tpath = b.inc\n[core]\n\thooksPath = third\n"),
+                ("repo/b.inc", "[include]\n\tpath = a.inc\n\tpath = /dev/null\n"),
+            ],
+        );
+        let found = scan(&profile, None);
+        for rel in ["repo/first", "repo/second", "repo/third", "repo/b.inc"] {
+            assert!(protects(&found, &ws.join(rel)), "{rel}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn a_config_that_is_a_fifo_does_not_stall_the_scan() {
+        let (_dir, ws, profile) = writable_workspace();
+        repo_with(&ws, "[include]\n\tpath = ../fifo\n", &[]);
+        let made = std::process::Command::new("mkfifo").arg(ws.join("repo/fifo")).status();
+        assert!(made.is_ok_and(|s| s.success()));
+        let found = scan(&profile, None);
+        assert!(found.existing.contains(&(ws.join("repo/fifo"), true)), "{found:?}");
     }
 
     #[test]
@@ -739,6 +1145,179 @@ mod tests {
         assert_eq!(within.refused, None);
         let past = scan_bounded(&profile, None, None, 10);
         assert!(past.refused.as_deref().is_some_and(|r| r.starts_with("protected_paths:")), "{past:?}");
+    }
+
+    /// A repository at `ws/repo` whose `.git/config` is `config` (after a `[core]` line), with
+    /// `extra` files written relative to `ws`.
+    fn repo_with(ws: &Path, config: &str, extra: &[(&str, &str)]) {
+        std::fs::create_dir_all(ws.join("repo/.git/hooks")).unwrap_or_else(|e| panic!("{e}"));
+        let text = format!("[core]\n\trepositoryformatversion = 0\n{config}");
+        std::fs::write(ws.join("repo/.git/config"), text).unwrap_or_else(|e| panic!("{e}"));
+        for (rel, body) in extra {
+            if let Some(parent) = ws.join(rel).parent() {
+                std::fs::create_dir_all(parent).unwrap_or_else(|e| panic!("{e}"));
+            }
+            std::fs::write(ws.join(rel), body).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+
+    /// Whether the scan protects `path` (bound when it exists, refused when not).
+    fn protects(found: &ProtectScan, path: &Path) -> bool {
+        found.existing.iter().any(|(p, _)| p == path) || found.missing.iter().any(|p| p == path)
+    }
+
+    #[test]
+    fn the_real_homes_entries_apply_when_a_writable_area_covers_it_whatever_the_home_mode() {
+        // The workspace is the caller's real HOME (`cd ~ && sandbox run`), the HOME isolated.
+        let (_dir, home, profile) = writable_workspace();
+        assert_eq!(profile.config().home, Home::IsolatedHome);
+        std::fs::create_dir_all(home.join(".ssh")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(home.join(".ssh/authorized_keys"), "key\n").unwrap_or_else(|e| panic!("{e}"));
+        let found = scan(&profile, Some(&home));
+        assert!(found.existing.contains(&(home.join(".ssh/authorized_keys"), true)), "{found:?}");
+        for rel in [".ssh/config", ".ssh/rc", ".config/git", ".gitconfig"] {
+            assert!(found.missing.contains(&home.join(rel)), "{rel}: {found:?}");
+        }
+        // The control: a HOME no writable area covers is left alone (the isolated HOME is the
+        // executor's own, and the real one is read-only or invisible anyway).
+        let (_other, _ws, elsewhere) = writable_workspace();
+        let found = scan(&elsewhere, Some(&home));
+        assert!(!protects(&found, &home.join(".ssh/authorized_keys")), "{found:?}");
+        assert!(!protects(&found, &home.join(".config/git")), "{found:?}");
+    }
+
+    #[test]
+    fn a_home_spelled_through_a_symlink_is_protected_at_its_real_path() {
+        let (_dir, home, profile) = writable_workspace();
+        let links = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let link = links.path().join("home-link");
+        std::os::unix::fs::symlink(&home, &link).unwrap_or_else(|e| panic!("{e}"));
+        let found = scan(&profile, Some(&link));
+        for rel in [".ssh/authorized_keys", ".ssh/config", ".config/git"] {
+            assert!(found.missing.contains(&home.join(rel)), "{rel}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn a_hooks_path_through_a_symlinked_ancestor_is_protected_at_its_real_path() {
+        let (_dir, ws, profile) = writable_workspace();
+        let links = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let link = links.path().join("repo-link");
+        std::os::unix::fs::symlink(ws.join("repo"), &link).unwrap_or_else(|e| panic!("{e}"));
+        let hooks = format!("\thooksPath = {}\n", link.join("myhooks").display());
+        repo_with(&ws, &hooks, &[("repo/myhooks/pre-commit", "#!/bin/sh\n")]);
+        let found = scan(&profile, None);
+        assert!(found.existing.contains(&(ws.join("repo/myhooks"), false)), "{found:?}");
+    }
+
+    #[test]
+    fn a_hooks_path_set_in_an_included_file_is_protected() {
+        let (_dir, ws, profile) = writable_workspace();
+        repo_with(
+            &ws,
+            "[include]\n\tpath = ../.gitconfig-project\n",
+            &[("repo/.gitconfig-project", "[core]\n\thooksPath = .githooks\n"), ("repo/.githooks/x", "")],
+        );
+        let found = scan(&profile, None);
+        assert!(found.existing.contains(&(ws.join("repo/.gitconfig-project"), true)), "{found:?}");
+        assert!(found.existing.contains(&(ws.join("repo/.githooks"), false)), "{found:?}");
+    }
+
+    #[test]
+    fn a_hooks_path_with_an_inline_comment_is_protected() {
+        let (_dir, ws, profile) = writable_workspace();
+        repo_with(&ws, "\thooksPath = .githooks ; team hooks\n", &[("repo/.githooks/x", "")]);
+        let found = scan(&profile, None);
+        assert!(found.existing.contains(&(ws.join("repo/.githooks"), false)), "{found:?}");
+    }
+
+    #[test]
+    fn a_hooks_path_in_config_worktree_is_protected() {
+        let (_dir, ws, profile) = writable_workspace();
+        repo_with(
+            &ws,
+            "[extensions]\n\tworktreeConfig = true\n",
+            &[("repo/.git/config.worktree", "[core]\n\thooksPath = .githooks\n"), ("repo/.githooks/x", "")],
+        );
+        let found = scan(&profile, None);
+        assert!(found.existing.contains(&(ws.join("repo/.githooks"), false)), "{found:?}");
+    }
+
+    #[test]
+    fn a_missing_file_an_included_file_includes_is_refused_creation() {
+        let (_dir, ws, profile) = writable_workspace();
+        repo_with(
+            &ws,
+            "[include]\n\tpath = ../.gitconfig-project\n",
+            &[("repo/.gitconfig-project", "[include]\n\tpath = .gitconfig-local\n")],
+        );
+        let found = scan(&profile, None);
+        assert!(found.missing.contains(&ws.join("repo/.gitconfig-local")), "{found:?}");
+    }
+
+    #[test]
+    fn include_if_and_home_relative_includes_are_followed() {
+        let (_dir, ws, profile) = writable_workspace();
+        let home = ws.join("home");
+        repo_with(
+            &ws,
+            "[includeIf \"gitdir:/nowhere/\"]\n\tpath = ~/team.gitconfig\n",
+            &[("home/team.gitconfig", "[core]\n\thooksPath = ~/hooks\n"), ("home/hooks/x", "")],
+        );
+        let found = scan(&profile, Some(&home));
+        assert!(found.existing.contains(&(home.join("team.gitconfig"), true)), "{found:?}");
+        assert!(found.existing.contains(&(home.join("hooks"), false)), "{found:?}");
+    }
+
+    #[test]
+    fn quoted_escaped_and_continued_hooks_paths_are_read_as_git_reads_them() {
+        let (_dir, ws, profile) = writable_workspace();
+        repo_with(&ws, "\thooksPath = \"my hooks\" # quoted\n", &[("repo/my hooks/x", "")]);
+        let found = scan(&profile, None);
+        assert!(found.existing.contains(&(ws.join("repo/my hooks"), false)), "{found:?}");
+        repo_with(&ws, "\thooksPath = ho\\\noks;x\n", &[("repo/hooks2/x", "")]);
+        let found = scan(&profile, None);
+        assert!(found.missing.contains(&ws.join("repo/hooks")), "{found:?}");
+    }
+
+    #[test]
+    fn the_global_configs_includes_and_hooks_paths_are_protected() {
+        let (_dir, ws, profile) = writable_workspace();
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = std::fs::canonicalize(home.path()).unwrap_or_else(|e| panic!("{e}"));
+        let global = format!(
+            "[include]\n\tpath = {}\n[core]\n\thooksPath = {}\n\thooksPath = relative\n",
+            ws.join("dotfiles/gitconfig").display(),
+            ws.join("global-hooks").display()
+        );
+        std::fs::write(home.join(".gitconfig"), global).unwrap_or_else(|e| panic!("{e}"));
+        let found = scan(&profile, Some(&home));
+        assert!(found.missing.contains(&ws.join("dotfiles/gitconfig")), "{found:?}");
+        assert!(found.missing.contains(&ws.join("global-hooks")), "{found:?}");
+        assert!(!found.missing.iter().any(|p| p.ends_with("relative")), "{found:?}");
+    }
+
+    #[test]
+    fn a_workspace_inside_a_repository_cannot_gain_a_repository_of_its_own() {
+        let outer = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let outer = std::fs::canonicalize(outer.path()).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(outer.join("repo/.git")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(outer.join("repo/pkg")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(outer.join("plain/pkg")).unwrap_or_else(|e| panic!("{e}"));
+        let profile_at = |ws: PathBuf| {
+            crate::Profile::new(crate::ProfileConfig {
+                workspace_root: ws,
+                workspace_read: Access::Allow,
+                workspace_write: Access::Allow,
+                ..crate::ProfileConfig::default()
+            })
+            .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let found = scan(&profile_at(outer.join("repo/pkg")), None);
+        assert!(found.missing.contains(&outer.join("repo/pkg/.git")), "{found:?}");
+        // The control: no repository encloses this workspace, so `git init` there stays open.
+        let found = scan(&profile_at(outer.join("plain/pkg")), None);
+        assert!(!protects(&found, &outer.join("plain/pkg/.git")), "{found:?}");
     }
 
     #[test]

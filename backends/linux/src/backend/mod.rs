@@ -82,6 +82,9 @@ pub struct Config {
     pub masked_roots: fn() -> Vec<PathBuf>,
     /// Removes a tree the backend made (bundles, skeletons) the way the facade removes its own.
     pub remove_tree: fn(&Path) -> Result<(), Error>,
+    /// The caller's real HOME: the protected-paths scan applies the `~/` entries there whatever
+    /// HOME the workload gets (an isolated one is the executor's own), wherever it is writable.
+    pub real_home: Option<PathBuf>,
 }
 
 /// The Linux backend of one executor set.
@@ -115,6 +118,8 @@ pub struct LinuxBackend {
     tag: String,
     masked_roots: fn() -> Vec<PathBuf>,
     remove_tree: fn(&Path) -> Result<(), Error>,
+    /// The caller's real HOME (see [`Config::real_home`]).
+    real_home: Option<PathBuf>,
     counter: AtomicU64,
     /// The warm helper that forks one worker per spawn.
     zygote: crate::Zygote,
@@ -212,6 +217,7 @@ impl LinuxBackend {
             tag: config.tag,
             masked_roots: config.masked_roots,
             remove_tree: config.remove_tree,
+            real_home: config.real_home,
             counter: AtomicU64::new(0),
             zygote: crate::Zygote::new(),
             skeletons,

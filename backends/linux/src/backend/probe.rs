@@ -429,6 +429,7 @@ mod tests {
             tag: String::from("t"),
             masked_roots: Vec::new,
             remove_tree: |_| Ok(()),
+            real_home: None,
             counter: AtomicU64::new(0),
             zygote: crate::Zygote::new(),
             skeletons: PathBuf::from("/nonexistent/rootfs"),

@@ -24,10 +24,10 @@ impl LinuxBackend {
     }
 
     fn compile_with(&self, profile: &Profile, input: &SpawnInput<'_>, id: &str, scan: bool) -> Result<Bundle, Error> {
-        // The protected paths as they are now (issue 14); the real HOME is the workload's HOME.
-        let home = input.env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| std::path::PathBuf::from(v));
+        // The protected paths as they are now (issue 14), the `~/` entries in the caller's real
+        // HOME (not the workload's HOME, which is the executor's own when isolated).
         let protected = if scan {
-            sandbox_bundle::protect::scan_with(profile, home.as_deref(), Some(&self.scan_memo))
+            sandbox_bundle::protect::scan_with(profile, self.real_home.as_deref(), Some(&self.scan_memo))
         } else {
             sandbox_bundle::protect::ProtectScan::default()
         };
