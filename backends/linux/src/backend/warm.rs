@@ -43,6 +43,11 @@ const MAX_WARM: usize = 8;
 /// while the next is still being built.
 const WARM_PER_SHAPE: usize = 2;
 
+/// Warm containers built ahead per spawn shape, counting the runs in flight that may bring
+/// theirs back (issue 16): one. A shape's kept container serves its calls one after another;
+/// a second call at the same time builds one for itself, which is then kept as well.
+const PREWARM_PER_SHAPE: usize = 1;
+
 impl LinuxBackend {
     /// Counts a run of `key`'s shape that has taken a warm container (and may bring it back).
     pub(super) fn in_flight(&self, key: &str) -> InFlight {
@@ -130,7 +135,7 @@ impl LinuxBackend {
         Ok(warm)
     }
 
-    /// Keeps [`WARM_PER_SHAPE`] warm containers ready for the next spawns of `key`'s shape,
+    /// Keeps [`PREWARM_PER_SHAPE`] warm containers ready for the next spawns of `key`'s shape,
     /// unless this is the shape's first spawn, the set is settling, or [`MAX_WARM`] wait in
     /// all. Each is built from `bundle`, the spawn of that shape just compiled (see
     /// [`warm_bundle`]): a later spawn compiles and scans again and takes a warm container only
@@ -145,7 +150,7 @@ impl LinuxBackend {
             let total: usize = warm.ready.values().map(std::collections::VecDeque::len).sum();
             let coming = warm.in_flight.get(key).map_or(0, |n| n.load(std::sync::atomic::Ordering::SeqCst));
             let here = warm.ready.get(key).map_or(0, std::collections::VecDeque::len) + coming;
-            if warm.settled || here >= WARM_PER_SHAPE {
+            if warm.settled || here >= PREWARM_PER_SHAPE {
                 return;
             }
             if total >= MAX_WARM {
@@ -158,26 +163,9 @@ impl LinuxBackend {
                 warm.ready.retain(|_, q| !q.is_empty());
                 continue;
             }
-            let null = || std::fs::File::open("/dev/null").map(OwnedFd::from);
-            let Ok(stdio) = (|| Ok::<_, std::io::Error>([null()?, null()?, null()?]))() else { return };
-            let shape = SpawnInput {
-                tty: false,
-                grants: GrantDeltas::default(),
-                argv: vec![String::from(PLACEHOLDER)],
-                cwd: input.cwd.clone(),
-                env: Vec::new(),
-                home_dir: input.home_dir,
-                temp_dir: input.temp_dir,
-            };
-            let id = self.next_id();
-            let compiled = warm_bundle(bundle, &self.runtime_cgroup_path(&id));
-            match self.launch_fresh(&NoDeadline, profile, &shape, stdio, true, true, Some((id, compiled))) {
-                Ok(launched) if launched.shape() == Some(key) => {
+            match self.warm_container(&NoDeadline, profile, input, key, bundle) {
+                Ok(launched) => {
                     warm.ready.entry(key.to_owned()).or_default().push_back(launched);
-                }
-                Ok(mut other) => {
-                    self.abandon(&mut other, "the warm container's shape differs");
-                    return;
                 }
                 Err(e) => {
                     tracing::debug!("no warm container: {e}");
@@ -219,6 +207,37 @@ impl LinuxBackend {
         for launched in surplus {
             self.discard(launched);
         }
+    }
+
+    /// A warm container of `key`'s shape built from `bundle` (see [`warm_bundle`]), its helper
+    /// started and waiting for its request.
+    pub(super) fn warm_container(
+        &self,
+        dl: &dyn Deadline,
+        profile: &Profile,
+        input: &SpawnInput<'_>,
+        key: &str,
+        bundle: &Bundle,
+    ) -> Result<Launched, Error> {
+        let null = || std::fs::File::open("/dev/null").map(OwnedFd::from);
+        let stdio = (|| Ok::<_, std::io::Error>([null()?, null()?, null()?]))()
+            .map_err(|e| Error::io("opening /dev/null", e))?;
+        let shape = SpawnInput {
+            tty: false,
+            grants: GrantDeltas::default(),
+            argv: vec![String::from(PLACEHOLDER)],
+            cwd: input.cwd.clone(),
+            env: Vec::new(),
+            home_dir: input.home_dir,
+            temp_dir: input.temp_dir,
+        };
+        let id = self.next_id();
+        let compiled = warm_bundle(bundle, &self.runtime_cgroup_path(&id));
+        let mut launched = self.launch_fresh(dl, profile, &shape, stdio, true, true, Some((id, compiled)))?;
+        if launched.shape() != Some(key) {
+            return Err(self.abandon(&mut launched, "the warm container's shape differs"));
+        }
+        Ok(launched)
     }
 
     /// Lets the warm containers prepared meanwhile be built: their helpers get their requests
