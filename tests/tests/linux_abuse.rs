@@ -352,6 +352,11 @@ mod linux {
         let set = f.set(|o| o);
         let exec = set.executor("k").unwrap();
         assert_eq!(exec.run_command(&dl(), &f.ws, "echo before").unwrap().bytes, b"before\n");
+        // A run's container is kept for the next run of its shape (issue 16), which then needs
+        // nothing of the scratch root: this run is killed at its deadline, so its container is
+        // given up and the next run needs a new one.
+        let killed = exec.run_command(&sandbox::Deadline::after(Duration::from_millis(500)), &f.ws, "sleep 5");
+        assert!(matches!(killed, Err(Error::DeadlineExceeded { .. })), "{killed:?}");
         f.small.as_mut().unwrap().make_read_only();
         let start = Instant::now();
         let err = exec.run_command(&dl(), &f.ws, "echo read-only").unwrap_err();

@@ -26,39 +26,43 @@ pub struct Running {
     /// Carries the PTY master (SCM_RIGHTS) in PTY mode.
     fdpass: UnixStream,
     reader: BufReader<File>,
-    writer: SignalHandle,
+    /// The control socket's writing side (commands, and the signals of the current run).
+    writer: Arc<Mutex<File>>,
+    /// Whether the current run has ended (its signal handles then send nothing).
+    run_ended: Arc<std::sync::atomic::AtomicBool>,
     /// The container init's pid, once started.
     pub pid: Option<i32>,
 }
 
 /// Sends signals to a spawn's container through its helper, from any thread. A handle belongs
 /// to one run: once that run has ended in a container that is kept (issue 16), it sends
-/// nothing, so that a signal meant for it can never reach a later run of the container.
+/// nothing, so that a signal meant for it can never reach a later run of the container. It
+/// does not keep the helper's control socket open: once the spawn's `Launched` is gone (its
+/// container torn down, or let go unused), sending fails, and the helper sees the socket's end.
 #[derive(Clone, Debug)]
-pub struct SignalHandle(Arc<Mutex<File>>, Arc<std::sync::atomic::AtomicBool>);
+pub struct SignalHandle(std::sync::Weak<Mutex<File>>, Arc<std::sync::atomic::AtomicBool>);
 
 impl SignalHandle {
     /// Asks the helper to send `signal` to the container's init (which forwards it to the
     /// whole pid namespace). Fails once the helper is gone; does nothing once the run ended.
     pub fn send(&self, signal: i32) -> std::io::Result<()> {
-        let mut line = serde_json::to_string(&Command::Signal { signal }).map_err(std::io::Error::other)?;
-        line.push('\n');
-        let file = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if self.1.load(std::sync::atomic::Ordering::SeqCst) {
-            return Ok(());
-        }
-        send_all(&file, line.as_bytes())
+        let Some(writer) = self.0.upgrade() else {
+            return Err(std::io::Error::from(std::io::ErrorKind::NotConnected));
+        };
+        send_signal(&writer, &self.1, signal)
     }
+}
 
-    /// Ends this run's handles (under the lock every send takes: a send either came before, and
-    /// the helper reads it before the next run's `Go`, or sends nothing) and makes a fresh one
-    /// for the next run.
-    fn end_run(&mut self) {
-        let _file = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.1.store(true, std::sync::atomic::Ordering::SeqCst);
-        drop(_file);
-        self.1 = Arc::new(std::sync::atomic::AtomicBool::new(false));
+/// Writes a signal command on the control socket, unless the run `ended` (checked under the
+/// lock every write takes: see [`Running::end_run`]).
+fn send_signal(writer: &Mutex<File>, ended: &std::sync::atomic::AtomicBool, signal: i32) -> std::io::Result<()> {
+    let mut line = serde_json::to_string(&Command::Signal { signal }).map_err(std::io::Error::other)?;
+    line.push('\n');
+    let file = writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if ended.load(std::sync::atomic::Ordering::SeqCst) {
+        return Ok(());
     }
+    send_all(&file, line.as_bytes())
 }
 
 /// Why following a helper stopped.
@@ -238,7 +242,8 @@ impl Zygote {
             worker,
             fdpass,
             reader,
-            writer: SignalHandle(Arc::new(Mutex::new(file)), Arc::default()),
+            writer: Arc::new(Mutex::new(file)),
+            run_ended: Arc::default(),
             pid: None,
         };
         if !defer {
@@ -339,7 +344,7 @@ impl Running {
     pub fn send_request(&self, request: &Request) -> std::io::Result<()> {
         let mut line = serde_json::to_string(request).map_err(std::io::Error::other)?;
         line.push('\n');
-        let file = self.writer.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let file = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         send_all(&file, line.as_bytes())
     }
 
@@ -349,7 +354,7 @@ impl Running {
         let mut line = serde_json::to_string(&Command::Go(process)).map_err(std::io::Error::other)?;
         line.push('\n');
         {
-            let file = self.writer.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let file = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             send_all(&file, line.as_bytes())?;
         }
         let fds = [stdio[0].as_fd(), stdio[1].as_fd(), stdio[2].as_fd()];
@@ -359,12 +364,17 @@ impl Running {
     /// The run in a kept container has ended (issue 16): the signal handles given out for it
     /// send nothing from now on.
     pub fn end_run(&mut self) {
-        self.writer.end_run();
+        // Under the lock every signal takes: a signal either came before, and the helper reads
+        // it before the next run's `Go`, or sends nothing.
+        let file = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.run_ended.store(true, std::sync::atomic::Ordering::SeqCst);
+        drop(file);
+        self.run_ended = Arc::default();
     }
 
     /// Asks the helper to send `signal` to the container's init.
     pub fn signal(&mut self, signal: i32) -> std::io::Result<()> {
-        self.writer.send(signal)
+        send_signal(&self.writer, &self.run_ended, signal)
     }
 
     /// The PTY master of a PTY-mode spawn, sent by the helper before `Started`.
@@ -380,7 +390,7 @@ impl Running {
 
     /// A handle that can signal the container from another thread.
     pub fn signal_handle(&self) -> SignalHandle {
-        self.writer.clone()
+        SignalHandle(Arc::downgrade(&self.writer), Arc::clone(&self.run_ended))
     }
 
     /// Whether the helper process is still running (it may have reported and exited).
