@@ -199,6 +199,23 @@ impl LinuxBackend {
                 return Err(self.abandon(&mut launched, &e));
             }
         };
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            // Where the spawn's time went: parent (P) and helper (H) steps on one clock.
+            let mut all: Vec<(String, u64)> = launched.marks.iter().map(|(n, t)| (format!("P {n}"), *t)).collect();
+            all.extend(measured.phases.iter().map(|(n, t)| (format!("H {n}"), *t)));
+            all.sort_by_key(|p| p.1);
+            let first = all.first().map_or(0, |p| p.1);
+            let mut last = first;
+            let steps: Vec<String> = all
+                .iter()
+                .map(|(n, t)| {
+                    let step = format!("{n} +{}us", t.saturating_sub(last));
+                    last = *t;
+                    step
+                })
+                .collect();
+            tracing::debug!(id = %launched.id, total_us = last.saturating_sub(first), steps = %steps.join(" | "), "spawn phases");
+        }
         if kept && !killed {
             // Its run is over (every process of it gone); the container waits for the next
             // run of its shape (issue 16). Returned before the warm builds are let go, so that
@@ -218,23 +235,6 @@ impl LinuxBackend {
             let _ = (self.remove_tree)(&launched.dir);
         }
         launched.marks.push(("bundle-removed", monotonic_us()));
-        if tracing::enabled!(tracing::Level::DEBUG) {
-            // Where the spawn's time went: parent (P) and helper (H) steps on one clock.
-            let mut all: Vec<(String, u64)> = launched.marks.iter().map(|(n, t)| (format!("P {n}"), *t)).collect();
-            all.extend(measured.phases.iter().map(|(n, t)| (format!("H {n}"), *t)));
-            all.sort_by_key(|p| p.1);
-            let first = all.first().map_or(0, |p| p.1);
-            let mut last = first;
-            let steps: Vec<String> = all
-                .iter()
-                .map(|(n, t)| {
-                    let step = format!("{n} +{}us", t.saturating_sub(last));
-                    last = *t;
-                    step
-                })
-                .collect();
-            tracing::debug!(id = %launched.id, total_us = last.saturating_sub(first), steps = %steps.join(" | "), "spawn phases");
-        }
         if !teardown {
             // Not proven by the helper: sweep the container's cgroup and state now.
             let swept = self.sweep_leftovers(&launched.id);
