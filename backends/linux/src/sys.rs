@@ -195,16 +195,23 @@ pub struct SignalInfo {
 /// Takes the next pending signal of `set` (all blocked), waiting for one:
 /// `rt_sigtimedwait` with no timeout. Never panics on real-time signals.
 pub fn wait_signal(set: KernelSigset) -> io::Result<SignalInfo> {
+    sigtimedwait(set, None)
+}
+
+/// `rt_sigtimedwait` on `set`, waiting at most `timeout` (None: until a signal comes).
+fn sigtimedwait(set: KernelSigset, timeout: Option<&libc::timespec>) -> io::Result<SignalInfo> {
     // SAFETY: siginfo_t is plain old data; all-zero is a valid value.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: rt_sigtimedwait reads 8 bytes of `set` and writes one siginfo_t into `info`,
-    // both alive on this frame for the call; a null timeout waits.
+    let timeout = timeout.map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: rt_sigtimedwait reads 8 bytes of `set` and the timespec `timeout` points to (or
+    // none: null waits), and writes one siginfo_t into `info`, all alive on this frame for the
+    // call.
     let r = unsafe {
         libc::syscall(
             libc::SYS_rt_sigtimedwait,
             &set as *const KernelSigset,
             &mut info as *mut libc::siginfo_t,
-            std::ptr::null::<libc::timespec>(),
+            timeout,
             std::mem::size_of::<KernelSigset>(),
         )
     };
@@ -737,20 +744,7 @@ pub fn outside_attributes() -> Option<Vec<i64>> {
 pub fn drain_signals(set: KernelSigset) {
     let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     for _ in 0..4096 {
-        // SAFETY: siginfo_t is plain old data; all-zero is a valid value.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: rt_sigtimedwait reads 8 bytes of `set` and a timespec, and writes one
-        // siginfo_t into `info`, all alive on this frame for the call.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_rt_sigtimedwait,
-                &set as *const KernelSigset,
-                &mut info as *mut libc::siginfo_t,
-                &zero as *const libc::timespec,
-                std::mem::size_of::<KernelSigset>(),
-            )
-        };
-        if r < 0 {
+        if sigtimedwait(set, Some(&zero)).is_err() {
             return;
         }
     }

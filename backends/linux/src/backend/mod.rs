@@ -260,47 +260,32 @@ impl LinuxBackend {
         let key = shape_key(&bundle)?;
         let waiting = self.take_warm(&key);
         let stdio = [stdin, stdout, stderr];
-        let launched = match waiting {
-            Some(warm) => match self.go_warm(warm, &bundle, dl, &stdio) {
-                Ok(mut launched) => {
-                    launched.marks.insert(0, ("call", t0));
-                    // A run that may bring its container back (egress-proxy runs never do).
-                    if !bundle.egress_proxy {
-                        launched.in_flight = Some(self.in_flight(&key));
-                    }
-                    launched.key = Some(key.clone());
-                    launched
-                }
-                Err(why) => {
-                    tracing::debug!(reason = %why, "the warm container was not used; starting a fresh one");
-                    self.launch_fresh(dl, profile, input, stdio, require, false, Some((id, bundle.clone())))?
-                }
-            },
-            // None waits: one is built for this spawn now, a warm one given its process at once,
-            // so that it can be kept for the next spawns of the shape (issue 16). Should that
-            // fail before the process was handed over, the spawn starts in a fresh container.
+        // None waits: one is built for this spawn now, a warm one given its process at once,
+        // so that it can be kept for the next spawns of the shape (issue 16). Should either fail
+        // before the process was handed over, the spawn starts in a fresh container.
+        let started = match waiting {
+            Some(warm) => self.go_warm(warm, &bundle, dl, &stdio).map_err(|why| why.to_string()),
             None => {
                 crate::cgroups::hasten_attach(self.layout, self.cgroups.parent());
-                let now = self.warm_container(dl, profile, input, &key, &bundle);
-                let started = match now {
-                    Ok(container) => self.go_warm(container, &bundle, dl, &stdio).map_err(|why| why.to_string()),
-                    Err(e) => Err(e.to_string()),
-                };
-                match started {
-                    Ok(mut launched) => {
-                        launched.marks.insert(0, ("call", t0));
-                        if !bundle.egress_proxy {
-                            launched.in_flight = Some(self.in_flight(&key));
-                        }
-                        launched.key = Some(key.clone());
-                        launched
-                    }
-                    Err(why) => {
-                        tracing::debug!(reason = %why, "no container to keep; starting a fresh one");
-                        dl.check()?;
-                        self.launch_fresh(dl, profile, input, stdio, require, false, Some((id, bundle.clone())))?
-                    }
+                self.warm_container(dl, profile, input, &key, &bundle)
+                    .map_err(|e| e.to_string())
+                    .and_then(|container| self.go_warm(container, &bundle, dl, &stdio).map_err(|why| why.to_string()))
+            }
+        };
+        let launched = match started {
+            Ok(mut launched) => {
+                launched.marks.insert(0, ("call", t0));
+                // A run that may bring its container back (egress-proxy runs never do).
+                if !bundle.egress_proxy {
+                    launched.in_flight = Some(self.in_flight(&key));
                 }
+                launched.key = Some(key.clone());
+                launched
+            }
+            Err(why) => {
+                tracing::debug!(reason = %why, "no warm container was used; starting a fresh one");
+                dl.check()?;
+                self.launch_fresh(dl, profile, input, stdio, require, false, Some((id, bundle.clone())))?
             }
         };
         self.prewarm(profile, input, &key, &bundle);
