@@ -94,6 +94,9 @@ pub(crate) fn remove_tree(path: &Path) -> Result<(), Error> {
     }
     #[cfg(not(unix))]
     remove_inner(path, &meta, &mut failures);
+    // An entry that went away meanwhile is removed: another remover (the helper of a container
+    // kept past its zygote's death, tearing its state down as the set closes) got there first.
+    failures.retain(|(_, e)| e.kind() != io::ErrorKind::NotFound);
     match failures.into_iter().next() {
         None => Ok(()),
         Some((p, e)) => Err(Error::io(format!("removing {}", p.display()), e)),
