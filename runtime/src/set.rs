@@ -225,8 +225,15 @@ impl ExecutorSet {
             // Workers still removing their containers finish first; containers whose teardown
             // failed leave state and cgroups: sweep them before the directory that records
             // them goes.
+            let t0 = Instant::now();
             inner.backend.settle(&inner.dir, &inner.options);
+            let t1 = t0.elapsed();
             let removed = fsutil::remove_tree(&inner.dir);
+            tracing::debug!(
+                settle_us = t1.as_micros(),
+                remove_us = (t0.elapsed() - t1).as_micros(),
+                "executor set closed"
+            );
             // A set directory that could not be removed stays masked until a sweep removes it.
             if removed.is_ok() {
                 crate::backend::unmask(&inner.dir);

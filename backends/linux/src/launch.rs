@@ -184,9 +184,24 @@ impl ZygoteProcess {
 }
 
 impl Zygote {
-    /// A zygote that starts with the first spawn.
+    /// A zygote not started yet: [`Zygote::prestart`] or the first spawn starts it.
     pub fn new() -> Zygote {
         Zygote::default()
+    }
+
+    /// Starts the zygote now, so that its exec and start-up overlap the set's own opening and
+    /// the first spawn's compile instead of adding to the first spawn (issue 16: a new set's
+    /// first spawn). Only a fork and an exec are waited for. A failure is not reported here:
+    /// the first spawn starts a zygote itself and reports what fails.
+    pub fn prestart(&self) {
+        let mut slot = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if slot.shut || slot.process.is_some() {
+            return;
+        }
+        match ZygoteProcess::start() {
+            Ok(z) => slot.process = Some(z),
+            Err(e) => tracing::debug!("the helper zygote did not start early: {e}"),
+        }
     }
 
     /// Starts a helper (a worker of the zygote) for `request`, with the workload's stdio, and

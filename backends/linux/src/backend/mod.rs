@@ -179,6 +179,10 @@ impl LinuxBackend {
         if let Some((parent, crate::cgroups::Source::Configured)) = &cgroups.parent {
             crate::cgroups::check_configured(parent).map_err(|detail| Error::SandboxUnavailable { detail })?;
         }
+        // Once the options are known good: its exec and start-up overlap the rest of the
+        // set's opening and the first spawn's compile.
+        let zygote = crate::Zygote::new();
+        zygote.prestart();
         // The parent is not recorded in the set directory: a sweep uses its own configured
         // parent, never a file of the scratch root (issue 12, class 6).
         let state_root = set_dir.join("state");
@@ -219,7 +223,7 @@ impl LinuxBackend {
             remove_tree: config.remove_tree,
             real_home: config.real_home,
             counter: AtomicU64::new(0),
-            zygote: crate::Zygote::new(),
+            zygote,
             skeletons,
             placeholder,
             scan_memo: sandbox_bundle::protect::ScanMemo::default(),
