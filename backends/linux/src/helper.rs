@@ -223,8 +223,16 @@ fn run() -> std::io::Result<()> {
         return control.send(&Event::Finished { outcome, measured, teardown: true });
     };
 
-    let mut live =
-        host::Live { container, status: Some(status_r), control: Some(control), fdpass, go: Some(go_w), console };
+    let mut live = host::Live {
+        container,
+        cgroup_path: request.cgroup_path.clone(),
+        state_dir: request.state_root.join(&request.id),
+        status: Some(status_r),
+        control: Some(control),
+        fdpass,
+        go: Some(go_w),
+        console,
+    };
     spawn::drive(&mut live, &request, pid, measured)
 }
 

@@ -41,6 +41,11 @@ pub struct Request {
     /// proven when it is empty); none without a cgroup.
     #[serde(default)]
     pub procs: Option<PathBuf>,
+    /// The spawn's cgroup path (`<parent>/<id>`, the same in every hierarchy); none without a
+    /// cgroup. With one, the helper removes the container itself once its init is gone, as a
+    /// sweep removes a container (see `Host::delete_container`).
+    #[serde(default)]
+    pub cgroup_path: Option<String>,
     /// No usable cgroup: the helper enters its own user, mount and cgroup namespaces first
     /// (see `enter_cgroupless`), so that the runtime makes none.
     #[serde(default)]

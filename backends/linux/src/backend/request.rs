@@ -98,6 +98,7 @@ impl LinuxBackend {
             procs: self
                 .cgroup_path(id)
                 .and_then(|p| self.layout.limit_files(&p).0.parent().map(|d| d.join("cgroup.procs"))),
+            cgroup_path: self.cgroup_path(id),
             cgroupless: self.cgroups.parent.is_none(),
             inotify: Some(self.inotify),
             tty,

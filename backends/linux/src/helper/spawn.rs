@@ -151,7 +151,7 @@ pub(super) fn drive<H: Host>(host: &mut H, request: &Request, pid: Pid, mut meas
         }
         let _ = host.send(&Event::Finished { outcome, measured, teardown: true });
         host.hang_up();
-        host.delete_container().map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+        host.delete_container().map_err(std::io::Error::other)?;
         return host.remove_bundle(&request.bundle);
     }
 }

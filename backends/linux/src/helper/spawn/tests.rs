@@ -247,9 +247,9 @@ impl Host for Recorder {
         self.reaped
     }
 
-    fn delete_container(&mut self) -> Result<(), LibcontainerError> {
+    fn delete_container(&mut self) -> Result<(), String> {
         self.calls.push(Call::Delete);
-        if self.delete_fails { Err(LibcontainerError::InvalidInput(String::from("busy"))) } else { Ok(()) }
+        if self.delete_fails { Err(String::from("busy")) } else { Ok(()) }
     }
 
     fn remove_bundle(&mut self, bundle: &Path) -> std::io::Result<()> {
@@ -273,6 +273,7 @@ fn request() -> Request {
         limits: Vec::new(),
         require_limits: false,
         procs: None,
+        cgroup_path: None,
         cgroupless: false,
         inotify: None,
         tty: false,
