@@ -38,8 +38,10 @@ pub const FDPASS_FD: RawFd = 4;
 /// The argv[2] that makes the helper a zygote: it forks one worker per spawn.
 pub const ZYGOTE_ROLE: &str = "zygote";
 
-/// The zygote's request socket descriptor number.
-pub const ZYGOTE_FD: RawFd = 3;
+/// The zygote's request socket descriptor number: its stdin when it is executed (so that the
+/// embedder can start it with `posix_spawn`, without a fork of its own address space or code
+/// of ours between fork and exec); the zygote moves it and puts `/dev/null` there.
+pub const ZYGOTE_FD: RawFd = 0;
 
 /// The descriptors a spawn request carries, in order: control socket, descriptor socket, the
 /// workload's stdin, stdout and stderr.

@@ -18,10 +18,14 @@ use crate::sys;
 #[allow(unsafe_code, reason = "the inherited socket, and the fork of each worker (see the SAFETY comments)")]
 pub(super) fn run_zygote() -> std::io::Result<()> {
     sys::set_name("sbx-zygote");
-    // SAFETY: the embedder placed the zygote's socket at ZYGOTE_FD before exec; nothing in this
-    // process owns it, and it stays open until the close just below.
+    // SAFETY: the embedder placed the zygote's socket at ZYGOTE_FD (its stdin) before exec;
+    // nothing in this process owns it, and it stays open until it is replaced just below.
     let sock = sys::dup_high_cloexec(unsafe { BorrowedFd::borrow_raw(ZYGOTE_FD) })?;
-    nix::unistd::close(ZYGOTE_FD)?;
+    // Its stdin is /dev/null again, like its stdout and stderr: a worker's 0-2 are replaced
+    // by the spawn's, and nothing may take the lowest free number meanwhile.
+    let null = std::fs::File::options().read(true).write(true).open("/dev/null")?;
+    nix::unistd::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), ZYGOTE_FD)?;
+    drop(null);
     let mut workers: Vec<(Pid, OwnedFd)> = Vec::new();
     let mut open = true;
     while open || !workers.is_empty() {
