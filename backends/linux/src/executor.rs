@@ -494,7 +494,7 @@ fn run_once(
                 // that is gone already shows in its exit status.
                 let _ = sys::send_with_fds(sock.as_fd(), b"g", &[]);
             }
-            let outcome = supervise(&shared, child);
+            let outcome = supervise(child);
             if !keep {
                 shared.last(&outcome)
             }
@@ -681,7 +681,7 @@ fn from_outside(info: &sys::SignalInfo) -> bool {
 /// The init's life after the fork: reaps everything, forwards signals from outside to the
 /// whole namespace, ignores signals from inside, and returns the workload's end (the outcome
 /// line). Nothing here can panic.
-fn supervise(_status: &Shared, child: Pid) -> String {
+fn supervise(child: Pid) -> String {
     loop {
         let Ok(info) = sys::wait_signal(sys::ALL_SIGNALS) else { continue };
         if info.signo == libc::SIGCHLD {
