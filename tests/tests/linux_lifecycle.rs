@@ -427,6 +427,11 @@ mod linux {
                 format!("{i}\n").into_bytes()
             );
         }
+        // The containers alive now, the dead zygote's kept one among them: its orphaned helper
+        // removes it while the set removes its directory, state included. It must still remove
+        // the container's cgroups (libcontainer's delete, which found them through that state,
+        // left them behind).
+        let ids = live_containers(&set);
         drop(exec);
         if let Ok(set) = Arc::try_unwrap(set) {
             set.close().unwrap();
@@ -434,6 +439,43 @@ mod linux {
         wait_until("no helper left", Duration::from_secs(10), || {
             processes_matching("sleep 1.403").is_empty() && sandbox_tests::helpers_of(me).0.is_empty()
         });
+        no_cgroups_left(&ids);
+    }
+
+    /// The containers of `set` alive now (its state directory's entries); at least one.
+    fn live_containers(set: &ExecutorSet) -> Vec<String> {
+        let ids: Vec<String> = std::fs::read_dir(set.dir().join("state"))
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        assert!(!ids.is_empty(), "no container alive");
+        ids
+    }
+
+    /// Waits (10 s at most) until no cgroup directory of the containers `ids` is left.
+    fn no_cgroups_left(ids: &[String]) {
+        wait_until("no cgroup of the set's containers left", Duration::from_secs(10), || {
+            ids.iter().all(|id| cgroup_dirs_of(id).is_empty())
+        });
+    }
+
+    /// The cgroup directories of container `id` that exist under this run's cgroup parent
+    /// (`SANDBOX_CGROUP_PARENT`, else `/sandbox` as root; none without one), in every v1
+    /// hierarchy or the v2 tree.
+    fn cgroup_dirs_of(id: &str) -> Vec<PathBuf> {
+        let parent = std::env::var("SANDBOX_CGROUP_PARENT")
+            .ok()
+            .filter(|p| !p.is_empty())
+            .or_else(|| nix::unistd::getuid().is_root().then(|| String::from("/sandbox")));
+        let Some(parent) = parent else { return Vec::new() };
+        let rel = format!("{}/{id}", parent.trim_matches('/'));
+        let root = Path::new("/sys/fs/cgroup");
+        let mut roots = vec![root.to_path_buf()];
+        roots.extend(
+            std::fs::read_dir(root).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| !p.is_symlink()),
+        );
+        roots.into_iter().map(|r| r.join(&rel)).filter(|d| d.is_dir()).collect()
     }
 
     /// A zygote that stops answering (SIGSTOP) never hangs a spawn: the spawn's deadline (or a
@@ -578,6 +620,7 @@ mod linux {
         let set = f.set();
         let exec = set.executor("k").unwrap();
         assert_eq!(exec.run_command(&dl(), &f.ws, "echo ok").unwrap().bytes, b"ok\n");
+        let ids = live_containers(&set);
         fs::remove_dir_all(set.dir()).unwrap();
         let err = exec.run_command(&dl(), &f.ws, "echo never").unwrap_err();
         assert!(matches!(err, Error::Io { .. } | Error::Runtime { .. }), "{err:?}");
@@ -594,8 +637,11 @@ mod linux {
             .and_then(|p| p.start(&dl()))
             .is_err()
         );
-        // Close still finishes (nothing left to remove).
+        // Close still finishes (nothing left to remove), and the kept container's helper
+        // removed its cgroups all the same: they are not found through the state that is gone
+        // (libcontainer's delete, which looked there, left them behind for good).
         set.close().unwrap();
+        no_cgroups_left(&ids);
     }
 
     /// The whole scratch root removed under a live set: a spawn fails with an error naming what
@@ -606,11 +652,13 @@ mod linux {
         let set = f.set();
         let exec = set.executor("k").unwrap();
         assert_eq!(exec.run_command(&dl(), &f.ws, "echo ok").unwrap().bytes, b"ok\n");
+        let ids = live_containers(&set);
         fs::remove_dir_all(&f.scratch).unwrap();
         let err = exec.run_command(&dl(), &f.ws, "echo never").unwrap_err();
         assert!(matches!(err, Error::Io { .. } | Error::Runtime { .. }), "{err:?}");
         println!("a spawn with the scratch root gone: {err}");
         set.close().unwrap();
+        no_cgroups_left(&ids);
         drop(exec);
         drop(set);
         fs::create_dir(&f.scratch).unwrap();
