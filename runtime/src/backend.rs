@@ -142,13 +142,14 @@ impl Backend {
     }
 
     /// Before a set's directory `dir` goes: the Linux backend's workers finish removing their
-    /// containers, and what containers whose teardown failed left is swept.
-    pub(crate) fn settle(&self, dir: &Path, options: &ExecutorSetOptions) {
+    /// containers, and what containers whose teardown failed left is swept. False when a
+    /// container's cgroups are left (see [`sweep_set`]).
+    pub(crate) fn settle(&self, dir: &Path, options: &ExecutorSetOptions) -> bool {
         #[cfg(target_os = "linux")]
         if let Backend::Linux(linux) = self {
             linux.settle();
         }
-        sweep_set(dir, options);
+        sweep_set(dir, options)
     }
 }
 
@@ -173,12 +174,17 @@ pub(crate) fn unmask(dir: &Path) {
 }
 
 /// Sweeps the containers a set whose directory is `dir` left (on Linux; nothing elsewhere),
-/// with the sweeping set's own `options` (see `sandbox_linux::backend::sweep_set`).
-pub(crate) fn sweep_set(dir: &Path, options: &ExecutorSetOptions) {
+/// with the sweeping set's own `options` (see `sandbox_linux::backend::sweep_set`). False when
+/// a container's cgroups could not all be removed: `dir`, whose state names it, is kept for a
+/// later sweep.
+pub(crate) fn sweep_set(dir: &Path, options: &ExecutorSetOptions) -> bool {
     #[cfg(target_os = "linux")]
-    sandbox_linux::backend::sweep_set(dir, crate::linux::cgroup_parent(options).as_deref());
+    return sandbox_linux::backend::sweep_set(dir, crate::linux::cgroup_parent(options).as_deref());
     #[cfg(not(target_os = "linux"))]
-    let _ = (dir, options);
+    {
+        let _ = (dir, options);
+        true
+    }
 }
 
 /// Whether a sandboxed profile can get a backend here, before anything is made for it.

@@ -226,9 +226,18 @@ impl ExecutorSet {
             // failed leave state and cgroups: sweep them before the directory that records
             // them goes.
             let t0 = Instant::now();
-            inner.backend.settle(&inner.dir, &inner.options);
+            let swept = inner.backend.settle(&inner.dir, &inner.options);
             let t1 = t0.elapsed();
-            let removed = fsutil::remove_tree(&inner.dir);
+            let removed = if swept {
+                fsutil::remove_tree(&inner.dir)
+            } else {
+                // Its state names containers whose cgroups are left: kept (and masked) for the
+                // sweep of a later set on this scratch root.
+                Err(Error::runtime(format!(
+                    "close: the cgroups of a container could not all be removed; {} is kept for a later sweep",
+                    inner.dir.display()
+                )))
+            };
             tracing::debug!(
                 settle_us = t1.as_micros(),
                 remove_us = (t0.elapsed() - t1).as_micros(),
@@ -352,7 +361,10 @@ fn sweep_dead_sets(scratch: &Path, options: &ExecutorSetOptions) {
             continue;
         }
         tracing::debug!(set = %path.display(), "sweeping a dead executor set");
-        crate::backend::sweep_set(&path, options);
+        if !crate::backend::sweep_set(&path, options) {
+            // Kept: its state still names the containers whose cgroups are left.
+            continue;
+        }
         if let Err(e) = fsutil::remove_tree(&path) {
             tracing::warn!(set = %path.display(), "sweep: {e}");
         }

@@ -1259,6 +1259,56 @@ mod linux {
         assert_eq!(fs::read_dir(&f.scratch).unwrap().count(), 0, "nothing left behind");
     }
 
+    /// A configured cgroup parent that another user owns (or may write) is refused, as root
+    /// too: its owner could rename the spawns' cgroups beneath it, so that one spawn's teardown
+    /// killed another spawn's processes (a red-team finding, 3 December). Control: the same
+    /// parent owned by the caller works.
+    pub fn a_cgroup_parent_another_user_owns_is_refused() {
+        if sandbox_tests::rootless_mode() || !nix::unistd::getuid().is_root() {
+            println!("(rootless: the parent's owner is checked by the same code; the root run makes one to hand over)");
+            return;
+        }
+        let name = format!("sbx-other-owner-{}", std::process::id());
+        let hierarchy = if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+            PathBuf::from("/sys/fs/cgroup")
+        } else {
+            PathBuf::from("/sys/fs/cgroup/pids")
+        };
+        let dir = hierarchy.join(&name);
+        fs::create_dir(&dir).unwrap();
+        let f = Fixture::new();
+        let marker = f.ws.join("ran");
+        let profile = Profile::new(f.config()).unwrap();
+        let options = || ExecutorSetOptions::new(&f.scratch).max_executors(1).cgroup_parent(format!("/{name}"));
+        nix::unistd::chown(&dir, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+        let refused = ExecutorSet::new(&dl(), &profile, options());
+        nix::unistd::chown(&dir, Some(nix::unistd::Uid::from_raw(0)), None).unwrap();
+        match refused {
+            Err(Error::SandboxUnavailable { detail }) => {
+                assert!(detail.contains(&name) && detail.contains("belongs to uid 65534"), "{detail}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(fs::read_dir(&f.scratch).unwrap().count(), 0, "nothing left behind");
+        // Writable by others: refused too.
+        fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+        let refused = ExecutorSet::new(&dl(), &profile, options());
+        fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        assert!(
+            matches!(&refused, Err(Error::SandboxUnavailable { detail }) if detail.contains("writable by others")),
+            "{refused:?}"
+        );
+        // Control: owned by the caller, the parent is used.
+        let set = ExecutorSet::new(&dl(), &profile, options()).unwrap();
+        assert_eq!(set.executor("k").unwrap().run_command(&dl(), &f.ws, "echo ok").unwrap().bytes, b"ok\n");
+        set.close().unwrap();
+        assert!(!marker.exists());
+        for h in fs::read_dir("/sys/fs/cgroup").unwrap().flatten().map(|e| e.path()) {
+            let _ = fs::remove_dir(h.join(&name));
+        }
+        let _ = fs::remove_dir(&dir);
+    }
+
     pub fn command_access_gates_before_spawning() {
         let f = Fixture::new();
         let marker = f.ws.join("ran");
@@ -1649,6 +1699,7 @@ fn main() -> std::process::ExitCode {
                 "an_unusable_configured_parent_fails_closed_naming_it",
                 an_unusable_configured_parent_fails_closed_naming_it,
             ),
+            ("a_cgroup_parent_another_user_owns_is_refused", a_cgroup_parent_another_user_owns_is_refused),
             ("no_setuid_setgid_or_file_capability_plants", no_setuid_setgid_or_file_capability_plants),
             ("kernel_surface_is_closed", kernel_surface_is_closed),
             ("foreign_abi_syscalls_are_killed", foreign_abi_syscalls_are_killed),

@@ -442,6 +442,59 @@ mod linux {
         no_cgroups_left(&ids);
     }
 
+    /// A cgroup planted inside a container's cgroup (only its owner, root or the parent's
+    /// owner, can make one) cannot be removed by waiting: the teardown gives up within its
+    /// bounds instead of waiting per hierarchy (a red-team finding: 26 s with one planted in
+    /// each of eight hierarchies), keeps the container's state, and `close` keeps the set
+    /// directory and says so; once the planted cgroup is gone, the next set on the scratch root
+    /// sweeps the container's cgroups and the directory.
+    pub fn a_cgroup_planted_in_a_containers_cgroup_keeps_the_set_for_a_later_sweep() {
+        let f = Fixture::new();
+        let set = Arc::new(f.set());
+        let exec = set.executor("k").unwrap();
+        let runner = {
+            let (exec, ws) = (Arc::clone(&exec), f.ws.clone());
+            std::thread::spawn(move || exec.run_command(&dl(), &ws, "sleep 1.517; echo done"))
+        };
+        wait_until("the workload", Duration::from_secs(10), || !processes_matching("sleep 1.517").is_empty());
+        let ids = live_containers(&set);
+        let dirs: Vec<PathBuf> = ids.iter().flat_map(|id| cgroup_dirs_of(id)).collect();
+        if dirs.is_empty() {
+            println!("SKIPPED (loud): this run has no cgroups of its own (no cgroup parent), nothing to plant in");
+            drop(exec);
+            let _ = runner.join();
+            return;
+        }
+        let planted: Vec<PathBuf> = dirs.iter().map(|d| d.join("planted")).collect();
+        for p in &planted {
+            fs::create_dir(p).unwrap();
+        }
+        let out = runner.join().unwrap().unwrap();
+        assert_eq!(out.bytes, b"done\n");
+        drop(exec);
+        let set = Arc::try_unwrap(set).unwrap_or_else(|_| panic!("the set is still shared"));
+        let dir = set.dir().to_path_buf();
+        let start = Instant::now();
+        let closed = set.close();
+        let took = start.elapsed();
+        println!("close with {} planted cgroups took {took:?}: {closed:?}", planted.len());
+        assert!(took < Duration::from_secs(10), "close took {took:?}");
+        let err = closed.unwrap_err();
+        assert!(err.to_string().contains("kept for a later sweep"), "{err}");
+        drop(set);
+        assert!(ids.iter().any(|id| dir.join("state").join(id).is_dir()), "the state naming the container is gone");
+        for p in &planted {
+            fs::remove_dir(p).unwrap();
+        }
+        // Old enough to be taken for dead by the next set on this scratch root.
+        let old = std::time::SystemTime::now() - Duration::from_secs(600);
+        fs::File::open(&dir).unwrap().set_modified(old).unwrap();
+        let next = f.set();
+        assert!(!dir.exists(), "the kept set directory was not swept");
+        no_cgroups_left(&ids);
+        next.close().unwrap();
+    }
+
     /// The containers of `set` alive now (its state directory's entries); at least one.
     fn live_containers(set: &ExecutorSet) -> Vec<String> {
         let ids: Vec<String> = std::fs::read_dir(set.dir().join("state"))
@@ -460,13 +513,11 @@ mod linux {
         });
     }
 
-    /// The cgroup directories of container `id` that exist under this run's cgroup parent
-    /// (`SANDBOX_CGROUP_PARENT`, else `/sandbox` as root; none without one), in every v1
-    /// hierarchy or the v2 tree.
+    /// The cgroup directories of container `id` that exist under this run's cgroup parent (the
+    /// tests' own, else `/sandbox` as root; none without one), in every v1 hierarchy or the v2
+    /// tree.
     fn cgroup_dirs_of(id: &str) -> Vec<PathBuf> {
-        let parent = std::env::var("SANDBOX_CGROUP_PARENT")
-            .ok()
-            .filter(|p| !p.is_empty())
+        let parent = sandbox_tests::cgroup_parent()
             .or_else(|| nix::unistd::getuid().is_root().then(|| String::from("/sandbox")));
         let Some(parent) = parent else { return Vec::new() };
         let rel = format!("{}/{id}", parent.trim_matches('/'));
@@ -1042,6 +1093,10 @@ fn main() -> std::process::ExitCode {
             (
                 "a_kept_probe_is_taken_only_while_it_claims_everything",
                 a_kept_probe_is_taken_only_while_it_claims_everything,
+            ),
+            (
+                "a_cgroup_planted_in_a_containers_cgroup_keeps_the_set_for_a_later_sweep",
+                a_cgroup_planted_in_a_containers_cgroup_keeps_the_set_for_a_later_sweep,
             ),
         ])
     }

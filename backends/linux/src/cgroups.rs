@@ -115,19 +115,30 @@ pub fn v1_delegation(uid: u32, name: &str) -> String {
     )
 }
 
-/// A configured parent, for a non-root caller: every directory the runtime will make a spawn's
-/// cgroup in (each v1 hierarchy's, or the v2 one) must exist and be writable by this uid, else
-/// the set fails closed naming the directory and the fix (the user asked for limits there; a run
-/// without them would be a silent downgrade).
+/// A configured parent: every existing directory from a hierarchy's root down to it must belong
+/// to this uid or to root and be writable by no one else (whoever else may write one can rename
+/// the spawns' cgroups beneath it, so that one spawn's teardown kills another spawn's processes:
+/// a red-team finding against a root run under a parent another user owned, 3 December). For a
+/// non-root caller, every directory the runtime will make a spawn's cgroup in (each v1
+/// hierarchy's, or the v2 one) must also exist and be writable by this uid. Else the set fails
+/// closed naming the directory and the fix (the user asked for limits there; a run without them
+/// would be a silent downgrade).
 pub fn check_configured(parent: &str) -> Result<(), String> {
     use nix::unistd::{AccessFlags, access};
     let uid = nix::unistd::getuid().as_raw();
-    if uid == 0 {
-        return Ok(());
-    }
     let layout = CgroupLayout::detect();
     // The runtime joins every v1 controller's hierarchy, not the named `systemd` one.
     let named = |d: &Path| d.strip_prefix("/sys/fs/cgroup").is_ok_and(|r| r.starts_with("systemd"));
+    for dir in layout.dirs(parent).into_iter().filter(|d| !named(d)) {
+        owned_chain(&dir, uid).map_err(|why| {
+            format!(
+                "the cgroup parent {parent} (the cgroup_parent option or SANDBOX_CGROUP_PARENT) cannot be used by                  uid {uid}: {why}; fix: use a parent whose directories belong to uid {uid} (or root) and that no                  other user may write"
+            )
+        })?;
+    }
+    if uid == 0 {
+        return Ok(());
+    }
     for dir in layout.dirs(parent).into_iter().filter(|d| !named(d)) {
         if let Err(e) = access(&dir, AccessFlags::W_OK | AccessFlags::X_OK) {
             let fix = match layout {
@@ -148,6 +159,37 @@ pub fn check_configured(parent: &str) -> Result<(), String> {
                  {uid}: {}: {e}; fix: {fix}",
                 dir.display()
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Every existing directory from `dir` up to its hierarchy's root (`/sys/fs/cgroup/<controller>`,
+/// or `/sys/fs/cgroup` for v2) belongs to `uid` or root, is no symlink, and is writable by no
+/// one else (group and others: no write bit).
+fn owned_chain(dir: &Path, uid: u32) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let root = Path::new("/sys/fs/cgroup");
+    let Ok(rel) = dir.strip_prefix(root) else {
+        return Err(format!("{} is not under {}", dir.display(), root.display()));
+    };
+    let mut at = root.to_path_buf();
+    for part in rel.components() {
+        at.push(part);
+        let Ok(meta) = std::fs::symlink_metadata(&at) else { continue };
+        if meta.file_type().is_symlink() {
+            // A co-mounted hierarchy's alias (`cpu` for `cpu,cpuacct`) is the runtime's to
+            // follow; below the hierarchy's root a symlink is nothing the kernel made.
+            if at.parent() == Some(root) {
+                continue;
+            }
+            return Err(format!("{} is a symlink", at.display()));
+        }
+        if meta.uid() != uid && meta.uid() != 0 {
+            return Err(format!("{} belongs to uid {}", at.display(), meta.uid()));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Err(format!("{} is writable by others (mode {:o})", at.display(), meta.mode() & 0o7777));
         }
     }
     Ok(())

@@ -34,13 +34,16 @@ pub(super) fn after_sweep(detail: String, swept: Result<(), SweepFailed>) -> san
 /// class 6): the cgroup parent is `parent`, the sweeping set's own configured one (a dead set
 /// made under another parent is not killed in, only removed), entries are used only when their
 /// names have the form of this library's container ids, and `sweep_container` kills only in
-/// cgroups it verifies (cgroup filesystem, this uid, no symlink, normal path).
-pub fn sweep_set(set_dir: &Path, parent: Option<&str>) {
+/// cgroups it verifies (cgroup filesystem, this uid, no symlink, normal path). False when the
+/// cgroups of a container could not all be removed: the set directory, whose state names it,
+/// is then to be kept for a later sweep.
+pub fn sweep_set(set_dir: &Path, parent: Option<&str>) -> bool {
     let layout = CgroupLayout::detect();
     let state = set_dir.join("state");
     if !std::fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir()) {
-        return;
+        return true;
     }
+    let mut swept = true;
     for entry in std::fs::read_dir(&state).into_iter().flatten().flatten() {
         let Some(id) = entry.file_name().to_str().map(str::to_owned) else { continue };
         if !is_container_id(&id) {
@@ -52,6 +55,8 @@ pub fn sweep_set(set_dir: &Path, parent: Option<&str>) {
         // following a symlink): nothing is removed through a path here.
         if let Err(e) = sweep_container(layout, cgroup.as_deref(), None) {
             tracing::warn!(set = %set_dir.display(), %id, "sweep: {e}");
+            swept = false;
         }
     }
+    swept
 }

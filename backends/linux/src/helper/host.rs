@@ -216,11 +216,13 @@ impl Host for Live {
     fn delete_container(&mut self) -> Result<(), String> {
         match &self.cgroup_path {
             // As a sweep removes a container: whatever its cgroup still holds is killed, then
-            // its cgroup directories and its state directory are removed (verified: a cgroup
-            // filesystem, this uid's, no symlink). The runtime's delete does the same after
-            // reading its state and building its cgroup manager, which parses
-            // `/proc/self/mountinfo` through a fresh procfs handle once per v1 controller: about
-            // a millisecond of every teardown here (issue 16).
+            // its cgroup directories are removed (verified: a cgroup filesystem, this uid's, no
+            // symlink), and its state directory once they are all gone (a container whose
+            // cgroups are left keeps the state the set's sweep finds it by). The runtime's delete
+            // found the cgroups through that state (left them behind when it was gone) and
+            // built its cgroup manager first, which parses `/proc/self/mountinfo` through a
+            // fresh procfs handle once per v1 controller: about a millisecond of every teardown
+            // here (issue 16).
             Some(path) => crate::sweep_container(crate::CgroupLayout::detect(), Some(path), Some(&self.state_dir))
                 .map_err(|e| e.to_string()),
             // Without a cgroup of its own (issue 15) only the runtime knows what it made.
