@@ -1286,6 +1286,7 @@ mod linux {
         match refused {
             Err(Error::SandboxUnavailable { detail }) => {
                 assert!(detail.contains(&name) && detail.contains("belongs to uid 65534"), "{detail}");
+                assert!(!detail.contains("  "), "runs of spaces in the message: {detail}");
             }
             other => panic!("{other:?}"),
         }

@@ -132,7 +132,9 @@ pub fn check_configured(parent: &str) -> Result<(), String> {
     for dir in layout.dirs(parent).into_iter().filter(|d| !named(d)) {
         owned_chain(&dir, uid).map_err(|why| {
             format!(
-                "the cgroup parent {parent} (the cgroup_parent option or SANDBOX_CGROUP_PARENT) cannot be used by                  uid {uid}: {why}; fix: use a parent whose directories belong to uid {uid} (or root) and that no                  other user may write"
+                "the cgroup parent {parent} (the cgroup_parent option or SANDBOX_CGROUP_PARENT) cannot be used by \
+                 uid {uid}: {why}; fix: use a parent whose directories belong to uid {uid} (or root) and that no \
+                 other user may write"
             )
         })?;
     }

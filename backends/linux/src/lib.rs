@@ -345,13 +345,13 @@ pub(crate) fn sweep_container(
             // per directory added up to 16-56 s).
             let emptied_by = Instant::now() + Duration::from_secs(5);
             let mut empty = Vec::new();
+            // Another remover (the container's own helper, while a set's sweep runs) may take a
+            // directory away meanwhile: one that is gone is removed.
+            let gone = |dir: &std::path::Path| std::fs::symlink_metadata(dir).is_err();
             for dir in layout.dirs(path) {
-                if std::fs::symlink_metadata(&dir).is_err() {
+                if gone(&dir) {
                     continue;
                 }
-                // Another remover (the container's own helper, while a set's sweep runs) may
-                // take a directory away meanwhile: one that is gone is removed.
-                let gone = |dir: &std::path::Path| std::fs::symlink_metadata(dir).is_err();
                 let handle = match open_own_cgroup(&dir) {
                     Ok(h) => h,
                     Err(_) if gone(&dir) => continue,
