@@ -82,6 +82,7 @@ impl LinuxBackend {
         warm: bool,
     ) -> Request {
         let private_net = !bundle.host_network;
+        let cgroup_path = self.cgroup_path(id);
         Request {
             bundle: dir.to_path_buf(),
             id: id.to_owned(),
@@ -95,10 +96,10 @@ impl LinuxBackend {
             require_seccomp: require && self.probe.seccomp,
             limits: self.limits(id),
             require_limits: require && self.probe.limits.is_ok(),
-            procs: self
-                .cgroup_path(id)
-                .and_then(|p| self.layout.limit_files(&p).0.parent().map(|d| d.join("cgroup.procs"))),
-            cgroup_path: self.cgroup_path(id),
+            procs: cgroup_path
+                .as_deref()
+                .and_then(|p| self.layout.limit_files(p).0.parent().map(|d| d.join("cgroup.procs"))),
+            cgroup_path,
             cgroupless: self.cgroups.parent.is_none(),
             inotify: Some(self.inotify),
             tty,
