@@ -690,7 +690,7 @@ mod bench {
 
         let mut calls_per_s = None;
         if args.throughput {
-            let calls = args.runs.max(8) * 4;
+            let calls = args.runs.max(20) * 4;
             let (ours, bw) = throughput(&set, &ws, calls)?;
             calls_per_s = bw.map(|bw| (ours.0, bw.0));
             println!("\nthroughput, {calls} calls, 4 at a time:");
