@@ -16,7 +16,6 @@ pub type Rate = (f64, f64);
 /// the timed calls find what an agent session's later calls find (the executor's warm
 /// container), not the first spawn of a new executor, which the row "library cold (new set)"
 /// times; bwrap gets the same warm-up (its binary and libraries in the page cache).
-
 pub fn throughput(set: &Arc<ExecutorSet>, ws: &Path, calls: usize) -> Result<(Rate, Option<Rate>), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(4).build().map_err(|e| e.to_string())?;
     let run = |f: &Arc<dyn Fn(usize) -> Result<(), String> + Send + Sync>, calls: usize| {
