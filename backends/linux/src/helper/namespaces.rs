@@ -1,5 +1,6 @@
-//! Short-lived children of the helper that join the container's namespaces through a pidfd:
-//! one raises `lo`, one bounds inotify.
+//! The helper's work in the container's namespaces, joined through a pidfd: `lo` raised (by
+//! the helper itself as root, else by a short-lived child), the inotify bound and the egress
+//! proxy's listener (short-lived children).
 
 use nix::sched::{CloneFlags, setns};
 use nix::sys::wait::{WaitStatus, waitpid};
@@ -44,13 +45,18 @@ pub(super) fn bound_inotify(pid: Pid, instances: u64, watches: u64) -> Result<()
     }
 }
 
-/// Raises `lo` from a short-lived child that joins the container's user (rootless) and
-/// network namespaces (CONTRACT.md §15.8), through a pidfd: `/proc/<pid>/ns/*` would need
-/// ptrace access to the (non-dumpable) init, which a non-root helper lacks.
+/// Raises `lo` in the container's network namespace (CONTRACT.md §15.8), joined through a
+/// pidfd: `/proc/<pid>/ns/*` would need ptrace access to the (non-dumpable) init, which a
+/// non-root helper lacks. Rootless, from a short-lived child that joins the container's user
+/// namespace too (a user namespace, once joined, cannot be left). As root, the helper itself
+/// (see [`raise_loopback_here`]): a fork less on every cold spawn.
 #[allow(unsafe_code, reason = "the fork of the short-lived child (see the SAFETY comment)")]
 pub(super) fn raise_loopback(pid: Pid, rootless: bool) -> Result<(), String> {
     let pidfd = sys::pidfd_open(pid).map_err(|e| format!("pidfd_open: {e}"))?;
-    let flags = if rootless { CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET } else { CloneFlags::CLONE_NEWNET };
+    if !rootless {
+        return raise_loopback_here(&pidfd);
+    }
+    let flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET;
     // SAFETY: the helper is single-threaded: `dispatch_if_helper` checked that it was the
     // process's only thread, and neither the helper nor libcontainer starts one.
     match unsafe { sys::fork_single_threaded() }.map_err(|e| format!("fork: {e}"))? {
@@ -69,6 +75,23 @@ pub(super) fn raise_loopback(pid: Pid, rootless: bool) -> Result<(), String> {
             other => Err(format!("raising lo failed ({other:?})")),
         },
     }
+}
+
+/// Raises `lo` from the helper itself: it joins the container's network namespace, raises `lo`
+/// with one socket made there, and joins its own network namespace again (root may leave a
+/// network namespace, unlike a user namespace). The helper is single-threaded, and nothing runs
+/// in the container yet (its init waits for `go`). A helper that could not get back aborts:
+/// nothing it does afterwards may happen from inside the container's network.
+fn raise_loopback_here(pidfd: &std::os::fd::OwnedFd) -> Result<(), String> {
+    let own = std::fs::File::open("/proc/thread-self/ns/net")
+        .map_err(|e| format!("opening the helper's own network namespace: {e}"))?;
+    setns(pidfd, CloneFlags::CLONE_NEWNET).map_err(|_| String::from("setns into the container's namespaces failed"))?;
+    let up = sys::loopback_up();
+    if let Err(e) = setns(&own, CloneFlags::CLONE_NEWNET) {
+        tracing::error!("the helper could not rejoin its own network namespace: {e}");
+        std::process::abort();
+    }
+    up.map_err(|_| String::from("SIOCSIFFLAGS on lo failed"))
 }
 
 /// Makes the egress proxy's listener (issue 17) on `127.0.0.1:<port>` in the container's
