@@ -47,16 +47,19 @@ pub(super) fn bound_inotify(pid: Pid, instances: u64, watches: u64) -> Result<()
 
 /// Raises `lo` in the container's network namespace (CONTRACT.md §15.8), joined through a
 /// pidfd: `/proc/<pid>/ns/*` would need ptrace access to the (non-dumpable) init, which a
-/// non-root helper lacks. Rootless, from a short-lived child that joins the container's user
-/// namespace too (a user namespace, once joined, cannot be left). As root, the helper itself
-/// (see [`raise_loopback_here`]): a fork less on every cold spawn.
+/// non-root helper lacks. As root, when the helper may join its own network namespace again,
+/// the helper itself (see [`raise_loopback_here`]): a fork less on every cold spawn. Otherwise
+/// from a short-lived child that joins the container's network namespace, and its user
+/// namespace too when rootless (a user namespace, once joined, cannot be left).
 #[allow(unsafe_code, reason = "the fork of the short-lived child (see the SAFETY comment)")]
 pub(super) fn raise_loopback(pid: Pid, rootless: bool) -> Result<(), String> {
     let pidfd = sys::pidfd_open(pid).map_err(|e| format!("pidfd_open: {e}"))?;
     if !rootless {
-        return raise_loopback_here(&pidfd);
+        if let Some(own) = own_network_namespace() {
+            return raise_loopback_here(&pidfd, &own);
+        }
     }
-    let flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET;
+    let flags = if rootless { CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET } else { CloneFlags::CLONE_NEWNET };
     // SAFETY: the helper is single-threaded: `dispatch_if_helper` checked that it was the
     // process's only thread, and neither the helper nor libcontainer starts one.
     match unsafe { sys::fork_single_threaded() }.map_err(|e| format!("fork: {e}"))? {
@@ -77,17 +80,25 @@ pub(super) fn raise_loopback(pid: Pid, rootless: bool) -> Result<(), String> {
     }
 }
 
+/// The helper's own network namespace, if the helper may join it again: it does so once, in
+/// place, which the kernel allows exactly when a later return would be allowed (CAP_SYS_ADMIN
+/// over the user namespace that owns it). Root in a user namespace that does not own its
+/// network namespace (`unshare -Ur` without `-n`) may not, and gets None: the child then.
+fn own_network_namespace() -> Option<std::fs::File> {
+    let own = std::fs::File::open("/proc/thread-self/ns/net").ok()?;
+    setns(&own, CloneFlags::CLONE_NEWNET).ok()?;
+    Some(own)
+}
+
 /// Raises `lo` from the helper itself: it joins the container's network namespace, raises `lo`
-/// with one socket made there, and joins its own network namespace again (root may leave a
-/// network namespace, unlike a user namespace). The helper is single-threaded, and nothing runs
-/// in the container yet (its init waits for `go`). A helper that could not get back aborts:
-/// nothing it does afterwards may happen from inside the container's network.
-fn raise_loopback_here(pidfd: &std::os::fd::OwnedFd) -> Result<(), String> {
-    let own = std::fs::File::open("/proc/thread-self/ns/net")
-        .map_err(|e| format!("opening the helper's own network namespace: {e}"))?;
+/// with one socket made there, and joins `own` (its own network namespace, from
+/// [`own_network_namespace`]) again. The helper is single-threaded, and nothing runs in the
+/// container yet (its init waits for `go`). A helper that could not get back aborts: nothing it
+/// does afterwards may happen from inside the container's network.
+fn raise_loopback_here(pidfd: &std::os::fd::OwnedFd, own: &std::fs::File) -> Result<(), String> {
     setns(pidfd, CloneFlags::CLONE_NEWNET).map_err(|_| String::from("setns into the container's namespaces failed"))?;
     let up = sys::loopback_up();
-    if let Err(e) = setns(&own, CloneFlags::CLONE_NEWNET) {
+    if let Err(e) = setns(own, CloneFlags::CLONE_NEWNET) {
         tracing::error!("the helper could not rejoin its own network namespace: {e}");
         std::process::abort();
     }
