@@ -93,17 +93,21 @@ fn own_network_namespace() -> Option<std::fs::File> {
 /// Raises `lo` from the helper itself: it joins the container's network namespace, raises `lo`
 /// with one socket made there, and joins `own` (its own network namespace, from
 /// [`own_network_namespace`]) again. The helper is single-threaded, and nothing runs in the
-/// container yet (its init waits for `go`). A helper that could not get back aborts: nothing it
-/// does afterwards may happen from inside the container's network.
+/// container yet (its init waits for `go`). A helper that could not get back ends at once (the
+/// embedder reports the helper's death; the init dies with it, its parent): nothing it does
+/// afterwards may happen from inside the container's network.
 fn raise_loopback_here(pidfd: &std::os::fd::OwnedFd, own: &std::fs::File) -> Result<(), String> {
-    setns(pidfd, CloneFlags::CLONE_NEWNET).map_err(|_| String::from("setns into the container's namespaces failed"))?;
+    setns(pidfd, CloneFlags::CLONE_NEWNET)
+        .map_err(|e| format!("setns into the container's network namespace failed: {e}"))?;
     let up = sys::loopback_up();
-    if let Err(e) = setns(own, CloneFlags::CLONE_NEWNET) {
-        tracing::error!("the helper could not rejoin its own network namespace: {e}");
-        std::process::abort();
+    if setns(own, CloneFlags::CLONE_NEWNET).is_err() {
+        sys::exit_now(EXIT_NETNS_LOST);
     }
-    up.map_err(|_| String::from("SIOCSIFFLAGS on lo failed"))
+    up.map_err(|e| format!("SIOCSIFFLAGS on lo failed: {e}"))
 }
+
+/// The helper's exit status when it could not rejoin its own network namespace.
+const EXIT_NETNS_LOST: i32 = 71;
 
 /// Makes the egress proxy's listener (issue 17) on `127.0.0.1:<port>` in the container's
 /// network namespace, from a short-lived child that joins it (and the user namespace, rootless)
@@ -180,4 +184,40 @@ pub(super) fn enter_cgroupless() -> Result<(), String> {
         None::<&str>,
     )
     .map_err(|e| format!("mounting cgroup2 on /sys/fs/cgroup: {e}"))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The in-place join that decides between the helper raising `lo` itself and the child:
+    /// root in the initial user namespace may rejoin its network namespace; root in a user
+    /// namespace that does not own it (`unshare -Ur`, a child of this test binary running this
+    /// test again) may not, nor may an ordinary user. The sandbox's own suites check the rest
+    /// from inside (`linux_conformance`, `the_helper_that_raised_lo_is_back_in_…`).
+    #[test]
+    fn own_network_namespace_only_where_it_can_be_rejoined() {
+        if std::env::var_os("SANDBOX_TEST_FOREIGN_NETNS").is_some() {
+            assert!(own_network_namespace().is_none(), "root in a user namespace without its network namespace");
+            return;
+        }
+        let root = nix::unistd::geteuid().is_root();
+        assert_eq!(own_network_namespace().is_some(), root);
+        let name = "helper::namespaces::tests::own_network_namespace_only_where_it_can_be_rejoined";
+        let child = std::process::Command::new("unshare")
+            .arg("-Ur")
+            .arg(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--test-threads=1"])
+            .env("SANDBOX_TEST_FOREIGN_NETNS", "1")
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&child.stdout);
+        if root {
+            assert!(child.status.success(), "{out}{}", String::from_utf8_lossy(&child.stderr));
+            assert!(out.contains("1 passed"), "the child ran no test: {out}");
+        } else if !child.status.success() {
+            eprintln!("(not root, and `unshare -Ur` failed here: only the ordinary user's case is checked)");
+        }
+    }
 }
