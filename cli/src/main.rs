@@ -433,6 +433,9 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
     let timeout = args.timeout;
     let cpu = CpuFlags::check(args.cpus, args.cpu_weight)?;
     let pins = args.resolve.iter().map(|p| parse_resolve(p)).collect::<Result<Vec<_>, _>>()?;
+    // The container's cgroup move waits out a kernel grace period unless one started earlier:
+    // start it now, while the profile is read (a thread that moves nothing; no effect on error).
+    sandbox::expect_spawn();
     let current = current_dir()?;
     let profile = load_profile_with_targets(args.profile.as_deref(), &current, &args.allow_target)?;
     let cwd = resolve(&current, args.cwd.clone());

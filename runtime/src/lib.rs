@@ -107,6 +107,17 @@ pub fn init() {
     INIT_CALLED.store(true, Ordering::SeqCst);
 }
 
+/// A hint that this process is about to open a set and spawn in it, within a few tens of
+/// milliseconds (the CLI calls it as soon as its arguments parse, issue 16). On Linux it starts
+/// the kernel's grace period that the first move of a process into a cgroup otherwise waits
+/// out in the runtime's intermediate process (7-15 ms here), on a short-lived thread that
+/// moves nothing (`sandbox_linux::cgroups::keep_attach_cheap`); elsewhere it does nothing.
+/// Optional: a set opened without it starts the same itself, only later.
+pub fn expect_spawn() {
+    #[cfg(target_os = "linux")]
+    sandbox_linux::cgroups::keep_attach_cheap(sandbox_linux::CgroupLayout::detect());
+}
+
 /// The soft `RLIMIT_NOFILE` raised to the hard one, capped at 65,536 (never lowered).
 #[cfg(unix)]
 fn raise_open_files() {

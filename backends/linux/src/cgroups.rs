@@ -281,40 +281,155 @@ fn enable(dir: &Path, c: &str) -> std::io::Result<()> {
     std::fs::write(&control, format!("+{c}"))
 }
 
-/// Starts, on a thread of its own, what makes the next move of a process into a cgroup cheap,
-/// and returns at once (issue 16). Moving a process between cgroups takes the kernel's
+/// Keeps, on a thread of its own, the next moves of processes into cgroups cheap, and returns
+/// at once (issue 16). Moving a process between cgroups takes the kernel's
 /// `cgroup_threadgroup_rwsem` for writing, and the first writer after a quiet spell waits a
-/// whole RCU grace period for every reader to leave its fast path: 5-13 ms on this machine kind,
+/// whole RCU grace period for every reader to leave its fast path: 7-15 ms on this machine kind,
 /// paid inside the runtime's intermediate process on every cold spawn (`perf trace` showed its
-/// write to `cgroup.procs` blocked for 13 ms), while writers that come during that grace period
-/// or soon after it share it. The thread moves itself into `parent` (v1: its `tasks` file in the
-/// pids hierarchy, which moves one thread) and exits; on v2 it asks for the same through
-/// `cgroup.threads`, which the kernel refuses for a domain cgroup after taking the lock, which is
-/// all that is needed. No process of the caller changes cgroup: only this short-lived thread
-/// (v1), or nothing (v2). Errors are ignored: at worst the spawn pays the wait itself, as before.
+/// write to `cgroup.procs` blocked for 13 ms). Writers that come during that grace period, or
+/// within about one more grace period after the last writer, share it and do not wait.
+///
+/// The thread therefore takes that lock at once and then every [`KEEP_PERIOD`] until
+/// [`KEEP_FOR`] after the last call of this function: a cold spawn's runtime, which moves its
+/// processes well within that window, finds the lock on its writers' path and waits for no grace
+/// period once the first one has passed. It takes the lock by writing its own thread id to the
+/// cgroup it is in (v1: the `tasks` file of its pids cgroup; v2: `cgroup.threads`), which the
+/// kernel does under the lock and which moves nothing: no process or thread of the caller changes
+/// cgroup. One such thread at a time per process; calls while it runs only extend its window.
+/// Errors end the thread: at worst a spawn pays the wait itself. `parent` `None` (the set's
+/// spawns get no cgroup) needs nothing.
 pub fn hasten_attach(layout: CgroupLayout, parent: Option<&str>) {
-    let Some(parent) = parent else { return };
-    let rel = parent.trim_start_matches('/');
-    let file = match layout {
-        CgroupLayout::V2 => Path::new("/sys/fs/cgroup").join(rel).join("cgroup.threads"),
-        CgroupLayout::V1OrHybrid => Path::new("/sys/fs/cgroup/pids").join(rel).join("tasks"),
-        CgroupLayout::None => return,
-    };
-    let spawned = std::thread::Builder::new().name(String::from("sandbox-cgroup")).spawn(move || {
-        let tid = nix::unistd::gettid();
-        let _ = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&file)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, tid.as_raw().to_string().as_bytes()));
-    });
-    if let Err(e) = spawned {
-        tracing::debug!("no thread to hasten the cgroup move: {e}");
+    if parent.is_some() {
+        keep_attach_cheap(layout);
     }
 }
 
+/// How long after the last [`keep_attach_cheap`] call its thread keeps taking the lock.
+pub const KEEP_FOR: std::time::Duration = std::time::Duration::from_millis(60);
+/// How often it takes it: well inside the grace period after which the kernel returns the lock
+/// to its readers' fast path (measured here: a writer every 20 ms still finds it on the
+/// writers' path).
+pub const KEEP_PERIOD: std::time::Duration = std::time::Duration::from_millis(4);
+
+/// The keeping thread's state: until when it keeps the lock cheap, and whether it runs.
+static KEEPER: std::sync::Mutex<(Option<std::time::Instant>, bool)> = std::sync::Mutex::new((None, false));
+
+/// [`hasten_attach`] for a caller that does not know its set's cgroups yet (the CLI, before it
+/// has read its profile): starts or extends the keeping thread.
+pub fn keep_attach_cheap(layout: CgroupLayout) {
+    if layout == CgroupLayout::None {
+        return;
+    }
+    let until = std::time::Instant::now() + KEEP_FOR;
+    {
+        let mut keeper = KEEPER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        keeper.0 = Some(keeper.0.map_or(until, |u| u.max(until)));
+        if keeper.1 {
+            return;
+        }
+        keeper.1 = true;
+    }
+    let spawned = std::thread::Builder::new().name(String::from("sandbox-cgroup")).spawn(move || {
+        let file = own_attach_file(layout);
+        loop {
+            // A file this thread may not open (another user's cgroup, none mounted) is refused
+            // before the lock: nothing to keep. The write itself takes the lock even where the
+            // kernel then refuses the move (v2's rules for threads): its result does not matter.
+            let took = file.as_ref().is_some_and(|f| {
+                let tid = nix::unistd::gettid().as_raw().to_string();
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(f)
+                    .map(|mut f| {
+                        let _ = std::io::Write::write_all(&mut f, tid.as_bytes());
+                    })
+                    .is_ok()
+            });
+            let mut keeper = KEEPER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !took || keeper.0.is_none_or(|u| std::time::Instant::now() >= u) {
+                *keeper = (None, false);
+                return;
+            }
+            drop(keeper);
+            std::thread::sleep(KEEP_PERIOD);
+        }
+    });
+    if let Err(e) = spawned {
+        *KEEPER.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = (None, false);
+        tracing::debug!("no thread to keep cgroup moves cheap: {e}");
+    }
+}
+
+/// The file through which the calling thread moves itself into the cgroup it is already in.
+fn own_attach_file(layout: CgroupLayout) -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/proc/thread-self/cgroup").ok()?;
+    own_attach_file_in(layout, &text)
+}
+
+fn own_attach_file_in(layout: CgroupLayout, proc_cgroup: &str) -> Option<PathBuf> {
+    let root = Path::new("/sys/fs/cgroup");
+    proc_cgroup.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let rel = path.trim_start_matches('/');
+        if !path.starts_with('/') || rel.split('/').any(|c| c == "..") {
+            return None;
+        }
+        match layout {
+            CgroupLayout::V1OrHybrid if controllers.split(',').any(|c| c == "pids") => {
+                Some(root.join("pids").join(rel).join("tasks"))
+            }
+            CgroupLayout::V2 if controllers.is_empty() => Some(root.join(rel).join("cgroup.threads")),
+            _ => None,
+        }
+    })
+}
+
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_keeping_thread_writes_to_the_cgroup_it_is_in() {
+        let hybrid = "12:pids:/user.slice/a\n4:memory:/x\n0::/user.slice/b\n";
+        assert_eq!(
+            own_attach_file_in(CgroupLayout::V1OrHybrid, hybrid),
+            Some(PathBuf::from("/sys/fs/cgroup/pids/user.slice/a/tasks"))
+        );
+        assert_eq!(
+            own_attach_file_in(CgroupLayout::V2, "0::/user.slice/b\n"),
+            Some(PathBuf::from("/sys/fs/cgroup/user.slice/b/cgroup.threads"))
+        );
+        assert_eq!(
+            own_attach_file_in(CgroupLayout::V2, "0::/\n"),
+            Some(PathBuf::from("/sys/fs/cgroup/cgroup.threads"))
+        );
+        assert_eq!(own_attach_file_in(CgroupLayout::V1OrHybrid, "4:memory:/x\n0::/b\n"), None);
+        assert_eq!(own_attach_file_in(CgroupLayout::V2, "0::/a/../b\n"), None);
+        assert_eq!(own_attach_file_in(CgroupLayout::None, hybrid), None);
+    }
+
+    /// As root on a machine with cgroups: the thread runs, moves nothing, and ends soon after
+    /// its window (the kernel's side, the lock's fast path, is what spawn-bench measures).
+    #[test]
+    fn the_keeping_thread_moves_nothing_and_ends() {
+        let layout = CgroupLayout::detect();
+        let before = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+        keep_attach_cheap(layout);
+        keep_attach_cheap(layout);
+        if layout != CgroupLayout::None && nix::unistd::geteuid().is_root() {
+            // (Root may take the lock through its own cgroup: the thread keeps it for its window.)
+            assert!(KEEPER.lock().unwrap().1, "no keeping thread runs");
+        }
+        // (Other tests of this binary may extend the window meanwhile: a bounded wait.)
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while KEEPER.lock().unwrap().1 {
+            assert!(std::time::Instant::now() < end, "the keeping thread outlived its window");
+            std::thread::sleep(KEEP_PERIOD);
+        }
+        assert_eq!(std::fs::read_to_string("/proc/self/cgroup").unwrap(), before);
+    }
 
     #[test]
     fn a_configured_parent_is_used_as_given() {
