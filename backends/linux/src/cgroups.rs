@@ -360,6 +360,25 @@ pub fn keep_attach_cheap(layout: CgroupLayout) {
     }
 }
 
+/// Ends the keeping thread's window now and waits (at most 100 ms) until the thread is gone: a
+/// closing set leaves no thread of ours behind. A later spawn starts it again.
+pub fn stop_keeping() {
+    let end = std::time::Instant::now() + std::time::Duration::from_millis(100);
+    loop {
+        {
+            let mut keeper = KEEPER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !keeper.1 {
+                return;
+            }
+            keeper.0 = None;
+        }
+        if std::time::Instant::now() >= end {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// The file through which the calling thread moves itself into the cgroup it is already in.
 fn own_attach_file(layout: CgroupLayout) -> Option<PathBuf> {
     let text = std::fs::read_to_string("/proc/thread-self/cgroup").ok()?;
@@ -422,7 +441,8 @@ mod tests {
             // (Root may take the lock through its own cgroup: the thread keeps it for its window.)
             assert!(KEEPER.lock().unwrap().1, "no keeping thread runs");
         }
-        // (Other tests of this binary may extend the window meanwhile: a bounded wait.)
+        stop_keeping();
+        // (Other tests of this binary may start it again meanwhile: a bounded wait.)
         let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
         while KEEPER.lock().unwrap().1 {
             assert!(std::time::Instant::now() < end, "the keeping thread outlived its window");

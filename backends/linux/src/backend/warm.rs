@@ -265,6 +265,8 @@ impl LinuxBackend {
         if !self.zygote.shutdown(Duration::from_secs(10)) {
             tracing::warn!("the helper zygote did not finish within 10 s; the set sweeps what is left");
         }
+        // No thread of ours outlives the set (another set's next cold spawn starts it again).
+        crate::cgroups::stop_keeping();
     }
 }
 
