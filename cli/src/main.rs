@@ -445,7 +445,8 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
         None => default_scratch(&profile)?,
     };
     let setup = Deadline::after(Duration::from_secs(60));
-    let mut options = ExecutorSetOptions::new(&scratch).max_executors(1);
+    // One spawn per set: a fresh container that ends with its run, none kept or built ahead.
+    let mut options = ExecutorSetOptions::new(&scratch).max_executors(1).reuse_containers(false);
     for (name, address) in pins {
         options = options.resolve(name, address);
     }

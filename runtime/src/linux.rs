@@ -60,6 +60,7 @@ pub(crate) fn open(
         masked_roots: crate::registry::masked_roots,
         remove_tree: fsutil::remove_tree,
         real_home: Some(crate::set::real_home()),
+        keep_containers: options.reuse_containers,
     };
     let mut linux = LinuxBackend::new(config, set_dir)?;
     // A probe kept from an earlier set of the same conditions (see `kept_probe`).

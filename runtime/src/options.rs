@@ -41,6 +41,7 @@ pub struct ExecutorSetOptions {
     pub(crate) env: EnvOptions,
     pub(crate) seed_home: Vec<(PathBuf, PathBuf)>,
     pub(crate) resolve: Vec<(String, IpAddr)>,
+    pub(crate) reuse_containers: bool,
 }
 
 impl ExecutorSetOptions {
@@ -58,7 +59,18 @@ impl ExecutorSetOptions {
             env: EnvOptions::default(),
             seed_home: Vec::new(),
             resolve: Vec::new(),
+            reuse_containers: true,
         }
+    }
+
+    /// Whether the set may keep a container whose run has ended for the next spawn of the same
+    /// shape, and build warm ones ahead (default true; issue 16: from a shape's second spawn on
+    /// a call then costs a fork and an exec, not a container build). What stays per run either
+    /// way: `THREAT-MODEL.md`, "Kept containers". A caller that makes one spawn per set (the
+    /// CLI) sets false: each spawn then gets a fresh container whose init runs the process and
+    /// ends with it, which saves the hand-over round trip and the clean-up for a next run.
+    pub fn reuse_containers(self, reuse: bool) -> Self {
+        ExecutorSetOptions { reuse_containers: reuse, ..self }
     }
 
     /// The most executor keys the set holds (required, at least 1).

@@ -175,6 +175,41 @@ mod linux {
         assert_eq!(now, baseline, "(cgroups, mounts, fds, threads, zombies) after close vs before the set");
     }
 
+    /// `reuse_containers(false)` (the CLI's sets): every spawn gets a fresh container whose
+    /// init runs the process and ends with it, so the workload's shell is always the pid
+    /// namespace's second process and nothing a run leaves in `/tmp` is there for the next.
+    /// Positive control: the default set of the same profile keeps its containers (a later run's
+    /// shell is not the namespace's second process).
+    pub fn a_set_that_reuses_no_containers_runs_each_spawn_fresh() {
+        let f = Fixture::new();
+        let pids = |reuse: bool| -> Vec<u32> {
+            let set = ExecutorSet::new(&dl(), &f.profile(), f.set_options(8).reuse_containers(reuse)).unwrap();
+            let exec = set.executor("k").unwrap();
+            let pids = (0..4)
+                .map(|i| {
+                    let out = exec
+                        .run_command(
+                            &dl(),
+                            &f.ws,
+                            &format!("test -e /tmp/left && echo left; echo {i} > /tmp/left; echo $$"),
+                        )
+                        .unwrap();
+                    let text = String::from_utf8(out.bytes).unwrap();
+                    assert!(!text.contains("left"), "run {i} found what an earlier run left in /tmp: {text}");
+                    text.trim().parse::<u32>().unwrap()
+                })
+                .collect();
+            set.close().unwrap();
+            pids
+        };
+        let fresh = pids(false);
+        println!("reuse_containers(false): the shells' pids {fresh:?}");
+        assert!(fresh.iter().all(|&p| p <= 2), "a spawn ran in a container used before: {fresh:?}");
+        let kept = pids(true);
+        println!("default: the shells' pids {kept:?}");
+        assert!(kept.iter().any(|&p| p > 2), "the default set kept no container: {kept:?}");
+    }
+
     /// Issue 16: runs of one executor reuse a kept container, and consecutive runs share
     /// nothing the contract keeps per run. Run A leaves a process (setsid, detached), files in
     /// `/tmp` (one in a directory it made unreadable) and `/dev/shm`, System V shared memory, a
@@ -1069,6 +1104,10 @@ fn main() -> std::process::ExitCode {
             ("two_hundred_sequential_spawns_leave_nothing_behind", two_hundred_sequential_spawns_leave_nothing_behind),
             ("multithreaded_embedder_never_deadlocks", multithreaded_embedder_never_deadlocks),
             ("runs_in_a_kept_container_share_nothing", runs_in_a_kept_container_share_nothing),
+            (
+                "a_set_that_reuses_no_containers_runs_each_spawn_fresh",
+                a_set_that_reuses_no_containers_runs_each_spawn_fresh,
+            ),
             (
                 "emptying_a_kept_containers_tmp_leaves_binds_under_it_alone",
                 emptying_a_kept_containers_tmp_leaves_binds_under_it_alone,

@@ -311,8 +311,14 @@ pub const KEEP_FOR: std::time::Duration = std::time::Duration::from_millis(60);
 /// writers' path).
 pub const KEEP_PERIOD: std::time::Duration = std::time::Duration::from_millis(4);
 
-/// The keeping thread's state: until when it keeps the lock cheap, and whether it runs.
+/// The keeping thread's state: until when it keeps the lock cheap, and whether it runs; the
+/// condition variable wakes it early (its window ended) and tells [`stop_keeping`] it is done.
 static KEEPER: std::sync::Mutex<(Option<std::time::Instant>, bool)> = std::sync::Mutex::new((None, false));
+static KEEPER_WAKE: std::sync::Condvar = std::sync::Condvar::new();
+
+fn keeper() -> std::sync::MutexGuard<'static, (Option<std::time::Instant>, bool)> {
+    KEEPER.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// [`hasten_attach`] for a caller that does not know its set's cgroups yet (the CLI, before it
 /// has read its profile): starts or extends the keeping thread.
@@ -322,7 +328,7 @@ pub fn keep_attach_cheap(layout: CgroupLayout) {
     }
     let until = std::time::Instant::now() + KEEP_FOR;
     {
-        let mut keeper = KEEPER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut keeper = keeper();
         keeper.0 = Some(keeper.0.map_or(until, |u| u.max(until)));
         if keeper.1 {
             return;
@@ -345,37 +351,42 @@ pub fn keep_attach_cheap(layout: CgroupLayout) {
                     })
                     .is_ok()
             });
-            let mut keeper = KEEPER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if !took || keeper.0.is_none_or(|u| std::time::Instant::now() >= u) {
-                *keeper = (None, false);
-                return;
+            let next = std::time::Instant::now() + KEEP_PERIOD;
+            let mut keeper = keeper();
+            loop {
+                let now = std::time::Instant::now();
+                if !took || keeper.0.is_none_or(|u| now >= u) {
+                    *keeper = (None, false);
+                    KEEPER_WAKE.notify_all();
+                    return;
+                }
+                if now >= next {
+                    break;
+                }
+                keeper =
+                    KEEPER_WAKE.wait_timeout(keeper, next - now).unwrap_or_else(std::sync::PoisonError::into_inner).0;
             }
-            drop(keeper);
-            std::thread::sleep(KEEP_PERIOD);
         }
     });
     if let Err(e) = spawned {
-        *KEEPER.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = (None, false);
+        *keeper() = (None, false);
         tracing::debug!("no thread to keep cgroup moves cheap: {e}");
     }
 }
 
-/// Ends the keeping thread's window now and waits (at most 100 ms) until the thread is gone: a
-/// closing set leaves no thread of ours behind. A later spawn starts it again.
+/// Ends the keeping thread's window now and waits (at most 100 ms) until the thread has let go:
+/// a closing set leaves no thread of ours working. A later spawn starts it again.
 pub fn stop_keeping() {
     let end = std::time::Instant::now() + std::time::Duration::from_millis(100);
-    loop {
-        {
-            let mut keeper = KEEPER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if !keeper.1 {
-                return;
-            }
-            keeper.0 = None;
-        }
-        if std::time::Instant::now() >= end {
+    let mut keeper = keeper();
+    keeper.0 = None;
+    KEEPER_WAKE.notify_all();
+    while keeper.1 {
+        let now = std::time::Instant::now();
+        if now >= end {
             return;
         }
-        std::thread::sleep(std::time::Duration::from_millis(1));
+        keeper = KEEPER_WAKE.wait_timeout(keeper, end - now).unwrap_or_else(std::sync::PoisonError::into_inner).0;
     }
 }
 

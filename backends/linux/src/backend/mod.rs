@@ -85,6 +85,10 @@ pub struct Config {
     /// The caller's real HOME: the protected-paths scan applies the `~/` entries there whatever
     /// HOME the workload gets (an isolated one is the executor's own), wherever it is writable.
     pub real_home: Option<PathBuf>,
+    /// Whether a container whose run ended is kept for the next spawn of its shape, and warm
+    /// ones are built ahead (issue 16). False: every spawn gets a fresh container that ends with
+    /// its run (the CLI, which makes one spawn per set).
+    pub keep_containers: bool,
 }
 
 /// The Linux backend of one executor set.
@@ -120,6 +124,8 @@ pub struct LinuxBackend {
     remove_tree: fn(&Path) -> Result<(), Error>,
     /// The caller's real HOME (see [`Config::real_home`]).
     real_home: Option<PathBuf>,
+    /// See [`Config::keep_containers`].
+    keep_containers: bool,
     counter: AtomicU64,
     /// The warm helper that forks one worker per spawn.
     zygote: crate::Zygote,
@@ -222,6 +228,7 @@ impl LinuxBackend {
             masked_roots: config.masked_roots,
             remove_tree: config.remove_tree,
             real_home: config.real_home,
+            keep_containers: config.keep_containers,
             counter: AtomicU64::new(0),
             zygote,
             skeletons,
@@ -253,8 +260,10 @@ impl LinuxBackend {
         dl.check()?;
         check_identities(profile)?;
         // Grant spawns (single-use shapes) and PTY spawns (the terminal is made by the runtime)
-        // always get a fresh container; so does the probe.
-        let warmable = require && !input.tty && input.grants == GrantDeltas::default();
+        // always get a fresh container; so does the probe, and every spawn of a set that keeps
+        // none (its init runs the bundle's process and ends with it: no `ready`/`go` round trip
+        // and no clean-up for a next run that never comes).
+        let warmable = self.keep_containers && require && !input.tty && input.grants == GrantDeltas::default();
         if !warmable {
             return self.launch_fresh(dl, profile, input, [stdin, stdout, stderr], require, false, None);
         }

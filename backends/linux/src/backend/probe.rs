@@ -430,6 +430,7 @@ mod tests {
             masked_roots: Vec::new,
             remove_tree: |_| Ok(()),
             real_home: None,
+            keep_containers: true,
             counter: AtomicU64::new(0),
             zygote: crate::Zygote::new(),
             skeletons: PathBuf::from("/nonexistent/rootfs"),
