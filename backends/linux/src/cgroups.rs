@@ -375,13 +375,14 @@ pub fn keep_attach_cheap(layout: CgroupLayout) {
 }
 
 /// Ends the keeping thread's window now and waits (at most 100 ms) until the thread has let go:
-/// a closing set leaves no thread of ours working. A later spawn starts it again.
+/// a closing set leaves no thread of ours working. A later spawn starts it again; one that comes
+/// meanwhile (another set's) keeps it, and this returns at once.
 pub fn stop_keeping() {
     let end = std::time::Instant::now() + std::time::Duration::from_millis(100);
     let mut keeper = keeper();
     keeper.0 = None;
     KEEPER_WAKE.notify_all();
-    while keeper.1 {
+    while keeper.1 && keeper.0.is_none() {
         let now = std::time::Instant::now();
         if now >= end {
             return;
