@@ -113,7 +113,13 @@ pub fn init() {
 /// out in the runtime's intermediate process (7-15 ms here), on a short-lived thread that
 /// moves nothing (`sandbox_linux::cgroups::keep_attach_cheap`); elsewhere it does nothing.
 /// Optional: a set opened without it starts the same itself, only later.
+///
+/// Call it after [`init`] (before, it does nothing): a thread started before `init` would make
+/// the re-executed helper refuse to run, since the helper must start single-threaded.
 pub fn expect_spawn() {
+    if !init_called() {
+        return;
+    }
     #[cfg(target_os = "linux")]
     sandbox_linux::cgroups::keep_attach_cheap(sandbox_linux::CgroupLayout::detect());
 }

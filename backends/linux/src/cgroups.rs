@@ -289,39 +289,23 @@ fn enable(dir: &Path, c: &str) -> std::io::Result<()> {
 /// write to `cgroup.procs` blocked for 13 ms). Writers that come during that grace period, or
 /// within about one more grace period after the last writer, share it and do not wait.
 ///
-/// The thread therefore takes that lock at once and then every [`KEEP_PERIOD`] until
-/// [`KEEP_FOR`] after the last call of this function: a cold spawn's runtime, which moves its
-/// processes well within that window, finds the lock on its writers' path and waits for no grace
-/// period once the first one has passed. It takes the lock by writing its own thread id to the
-/// cgroup it is in (v1: the `tasks` file of its pids cgroup; v2: `cgroup.threads`), which the
-/// kernel does under the lock and which moves nothing: no process or thread of the caller changes
-/// cgroup. One such thread at a time per process; calls while it runs only extend its window.
-/// Errors end the thread: at worst a spawn pays the wait itself. `parent` `None` (the set's
-/// spawns get no cgroup) needs nothing.
-pub fn hasten_attach(layout: CgroupLayout, parent: Option<&str>) {
-    if parent.is_some() {
-        keep_attach_cheap(layout);
-    }
-}
-
-/// How long after the last [`keep_attach_cheap`] call its thread keeps taking the lock.
-pub const KEEP_FOR: std::time::Duration = std::time::Duration::from_millis(60);
-/// How often it takes it: well inside the grace period after which the kernel returns the lock
-/// to its readers' fast path (measured here: a writer every 20 ms still finds it on the
-/// writers' path).
-pub const KEEP_PERIOD: std::time::Duration = std::time::Duration::from_millis(4);
-
-/// The keeping thread's state: until when it keeps the lock cheap, and whether it runs; the
-/// condition variable wakes it early (its window ended) and tells [`stop_keeping`] it is done.
-static KEEPER: std::sync::Mutex<(Option<std::time::Instant>, bool)> = std::sync::Mutex::new((None, false));
-static KEEPER_WAKE: std::sync::Condvar = std::sync::Condvar::new();
-
-fn keeper() -> std::sync::MutexGuard<'static, (Option<std::time::Instant>, bool)> {
-    KEEPER.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// [`hasten_attach`] for a caller that does not know its set's cgroups yet (the CLI, before it
-/// has read its profile): starts or extends the keeping thread.
+/// The thread therefore takes that lock at once and then every [`KEEP_PERIOD`] while its
+/// window lasts: from this call until [`KEEP_FOR`] after the last call, and no longer than the
+/// cold builds that hold it ([`hold_attach_cheap`]): when the last of them has started its
+/// process (or failed) the window ends. A cold spawn's runtime, which moves its processes
+/// within that window, finds the lock on its writers' path and waits for no grace period once
+/// the first one has passed. It takes the lock by writing its own thread id to the cgroup it is
+/// in, read again each time (v1: the `tasks` file of its pids cgroup; v2: `cgroup.threads`),
+/// which the kernel does under the lock and which moves nothing: no process or thread of the
+/// caller changes cgroup. One such thread at a time per process; calls while it runs only
+/// extend its window. A file it cannot open ends it: at worst a spawn pays the wait itself.
+///
+/// The window ends before the workload runs because a writer of that lock also makes every
+/// fork on the host wait while it waits for the lock's readers, and a sandboxed fork bomb's
+/// preempted forks are such readers (`THREAT-MODEL.md`, the fork bomb's "What remains"): the
+/// keeper stops once the run it was kept for has started (at most one [`KEEP_PERIOD`] after the
+/// caller learns of it); other runs of this process may be under way meanwhile (another set's
+/// workload during this set's cold build), as for any cgroup move on the host.
 pub fn keep_attach_cheap(layout: CgroupLayout) {
     if layout == CgroupLayout::None {
         return;
@@ -329,19 +313,20 @@ pub fn keep_attach_cheap(layout: CgroupLayout) {
     let until = std::time::Instant::now() + KEEP_FOR;
     {
         let mut keeper = keeper();
-        keeper.0 = Some(keeper.0.map_or(until, |u| u.max(until)));
-        if keeper.1 {
+        keeper.until = Some(keeper.until.map_or(until, |u| u.max(until)));
+        if keeper.running {
             return;
         }
-        keeper.1 = true;
+        keeper.running = true;
     }
     let spawned = std::thread::Builder::new().name(String::from("sandbox-cgroup")).spawn(move || {
-        let file = own_attach_file(layout);
+        // Should this thread end any other way than below, the state says so.
+        let mut armed = Armed(true);
         loop {
             // A file this thread may not open (another user's cgroup, none mounted) is refused
             // before the lock: nothing to keep. The write itself takes the lock even where the
             // kernel then refuses the move (v2's rules for threads): its result does not matter.
-            let took = file.as_ref().is_some_and(|f| {
+            let took = own_attach_file(layout).is_some_and(|f| {
                 let tid = nix::unistd::gettid().as_raw().to_string();
                 std::fs::OpenOptions::new()
                     .write(true)
@@ -355,8 +340,10 @@ pub fn keep_attach_cheap(layout: CgroupLayout) {
             let mut keeper = keeper();
             loop {
                 let now = std::time::Instant::now();
-                if !took || keeper.0.is_none_or(|u| now >= u) {
-                    *keeper = (None, false);
+                if !took || keeper.until.is_none_or(|u| now >= u) {
+                    keeper.running = false;
+                    keeper.until = None;
+                    armed.0 = false;
                     KEEPER_WAKE.notify_all();
                     return;
                 }
@@ -369,20 +356,100 @@ pub fn keep_attach_cheap(layout: CgroupLayout) {
         }
     });
     if let Err(e) = spawned {
-        *keeper() = (None, false);
+        let mut keeper = keeper();
+        keeper.running = false;
+        keeper.until = None;
+        KEEPER_WAKE.notify_all();
         tracing::debug!("no thread to keep cgroup moves cheap: {e}");
     }
 }
 
-/// Ends the keeping thread's window now and waits (at most 100 ms) until the thread has let go:
-/// a closing set leaves no thread of ours working. A later spawn starts it again; one that comes
-/// meanwhile (another set's) keeps it, and this returns at once.
+/// The keeping thread's guard: still armed when the thread ends other than by its own decision.
+struct Armed(bool);
+
+impl Drop for Armed {
+    fn drop(&mut self) {
+        if self.0 {
+            let mut keeper = keeper();
+            keeper.running = false;
+            keeper.until = None;
+            KEEPER_WAKE.notify_all();
+        }
+    }
+}
+
+/// For a set whose spawns get cgroups (`parent`): see [`keep_attach_cheap`] (the set opens; a
+/// cold spawn follows).
+pub fn hasten_attach(layout: CgroupLayout, parent: Option<&str>) {
+    if parent.is_some() {
+        keep_attach_cheap(layout);
+    }
+}
+
+/// A cold container is being built for a caller: the keeper runs (see [`keep_attach_cheap`])
+/// until the returned guard is dropped, when its process has started or the spawn failed, or
+/// [`KEEP_FOR`] has passed. None where the set's spawns get no cgroup.
+pub fn hold_attach_cheap(layout: CgroupLayout, parent: Option<&str>) -> Option<KeepGuard> {
+    if parent.is_none() || layout == CgroupLayout::None {
+        return None;
+    }
+    keeper().holders += 1;
+    keep_attach_cheap(layout);
+    Some(KeepGuard(()))
+}
+
+/// See [`hold_attach_cheap`].
+#[derive(Debug)]
+pub struct KeepGuard(());
+
+impl Drop for KeepGuard {
+    fn drop(&mut self) {
+        let mut keeper = keeper();
+        keeper.holders = keeper.holders.saturating_sub(1);
+        if keeper.holders == 0 {
+            // The last cold build this process waited for has started its process.
+            keeper.until = None;
+            KEEPER_WAKE.notify_all();
+        }
+    }
+}
+
+/// How long after the last [`keep_attach_cheap`] call its thread keeps taking the lock, at most.
+pub const KEEP_FOR: std::time::Duration = std::time::Duration::from_millis(60);
+/// How often it takes it: well inside the grace period after which the kernel returns the lock
+/// to its readers' fast path (measured here: a writer every 20 ms still finds it on the
+/// writers' path).
+pub const KEEP_PERIOD: std::time::Duration = std::time::Duration::from_millis(4);
+
+/// The keeping thread's state.
+struct Keeper {
+    /// Until when it keeps the lock cheap (None: its window has ended).
+    until: Option<std::time::Instant>,
+    /// Cold builds that hold it ([`KeepGuard`]).
+    holders: u32,
+    /// Whether it runs.
+    running: bool,
+}
+
+/// The state; the condition variable wakes the thread early (its window ended) and tells
+/// [`stop_keeping`] it is done.
+static KEEPER: std::sync::Mutex<Keeper> = std::sync::Mutex::new(Keeper { until: None, holders: 0, running: false });
+static KEEPER_WAKE: std::sync::Condvar = std::sync::Condvar::new();
+
+fn keeper() -> std::sync::MutexGuard<'static, Keeper> {
+    KEEPER.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Ends the keeping thread's window now and waits (at most 100 ms; its write may be waiting out
+/// a grace period) until the thread has let go: a closing set leaves no thread of ours working.
+/// A later spawn starts it again; one that comes meanwhile (another set's) keeps it, and this
+/// returns at once. Another set's window ends with it: its next cold spawn may wait.
 pub fn stop_keeping() {
     let end = std::time::Instant::now() + std::time::Duration::from_millis(100);
     let mut keeper = keeper();
-    keeper.0 = None;
+    keeper.until = None;
     KEEPER_WAKE.notify_all();
-    while keeper.1 && keeper.0.is_none() {
+    while keeper.running && keeper.until.is_none() {
         let now = std::time::Instant::now();
         if now >= end {
             return;
@@ -441,26 +508,28 @@ mod tests {
         assert_eq!(own_attach_file_in(CgroupLayout::None, hybrid), None);
     }
 
-    /// As root on a machine with cgroups: the thread runs, moves nothing, and ends soon after
-    /// its window (the kernel's side, the lock's fast path, is what spawn-bench measures).
+    /// The thread moves nothing and ends once its window is over: here when the last cold
+    /// build's guard goes (other tests of this binary may start it again meanwhile, hence the
+    /// bounded wait), and at once on `stop_keeping`.
     #[test]
     fn the_keeping_thread_moves_nothing_and_ends() {
         let layout = CgroupLayout::detect();
         let before = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+        let guard = hold_attach_cheap(layout, Some("/any"));
+        assert_eq!(guard.is_some(), layout != CgroupLayout::None);
         keep_attach_cheap(layout);
-        keep_attach_cheap(layout);
-        if layout != CgroupLayout::None && nix::unistd::geteuid().is_root() {
-            // (Root may take the lock through its own cgroup: the thread keeps it for its window.)
-            assert!(KEEPER.lock().unwrap().1, "no keeping thread runs");
-        }
-        stop_keeping();
-        // (Other tests of this binary may start it again meanwhile: a bounded wait.)
+        std::thread::sleep(KEEP_PERIOD * 3);
+        drop(guard);
         let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while KEEPER.lock().unwrap().1 {
+        while keeper().running {
             assert!(std::time::Instant::now() < end, "the keeping thread outlived its window");
             std::thread::sleep(KEEP_PERIOD);
         }
         assert_eq!(std::fs::read_to_string("/proc/self/cgroup").unwrap(), before);
+        keep_attach_cheap(layout);
+        stop_keeping();
+        assert_eq!(std::fs::read_to_string("/proc/self/cgroup").unwrap(), before);
+        assert!(hold_attach_cheap(layout, None).is_none(), "no cgroups, nothing to hold");
     }
 
     #[test]

@@ -279,7 +279,8 @@ impl LinuxBackend {
         let started = match waiting {
             Some(warm) => self.go_warm(warm, &bundle, dl, &stdio).map_err(|why| why.to_string()),
             None => {
-                crate::cgroups::hasten_attach(self.layout, self.cgroups.parent());
+                // Held until the container's process has started (`go_warm` waits for it).
+                let _keeper = crate::cgroups::hold_attach_cheap(self.layout, self.cgroups.parent());
                 self.warm_container(dl, profile, input, &key, &bundle)
                     .map_err(|e| e.to_string())
                     .and_then(|container| self.go_warm(container, &bundle, dl, &stdio).map_err(|why| why.to_string()))

@@ -30,10 +30,9 @@ impl LinuxBackend {
         compiled: Option<(String, Bundle)>,
     ) -> Result<Launched, Error> {
         dl.check()?;
-        if !warm {
-            // A caller waits for this container: its move into a cgroup starts now.
-            crate::cgroups::hasten_attach(self.layout, self.cgroups.parent());
-        }
+        // A caller waits for this container: the grace period of its move into a cgroup starts
+        // now, and is kept passed until its process has started (`wait_started`).
+        let keeper = if warm { None } else { crate::cgroups::hold_attach_cheap(self.layout, self.cgroups.parent()) };
         if compiled.is_none() {
             // (A compiled bundle comes from `launch`, which has just checked.)
             check_identities(profile)?;
@@ -68,6 +67,7 @@ impl LinuxBackend {
                 },
                 key: None,
                 in_flight: None,
+                keeper,
                 marks: vec![("launch", t0), ("compiled", t1), ("written", t2), ("helper-spawned", monotonic_us())],
             }),
             Err(e) => {
@@ -81,6 +81,8 @@ impl LinuxBackend {
     /// Waits until the container exists and runs; a container that could not be created (or a
     /// setup step that failed before start) is `Runtime`, with everything torn down.
     pub fn wait_started(&self, launched: &mut Launched, dl: &dyn Deadline, closing: &AtomicBool) -> Result<(), Error> {
+        // Past its cgroup move, whatever this returns: the keeper's window may end.
+        let _keeper = launched.keeper.take();
         match launched.phase {
             Phase::Started | Phase::Finished(_) => return Ok(()),
             Phase::Lost => {
@@ -264,6 +266,9 @@ pub struct Launched {
     pub(super) key: Option<String>,
     /// That run, counted while it lasts (it may bring its container back).
     pub(super) in_flight: Option<super::warm::InFlight>,
+    /// Keeps cgroup moves cheap while this cold container is built (dropped once its process
+    /// started: `wait_started`).
+    pub(super) keeper: Option<crate::cgroups::KeepGuard>,
 }
 
 /// Where a launched spawn's container is.
