@@ -119,8 +119,8 @@ mod linux {
     }
 
     /// This process's threads, but for the library's cgroup keeper ("sandbox-cgroup"), which
-    /// runs for 60 ms after a cold spawn is announced and ends by itself (at the latest when the
-    /// set closes): a count taken while a set lives may or may not see it.
+    /// runs from a set's opening or a cold spawn until that container's process starts (60 ms at
+    /// most) and ends by itself: a count taken while a set lives may or may not see it.
     fn threads() -> usize {
         fs::read_dir("/proc/self/task")
             .unwrap()

@@ -322,12 +322,12 @@ pub fn keep_attach_cheap(layout: CgroupLayout) {
     let spawned = std::thread::Builder::new().name(String::from("sandbox-cgroup")).spawn(move || {
         // Should this thread end any other way than below, the state says so.
         let mut armed = Armed(true);
+        let tid = nix::unistd::gettid().as_raw().to_string();
         loop {
             // A file this thread may not open (another user's cgroup, none mounted) is refused
             // before the lock: nothing to keep. The write itself takes the lock even where the
             // kernel then refuses the move (v2's rules for threads): its result does not matter.
             let took = own_attach_file(layout).is_some_and(|f| {
-                let tid = nix::unistd::gettid().as_raw().to_string();
                 std::fs::OpenOptions::new()
                     .write(true)
                     .open(f)
@@ -341,10 +341,8 @@ pub fn keep_attach_cheap(layout: CgroupLayout) {
             loop {
                 let now = std::time::Instant::now();
                 if !took || keeper.until.is_none_or(|u| now >= u) {
-                    keeper.running = false;
-                    keeper.until = None;
+                    ended(&mut keeper);
                     armed.0 = false;
-                    KEEPER_WAKE.notify_all();
                     return;
                 }
                 if now >= next {
@@ -356,12 +354,17 @@ pub fn keep_attach_cheap(layout: CgroupLayout) {
         }
     });
     if let Err(e) = spawned {
-        let mut keeper = keeper();
-        keeper.running = false;
-        keeper.until = None;
-        KEEPER_WAKE.notify_all();
+        ended(&mut keeper());
         tracing::debug!("no thread to keep cgroup moves cheap: {e}");
     }
+}
+
+/// The keeping thread is gone (or never came): its window with it. Decided under the same lock
+/// as the end, so that a call extending the window meanwhile starts a new thread.
+fn ended(keeper: &mut Keeper) {
+    keeper.running = false;
+    keeper.until = None;
+    KEEPER_WAKE.notify_all();
 }
 
 /// The keeping thread's guard: still armed when the thread ends other than by its own decision.
@@ -370,10 +373,7 @@ struct Armed(bool);
 impl Drop for Armed {
     fn drop(&mut self) {
         if self.0 {
-            let mut keeper = keeper();
-            keeper.running = false;
-            keeper.until = None;
-            KEEPER_WAKE.notify_all();
+            ended(&mut keeper());
         }
     }
 }

@@ -258,15 +258,16 @@ impl LinuxBackend {
         require: bool,
     ) -> Result<Launched, Error> {
         dl.check()?;
-        check_identities(profile)?;
         // Grant spawns (single-use shapes) and PTY spawns (the terminal is made by the runtime)
         // always get a fresh container; so does the probe, and every spawn of a set that keeps
         // none (its init runs the bundle's process and ends with it: no `ready`/`go` round trip
         // and no clean-up for a next run that never comes).
         let warmable = self.keep_containers && require && !input.tty && input.grants == GrantDeltas::default();
         if !warmable {
+            // (`launch_fresh` checks the identities itself.)
             return self.launch_fresh(dl, profile, input, [stdin, stdout, stderr], require, false, None);
         }
+        check_identities(profile)?;
         let t0 = crate::protocol::monotonic_us();
         let id = self.next_id();
         let bundle = self.compile(profile, input, &id)?;
