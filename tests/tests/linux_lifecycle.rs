@@ -641,7 +641,7 @@ mod linux {
             let (exec, ws, stop) = (Arc::clone(&exec), f.ws.clone(), Arc::clone(&stop));
             std::thread::spawn(move || {
                 let mut runs = 0;
-                while !stop.load(Ordering::SeqCst) && runs < 400 {
+                while !stop.load(Ordering::SeqCst) && runs < 4000 {
                     // Each run changes its init's open-files limit, so its container is given
                     // up (issue 16): every run has a container built for it.
                     let _ = exec.run_command(&dl(), &ws, "prlimit --pid 1 --nofile=1000:1000");
@@ -650,20 +650,47 @@ mod linux {
             })
         };
         let me = i32::try_from(std::process::id()).unwrap();
+        // Caught where it would hang: blocked on its channel (a datagram socket, which never
+        // reports the peer's end) waiting for its worker.
+        let blocked = |pid: i32| {
+            fs::read_to_string(format!("/proc/{pid}/wchan"))
+                .is_ok_and(|w| w.contains("wait_for_more_packets") || w.contains("dgram_recvmsg"))
+        };
         let end = Instant::now() + Duration::from_secs(45);
         let mut caught = None;
+        let mut tries = 0;
         while caught.is_none() && Instant::now() < end {
             let (_, workers) = sandbox_tests::helpers_of(me);
-            caught = fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+            let Some((inter, worker)) = fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
                 let pid: i32 = e.file_name().to_str()?.parse().ok()?;
                 let (worker, name) = sandbox_tests::parent_and_name(pid)?;
-                // Caught where it would hang: blocked on its channel (a datagram socket, which
-                // never reports the peer's end).
-                let blocked = fs::read_to_string(format!("/proc/{pid}/wchan"))
-                    .is_ok_and(|w| w.contains("wait_for_more_packets") || w.contains("dgram_recvmsg"));
-                (name.starts_with("youki:[1:INTER]") && blocked && workers.contains(&worker)).then_some((pid, worker))
-            });
+                (name.starts_with("youki:[1:INTER]") && workers.contains(&worker)).then_some((pid, worker))
+            }) else {
+                continue;
+            };
+            // The window in which the intermediate process waits for its worker (the user
+            // namespace's maps) is well under a millisecond; stopping the worker as soon as
+            // an intermediate process shows holds it open. Stopped before its answer, the
+            // worker leaves the intermediate process blocked; stopped after, the intermediate
+            // process ends on its own and the worker goes on.
+            tries += 1;
+            let worker_pid = nix::unistd::Pid::from_raw(worker);
+            if nix::sys::signal::kill(worker_pid, nix::sys::signal::Signal::SIGSTOP).is_err() {
+                continue;
+            }
+            let until = Instant::now() + Duration::from_millis(300);
+            while Instant::now() < until && Path::new(&format!("/proc/{inter}")).exists() && !blocked(inter) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let still_ours = sandbox_tests::parent_and_name(inter)
+                .is_some_and(|(p, name)| p == worker && name.starts_with("youki:[1:INTER]"));
+            if still_ours && blocked(inter) {
+                caught = Some((inter, worker));
+            } else {
+                let _ = nix::sys::signal::kill(worker_pid, nix::sys::signal::Signal::SIGCONT);
+            }
         }
+        println!("stopped a worker {tries} time(s) before its intermediate process was caught blocked");
         let (inter, worker) = caught.expect("an intermediate process of ours within 45 s");
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(worker), nix::sys::signal::Signal::SIGKILL).unwrap();
         wait_until("the intermediate process to go", Duration::from_secs(5), || {
