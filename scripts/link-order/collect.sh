@@ -73,12 +73,14 @@ converge() {
 bench=$root/target/release/spawn-bench
 cli=$root/target/release/sandbox
 stage11=$root/target/release/examples/stage-11-sandbox-process
-converge "$bench" "$bench --quick --only 'sandbox library'; $bench --quick --only library" -p sandbox-tests --bin spawn-bench
-converge "$cli" "$cli run -- sh -c 'echo hi; sleep 0.3'; $cli run --json -- false; echo '{\"id\":1,\"op\":\"run\",\"argv\":[\"true\"]}' | $cli serve; $cli proof" -p sandbox-cli --bin sandbox
+bench_spawns="$bench --quick --only 'sandbox library'; $bench --quick --only library"
+cli_spawns="$cli run -- sh -c 'echo hi; sleep 0.3'; $cli run --json -- false; echo '{\"id\":1,\"op\":\"run\",\"argv\":[\"true\"]}' | $cli serve; $cli proof"
+converge "$bench" "$bench_spawns" -p sandbox-tests --bin spawn-bench
+converge "$cli" "$cli_spawns" -p sandbox-cli --bin sandbox
 converge "$stage11" "$stage11" -p sandbox-examples --example stage-11-sandbox-process
 # Symbol names carry a hash of each crate's resolved features, which depend on the packages a
-# cargo invocation builds: the ones above are CI's and scripts/proof.sh's; this one is the
+# cargo invocation builds: the ones above are CI's and scripts/proof.sh's; these are the
 # README's `cargo build --release` at the root.
-converge "$bench" "$bench --quick --only 'sandbox library'; $bench --quick --only library"
-converge "$cli" "$cli run -- sh -c 'echo hi; sleep 0.3'; $cli run --json -- false; echo '{\"id\":1,\"op\":\"run\",\"argv\":[\"true\"]}' | $cli serve; $cli proof"
+converge "$bench" "$bench_spawns"
+converge "$cli" "$cli_spawns"
 echo "collect.sh: $(wc -l < "$order") functions in $order"
