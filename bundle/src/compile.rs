@@ -200,7 +200,7 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
 
     let Planned { planner, rootfs_symlinks, host_entries_bound, replaced, write_narrowed } =
         plan::plan(profile, spawn, host, &authority)?;
-    let expected = expected::expected_mounts(profile, g, &planner);
+    let expected = expected::expected_mounts(profile, g, &spawn.protected, &planner);
     let plan = MountPlan { mounts: planner.ops, rootfs_symlinks };
     let landlock = landlock::landlock_rules(
         &plan,
@@ -280,8 +280,16 @@ fn exempt(profile: &Profile, spawn: &SpawnContext) -> Vec<PathBuf> {
     if let Some(home) = spawn.home_dir.as_ref().filter(|_| profile.config().home == crate::access::Home::IsolatedHome) {
         out.push(home.clone());
     }
-    // A private directory that holds (or lies in) an area is not exempt: a workspace under
-    // `/tmp` is the host's, bound over the private tmpfs.
-    out.retain(|e| !profile.areas().any(|(a, _, _)| a.starts_with(e) || e.starts_with(a)));
+    // A private directory that holds (or lies in) an area or a grant target is not exempt: a
+    // workspace or a granted tree under `/tmp` is the host's, bound over the private tmpfs.
+    let g = &spawn.grants;
+    let targets: Vec<&std::path::Path> = profile
+        .areas()
+        .map(|(a, _, _)| a)
+        .chain(
+            g.read_trees.iter().chain(&g.write_trees).chain(&g.read_paths).chain(&g.write_paths).map(PathBuf::as_path),
+        )
+        .collect();
+    out.retain(|e| !targets.iter().any(|a| a.starts_with(e) || e.starts_with(a)));
     out
 }

@@ -343,6 +343,43 @@ pub struct ProtectScan {
     /// Why the spawn must not run at all (the scan could not finish): compiling fails with
     /// `InvalidProfile` and this text.
     pub refused: Option<String>,
+    /// `(path, st_dev, st_ino)` of every existing entry, pin and existing additional root, and
+    /// of every pinned ancestor of the profile's roots that exists, read at the end of the scan
+    /// without following a symlink in any component ([`object_identity`]). The container init
+    /// checks that each self-bind of these paths is a mount of that object (the runtime
+    /// resolves bind sources on the host by path, following symlinks: a concurrent swap of an
+    /// entry or pin with a symlink between scan and mount bound the symlink's target, a host
+    /// directory outside every area, read-write). The Linux backend adds its placeholder.
+    pub identities: Vec<(PathBuf, u64, u64)>,
+}
+
+/// `(st_dev, st_ino)` of what `path` names, looked up without following a symlink in any
+/// component (Linux: `openat2(RESOLVE_NO_SYMLINKS)`): an error (`ELOOP`) when a component is
+/// one, so that what is recorded is reachable by that name through directories only.
+pub fn object_identity(path: &Path) -> std::io::Result<(u64, u64)> {
+    #[cfg(target_os = "linux")]
+    {
+        use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+        let how = OpenHow::new()
+            .flags(OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC)
+            .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+        let fd = openat2(nix::libc::AT_FDCWD, path, how).map_err(std::io::Error::from)?;
+        let st = nix::sys::stat::fstat(fd);
+        let _ = nix::unistd::close(fd);
+        let st = st.map_err(std::io::Error::from)?;
+        #[allow(clippy::useless_conversion)]
+        Ok((u64::from(st.st_dev), u64::from(st.st_ino)))
+    }
+    #[cfg(all(unix, not(target_os = "linux")))]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(path)?;
+        Ok((m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::symlink_metadata(path).map(|_| (0, 0))
+    }
 }
 
 /// The protections of one compiled spawn (`Bundle::protection`).

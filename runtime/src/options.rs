@@ -41,6 +41,8 @@ pub struct ExecutorSetOptions {
     pub(crate) env: EnvOptions,
     pub(crate) seed_home: Vec<(PathBuf, PathBuf)>,
     pub(crate) resolve: Vec<(String, IpAddr)>,
+    /// Read by the Linux backend only (Seatbelt has no containers to keep).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) reuse_containers: bool,
 }
 

@@ -625,6 +625,155 @@ mod linux {
         assert_eq!(fs::read_to_string(ws.join("d/pkg/.vscode/tasks.json")).unwrap(), "{}\n");
         assert_eq!(fs::read_to_string(ws.join("plain-target/f")).unwrap(), "ok\n");
     }
+
+    /// A pin or a protected entry swapped with a symlink while spawns run (the attack: a
+    /// workload in another sandbox of the same workspace exchanges `a/.git`, a repository it
+    /// made, or `x/.vscode` with a symlink to a host directory outside every area, in a loop).
+    /// The runtime resolves a bind's source on the host by path, so a spawn that scanned while
+    /// the name was a directory and mounted while it was the symlink bound the host directory
+    /// read-write at the symlink's target inside the container (19 of 50 spawns, by the
+    /// attacker's count). Now every such self-bind is checked by the init against the object the
+    /// scan recorded without following a symlink: a spawn either fails (the scan saw the change:
+    /// `InvalidProfile`; the init's check: `Runtime`) or runs without the target. The target's
+    /// secret is never read and nothing is written there. Positive control: spawns still run
+    /// during the loop, and after it.
+    pub fn a_pin_or_protected_entry_swapped_with_a_symlink_never_binds_its_target() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::time::{Duration, Instant};
+        for (what, dir) in [("pin", "a/.git"), ("protected entry", "x/.vscode")] {
+            let d = sandbox_tests::TestDirs::new("sbx-pin-swap");
+            let ws = d.ws.as_path();
+            let target = tempfile::Builder::new().prefix("sbx-pin-target").tempdir_in("/dev/shm").unwrap();
+            let t = fs::canonicalize(target.path()).unwrap();
+            fs::write(t.join("secret"), "SECRET\n").unwrap();
+            let parent = ws.join(dir).parent().unwrap().to_path_buf();
+            fs::create_dir_all(ws.join(dir)).unwrap();
+            std::os::unix::fs::symlink(&t, parent.join("l")).unwrap();
+            let (_set, exec) = executor(&d, config(&d));
+            let probe = format!(
+                "cat {t}/secret 2>/dev/null; (echo pwned > {t}/written) 2>/dev/null; echo ran",
+                t = t.display()
+            );
+            assert_eq!(sh_ok(&exec, ws, &probe), "ran\n", "{what}: control before the loop");
+            let stop = Arc::new(AtomicBool::new(false));
+            let swapper = {
+                let (stop, a, b) = (Arc::clone(&stop), ws.join(dir), parent.join("l"));
+                std::thread::spawn(move || {
+                    let a = std::ffi::CString::new(a.to_str().unwrap()).unwrap();
+                    let b = std::ffi::CString::new(b.to_str().unwrap()).unwrap();
+                    let mut swaps = 0u64;
+                    while !stop.load(Ordering::SeqCst) {
+                        // SAFETY: both paths are NUL-terminated and alive for the call.
+                        let rc = unsafe {
+                            libc::renameat2(
+                                libc::AT_FDCWD,
+                                a.as_ptr(),
+                                libc::AT_FDCWD,
+                                b.as_ptr(),
+                                libc::RENAME_EXCHANGE,
+                            )
+                        };
+                        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+                        swaps += 1;
+                        std::thread::sleep(Duration::from_micros(500));
+                    }
+                    swaps
+                })
+            };
+            let (mut ran, mut refused, mut caught_inside, mut not_built, mut spawns) = (0, 0, 0, 0, 0);
+            let end = Instant::now() + Duration::from_secs(12);
+            while Instant::now() < end && spawns < 1000 {
+                spawns += 1;
+                std::thread::sleep(Duration::from_micros(200 * (spawns % 5)));
+                match sh_in(&exec, ws, &probe) {
+                    Ok((_, out)) => {
+                        assert!(!out.contains("SECRET"), "{what}: spawn {spawns} read the host directory: {out}");
+                        ran += 1;
+                    }
+                    Err(Error::InvalidProfile { detail }) => {
+                        if refused == 0 {
+                            println!("  {what}: first refusal: {detail}");
+                        }
+                        refused += 1;
+                    }
+                    Err(Error::Runtime { detail, .. }) if detail.contains("identities") => {
+                        if caught_inside == 0 {
+                            println!("  {what}: first failure inside: {detail}");
+                        }
+                        caught_inside += 1;
+                    }
+                    Err(Error::Runtime { detail, .. }) => {
+                        if not_built == 0 {
+                            println!("  {what}: first failure to build: {detail}");
+                        }
+                        not_built += 1;
+                    }
+                    Err(e) => panic!("{what}: spawn {spawns}: {e:?}"),
+                }
+                assert!(!t.join("written").exists(), "{what}: spawn {spawns} wrote into the host directory");
+            }
+            stop.store(true, Ordering::SeqCst);
+            let swaps = swapper.join().unwrap();
+            println!(
+                "  {what}: {spawns} spawns, {swaps} swaps: {ran} ran, {refused} refused by the scan, {caught_inside} \
+                 failed by the init's check, {not_built} not built by the runtime"
+            );
+            assert!(refused + caught_inside > 0, "{what}: the swap never hit a spawn");
+            assert!(ran > 0, "{what}: no spawn ran during the loop (positive control)");
+            assert_eq!(fs::read_to_string(t.join("secret")).unwrap(), "SECRET\n");
+            if ws.join(dir).is_symlink() {
+                fs::rename(ws.join(dir), ws.join("tmp-link")).unwrap();
+                fs::rename(parent.join("l"), ws.join(dir)).unwrap();
+                fs::rename(ws.join("tmp-link"), parent.join("l")).unwrap();
+            }
+            assert_eq!(sh_ok(&exec, ws, &probe), "ran\n", "{what}: control after the loop");
+        }
+    }
+
+    /// A tree-write grant's target under `/tmp` is the host's directory bound over the private
+    /// tmpfs: the protected names are refused creation there (the private `/tmp` is no longer
+    /// exempt), as in the workspace. Before, `.envrc`, `.vscode/tasks.json` and
+    /// `.claude/settings.json` were written into the host directory. (A repository made during a
+    /// run, with its hooks, is the workload's own there as in the workspace: THREAT-MODEL.md.)
+    /// Control: an ordinary file is written.
+    pub fn protected_names_are_refused_in_a_granted_tree_under_tmp() {
+        let d = sandbox_tests::TestDirs::new("sbx-grant-tmp");
+        let target = tempfile::Builder::new().prefix("sbx-granted").tempdir_in("/tmp").unwrap();
+        let g = fs::canonicalize(target.path()).unwrap();
+        let profile = Profile::new(ProfileConfig { host_write: Access::Gated, ..config(&d) }).unwrap();
+        let set = ExecutorSet::new(&dl(), &profile, d.set_options(4)).unwrap();
+        let exec = set.executor("k").unwrap();
+        let cmd = format!(
+            "cd {g} && {} {} {} echo ok > plain && echo controls-ok",
+            attempt("envrc", "echo 'echo PWNED' > .envrc"),
+            attempt("vscode", "mkdir -p .vscode && echo '{}' > .vscode/tasks.json"),
+            attempt("claude", "mkdir -p .claude && echo '{}' > .claude/settings.json"),
+            g = g.display()
+        );
+        let target = g.display().to_string();
+        let request = sandbox::GrantRequest {
+            execution_id: String::from("exec-1"),
+            command: cmd.clone(),
+            cwd: d.ws.clone(),
+            kind: String::from("filesystem.write"),
+            scope: format!("tree:{target}"),
+            class: String::from("filesystem.tree.write.v1"),
+            target: target.clone(),
+            expiry_unix_ms: i64::try_from(
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis(),
+            )
+            .unwrap()
+                + 60_000,
+        };
+        let token = exec.issue_grant(&dl(), &request).unwrap();
+        let out = exec.run_command_with_grants(&dl(), "exec-1", &d.ws, &cmd, &[token]).unwrap();
+        let text = String::from_utf8_lossy(&out.bytes).into_owned();
+        all_failed(&text, &["envrc".to_owned(), "vscode".to_owned(), "claude".to_owned()]);
+        assert!(text.ends_with("controls-ok\n"), "{text}");
+        assert_eq!(fs::read_to_string(g.join("plain")).unwrap(), "ok\n");
+        assert!(!g.join(".envrc").exists() && !g.join(".vscode/tasks.json").exists());
+        assert!(!g.join(".claude/settings.json").exists());
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -660,6 +809,14 @@ fn main() -> std::process::ExitCode {
                 sandbox_run_in_a_repository_commits_and_keeps_hooks,
             ),
             ("file_roots_deny_one_file", file_roots_deny_one_file),
+            (
+                "a_pin_or_protected_entry_swapped_with_a_symlink_never_binds_its_target",
+                a_pin_or_protected_entry_swapped_with_a_symlink_never_binds_its_target,
+            ),
+            (
+                "protected_names_are_refused_in_a_granted_tree_under_tmp",
+                protected_names_are_refused_in_a_granted_tree_under_tmp,
+            ),
             ("a_root_that_does_not_exist_cannot_be_created", a_root_that_does_not_exist_cannot_be_created),
             (
                 "a_missing_hooks_directory_of_an_existing_repository_cannot_be_created",

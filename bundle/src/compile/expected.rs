@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::GrantDeltas;
 use super::plan::{MountKind, Origin, Planner};
 use crate::profile::Profile;
+use crate::protect::ProtectScan;
 
 /// What the container init checks about one mount after mounting, before Landlock (the
 /// `sandbox.identities` annotation; issue 12, classes 1 and 3b). Mounts are fixed objects once
@@ -31,11 +32,24 @@ pub struct ExpectedMount {
     pub entry_ino: Option<u64>,
 }
 
-/// The checks the init makes after mounting: every bind of the workspace, a root, a pin or a
-/// grant target must be a mount point of the recorded object; every mask of a root must be a
-/// mount point over the recorded directory entry (when its parent is a host bind; over the
-/// container's own skeleton or tmpfs there is nothing of the host to check).
-pub(super) fn expected_mounts(profile: &Profile, g: &GrantDeltas, planner: &Planner) -> Vec<ExpectedMount> {
+/// The checks the init makes after mounting: every bind of the workspace, a root, a pin, a grant
+/// target, a protected entry (and the pins the protected-path scan adds), an alias of a root and
+/// every unreadable placeholder must be a mount point of the recorded object; every mask of a
+/// root must be a mount point over the recorded directory entry (when its parent is a host bind;
+/// over the container's own skeleton or tmpfs there is nothing of the host to check).
+///
+/// The runtime resolves a bind's source on the host and its destination in the container by
+/// path, following symlinks, so any self-bind whose path a workload (in another sandbox of the
+/// same workspace) can rename could land the symlink's target, a host directory outside every
+/// area, where the workload can reach it. Each such bind is therefore checked. One whose object
+/// was not recorded (the scan found it but could not record it, which refuses the spawn first)
+/// is checked against an identity no object has, so that it fails closed.
+pub(super) fn expected_mounts(
+    profile: &Profile,
+    g: &GrantDeltas,
+    scan: &ProtectScan,
+    planner: &Planner,
+) -> Vec<ExpectedMount> {
     let mut out = Vec::new();
     for op in planner.ops.iter().filter(|op| !op.below) {
         let identity = profile.identities().iter().find(|i| i.path == op.destination);
@@ -55,25 +69,53 @@ pub(super) fn expected_mounts(profile: &Profile, g: &GrantDeltas, planner: &Plan
             Some(i) if host_parent => (i.parent, i.entry_ino),
             _ => (None, None),
         };
+        let bind = |dev: u64, ino: u64, what: &str, parent: Option<(u64, u64)>, entry_ino: Option<u64>| ExpectedMount {
+            path: op.destination.clone(),
+            what: what.to_owned(),
+            dev,
+            ino,
+            mask: false,
+            parent,
+            entry_ino,
+        };
         match (op.origin, op.kind) {
-            (Origin::Area, kind) if Planner::is_bind(kind) && op.source.as_ref() == Some(&op.destination) => {
+            (Origin::Area | Origin::Protected | Origin::AreaMask, kind) if Planner::is_bind(kind) => {
+                let Some(source) = op.source.as_ref() else { continue };
+                let self_bind = *source == op.destination;
                 let grant = g.identities.iter().find(|(p, _, _)| *p == op.destination);
                 // A grant target wins over the profile's record of the same path: the grant
                 // code verified it at this spawn (its name is not tied: no record of it).
-                let found = match grant {
-                    Some((_, dev, ino)) => Some((*dev, *ino, what(None), None, None)),
-                    None => identity.map(|i| (i.dev, i.ino, what(Some(i.role)), parent, entry_ino)),
+                if let (Origin::Area, Some((_, dev, ino))) = (op.origin, grant) {
+                    out.push(bind(*dev, *ino, what(None), None, None));
+                    continue;
+                }
+                if let (Origin::Area, true, Some(i)) = (op.origin, self_bind, identity) {
+                    out.push(bind(i.dev, i.ino, what(Some(i.role)), parent, entry_ino));
+                    continue;
+                }
+                let granted = g.read_trees.iter().chain(&g.write_trees).chain(&g.read_paths).chain(&g.write_paths);
+                if op.origin == Origin::Area && granted.into_iter().any(|t| *t == op.destination) {
+                    continue; // a grant target the grant code did not record (not bound by its name)
+                }
+                // The object the bind must show: an alias shows its root's directory, a
+                // placeholder the placeholder, anything else itself.
+                let object = planner.object_of.iter().find(|(d, _)| *d == op.destination).map_or(source, |(_, o)| o);
+                let recorded = profile
+                    .identities()
+                    .iter()
+                    .find(|i| i.path == *object)
+                    .map(|i| (i.dev, i.ino))
+                    .or_else(|| scan.identities.iter().find(|(p, _, _)| p == object).map(|(_, d, i)| (*d, *i)));
+                let what = match op.origin {
+                    Origin::Protected if self_bind => "protected entry",
+                    Origin::Protected => "unreadable placeholder over",
+                    Origin::AreaMask => "alias of an additional root",
+                    _ if scan.pins.contains(&op.destination) => "pinned ancestor of a protected entry",
+                    _ => "additional root",
                 };
-                if let Some((dev, ino, what, parent, entry_ino)) = found {
-                    out.push(ExpectedMount {
-                        path: op.destination.clone(),
-                        what: what.to_owned(),
-                        dev,
-                        ino,
-                        mask: false,
-                        parent,
-                        entry_ino,
-                    });
+                match recorded {
+                    Some((dev, ino)) => out.push(bind(dev, ino, what, None, None)),
+                    None => out.push(bind(0, 0, &format!("{what} (no identity was recorded)"), None, None)),
                 }
             }
             (Origin::AreaMask, MountKind::Mask) => {

@@ -166,6 +166,9 @@ impl<'a> Authority<'a> {
 
 pub(super) struct Planner {
     pub(super) ops: Vec<PlannedMount>,
+    /// `(destination, path)`: the bind at `destination` shows the object recorded for `path`
+    /// (an alias of a root shows the root's directory).
+    pub(super) object_of: Vec<(PathBuf, PathBuf)>,
 }
 
 impl Planner {
@@ -250,7 +253,7 @@ pub(super) fn plan(
     let g = &spawn.grants;
     let effective = |axis: Axis, p: &Path| authority.effective(axis, p);
 
-    let mut planner = Planner { ops: Vec::new() };
+    let mut planner = Planner { ops: Vec::new(), object_of: Vec::new() };
     let mut rootfs_symlinks = Vec::new();
     let mut write_narrowed: Vec<String> = Vec::new();
 
@@ -403,6 +406,7 @@ pub(super) fn plan(
             }
             match kind {
                 MountKind::ReadOnly if effective(Axis::Write, &alias) => {
+                    planner.object_of.push((alias.clone(), root.clone()));
                     planner.push(alias.clone(), Some(alias), MountKind::ReadOnly, file, Origin::AreaMask, 9);
                 }
                 MountKind::ReadOnly => {}

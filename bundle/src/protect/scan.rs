@@ -281,7 +281,59 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
     }
     pins.sort_by_key(|p| (p.components().count(), p.clone()));
     out.pins = pins;
+    record_identities(&mut out);
     out
+}
+
+/// Fills `out.identities` (see [`ProtectScan::identities`]): each existing entry, pin and
+/// existing root by [`super::object_identity`]. An entry gone since it was found is refused
+/// creation instead of bound, a pin gone is dropped (nothing beneath it to pin), and anything
+/// else (a component that is a symlink now, an error) refuses the spawn: the path changed while
+/// the spawn was being prepared, and binding it by path would bind whatever it leads to.
+fn record_identities(out: &mut ProtectScan) {
+    use std::io::ErrorKind::NotFound;
+    let mut failed: Option<String> = None;
+    let mut fail = |what: &str, p: &Path, e: std::io::Error| {
+        failed.get_or_insert_with(|| {
+            format!("{what} {}: changed while the spawn was prepared ({e}); not bound by its name", p.display())
+        });
+    };
+    let mut gone: Vec<PathBuf> = Vec::new();
+    for (p, _) in &out.existing {
+        match super::object_identity(p) {
+            Ok((dev, ino)) => out.identities.push((p.clone(), dev, ino)),
+            Err(e) if e.kind() == NotFound => gone.push(p.clone()),
+            Err(e) => fail("protected entry", p, e),
+        }
+    }
+    out.existing.retain(|(p, _)| !gone.contains(p));
+    out.missing.extend(gone);
+    out.missing.sort();
+    out.missing.dedup();
+    let mut kept = Vec::new();
+    for p in std::mem::take(&mut out.pins) {
+        match super::object_identity(&p) {
+            Ok((dev, ino)) => {
+                out.identities.push((p.clone(), dev, ino));
+                kept.push(p);
+            }
+            Err(e) if e.kind() == NotFound => {}
+            Err(e) => fail("pinned ancestor of a protected entry", &p, e),
+        }
+    }
+    out.pins = kept;
+    for (p, kind) in &out.roots {
+        if *kind == RootKind::Missing {
+            continue;
+        }
+        match super::object_identity(p) {
+            Ok((dev, ino)) => out.identities.push((p.clone(), dev, ino)),
+            Err(e) => fail("additional root", p, e),
+        }
+    }
+    if out.refused.is_none() {
+        out.refused = failed;
+    }
 }
 
 /// Whether a proper ancestor of `dir` holds `.git` (a repository git would find from `dir`).

@@ -42,6 +42,11 @@ impl LinuxBackend {
         mut protected: sandbox_bundle::protect::ProtectScan,
     ) -> Result<Bundle, Error> {
         protected.placeholder = Some(self.placeholder.clone());
+        // The placeholder is checked where it is bound, like every bind a workload could
+        // redirect by renaming its destination (the set's own file, in the masked scratch root).
+        if let Ok((dev, ino)) = sandbox_bundle::protect::object_identity(&self.placeholder) {
+            protected.identities.push((self.placeholder.clone(), dev, ino));
+        }
         let ctx = SpawnContext {
             argv: input.argv.clone(),
             cwd: input.cwd.clone(),
