@@ -39,10 +39,42 @@ pub struct VerifyError {
 
 /// Checks every expected mount; Err names the first that does not hold.
 pub fn verify(expected: &[ExpectedMount]) -> Result<(), VerifyError> {
+    let table = if expected.iter().any(|e| e.stacked > 0) {
+        Some(std::fs::read("/proc/self/mountinfo").map_err(|source| VerifyError {
+            what: String::from("mount table"),
+            path: std::path::PathBuf::from("/proc/self/mountinfo"),
+            why: Mismatch::Io { step: "reading", source },
+        })?)
+    } else {
+        None
+    };
     for e in expected {
-        check(e).map_err(|why| VerifyError { what: e.what.to_string(), path: e.path.clone(), why })?;
+        let fail = |why| VerifyError { what: e.what.to_string(), path: e.path.clone(), why };
+        if let (Some(table), true) = (&table, e.stacked > 0) {
+            let found = mounts_at(table, &e.path);
+            if found < e.stacked {
+                return Err(fail(Mismatch::Stacked { found, expected: e.stacked }));
+            }
+        }
+        if !e.count_only {
+            check(e).map_err(fail)?;
+        }
     }
     Ok(())
+}
+
+/// How many entries of the mount table `table` (`/proc/self/mountinfo`) have their mount point
+/// at `path` (the fifth field, with the kernel's octal escapes for space, tab, newline and
+/// backslash).
+fn mounts_at(table: &[u8], path: &Path) -> usize {
+    let mut escaped = Vec::new();
+    for &b in path.as_os_str().as_bytes() {
+        match b {
+            b' ' | b'\t' | b'\n' | b'\\' => escaped.extend_from_slice(format!("\\{b:03o}").as_bytes()),
+            _ => escaped.push(b),
+        }
+    }
+    table.split(|&b| b == b'\n').filter(|line| line.split(|&b| b == b' ').nth(4) == Some(escaped.as_slice())).count()
 }
 
 fn check(e: &ExpectedMount) -> Result<(), Mismatch> {
@@ -149,6 +181,11 @@ enum Mismatch {
     KeptChanging { attempts: usize, millis: u128 },
     #[error("is not a mount point inside the container")]
     NotMountPoint,
+    #[error(
+        "carries {found} mounts, not the {expected} its protection and the copies below its layers make (a copy \
+         landed elsewhere)"
+    )]
+    Stacked { found: usize, expected: usize },
     #[error("is not the sandbox's mask (not a tmpfs)")]
     NotMask,
     #[error(
@@ -181,7 +218,33 @@ mod tests {
             mask,
             parent: None,
             entry_ino: None,
+            stacked: 0,
+            count_only: false,
         }
+    }
+
+    #[test]
+    fn mounts_are_counted_at_their_escaped_mount_point() {
+        let table = b"22 1 0:21 / /proc rw - proc proc rw\n\
+            30 22 0:5 / /a\\040b rw - tmpfs tmpfs rw\n\
+            31 30 0:6 / /a\\040b rw - tmpfs tmpfs rw\n\
+            32 30 0:7 / /a\\040b/c rw - tmpfs tmpfs rw\n";
+        assert_eq!(mounts_at(table, Path::new("/a b")), 2);
+        assert_eq!(mounts_at(table, Path::new("/a b/c")), 1);
+        assert_eq!(mounts_at(table, Path::new("/a")), 0);
+        assert_eq!(mounts_at(table, Path::new("/proc")), 1);
+    }
+
+    #[test]
+    fn a_protection_short_of_its_copies_fails() {
+        // One more mount expected at /proc than there are (a copy below a layer redirected
+        // elsewhere) fails; as many as there are, it holds.
+        let n = mounts_at(&std::fs::read("/proc/self/mountinfo").unwrap(), Path::new("/proc"));
+        assert!(n >= 1);
+        let e = ExpectedMount { stacked: n + 1, count_only: true, ..expect(Path::new("/proc"), false) };
+        let err = verify(std::slice::from_ref(&e)).unwrap_err().to_string();
+        assert!(err.contains(&format!("carries {n} mounts, not the {}", n + 1)), "{err}");
+        verify(&[ExpectedMount { stacked: n, ..e }]).unwrap();
     }
 
     #[test]

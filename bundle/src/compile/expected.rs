@@ -30,6 +30,19 @@ pub struct ExpectedMount {
     /// Over a host-backed parent: the `d_ino` the destination's name must have there, read
     /// while no rename happens in the parent (so the mount sits on the recorded directory).
     pub entry_ino: Option<u64>,
+    /// How many mounts must sit at `path` at least (0: not counted): a protection made once
+    /// more below a layer (`PlannedMount::below`) is made by path like every bind, so a swap can
+    /// redirect the copy elsewhere; the copies are hidden under the layer, but they are listed
+    /// at `path` in the mount table, and a redirected one leaves one fewer there.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stacked: usize,
+    /// Only `stacked` is checked (a protection whose own mount has nothing recorded to check).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub count_only: bool,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The checks the init makes after mounting: every bind of the workspace, a root, a pin, a grant
@@ -77,6 +90,8 @@ pub(super) fn expected_mounts(
             mask: false,
             parent,
             entry_ino,
+            stacked: 0,
+            count_only: false,
         };
         match (op.origin, op.kind) {
             (Origin::Area | Origin::Protected | Origin::AreaMask, kind) if Planner::is_bind(kind) => {
@@ -128,9 +143,32 @@ pub(super) fn expected_mounts(
                     mask: true,
                     parent,
                     entry_ino,
+                    stacked: 0,
+                    count_only: false,
                 });
             }
             _ => {}
+        }
+    }
+    // The copies below layers: the mount of record and each copy sit at the same path.
+    for op in planner.ops.iter().filter(|op| !op.below) {
+        let copies = planner.ops.iter().filter(|c| c.below && c.destination == op.destination).count();
+        if copies == 0 {
+            continue;
+        }
+        match out.iter_mut().find(|e| e.path == op.destination) {
+            Some(e) => e.stacked = copies + 1,
+            None => out.push(ExpectedMount {
+                path: op.destination.clone(),
+                what: String::from("protection copied below a nested bind"),
+                dev: 0,
+                ino: 0,
+                mask: op.kind == MountKind::Mask,
+                parent: None,
+                entry_ino: None,
+                stacked: copies + 1,
+                count_only: true,
+            }),
         }
     }
     out
