@@ -340,6 +340,116 @@ mod linux {
         set.close().unwrap();
     }
 
+    /// Round-2 red team of issue 16 (4 December). A workspace under the host's `/tmp` lies, inside,
+    /// below directories the container made on its private `/tmp`: renamed, they moved the
+    /// workspace to another path, where the creation guard (which decides by path) let
+    /// `.githooks` be made for the host's next `git commit`, and in a kept container they moved
+    /// the workspace, HOME or TMPDIR for every later run. They are mount points now: renaming or
+    /// removing one fails (`EBUSY`). And what a run changes in the private directories
+    /// themselves (mode, extended attributes) is never handed on: the container is given up.
+    /// Controls: ordinary renames in `/tmp` work, and a later run still runs in a kept container.
+    pub fn the_directories_above_binds_and_the_private_dirs_themselves_are_not_handed_on() {
+        let root = tempfile::Builder::new().prefix("sbx-skel").tempdir_in("/tmp").unwrap();
+        let root_path = fs::canonicalize(root.path()).unwrap();
+        let (ws, scratch) = (root_path.join("ws"), root_path.join("scratch"));
+        fs::create_dir(&ws).unwrap();
+        fs::create_dir(&scratch).unwrap();
+        fs::write(ws.join("keep.txt"), "mine\n").unwrap();
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git").args(args).current_dir(&ws).status().unwrap().success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q", "."]);
+        git(&["config", "core.hooksPath", ".githooks"]);
+        if sandbox_tests::rootless_mode() {
+            for p in [root_path.as_path(), &ws, &scratch] {
+                fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+            }
+        }
+        let profile = Profile::new(sandbox_tests::allow_config(&ws)).unwrap();
+        let options = sandbox_tests::test_options(ExecutorSetOptions::new(&scratch).max_executors(2));
+        let set = ExecutorSet::new(&dl(), &profile, options).unwrap();
+        let exec = set.executor("k").unwrap();
+        let text = |cmd: &str| {
+            let out = exec.run_command(&dl(), &ws, cmd).unwrap();
+            String::from_utf8_lossy(&out.bytes).into_owned()
+        };
+        let pid = |out: &str| -> u32 {
+            out.lines().find_map(|l| l.strip_prefix("pid=")).and_then(|p| p.trim().parse().ok()).unwrap()
+        };
+        text("true");
+        text("true");
+        let r = root_path.display();
+        let a = text(&format!(
+            "echo pid=$$; mkdir /tmp/own && mv /tmp/own /tmp/own2 && echo own-mv-ok; cd /; \
+             (mv {r} {r}-x) 2>/dev/null; echo mv=$?; (rmdir {r}) 2>/dev/null; echo rmdir=$?; \
+             (mv /tmp /tmp2) 2>/dev/null; echo mv-tmp=$?; \
+             (mkdir {r}/ws/.githooks) 2>/dev/null; echo hooks=$?; (mkdir {r}-x/ws/.githooks) 2>/dev/null; echo hooks2=$?"
+        ));
+        assert!(a.contains("own-mv-ok"), "control: an ordinary rename in /tmp: {a}");
+        for refused in ["mv=0", "rmdir=0", "mv-tmp=0", "hooks=0", "hooks2=0"] {
+            assert!(!a.contains(&format!("{refused}\n")), "{refused}: {a}");
+        }
+        assert!(!ws.join(".githooks").exists());
+        let b = text("echo pid=$$; stat -c '%a' /tmp /dev/shm; echo home > \"$HOME/h\" && echo home-ok; cat keep.txt");
+        assert!(pid(&b) > 2, "control: the second run runs in the kept container: {a} / {b}");
+        assert!(b.contains("home-ok") && b.contains("mine"), "{b}");
+        // The private directories themselves: each change gives the container up.
+        for (change, check) in [
+            ("chmod 0555 /tmp", "stat -c '%a' /tmp"),
+            ("chmod 0500 /dev/shm", "stat -c '%a' /dev/shm"),
+            ("chmod 0 /dev/pts", "stat -c '%a' /dev/pts"),
+            (
+                "python3 -c 'import os; os.setxattr(\"/tmp\", \"user.leak\", b\"run1\")' 2>/dev/null || chmod 0700 /tmp",
+                "python3 -c 'import os; print(os.listxattr(\"/tmp\"))'; stat -c '%a' /tmp",
+            ),
+        ] {
+            let before = text(&format!("{check}; echo pid=$$"));
+            let changed = text(&format!("{change}; {check}; echo pid=$$"));
+            assert_ne!(before.lines().next(), changed.lines().next(), "{change} changed nothing: {changed}");
+            let after = text(&format!("{check}; echo pid=$$"));
+            assert_eq!(before.lines().next(), after.lines().next(), "{change} reached the next run: {after}");
+        }
+        set.close().unwrap();
+        assert_eq!(fs::read_to_string(ws.join("keep.txt")).unwrap(), "mine\n");
+    }
+
+    /// Round-2 red team of issue 16 (4 December): as root, the container's uid 0 owns the host's
+    /// device nodes that the runtime binds into `/dev` (and that mask `/proc` files): a workload
+    /// changed the host's `/dev/full` mode and times (`chmod 0 /dev/null` would have broken it
+    /// for every host process). They are read-only mounts now: `chmod`, `touch` and `chown`
+    /// fail, the host's nodes keep their mode and times; reading and writing the devices works
+    /// (control).
+    pub fn the_hosts_device_nodes_cannot_be_changed() {
+        use std::os::unix::fs::MetadataExt;
+        let f = Fixture::new();
+        let set = f.set();
+        let exec = set.executor("k").unwrap();
+        let nodes = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"];
+        let before: Vec<(u32, i64)> =
+            nodes.iter().map(|n| fs::metadata(n).map(|m| (m.mode(), m.mtime())).unwrap()).collect();
+        for _ in 0..3 {
+            let mut script = String::new();
+            for n in nodes.iter().chain(&["/proc/keys", "/proc/timer_list"]) {
+                script.push_str(&format!(
+                    "(chmod 0600 {n}) 2>/dev/null && echo chmod-ok-{n}; (touch -m -d 2002-02-02 {n}) 2>/dev/null && \
+                     echo touch-ok-{n}; (chown 1:1 {n}) 2>/dev/null && echo chown-ok-{n}; "
+                ));
+            }
+            script.push_str(
+                "echo x > /dev/null && head -c 3 /dev/zero | wc -c && (echo x > /dev/full) 2>/dev/null; echo full=$?",
+            );
+            let out = exec.run_command(&dl(), &f.ws, &script).unwrap();
+            let text = String::from_utf8_lossy(&out.bytes).into_owned();
+            assert!(!text.contains("-ok-"), "a device node was changed: {text}");
+            assert!(text.contains("3\n") && text.contains("full=1"), "control: the devices work: {text}");
+        }
+        let after: Vec<(u32, i64)> =
+            nodes.iter().map(|n| fs::metadata(n).map(|m| (m.mode(), m.mtime())).unwrap()).collect();
+        assert_eq!(before, after, "the host's device nodes changed");
+        set.close().unwrap();
+    }
+
     pub fn multithreaded_embedder_never_deadlocks() {
         let f = Fixture::new();
         let set = Arc::new(ExecutorSet::new(&dl(), &f.profile(), f.set_options(8).cpu_weight(100)).unwrap());
@@ -1139,6 +1249,11 @@ fn main() -> std::process::ExitCode {
                 "emptying_a_kept_containers_tmp_leaves_binds_under_it_alone",
                 emptying_a_kept_containers_tmp_leaves_binds_under_it_alone,
             ),
+            (
+                "the_directories_above_binds_and_the_private_dirs_themselves_are_not_handed_on",
+                the_directories_above_binds_and_the_private_dirs_themselves_are_not_handed_on,
+            ),
+            ("the_hosts_device_nodes_cannot_be_changed", the_hosts_device_nodes_cannot_be_changed),
             (
                 "killing_the_helper_mid_run_leaves_no_process_and_sweeps_leftovers",
                 killing_the_helper_mid_run_leaves_no_process_and_sweeps_leftovers,

@@ -316,6 +316,7 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     // What a run could change in this init from outside (its limits, priorities, affinity):
     // a kept container whose init reads otherwise after a run is given up (issue 16).
     let attributes = sys::outside_attributes();
+    let private_dirs = crate::fresh::private_dirs_state();
 
     // Ready; wait for the helper's go (EOF: the helper is gone, and so is this spawn). A warm
     // container's go carries the process to run and its stdio.
@@ -376,6 +377,8 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
         if !single_threaded()
             || attributes.is_none()
             || sys::outside_attributes() != attributes
+            || private_dirs.is_none()
+            || crate::fresh::private_dirs_state() != private_dirs
             || crate::fresh::empty_private_dir("/tmp").is_err()
             || crate::fresh::empty_private_dir("/dev/shm").is_err()
         {

@@ -16,6 +16,33 @@ use nix::unistd::{UnlinkatFlags, unlinkat};
 /// How deep a tree of the run's may be: past it the clean-up fails (the container is given up).
 const MAX_DEPTH: usize = 256;
 
+/// The directories a run of a kept container may change themselves (not only what they hold):
+/// the private `/tmp` and `/dev/shm`, and `/dev` with `/dev/pts` and `/dev/mqueue`.
+const PRIVATE_DIRS: [&str; 5] = ["/tmp", "/dev/shm", "/dev", "/dev/pts", "/dev/mqueue"];
+
+/// One private directory's mode, owner, group and extended attribute names.
+pub type DirState = (u32, u32, u32, Vec<u8>);
+
+/// What a run could change in the private directories themselves and hand on to the next run
+/// of a kept container: each one's mode, owner and extended attributes (a default POSIX ACL on
+/// `/tmp` widened the next run's new files to 0666; a mode of 0555 refused them; a `user.*`
+/// attribute carried data). Compared before and after each run, like the init's own attributes:
+/// a difference gives the container up. Times are not compared (every file made there changes
+/// them); None when one cannot be read.
+pub fn private_dirs_state() -> Option<Vec<DirState>> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    for dir in PRIVATE_DIRS {
+        let path = std::path::Path::new(dir);
+        match std::fs::symlink_metadata(path) {
+            Ok(m) => out.push((m.mode(), m.uid(), m.gid(), crate::sys::xattr_names(path).ok()?)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => out.push((0, 0, 0, Vec::new())),
+            Err(_) => return None,
+        }
+    }
+    Some(out)
+}
+
 /// Empties the directory at `path` (an absolute path of the container's own tmpfs), keeping
 /// every entry that lies on another mount, and every directory on the way to one. True when
 /// only those remain.

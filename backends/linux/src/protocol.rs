@@ -55,6 +55,10 @@ pub struct Request {
     /// failure fails the spawn when `require_limits` is set.
     #[serde(default)]
     pub inotify: Option<(u64, u64)>,
+    /// Mounts the helper fixes in the container's mount namespace before `go` (see
+    /// [`MountFixes`]); nothing to do when empty.
+    #[serde(default)]
+    pub mount_fixes: MountFixes,
     /// The process gets a PTY (`process.terminal`): the helper collects the master from the
     /// runtime's console socket and passes it to the parent over the descriptor socket.
     #[serde(default)]
@@ -265,5 +269,30 @@ mod tests {
         assert!(json.contains("\"landlock\":null"), "{json}");
         assert!(serde_json::from_str::<LandlockStatus>("\"Full\"").is_err());
         assert_eq!(LandlockStatus::ALL.map(LandlockStatus::as_str), ["full", "partial", "none"]);
+    }
+}
+
+/// What the helper does in the container's mount namespace between `ready` and `go`, from a
+/// short-lived child that joins it (issue 16's round-2 red team, 4 December).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MountFixes {
+    /// Directories the container made itself (on its private `/tmp`, `/dev/shm` or a mask)
+    /// between such a mount and a mount nested in it, shallow first: each is bound onto itself
+    /// (recursively), so that it is a mount point the workload cannot rename or remove. Renamed,
+    /// it moved a workspace bound beneath to another path, where the creation guard (which
+    /// decides by path) no longer knew it, and in a kept container it moved HOME, TMPDIR or a
+    /// root for every later run.
+    pub pins: Vec<PathBuf>,
+    /// Paths that may be binds of the host's device nodes (the runtime's default devices and
+    /// the `/dev/null` binds masking `/proc` files): each that is a mount point is remounted
+    /// read-only (device reads and writes still work; `chmod`, `chown` and `utimes` of the
+    /// host's node fail). Root only: as root the container's uid 0 owns the host's nodes.
+    pub devices: Vec<PathBuf>,
+}
+
+impl MountFixes {
+    /// Whether there is nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.pins.is_empty() && self.devices.is_empty()
     }
 }

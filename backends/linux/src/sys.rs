@@ -749,3 +749,17 @@ pub fn drain_signals(set: KernelSigset) {
         }
     }
 }
+
+/// The names of the extended attributes of `path` (not following a symlink), as the kernel
+/// lists them (NUL-separated); POSIX ACLs show as `system.posix_acl_*`.
+pub fn xattr_names(path: &std::path::Path) -> io::Result<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    let cpath = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::other("path contains NUL"))?;
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: `cpath` is NUL-terminated and `buf` is writable for its length, both alive for
+    // the call.
+    let n = unsafe { libc::llistxattr(cpath.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
+    buf.truncate(n);
+    Ok(buf)
+}

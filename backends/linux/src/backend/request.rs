@@ -1,7 +1,7 @@
 //! A spawn's bundle, the helper's request for it, and the cgroup paths and limits of its
 //! container.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sandbox_bundle::{Bundle, Error, HostView, Launch, Profile, SpawnContext, compile};
 
@@ -107,6 +107,10 @@ impl LinuxBackend {
             cgroup_path,
             cgroupless: self.cgroups.parent.is_none(),
             inotify: Some(self.inotify),
+            mount_fixes: crate::protocol::MountFixes {
+                pins: skeleton_pins(&bundle.plan.mounts),
+                devices: if self.uid == 0 { device_binds(&bundle.spec) } else { Vec::new() },
+            },
             tty,
             warm,
         }
@@ -206,4 +210,42 @@ fn with_broad_dns(env: &[(String, String)], broad: bool) -> Vec<(String, String)
 pub(super) fn nproc_bound(pids_max: u32) -> u64 {
     let hard = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NPROC).map_or(u64::MAX, |(_, h)| h);
     u64::from(pids_max).min(hard)
+}
+
+/// The directories the container makes itself between a tmpfs mount of its own (the private
+/// `/tmp`, `/dev/shm`, `/dev`, a mask) and a mount nested in it (see
+/// [`crate::protocol::MountFixes::pins`]), shallow first.
+fn skeleton_pins(mounts: &[sandbox_bundle::compile::PlannedMount]) -> Vec<PathBuf> {
+    use sandbox_bundle::compile::MountKind;
+    let mut out: Vec<PathBuf> = Vec::new();
+    for m in mounts.iter().filter(|m| !m.below) {
+        let enclosing = mounts
+            .iter()
+            .filter(|e| !e.below && e.destination != m.destination && m.destination.starts_with(&e.destination))
+            .max_by_key(|e| e.destination.components().count());
+        let Some(e) = enclosing else { continue };
+        if !matches!(e.kind, MountKind::Tmp | MountKind::DevShm | MountKind::Dev | MountKind::Mask) {
+            continue;
+        }
+        for a in m.destination.ancestors().skip(1).take_while(|a| *a != e.destination.as_path()) {
+            if !out.iter().any(|p| p == a) {
+                out.push(a.to_path_buf());
+            }
+        }
+    }
+    out.sort_by_key(|p| (p.components().count(), p.clone()));
+    out
+}
+
+/// The paths that may be binds of the host's device nodes: the runtime's default devices and
+/// the spec's masked paths (files among them are masked with a bind of `/dev/null`).
+fn device_binds(spec: &sandbox_bundle::oci_spec::runtime::Spec) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom"]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+    if let Some(masked) = spec.linux().as_ref().and_then(|l| l.masked_paths().as_ref()) {
+        out.extend(masked.iter().map(PathBuf::from));
+    }
+    out
 }

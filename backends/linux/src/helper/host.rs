@@ -44,6 +44,8 @@ pub(super) trait Host {
     fn open_proxy(&mut self, pid: Pid, rootless: bool, port: u16) -> Result<(), String>;
     /// Bounds the run's inotify instances and watches in the container's user namespace.
     fn bound_inotify(&mut self, pid: Pid, instances: u64, watches: u64) -> Result<(), String>;
+    /// Applies the mount fixes in the container's mount namespace (see `MountFixes`).
+    fn fix_mounts(&mut self, pid: Pid, fixes: &crate::protocol::MountFixes) -> Result<(), String>;
     /// False when the embedder is gone or has asked for a SIGKILL; never blocks.
     fn still_wanted(&mut self) -> bool;
     /// A warm container reports `Ready` and waits for its process (None: let go unused);
@@ -148,6 +150,10 @@ impl Host for Live {
 
     fn bound_inotify(&mut self, pid: Pid, instances: u64, watches: u64) -> Result<(), String> {
         namespaces::bound_inotify(pid, instances, watches)
+    }
+
+    fn fix_mounts(&mut self, pid: Pid, fixes: &crate::protocol::MountFixes) -> Result<(), String> {
+        namespaces::fix_mounts(pid, fixes)
     }
 
     fn still_wanted(&mut self) -> bool {

@@ -186,6 +186,86 @@ pub(super) fn enter_cgroupless() -> Result<(), String> {
     .map_err(|e| format!("mounting cgroup2 on /sys/fs/cgroup: {e}"))
 }
 
+/// Applies `fixes` (see [`crate::protocol::MountFixes`]) in the container's mount namespace,
+/// from a short-lived child that joins its user and mount namespaces through a pidfd (the
+/// container's user namespace owns its mount namespace; joined, the child has every capability
+/// there). Nothing of the workload exists yet: the init waits for `go`.
+#[allow(unsafe_code, reason = "the fork of the short-lived child (see the SAFETY comment)")]
+pub(super) fn fix_mounts(pid: Pid, fixes: &crate::protocol::MountFixes) -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    let pidfd = sys::pidfd_open(pid).map_err(|e| format!("pidfd_open: {e}"))?;
+    // SAFETY: the helper is single-threaded: `dispatch_if_helper` checked that it was the
+    // process's only thread, and neither the helper nor libcontainer starts one.
+    match unsafe { sys::fork_single_threaded() }.map_err(|e| format!("fork: {e}"))? {
+        ForkResult::Child => {
+            if setns(&pidfd, CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS).is_err() {
+                sys::exit_now(2);
+            }
+            for (i, pin) in fixes.pins.iter().enumerate() {
+                if mount(Some(pin), pin, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>).is_err() {
+                    sys::exit_now(10 + i32::try_from(i.min(99)).unwrap_or(99));
+                }
+            }
+            for (i, dev) in fixes.devices.iter().enumerate() {
+                if !read_only_device(dev) {
+                    sys::exit_now(110 + i32::try_from(i.min(99)).unwrap_or(99));
+                }
+            }
+            sys::exit_now(0)
+        }
+        ForkResult::Parent { child } => match waitpid(child, None) {
+            Ok(WaitStatus::Exited(_, 0)) => Ok(()),
+            Ok(WaitStatus::Exited(_, 2)) => Err(String::from("setns into the container's namespaces failed")),
+            Ok(WaitStatus::Exited(_, n @ 10..=109)) => {
+                let pin = fixes.pins.get(usize::try_from(n - 10).unwrap_or(0));
+                Err(format!(
+                    "{} could not be bound onto itself",
+                    pin.map_or(String::new(), |p| p.display().to_string())
+                ))
+            }
+            Ok(WaitStatus::Exited(_, n @ 110..=209)) => {
+                let dev = fixes.devices.get(usize::try_from(n - 110).unwrap_or(0));
+                Err(format!("{} could not be made read-only", dev.map_or(String::new(), |p| p.display().to_string())))
+            }
+            other => Err(format!("the mount child failed ({other:?})")),
+        },
+    }
+}
+
+/// Remounts `path` read-only, keeping its other flags, when it is a mount point of a character
+/// or block device (true: done, or nothing to do there).
+fn read_only_device(path: &std::path::Path) -> bool {
+    use nix::mount::{MsFlags, mount};
+    use nix::sys::statvfs::{FsFlags, statvfs};
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else { return true };
+    if !(meta.file_type().is_char_device() || meta.file_type().is_block_device()) {
+        return true;
+    }
+    let Ok(fd) = sys::open_path_no_symlinks(path) else { return false };
+    match sys::statx_identity(&fd) {
+        Ok(st) if st.mount_root == Some(false) => return true,
+        Ok(_) => {}
+        Err(_) => return false,
+    }
+    let Ok(vfs) = statvfs(path) else { return false };
+    let f = vfs.flags();
+    let mut flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY;
+    for (have, set) in [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ] {
+        if f.contains(have) {
+            flags |= set;
+        }
+    }
+    mount(None::<&str>, path, None::<&str>, flags, None::<&str>).is_ok()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -50,6 +50,8 @@ pub(super) enum SetupError {
     Proxy(String),
     /// The run's inotify bound could not be set.
     Inotify(String),
+    /// The mounts could not be fixed (pinned, devices made read-only).
+    Mounts(String),
     /// The embedder went away, or asked for a kill, before the workload started.
     Cancelled,
     /// The embedder let a warm container go without giving it a process.
@@ -74,6 +76,7 @@ impl std::fmt::Display for SetupError {
             SetupError::Loopback(e) => write!(f, "helper: loopback: {e}"),
             SetupError::Proxy(e) => write!(f, "helper: egress proxy: {e}"),
             SetupError::Inotify(e) => write!(f, "helper: inotify bound: {e}"),
+            SetupError::Mounts(e) => write!(f, "helper: mounts: {e}"),
             SetupError::Cancelled => f.write_str("helper: start: cancelled before the workload started"),
             SetupError::Unused => f.write_str("helper: start: the warm container was not used"),
             SetupError::Go(e) => write!(f, "helper: go: {e}"),
@@ -292,6 +295,10 @@ fn arm<H: Host>(host: &mut H, request: &Request, pid: Pid, measured: &mut Measur
         if let Some(failure) = failure {
             return Err(failure);
         }
+    }
+    if !request.mount_fixes.is_empty() {
+        host.fix_mounts(pid, &request.mount_fixes).map_err(SetupError::Mounts)?;
+        measured.phases.push((String::from("mounts"), monotonic_us()));
     }
     // Nothing may start for an embedder that is gone or asked to kill meanwhile (a closed set,
     // a passed deadline): the command is admitted but not yet spawned.

@@ -162,6 +162,10 @@ impl Host for Recorder {
         self.calls.push(Call::CloseStatus);
     }
 
+    fn fix_mounts(&mut self, _pid: Pid, _fixes: &crate::protocol::MountFixes) -> Result<(), String> {
+        Ok(())
+    }
+
     fn raise_loopback(&mut self, pid: Pid, rootless: bool) -> Result<(), String> {
         self.calls.push(Call::Loopback { pid: pid.as_raw(), rootless });
         self.loopback.clone()
@@ -276,6 +280,7 @@ fn request() -> Request {
         cgroup_path: None,
         cgroupless: false,
         inotify: None,
+        mount_fixes: crate::protocol::MountFixes::default(),
         tty: false,
         warm: false,
     }
