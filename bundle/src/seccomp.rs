@@ -287,6 +287,7 @@ mod tests {
             "io_uring_setup",
             "io_uring_enter",
             "io_uring_register",
+            "io_setup",
             "init_module",
             "finit_module",
             "delete_module",

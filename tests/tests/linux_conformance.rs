@@ -321,6 +321,8 @@ mod linux {
                 s("chroot=/usr"),
                 s("netlink-route"),
                 s("uid"),
+                s("io-setup"),
+                s("sigpending"),
             ],
         );
         assert_eq!(
@@ -339,6 +341,10 @@ mod linux {
         // it can change nothing there, which the loopback and raw-socket checks cover.
         allowed(&v, "netlink-route");
         assert_eq!(allowed(&v, "uid").detail, "uid=0 gid=0");
+        // Host-wide and per-uid kernel budgets (red team of 4 December): no AIO context from
+        // the host's pool, and at most 1024 queued signals.
+        assert_eq!(denied(&v, "io-setup").errno, Some(38), "io_setup answers ENOSYS");
+        assert_eq!(allowed(&v, "sigpending").detail, "1024 1024");
         set.close().unwrap();
     }
 

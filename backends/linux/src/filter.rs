@@ -40,6 +40,7 @@ pub fn syscall_number(name: &str) -> Option<i64> {
         "io_uring_setup" => libc::SYS_io_uring_setup,
         "io_uring_enter" => libc::SYS_io_uring_enter,
         "io_uring_register" => libc::SYS_io_uring_register,
+        "io_setup" => libc::SYS_io_setup,
         "init_module" => libc::SYS_init_module,
         "finit_module" => libc::SYS_finit_module,
         "delete_module" => libc::SYS_delete_module,

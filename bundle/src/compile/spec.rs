@@ -34,6 +34,8 @@ const MASKED_PATHS: &[&str] = &[
     "/proc/sched_debug",
     "/proc/scsi",
 ];
+/// The most signals a run's processes may have queued at once (`RLIMIT_SIGPENDING`).
+pub const SIGPENDING: u64 = 1024;
 /// The OCI default read-only `/proc` paths.
 const READONLY_PATHS: &[&str] = &["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"];
 
@@ -110,8 +112,14 @@ fn process(spawn: &SpawnContext) -> Result<Process, Error> {
     let rlimit = |typ: PosixRlimitType, soft: u64, hard: u64| {
         PosixRlimitBuilder::default().typ(typ).soft(soft).hard(hard).build().map_err(spec_error)
     };
-    let mut rlimits =
-        vec![rlimit(PosixRlimitType::RlimitCore, 0, 0)?, rlimit(PosixRlimitType::RlimitNofile, 1024, 4096)?];
+    // Queued signals are counted per user at every user namespace up to the host's: with the
+    // caller's limit (about 96,000 here) one process of a run queued enough to make the host
+    // uid's own `sigqueue` and `timer_create` fail. 1024 bounds what a run can charge there.
+    let mut rlimits = vec![
+        rlimit(PosixRlimitType::RlimitCore, 0, 0)?,
+        rlimit(PosixRlimitType::RlimitNofile, 1024, 4096)?,
+        rlimit(PosixRlimitType::RlimitSigpending, SIGPENDING, SIGPENDING)?,
+    ];
     if let Launch::Embedded { nproc: Some(n), .. } = &spawn.launch {
         rlimits.push(rlimit(PosixRlimitType::RlimitNproc, *n, *n)?);
     }

@@ -175,6 +175,26 @@ mod checks {
                 // SAFETY: io_uring_setup reads and writes a 120-byte io_uring_params we own.
                 from_ret(unsafe { libc::syscall(libc::SYS_io_uring_setup, 1u32, params.as_mut_ptr()) })
             }
+            "io-setup" => {
+                let mut ctx: libc::c_ulong = 0;
+                // SAFETY: io_setup writes one aio_context_t into `ctx`, which we own.
+                let r = unsafe { libc::syscall(libc::SYS_io_setup, 1u32, &mut ctx as *mut libc::c_ulong) };
+                if r == 0 {
+                    // SAFETY: io_destroy takes the context io_setup returned, by value.
+                    unsafe { libc::syscall(libc::SYS_io_destroy, ctx) };
+                }
+                from_ret(r)
+            }
+            "sigpending" => {
+                let mut l: libc::rlimit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+                // SAFETY: getrlimit writes one rlimit into `l`, which we own.
+                let r = unsafe { libc::getrlimit(libc::RLIMIT_SIGPENDING, &mut l) };
+                if r == 0 {
+                    Verdict { ok: true, errno: None, detail: format!("{} {}", l.rlim_cur, l.rlim_max) }
+                } else {
+                    from_ret(libc::c_long::from(r))
+                }
+            }
             // SAFETY: KEYCTL_GET_KEYRING_ID with a constant keyring id and no pointers.
             "keyctl" => from_ret(unsafe { libc::syscall(libc::SYS_keyctl, 0, -3i32, 0) }),
             "bpf" => {
