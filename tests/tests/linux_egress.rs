@@ -166,6 +166,99 @@ sys.stdin.read()
         assert!(out.denials.is_empty(), "{:?}", out.denials);
     }
 
+    /// Red team of 4 December: the proxy forwarded whatever followed a request on the same
+    /// connection (a pipelined second request naming another Host, or one smuggled in a body
+    /// framed by both `Content-Length` and `Transfer-Encoding`), and a raw origin answered both.
+    /// Now exactly one request reaches the origin: its head and `Content-Length` bytes of body
+    /// (the positive control: a POST body arrives whole), nothing after them; a body in
+    /// `Transfer-Encoding` is refused (400, an `Unsupported` denial) and nothing reaches the
+    /// origin. The origin here is a raw listener on the host's loopback that records every byte
+    /// it gets and answers after the first request's head.
+    pub fn one_request_per_connection_reaches_the_origin() {
+        use std::io::{Read, Write};
+        let o = Origins::start();
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Vec<u8>>::new()));
+        let recorder = {
+            let received = std::sync::Arc::clone(&received);
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    let Ok(mut stream) = stream else { return };
+                    stream.set_read_timeout(Some(Duration::from_millis(1500))).unwrap();
+                    let mut got = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    let mut answered = false;
+                    loop {
+                        match stream.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => got.extend_from_slice(&buf[..n]),
+                        }
+                        if !answered && got.windows(4).any(|w| w == b"\r\n\r\n") {
+                            answered = true;
+                            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+                        }
+                    }
+                    let last = got.starts_with(b"GET /stop");
+                    received.lock().unwrap().push(got);
+                    if last {
+                        return;
+                    }
+                }
+            })
+        };
+        let set = o.set(&o.profile(&[format!("tcp:origin.test:{port}")]));
+        let exec = set.executor("k").unwrap();
+        let py = format!(
+            "/usr/bin/python3 - <<'EOF'
+import os, socket, urllib.parse, base64
+p = urllib.parse.urlsplit(os.environ['HTTP_PROXY'])
+auth = 'Proxy-Authorization: Basic ' + base64.b64encode(('%s:%s' % (p.username, p.password)).encode()).decode() + '\\r\\n'
+t = 'http://origin.test:{port}'
+h = 'Host: origin.test:{port}\\r\\n'
+for name, req in [
+    ('pipelined', 'GET ' + t + '/first HTTP/1.1\\r\\n' + h + auth + '\\r\\nGET /second HTTP/1.1\\r\\nHost: evil.example\\r\\n\\r\\n'),
+    ('post', 'POST ' + t + '/post HTTP/1.1\\r\\n' + h + auth + 'Content-Length: 11\\r\\n\\r\\nhello worldGET /after-body HTTP/1.1\\r\\n\\r\\n'),
+    ('clte', 'POST ' + t + '/clte HTTP/1.1\\r\\n' + h + auth + 'Content-Length: 4\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n0\\r\\n\\r\\nGET /smuggled HTTP/1.1\\r\\n\\r\\n'),
+    ('stop', 'GET ' + t + '/stop HTTP/1.1\\r\\n' + h + auth + '\\r\\n'),
+]:
+    s = socket.create_connection((p.hostname, p.port), timeout=10)
+    s.sendall(req.encode())
+    got = b''
+    while True:
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+    print(name, got.decode(errors='replace').splitlines()[0], got.count(b'HTTP/1.1 200'))
+EOF"
+        );
+        let out = sh(&exec, &o, &py);
+        let answer = text(&out);
+        // The recorder ends at a `/stop` request: if the script never sent one, send it here
+        // (when it did, the listener is closed and this connection is refused).
+        if let Ok(mut s) = std::net::TcpStream::connect((Ipv4Addr::LOCALHOST, port)) {
+            let _ = s.write_all(b"GET /stop HTTP/1.1\r\n\r\n");
+            let _ = s.shutdown(std::net::Shutdown::Write);
+        }
+        recorder.join().unwrap();
+        let received: Vec<String> =
+            received.lock().unwrap().iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
+        let all = received.join("\n---\n");
+        assert!(answer.contains("pipelined HTTP/1.1 200 OK 1"), "{answer}");
+        assert!(answer.contains("post HTTP/1.1 200 OK 1"), "{answer}");
+        assert!(answer.contains("clte HTTP/1.1 400"), "{answer}");
+        assert!(answer.contains("stop HTTP/1.1 200 OK 1"), "{answer}");
+        // What the origin got: the first request, the POST with its whole body (control), and
+        // nothing after either; nothing of the refused one.
+        assert!(all.contains("GET /first HTTP/1.1") && all.contains("hello world"), "{all}");
+        for never in ["/second", "evil.example", "/after-body", "/clte", "/smuggled"] {
+            assert!(!all.contains(never), "the origin got {never}: {all}");
+        }
+        denied(&out, &format!("tcp:origin.test:{port}"), DenialReason::Unsupported);
+        set.close().unwrap();
+    }
+
     pub fn a_wildcard_allows_subdomains_only() {
         let o = Origins::start();
         let set = o.set(&o.profile(&[format!("tcp:*.origin.test:{}", o.https)]));
@@ -604,6 +697,7 @@ fn main() -> std::process::ExitCode {
                 allowed_names_work_through_the_proxy_with_curl_and_python,
             ),
             ("a_wildcard_allows_subdomains_only", a_wildcard_allows_subdomains_only),
+            ("one_request_per_connection_reaches_the_origin", one_request_per_connection_reaches_the_origin),
             ("every_other_target_is_refused_and_reported", every_other_target_is_refused_and_reported),
             ("a_credential_belongs_to_one_execution", a_credential_belongs_to_one_execution),
             ("nothing_else_leaves_the_namespace", nothing_else_leaves_the_namespace),

@@ -3,8 +3,9 @@
 //! The request head (at most [`MAX_HEAD`] bytes, within the handshake timeout) is parsed with
 //! `httparse`. The request is classified first (what target it names), then its
 //! `Proxy-Authorization` is checked, then the policy. A forwarded request goes to the origin in
-//! origin-form with the hop-by-hop headers removed and `Connection: close` added; its body and
-//! the response are copied as they come, and the connection ends with the response. Every
+//! origin-form with the hop-by-hop headers removed and `Connection: close` added, followed by
+//! exactly its `Content-Length` of body (a body in `Transfer-Encoding` is refused) and nothing
+//! else of the workload's; the response is copied as it comes, and the connection ends with it. Every
 //! refusal is a small `Connection: close` response naming the reason.
 
 use std::io::{self, Read};
@@ -138,8 +139,18 @@ fn answer(conn: &Connection<'_>, request: &Parsed<'_, '_>, early: &[u8]) {
             respond(conn, 403, "Forbidden", &format!("sandbox proxy: the Host header does not name {target}"), false);
         }
         Ask::Forward { host, port, path } => {
-            let head = origin_head(request.method, &path, request.version, request.headers);
-            forward(conn, &host, port, &head, early);
+            let body = match body_length(request.headers) {
+                Ok(len) => len,
+                Err(why) => return refuse_unsupported(conn, target, why),
+            };
+            let expects = request.headers.iter().any(|h| {
+                h.name.eq_ignore_ascii_case("expect")
+                    && String::from_utf8_lossy(h.value).trim().eq_ignore_ascii_case("100-continue")
+            });
+            let headers: Vec<httparse::Header<'_>> =
+                request.headers.iter().filter(|h| !h.name.eq_ignore_ascii_case("expect")).copied().collect();
+            let head = origin_head(request.method, &path, request.version, &headers);
+            forward(conn, &host, port, &head, early, body, expects);
         }
     }
 }
@@ -351,14 +362,63 @@ fn tunnel(conn: &Connection<'_>, host: &Host, port: u16, early: &[u8]) {
     upstream::relay(&conn.client, &origin, RelayEnd::BothClosed);
 }
 
-/// Serves an absolute-URL request: sends `head` and `early` (the start of the body) to the
-/// origin, then copies both ways until the origin has answered.
-fn forward(conn: &Connection<'_>, host: &Host, port: u16, head: &[u8], early: &[u8]) {
+/// The length of a forwarded request's body: its `Content-Length` (0 without one). A body in
+/// `Transfer-Encoding`, or a length that is malformed or given twice with different values, is
+/// refused: the proxy sends the origin exactly one request, its head and that many bytes, so
+/// that nothing after them (a second, pipelined request, or one smuggled in a body whose length
+/// the origin would read otherwise) reaches the origin on an allowed connection.
+fn body_length(headers: &[httparse::Header<'_>]) -> Result<u64, &'static str> {
+    if headers.iter().any(|h| h.name.eq_ignore_ascii_case("transfer-encoding")) {
+        return Err("a request body in Transfer-Encoding (send it with Content-Length)");
+    }
+    let mut length: Option<u64> = None;
+    for h in headers.iter().filter(|h| h.name.eq_ignore_ascii_case("content-length")) {
+        let text = std::str::from_utf8(h.value).map(str::trim).unwrap_or("");
+        let value = (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| text.parse::<u64>().ok())
+            .flatten()
+            .ok_or("a malformed Content-Length")?;
+        if length.is_some_and(|l| l != value) {
+            return Err("two different Content-Length values");
+        }
+        length = Some(value);
+    }
+    Ok(length.unwrap_or(0))
+}
+
+/// Serves an absolute-URL request: sends `head` and exactly `body` bytes of its body (`early`
+/// first: what came after the head) to the origin, then copies the origin's answer back until
+/// the origin closes. Nothing else the workload sends reaches the origin. With `expects`
+/// (`Expect: 100-continue`, not passed on) the proxy itself tells the workload to go on.
+fn forward(conn: &Connection<'_>, host: &Host, port: u16, head: &[u8], early: &[u8], body: u64, expects: bool) {
     let Some(origin) = open_or_refuse(conn, host, port) else { return };
-    if !write_origin(&origin, head) || !write_origin(&origin, early) {
+    let first = usize::try_from(body).map_or(early.len(), |b| b.min(early.len()));
+    if !write_origin(&origin, head) || !write_origin(&origin, &early[..first]) {
         return;
     }
-    upstream::relay(&conn.client, &origin, RelayEnd::OriginClosed);
+    let mut remaining = body - first as u64;
+    if remaining > 0 {
+        if expects && !conn.send(b"HTTP/1.1 100 Continue\r\n\r\n") {
+            return;
+        }
+        if conn.client.set_read_timeout(Some(upstream::RELAY_IDLE)).is_err() {
+            return;
+        }
+        let mut buf = vec![0u8; upstream::RELAY_BUFFER];
+        while remaining > 0 {
+            let want = usize::try_from(remaining).map_or(buf.len(), |r| r.min(buf.len()));
+            match (&conn.client).read(&mut buf[..want]) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    if !write_origin(&origin, &buf[..n]) {
+                        return;
+                    }
+                    remaining -= n as u64;
+                }
+            }
+        }
+    }
+    upstream::relay(&conn.client, &origin, RelayEnd::OriginOnly);
 }
 
 /// Writes all of `bytes` to the origin; false when it fails.

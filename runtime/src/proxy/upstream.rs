@@ -20,10 +20,10 @@ use super::{Connection, ProxyPolicy, is_public};
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a relay may see no bytes in either direction before it ends.
-const RELAY_IDLE: Duration = Duration::from_secs(300);
+pub(super) const RELAY_IDLE: Duration = Duration::from_secs(300);
 
 /// The size of a relay's buffer.
-const RELAY_BUFFER: usize = 16 * 1024;
+pub(super) const RELAY_BUFFER: usize = 16 * 1024;
 
 /// Why no connection to the origin was made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,8 +129,10 @@ fn connect_any(conn: &Connection<'_>, addrs: &[SocketAddr]) -> Result<TcpStream,
 pub(super) enum RelayEnd {
     /// When both directions have ended (a tunnel; half-closes are passed on).
     BothClosed,
-    /// When the origin has finished sending (one forwarded HTTP request and its response).
-    OriginClosed,
+    /// When the origin has finished sending (one forwarded HTTP request and its response),
+    /// and nothing more of the workload's goes to the origin (its request and body were sent
+    /// whole before: a second, pipelined request must not ride along).
+    OriginOnly,
 }
 
 /// What moving one chunk did.
@@ -154,7 +156,7 @@ pub(super) fn relay(client: &TcpStream, origin: &TcpStream, end: RelayEnd) {
         }
     }
     let streams = [client, origin];
-    let mut open = [true, true];
+    let mut open = [end != RelayEnd::OriginOnly, true];
     let mut buf = vec![0u8; RELAY_BUFFER];
     while open[0] || open[1] {
         let Some(ready) = wait(streams, open) else { return };
@@ -169,7 +171,7 @@ pub(super) fn relay(client: &TcpStream, origin: &TcpStream, end: RelayEnd) {
                 Pumped::Ended => {
                     open[from] = false;
                     let _ = streams[to].shutdown(Shutdown::Write);
-                    if from == 1 && end == RelayEnd::OriginClosed {
+                    if from == 1 && end != RelayEnd::BothClosed {
                         return;
                     }
                 }
