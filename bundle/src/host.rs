@@ -101,7 +101,12 @@ pub struct HostMount {
 /// Undoes mountinfo's octal escapes (`\040` for a space, …).
 fn unescape(field: &str) -> PathBuf {
     use std::os::unix::ffi::OsStringExt;
-    let b = field.as_bytes();
+    PathBuf::from(std::ffi::OsString::from_vec(unescape_mountinfo(field.as_bytes())))
+}
+
+/// Undoes the octal escapes (`\040` for a space, `\011` tab, `\012` newline, `\134`
+/// backslash) the kernel writes into a path field of `/proc/<pid>/mountinfo`.
+pub fn unescape_mountinfo(b: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
@@ -117,7 +122,7 @@ fn unescape(field: &str) -> PathBuf {
             }
         }
     }
-    PathBuf::from(std::ffi::OsString::from_vec(out))
+    out
 }
 
 /// The mounts of `/proc/self/mountinfo` (none when unreadable).

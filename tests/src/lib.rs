@@ -291,3 +291,65 @@ pub fn test_certificate(
     }
     Ok((cert, key))
 }
+
+/// How the spawns made while a loop swapped or renamed paths ended (the swap tests of
+/// `linux_protect` and `linux_roots`): each either ran, was refused before building
+/// (`InvalidProfile`: the scan saw the change), was failed by the init's identity check after
+/// mounting (a `Runtime` error naming `identities`), or was not built by the runtime (another
+/// `Runtime` error). Any other error fails the test.
+#[derive(Debug, Default)]
+pub struct SwapTally {
+    pub spawns: u32,
+    pub ran: u32,
+    pub refused: u32,
+    pub caught_inside: u32,
+    pub not_built: u32,
+}
+
+impl SwapTally {
+    /// Counts one spawn's outcome and returns its output when it ran. The first of each kind of
+    /// failure is printed under `label`; no error's detail may contain `secret`.
+    #[allow(clippy::panic, reason = "a test helper: an unexpected error fails the test")]
+    pub fn record(
+        &mut self,
+        label: &str,
+        outcome: Result<(i32, String), sandbox::Error>,
+        secret: &str,
+    ) -> Option<String> {
+        self.spawns += 1;
+        let (count, kind, detail) = match outcome {
+            Ok((_, out)) => {
+                self.ran += 1;
+                return Some(out);
+            }
+            Err(sandbox::Error::InvalidProfile { detail }) => (&mut self.refused, "refusal", detail),
+            Err(sandbox::Error::Runtime { detail, .. }) if detail.contains("identities") => {
+                (&mut self.caught_inside, "failure inside", detail)
+            }
+            Err(sandbox::Error::Runtime { detail, .. }) => (&mut self.not_built, "failure to build", detail),
+            Err(e) => panic!("{label}: spawn {}: {e:?}", self.spawns),
+        };
+        assert!(!detail.contains(secret), "{label}: spawn {}'s error shows the secret: {detail}", self.spawns);
+        if *count == 0 {
+            println!("  {label}: first {kind}: {detail}");
+        }
+        *count += 1;
+        None
+    }
+
+    /// The counts, for the test's output.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} spawns: {} ran, {} refused by the scan before building, {} failed by the init's check after \
+             mounting, {} not built by the runtime",
+            self.spawns, self.ran, self.refused, self.caught_inside, self.not_built
+        )
+    }
+
+    /// At least one spawn was stopped by a check (the loop hit a spawn), and at least one ran
+    /// (the positive control).
+    pub fn assert_hit_and_ran(&self, label: &str) {
+        assert!(self.refused + self.caught_inside > 0, "{label}: the swap never hit a spawn: {}", self.summary());
+        assert!(self.ran > 0, "{label}: no spawn ran during the loop: {}", self.summary());
+    }
+}

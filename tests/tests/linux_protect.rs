@@ -680,46 +680,19 @@ mod linux {
                     swaps
                 })
             };
-            let (mut ran, mut refused, mut caught_inside, mut not_built, mut spawns) = (0, 0, 0, 0, 0);
+            let mut tally = sandbox_tests::SwapTally::default();
             let end = Instant::now() + Duration::from_secs(12);
-            while Instant::now() < end && spawns < 1000 {
-                spawns += 1;
-                std::thread::sleep(Duration::from_micros(200 * (spawns % 5)));
-                match sh_in(&exec, ws, &probe) {
-                    Ok((_, out)) => {
-                        assert!(!out.contains("SECRET"), "{what}: spawn {spawns} read the host directory: {out}");
-                        ran += 1;
-                    }
-                    Err(Error::InvalidProfile { detail }) => {
-                        if refused == 0 {
-                            println!("  {what}: first refusal: {detail}");
-                        }
-                        refused += 1;
-                    }
-                    Err(Error::Runtime { detail, .. }) if detail.contains("identities") => {
-                        if caught_inside == 0 {
-                            println!("  {what}: first failure inside: {detail}");
-                        }
-                        caught_inside += 1;
-                    }
-                    Err(Error::Runtime { detail, .. }) => {
-                        if not_built == 0 {
-                            println!("  {what}: first failure to build: {detail}");
-                        }
-                        not_built += 1;
-                    }
-                    Err(e) => panic!("{what}: spawn {spawns}: {e:?}"),
+            while Instant::now() < end && tally.spawns < 1000 {
+                std::thread::sleep(Duration::from_micros(200 * u64::from(tally.spawns % 5)));
+                if let Some(out) = tally.record(what, sh_in(&exec, ws, &probe), "SECRET") {
+                    assert!(!out.contains("SECRET"), "{what}: spawn {} read the host directory: {out}", tally.spawns);
                 }
-                assert!(!t.join("written").exists(), "{what}: spawn {spawns} wrote into the host directory");
+                assert!(!t.join("written").exists(), "{what}: spawn {} wrote into the host directory", tally.spawns);
             }
             stop.store(true, Ordering::SeqCst);
             let swaps = swapper.join().unwrap();
-            println!(
-                "  {what}: {spawns} spawns, {swaps} swaps: {ran} ran, {refused} refused by the scan, {caught_inside} \
-                 failed by the init's check, {not_built} not built by the runtime"
-            );
-            assert!(refused + caught_inside > 0, "{what}: the swap never hit a spawn");
-            assert!(ran > 0, "{what}: no spawn ran during the loop (positive control)");
+            println!("  {what}: {swaps} swaps, {}", tally.summary());
+            tally.assert_hit_and_ran(what);
             assert_eq!(fs::read_to_string(t.join("secret")).unwrap(), "SECRET\n");
             if ws.join(dir).is_symlink() {
                 fs::rename(ws.join(dir), ws.join("tmp-link")).unwrap();

@@ -315,52 +315,24 @@ mod linux {
                 swaps
             })
         };
-        let (mut ran, mut refused, mut caught_inside, mut not_built) = (0, 0, 0, 0);
+        let mut tally = sandbox_tests::SwapTally::default();
         let end = Instant::now() + Duration::from_secs(20);
-        let mut spawns = 0;
         let mut even = 0;
-        while Instant::now() < end && spawns < 2000 {
-            spawns += 1;
+        while Instant::now() < end && tally.spawns < 2000 {
             // Spawns at varying phases of the swap loop.
-            std::thread::sleep(Duration::from_micros(150 * (spawns % 7)));
+            std::thread::sleep(Duration::from_micros(150 * u64::from(tally.spawns % 7)));
             use std::os::unix::fs::MetadataExt;
             if fs::metadata(d.ws.join("a/secrets")).map(|m| m.ino()).ok() == Some(secret_ino) {
                 even += 1;
             }
-            match sh(&exec, &d, probe) {
-                Ok((_, out)) => {
-                    assert!(!out.contains("SECRET"), "spawn {spawns} read the deny root: {out}");
-                    ran += 1;
-                }
-                Err(Error::InvalidProfile { detail }) => {
-                    if refused == 0 {
-                        println!("  first refusal: {detail}");
-                    }
-                    refused += 1;
-                }
-                Err(Error::Runtime { detail, .. }) if detail.contains("identities") => {
-                    if caught_inside == 0 {
-                        println!("  first failure inside: {detail}");
-                    }
-                    caught_inside += 1;
-                }
-                Err(Error::Runtime { detail, .. }) => {
-                    assert!(!detail.contains("SECRET"));
-                    if not_built == 0 {
-                        println!("  first failure to build: {detail}");
-                    }
-                    not_built += 1;
-                }
-                Err(e) => panic!("spawn {spawns}: {e:?}"),
+            if let Some(out) = tally.record("swap", sh(&exec, &d, probe), "SECRET") {
+                assert!(!out.contains("SECRET"), "spawn {} read the deny root: {out}", tally.spawns);
             }
         }
         stop.store(true, Ordering::SeqCst);
         let swaps = swapper.join().unwrap();
-        println!(
-            "  {spawns} spawns, {swaps} swaps: {ran} ran with the mask in place, {refused} refused before building, \
-             {caught_inside} failed by the init's check after mounting, {not_built} not built by the runtime ({even} in place just before)"
-        );
-        assert!(refused + caught_inside > 0, "the swap never hit a spawn");
+        println!("  {swaps} swaps, the mask's root in place before {even} spawns: {}", tally.summary());
+        assert!(tally.refused + tally.caught_inside > 0, "the swap never hit a spawn: {}", tally.summary());
         if fs::read_to_string(d.ws.join("a/secrets/file")).unwrap() != "SECRET\n" {
             fs::rename(d.ws.join("a/secrets"), d.ws.join("a/tmp")).unwrap();
             fs::rename(d.ws.join("a/decoy"), d.ws.join("a/secrets")).unwrap();
@@ -419,34 +391,20 @@ mod linux {
                     moves
                 })
             };
-            let (mut ran, mut refused, mut caught_inside, mut not_built, mut spawns) = (0, 0, 0, 0, 0);
+            let label = if rotation { "three-way rotation" } else { "renamed away and back" };
+            let mut tally = sandbox_tests::SwapTally::default();
             let end = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < end && spawns < 1000 {
-                spawns += 1;
-                std::thread::sleep(Duration::from_micros(150 * (spawns % 7)));
-                match sh(&exec, &d, probe) {
-                    Ok((_, out)) => {
-                        assert!(!out.contains("SECRET"), "spawn {spawns} read the deny root: {out}");
-                        assert!(out.starts_with("plain\n"), "{out}");
-                        ran += 1;
-                    }
-                    Err(Error::InvalidProfile { .. }) => refused += 1,
-                    Err(Error::Runtime { detail, .. }) if detail.contains("identities") => caught_inside += 1,
-                    Err(Error::Runtime { detail, .. }) => {
-                        assert!(!detail.contains("SECRET"));
-                        not_built += 1;
-                    }
-                    Err(e) => panic!("spawn {spawns}: {e:?}"),
+            while Instant::now() < end && tally.spawns < 1000 {
+                std::thread::sleep(Duration::from_micros(150 * u64::from(tally.spawns % 7)));
+                if let Some(out) = tally.record(label, sh(&exec, &d, probe), "SECRET") {
+                    assert!(!out.contains("SECRET"), "spawn {} read the deny root: {out}", tally.spawns);
+                    assert!(out.starts_with("plain\n"), "{out}");
                 }
             }
             stop.store(true, Ordering::SeqCst);
             let moves = swapper.join().unwrap();
-            println!(
-                "  {}: {spawns} spawns, {moves} rounds: {ran} ran with the mask in place, {refused} refused, \
-                 {caught_inside} failed by the init's check, {not_built} not built by the runtime",
-                if rotation { "three-way rotation" } else { "renamed away and back" }
-            );
-            assert!(ran > 0 && refused + caught_inside > 0, "the loop never hit a spawn, or no spawn ran");
+            println!("  {label}: {moves} rounds, {}", tally.summary());
+            tally.assert_hit_and_ran(label);
         }
     }
 

@@ -64,17 +64,14 @@ pub fn verify(expected: &[ExpectedMount]) -> Result<(), VerifyError> {
 }
 
 /// How many entries of the mount table `table` (`/proc/self/mountinfo`) have their mount point
-/// at `path` (the fifth field, with the kernel's octal escapes for space, tab, newline and
-/// backslash).
+/// at `path` (the fifth field, with the kernel's octal escapes undone).
 fn mounts_at(table: &[u8], path: &Path) -> usize {
-    let mut escaped = Vec::new();
-    for &b in path.as_os_str().as_bytes() {
-        match b {
-            b' ' | b'\t' | b'\n' | b'\\' => escaped.extend_from_slice(format!("\\{b:03o}").as_bytes()),
-            _ => escaped.push(b),
-        }
-    }
-    table.split(|&b| b == b'\n').filter(|line| line.split(|&b| b == b' ').nth(4) == Some(escaped.as_slice())).count()
+    let path = path.as_os_str().as_bytes();
+    table
+        .split(|&b| b == b'\n')
+        .filter_map(|line| line.split(|&b| b == b' ').nth(4))
+        .filter(|field| sandbox_bundle::host::unescape_mountinfo(field) == path)
+        .count()
 }
 
 fn check(e: &ExpectedMount) -> Result<(), Mismatch> {

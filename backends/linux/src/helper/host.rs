@@ -42,10 +42,15 @@ pub(super) trait Host {
     /// Makes the egress proxy's listener in the container's network namespace and passes it to
     /// the parent over the descriptor socket.
     fn open_proxy(&mut self, pid: Pid, rootless: bool, port: u16) -> Result<(), String>;
-    /// Bounds the run's inotify instances and watches in the container's user namespace.
-    fn bound_inotify(&mut self, pid: Pid, instances: u64, watches: u64) -> Result<(), String>;
-    /// Applies the mount fixes in the container's mount namespace (see `MountFixes`).
-    fn fix_mounts(&mut self, pid: Pid, fixes: &crate::protocol::MountFixes) -> Result<(), String>;
+    /// In the container's user namespace, from one short-lived child: bounds the run's inotify
+    /// instances and watches (`inotify`), then applies the mount fixes in its mount namespace
+    /// (see `MountFixes`). Their outcomes, in that order; each is `Ok` when not asked for.
+    fn in_user_namespace(
+        &mut self,
+        pid: Pid,
+        inotify: Option<(u64, u64)>,
+        fixes: &crate::protocol::MountFixes,
+    ) -> (Result<(), String>, Result<(), String>);
     /// False when the embedder is gone or has asked for a SIGKILL; never blocks.
     fn still_wanted(&mut self) -> bool;
     /// A warm container reports `Ready` and waits for its process (None: let go unused);
@@ -148,12 +153,13 @@ impl Host for Live {
         sys::send_fd(self.fdpass.as_fd(), listener.as_fd()).map_err(|e| format!("passing the listener: {e}"))
     }
 
-    fn bound_inotify(&mut self, pid: Pid, instances: u64, watches: u64) -> Result<(), String> {
-        namespaces::bound_inotify(pid, instances, watches)
-    }
-
-    fn fix_mounts(&mut self, pid: Pid, fixes: &crate::protocol::MountFixes) -> Result<(), String> {
-        namespaces::fix_mounts(pid, fixes)
+    fn in_user_namespace(
+        &mut self,
+        pid: Pid,
+        inotify: Option<(u64, u64)>,
+        fixes: &crate::protocol::MountFixes,
+    ) -> (Result<(), String>, Result<(), String>) {
+        namespaces::in_user_namespace(pid, inotify, fixes)
     }
 
     fn still_wanted(&mut self) -> bool {

@@ -282,23 +282,21 @@ fn arm<H: Host>(host: &mut H, request: &Request, pid: Pid, measured: &mut Measur
             }
         }
     }
-    if let Some((instances, watches)) = request.inotify {
-        let bound = host.bound_inotify(pid, instances, watches);
-        let failure = match bound {
-            Err(e) => {
+    if request.inotify.is_some() || !request.mount_fixes.is_empty() {
+        let (bound, fixed) = host.in_user_namespace(pid, request.inotify, &request.mount_fixes);
+        if request.inotify.is_some() {
+            measured.phases.push((String::from("inotify"), monotonic_us()));
+            if let Err(e) = bound {
                 measured.inotify_error = Some(e.clone());
-                request.require_limits.then_some(SetupError::Inotify(e))
+                if request.require_limits {
+                    return Err(SetupError::Inotify(e));
+                }
             }
-            Ok(()) => None,
-        };
-        measured.phases.push((String::from("inotify"), monotonic_us()));
-        if let Some(failure) = failure {
-            return Err(failure);
         }
-    }
-    if !request.mount_fixes.is_empty() {
-        host.fix_mounts(pid, &request.mount_fixes).map_err(SetupError::Mounts)?;
-        measured.phases.push((String::from("mounts"), monotonic_us()));
+        fixed.map_err(SetupError::Mounts)?;
+        if !request.mount_fixes.is_empty() {
+            measured.phases.push((String::from("mounts"), monotonic_us()));
+        }
     }
     // Nothing may start for an embedder that is gone or asked to kill meanwhile (a closed set,
     // a passed deadline): the command is admitted but not yet spawned.

@@ -32,6 +32,7 @@ enum Call {
     Loopback { pid: i32, rootless: bool },
     Proxy { pid: i32, rootless: bool, port: u16 },
     Inotify { pid: i32, instances: u64, watches: u64 },
+    Mounts { pid: i32, pins: usize, devices: usize },
     StillWanted,
     WaitForGo,
     SendGo { payload: Vec<u8>, fds: usize },
@@ -60,6 +61,8 @@ struct Recorder {
     status: VecDeque<Vec<u8>>,
     loopback: Result<(), String>,
     inotify: Result<(), String>,
+    /// The mount fixes' outcome.
+    mounts: Result<(), String>,
     wanted: bool,
     /// A warm container's process (its payload and stdio); None: let go unused.
     go: std::io::Result<Option<GoMessage>>,
@@ -84,6 +87,7 @@ impl Recorder {
             status: VecDeque::from([b"ready\n".to_vec(), b"setup landlock=full abi=4 seccomp=2\nexited 0\n".to_vec()]),
             loopback: Ok(()),
             inotify: Ok(()),
+            mounts: Ok(()),
             wanted: true,
             go: Ok(None),
             control: VecDeque::new(),
@@ -162,10 +166,6 @@ impl Host for Recorder {
         self.calls.push(Call::CloseStatus);
     }
 
-    fn fix_mounts(&mut self, _pid: Pid, _fixes: &crate::protocol::MountFixes) -> Result<(), String> {
-        Ok(())
-    }
-
     fn raise_loopback(&mut self, pid: Pid, rootless: bool) -> Result<(), String> {
         self.calls.push(Call::Loopback { pid: pid.as_raw(), rootless });
         self.loopback.clone()
@@ -176,9 +176,20 @@ impl Host for Recorder {
         Ok(())
     }
 
-    fn bound_inotify(&mut self, pid: Pid, instances: u64, watches: u64) -> Result<(), String> {
-        self.calls.push(Call::Inotify { pid: pid.as_raw(), instances, watches });
-        self.inotify.clone()
+    fn in_user_namespace(
+        &mut self,
+        pid: Pid,
+        inotify: Option<(u64, u64)>,
+        fixes: &crate::protocol::MountFixes,
+    ) -> (Result<(), String>, Result<(), String>) {
+        let bound = inotify.map_or(Ok(()), |(instances, watches)| {
+            self.calls.push(Call::Inotify { pid: pid.as_raw(), instances, watches });
+            self.inotify.clone()
+        });
+        if !fixes.is_empty() {
+            self.calls.push(Call::Mounts { pid: pid.as_raw(), pins: fixes.pins.len(), devices: fixes.devices.len() });
+        }
+        (bound, self.mounts.clone())
     }
 
     fn still_wanted(&mut self) -> bool {
@@ -501,6 +512,45 @@ fn a_loopback_or_inotify_failure_fails_only_when_required() {
     let measured = host.measured.unwrap();
     assert_eq!(measured.loopback, Some(false));
     assert_eq!(measured.inotify_error.as_deref(), Some("max_inotify_watches did not take the value"));
+}
+
+/// The inotify bound and the mount fixes come from one visit to the container's user
+/// namespace, after `lo` and before anything runs; a fix that failed ends the run (whatever
+/// the limits ask), a tolerated inotify failure does not skip the fixes.
+#[test]
+fn the_mount_fixes_go_with_the_inotify_bound_and_a_failed_one_ends_the_run() {
+    let fixes = crate::protocol::MountFixes {
+        pins: vec![PathBuf::from("/tmp/a")],
+        devices: vec![PathBuf::from("/dev/null"), PathBuf::from("/dev/zero")],
+    };
+    let request = Request { mount_fixes: fixes.clone(), ..limited() };
+    let mut host = cgroup();
+    run(&mut host, &request).unwrap();
+    let at = |call: &Call| host.calls.iter().position(|c| c == call).unwrap();
+    let mounts = at(&Call::Mounts { pid: INIT, pins: 1, devices: 2 });
+    assert_eq!(at(&Call::Inotify { pid: INIT, instances: 16, watches: 1024 }) + 1, mounts);
+    assert!(at(&Call::Loopback { pid: INIT, rootless: true }) < mounts);
+    assert!(mounts < at(&Call::SendGo { payload: b"g".to_vec(), fds: 0 }));
+    assert_eq!(host.phases(), ["limits", "ready", "loopback", "inotify", "mounts", "go", "status-eof", "reaped"]);
+
+    // A failed fix: the run ends before `go`, limits required or not.
+    for require_limits in [true, false] {
+        let mut host = cgroup();
+        host.mounts = Err(String::from("/tmp/a could not be bound onto itself"));
+        let request = Request { mount_fixes: fixes.clone(), require_limits, ..limited() };
+        run(&mut host, &request).unwrap();
+        assert!(!host.calls.iter().any(|c| matches!(c, Call::SendGo { .. })), "{:?}", host.calls);
+        assert!(matches!(host.finished().0, Outcome::Failed { .. }), "{:?}", host.finished());
+    }
+
+    // A tolerated inotify failure: measured, and the fixes still made.
+    let mut host = cgroup();
+    host.inotify = Err(String::from("max_inotify_watches did not take the value"));
+    let request = Request { mount_fixes: fixes, require_limits: false, ..limited() };
+    run(&mut host, &request).unwrap();
+    assert!(host.calls.contains(&Call::Mounts { pid: INIT, pins: 1, devices: 2 }));
+    assert_eq!(host.finished(), (Outcome::Exited { code: 0 }, true));
+    assert!(host.measured.unwrap().inotify_error.is_some());
 }
 
 #[test]
