@@ -268,6 +268,7 @@ fn protection(profile: &Profile, spawn: &SpawnContext, plan: &MountPlan) -> Prot
             names: p.names(),
             paths,
             exempt: exempt(profile, spawn),
+            no_new_repositories: scan.repositories.clone(),
         },
         narrowed: scan.narrowed.clone(),
     }

@@ -266,22 +266,37 @@ pub struct CreationGuard {
     /// lives there (exact `paths` are refused everywhere).
     #[serde(default)]
     pub exempt: Vec<PathBuf>,
+    /// Directories beneath which no `.git` may come into being, at any depth (exempt nowhere):
+    /// the work trees of the repositories found at spawn inside a writable area, and the
+    /// writable areas that lie inside a repository. The host's git, run in such a work tree,
+    /// enters a nested repository that the index names as a submodule (a gitlink, which the
+    /// workload can stage: the index is writable) and runs what that repository's config says
+    /// (`core.fsmonitor` at the next `git status`, an attack on the first version). A `.git`
+    /// that exists is unaffected: its contents are written as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub no_new_repositories: Vec<PathBuf>,
 }
 
 impl CreationGuard {
     /// Nothing is refused.
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty() && self.paths.is_empty()
+        self.names.is_empty() && self.paths.is_empty() && self.no_new_repositories.is_empty()
     }
 
     /// Whether bringing `path` into being by `op` is refused. `path` is absolute and resolved
     /// as the kernel would: the real path of the parent directory joined with the new name.
     ///
     /// Refused: a path that is, or lies beneath, a protected entry (a name pattern at any
-    /// depth, or an exact path). For [`CreateOp::Place`] also a path that would complete a
-    /// pattern's leading components (a directory renamed to `.claude` brings its `commands`
-    /// with it) or that is a proper ancestor of an exact path.
+    /// depth, or an exact path), and a `.git` beneath one of `no_new_repositories`. For
+    /// [`CreateOp::Place`] also a path that would complete a pattern's leading components (a
+    /// directory renamed to `.claude` brings its `commands` with it) or that is a proper
+    /// ancestor of an exact path.
     pub fn refuses(&self, path: &Path, op: CreateOp) -> bool {
+        if path.file_name() == Some(std::ffi::OsStr::new(".git"))
+            && self.no_new_repositories.iter().any(|w| path.starts_with(w))
+        {
+            return true;
+        }
         let comps: Vec<&std::ffi::OsStr> = path
             .components()
             .filter_map(|c| match c {
@@ -343,6 +358,10 @@ pub struct ProtectScan {
     /// Why the spawn must not run at all (the scan could not finish): compiling fails with
     /// `InvalidProfile` and this text.
     pub refused: Option<String>,
+    /// The work trees of the repositories found (directories holding `.git`) and the writable
+    /// areas inside a repository: no new `.git` may come into being beneath them (see
+    /// [`CreationGuard::no_new_repositories`]). Sorted, none beneath another.
+    pub repositories: Vec<PathBuf>,
     /// `(path, st_dev, st_ino)` of every existing entry, pin and existing additional root, and
     /// of every pinned ancestor of the profile's roots that exists, read at the end of the scan
     /// without following a symlink in any component ([`object_identity`]). The container init
@@ -407,6 +426,22 @@ mod tests {
             names: vec![".envrc".into(), ".claude/commands".into()],
             paths: vec![PathBuf::from("/ws/.git/hooks"), PathBuf::from("/ws/secret/key")],
             exempt: vec![PathBuf::from("/tmp"), PathBuf::from("/ws/secret")],
+            no_new_repositories: vec![PathBuf::from("/ws/repo")],
+        }
+    }
+
+    /// Beneath a repository's work tree no `.git` comes into being, at any depth and by any
+    /// operation; what lies in an existing `.git`, and `.git` elsewhere, are not refused.
+    #[test]
+    fn no_new_git_beneath_a_work_tree() {
+        let g = guard();
+        for p in ["/ws/repo/.git", "/ws/repo/vendor/lib/.git", "/ws/repo/secret/.git"] {
+            assert!(g.refuses(Path::new(p), CreateOp::Create), "{p}");
+            assert!(g.refuses(Path::new(p), CreateOp::Place), "{p}");
+        }
+        for p in ["/ws/repo/.git/config", "/ws/repo/.git/objects/ab", "/ws/repo/.gitx", "/ws/other/.git", "/tmp/.git"] {
+            assert!(!g.refuses(Path::new(p), CreateOp::Create), "{p}");
+            assert!(!g.refuses(Path::new(p), CreateOp::Place), "{p}");
         }
     }
 

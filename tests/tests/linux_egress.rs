@@ -172,7 +172,9 @@ sys.stdin.read()
     /// Now exactly one request reaches the origin: its head and `Content-Length` bytes of body
     /// (the positive control: a POST body arrives whole), nothing after them; a body in
     /// `Transfer-Encoding` is refused (400, an `Unsupported` denial) and nothing reaches the
-    /// origin. The origin here is a raw listener on the host's loopback that records every byte
+    /// origin, and so is a request whose `Connection` header names `Content-Length` (evening red team
+    /// of 4 December: the head sent on lost its length, and its body reached the origin as a
+    /// second request). The origin here is a raw listener on the host's loopback that records every byte
     /// it gets and answers after the first request's head.
     pub fn one_request_per_connection_reaches_the_origin() {
         use std::io::{Read, Write};
@@ -220,6 +222,8 @@ for name, req in [
     ('pipelined', 'GET ' + t + '/first HTTP/1.1\\r\\n' + h + auth + '\\r\\nGET /second HTTP/1.1\\r\\nHost: evil.example\\r\\n\\r\\n'),
     ('post', 'POST ' + t + '/post HTTP/1.1\\r\\n' + h + auth + 'Content-Length: 11\\r\\n\\r\\nhello worldGET /after-body HTTP/1.1\\r\\n\\r\\n'),
     ('clte', 'POST ' + t + '/clte HTTP/1.1\\r\\n' + h + auth + 'Content-Length: 4\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n0\\r\\n\\r\\nGET /smuggled HTTP/1.1\\r\\n\\r\\n'),
+    ('conncl', 'POST ' + t + '/conncl HTTP/1.1\\r\\n' + h + auth + 'Connection: content-length\\r\\nContent-Length: 39\\r\\n\\r\\nGET /conncl-smuggled HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'),
+    ('conncl2', 'POST ' + t + '/conncl2 HTTP/1.1\\r\\n' + h + auth + 'Connection: keep-alive, Content-Length \\r\\nContent-Length: 4\\r\\n\\r\\nabcd'),
     ('stop', 'GET ' + t + '/stop HTTP/1.1\\r\\n' + h + auth + '\\r\\n'),
 ]:
     s = socket.create_connection((p.hostname, p.port), timeout=10)
@@ -248,11 +252,13 @@ EOF"
         assert!(answer.contains("pipelined HTTP/1.1 200 OK 1"), "{answer}");
         assert!(answer.contains("post HTTP/1.1 200 OK 1"), "{answer}");
         assert!(answer.contains("clte HTTP/1.1 400"), "{answer}");
+        assert!(answer.contains("conncl HTTP/1.1 400"), "{answer}");
+        assert!(answer.contains("conncl2 HTTP/1.1 400"), "{answer}");
         assert!(answer.contains("stop HTTP/1.1 200 OK 1"), "{answer}");
         // What the origin got: the first request, the POST with its whole body (control), and
         // nothing after either; nothing of the refused one.
         assert!(all.contains("GET /first HTTP/1.1") && all.contains("hello world"), "{all}");
-        for never in ["/second", "evil.example", "/after-body", "/clte", "/smuggled"] {
+        for never in ["/second", "evil.example", "/after-body", "/clte", "/smuggled", "/conncl"] {
             assert!(!all.contains(never), "the origin got {never}: {all}");
         }
         denied(&out, &format!("tcp:origin.test:{port}"), DenialReason::Unsupported);

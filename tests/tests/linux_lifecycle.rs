@@ -414,6 +414,132 @@ mod linux {
         assert_eq!(fs::read_to_string(ws.join("keep.txt")).unwrap(), "mine\n");
     }
 
+    /// The evening red team of 4 December, on kept containers. (1) The pins (directories the
+    /// container made on its private `/tmp` above a bind, bound onto themselves) were skipped
+    /// by the clean-up as mounts: files, a `node_modules` and a changed mode left in one stayed
+    /// for the next run. Now a pin is emptied (the binds in it stay) and its mode and extended
+    /// attributes are compared like the private directories'. (2) `chmod 0 /dev/pts/ptmx` denied
+    /// every later run a terminal: compared too, the container is given up. (3) `touch -d` on
+    /// `/tmp`, `/dev/shm`, a pin and `/dev/fd` carried chosen times to the next run: they are
+    /// set to the time of the clean-up. Controls: the workspace's files and what each run wrote
+    /// there stay, and later runs still run in a kept container.
+    pub fn nothing_is_handed_on_through_pins_ptmx_or_times() {
+        let root = tempfile::Builder::new().prefix("sbx-pin").tempdir_in("/tmp").unwrap();
+        let root_path = fs::canonicalize(root.path()).unwrap();
+        let (ws, scratch) = (root_path.join("ws"), root_path.join("scratch"));
+        fs::create_dir(&ws).unwrap();
+        fs::create_dir(&scratch).unwrap();
+        fs::write(ws.join("keep.txt"), "mine\n").unwrap();
+        if sandbox_tests::rootless_mode() {
+            for p in [root_path.as_path(), &ws, &scratch] {
+                fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+            }
+        }
+        let profile = Profile::new(sandbox_tests::allow_config(&ws)).unwrap();
+        let options = sandbox_tests::test_options(ExecutorSetOptions::new(&scratch).max_executors(2));
+        let set = ExecutorSet::new(&dl(), &profile, options).unwrap();
+        let exec = set.executor("k").unwrap();
+        let text = |cmd: &str| {
+            let out = exec.run_command(&dl(), &ws, cmd).unwrap();
+            String::from_utf8_lossy(&out.bytes).into_owned()
+        };
+        let pid = |out: &str| -> u32 {
+            out.lines().find_map(|l| l.strip_prefix("pid=")).and_then(|p| p.trim().parse().ok()).unwrap()
+        };
+        let r = root_path.display();
+        text("true");
+        // (1) What a run leaves in a pin, and the pin's own mode.
+        let planted = text(&format!(
+            "echo pid=$$; echo run0 > {r}/planted && mkdir -p {r}/node_modules/lodash && echo ok > {r}/node_modules/lodash/index.js && echo planted-ok"
+        ));
+        assert!(planted.contains("planted-ok"), "control: a pin's directory is writable: {planted}");
+        let next = text(&format!("echo pid=$$; ls -A {r} | tr '\\n' ' '; echo; cat keep.txt"));
+        assert!(pid(&next) > 2, "control: the next run runs in the kept container: {next}");
+        assert!(!next.contains("planted") && !next.contains("node_modules"), "a pin handed on a run's files: {next}");
+        assert!(next.contains("ws") && next.contains("mine"), "the binds in the pin stay: {next}");
+        let mode = |out: &str| out.lines().find_map(|l| l.strip_prefix("mode=")).map(str::to_owned);
+        let before = text(&format!("echo mode=$(stat -c '%a' {r})"));
+        let changed = text(&format!("chmod 0700 {r}; echo mode=$(stat -c '%a' {r})"));
+        assert_ne!(mode(&before), mode(&changed), "chmod of a pin changed nothing: {changed}");
+        let after = text(&format!("echo mode=$(stat -c '%a' {r})"));
+        assert_eq!(mode(&before), mode(&after), "a pin's mode reached the next run");
+        // (2) The devpts multiplexer.
+        let ptmx = text("chmod 0 /dev/pts/ptmx; echo mode=$(stat -c '%a' /dev/pts/ptmx)");
+        assert_eq!(mode(&ptmx).as_deref(), Some("0"), "chmod 0 of ptmx: {ptmx}");
+        let pty =
+            text("echo mode=$(stat -c '%a' /dev/pts/ptmx); python3 -c 'import os; os.openpty(); print(\"pty-ok\")'");
+        assert!(
+            pty.contains("pty-ok") && mode(&pty).as_deref() != Some("0"),
+            "ptmx's mode reached the next run: {pty}"
+        );
+        // (3) Chosen times.
+        let stamp = "1234567890";
+        let set_times = text(&format!(
+            "touch -d @{stamp} /tmp /dev/shm {r}; touch -h -d @{stamp} /dev/fd; stat -c '%Y' /tmp /dev/shm {r}; stat -L -c '%Y' /dev/fd >/dev/null; stat -c '%Y' /dev/fd"
+        ));
+        assert_eq!(set_times.matches(stamp).count(), 4, "control: the times were set: {set_times}");
+        let times = text(&format!("echo pid=$$; stat -c '%Y' /tmp /dev/shm {r} /dev/fd"));
+        assert!(pid(&times) > 2, "control: still a kept container: {times}");
+        assert!(!times.contains(stamp), "chosen times reached the next run: {times}");
+        set.close().unwrap();
+        assert_eq!(fs::read_to_string(ws.join("keep.txt")).unwrap(), "mine\n");
+    }
+
+    /// The evening red team of 4 December: with the workspace at `/tmp` itself (`cd /tmp &&
+    /// sandbox serve`), the workspace's bind lay over the private `/tmp`, and the clean-up after
+    /// the first run of a kept container emptied the host's `/tmp`. Now a container whose
+    /// private `/tmp` or `/dev/shm` is not its own tmpfs is never cleaned, only given up. Run in
+    /// a private mount namespace with a tmpfs of its own on `/tmp` (this host's `/tmp` is never
+    /// at stake): what it held, and what each run wrote there, is all there afterwards; each
+    /// run sees the files (control).
+    pub fn a_workspace_at_tmp_is_never_emptied() {
+        if std::env::var_os("SANDBOX_TEST_TMP_WORKSPACE").is_some() {
+            // The child, in its own mount namespace: /tmp must be the fresh tmpfs.
+            let table = fs::read_to_string("/proc/self/mountinfo").unwrap();
+            assert!(table.lines().any(|l| l.split(' ').nth(4) == Some("/tmp") && l.contains(" - tmpfs ")), "{table}");
+            assert_eq!(fs::read_to_string("/tmp/canary").unwrap(), "canary\n");
+            let scratch = tempfile::Builder::new().prefix("sbx-tmpws").tempdir_in("/var/tmp").unwrap();
+            let profile = Profile::new(sandbox_tests::allow_config(Path::new("/tmp"))).unwrap();
+            let options = sandbox_tests::test_options(ExecutorSetOptions::new(scratch.path()).max_executors(2));
+            let set = ExecutorSet::new(&dl(), &profile, options).unwrap();
+            let exec = set.executor("k").unwrap();
+            for i in 0..4 {
+                let out =
+                    exec.run_command(&dl(), Path::new("/tmp"), &format!("ls /tmp; echo run > /tmp/w-{i}")).unwrap();
+                let listing = String::from_utf8_lossy(&out.bytes).into_owned();
+                assert!(listing.contains("canary") && listing.contains("alice"), "run {i}: {listing}");
+                for j in 0..i {
+                    assert!(listing.contains(&format!("w-{j}")), "run {i} lost w-{j}: {listing}");
+                }
+            }
+            set.close().unwrap();
+            assert_eq!(fs::read_to_string("/tmp/alice/notes").unwrap(), "notes\n");
+            for i in 0..4 {
+                assert!(Path::new(&format!("/tmp/w-{i}")).exists(), "w-{i} is gone");
+            }
+            return;
+        }
+        if sandbox_tests::rootless_mode() {
+            println!(
+                "!!!! not applicable in the rootless mode (a tmpfs mounted on /tmp needs root): a workspace at /tmp !!!!"
+            );
+            return;
+        }
+        let exe = std::env::current_exe().unwrap();
+        let out = Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c"])
+            .arg(
+                "mount -t tmpfs tmpfs /tmp && echo canary > /tmp/canary && mkdir /tmp/alice && \
+                 echo notes > /tmp/alice/notes && exec \"$0\" a_workspace_at_tmp_is_never_emptied",
+            )
+            .arg(&exe)
+            .env("SANDBOX_TEST_TMP_WORKSPACE", "1")
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && text.contains("1 passed, 0 failed"), "{text}");
+    }
+
     /// Round-2 red team of issue 16 (4 December): as root, the container's uid 0 owns the host's
     /// device nodes that the runtime binds into `/dev` (and that mask `/proc` files): a workload
     /// changed the host's `/dev/full` mode and times (`chmod 0 /dev/null` would have broken it
@@ -1254,6 +1380,8 @@ fn main() -> std::process::ExitCode {
                 the_directories_above_binds_and_the_private_dirs_themselves_are_not_handed_on,
             ),
             ("the_hosts_device_nodes_cannot_be_changed", the_hosts_device_nodes_cannot_be_changed),
+            ("nothing_is_handed_on_through_pins_ptmx_or_times", nothing_is_handed_on_through_pins_ptmx_or_times),
+            ("a_workspace_at_tmp_is_never_emptied", a_workspace_at_tmp_is_never_emptied),
             (
                 "killing_the_helper_mid_run_leaves_no_process_and_sweeps_leftovers",
                 killing_the_helper_mid_run_leaves_no_process_and_sweeps_leftovers,

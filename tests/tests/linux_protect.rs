@@ -527,13 +527,20 @@ mod linux {
         assert!(!e.join(".gitconfig-local").exists() && !f.join("team.inc").exists());
     }
 
-    /// A workspace inside a repository (a package of a monorepo): `git init` at its root would
-    /// make the host's next git command there find the new repository first and run what its
-    /// config says (`core.fsmonitor` at `git status`). Refused from inside, also as a bare
-    /// repository made of `HEAD`, `objects/` and `refs/`; deeper, a new repository is allowed
-    /// (cloning into a subdirectory keeps working); the control: in a workspace no repository
-    /// encloses, `git init` at the root works.
-    pub fn a_repository_cannot_be_made_at_a_workspace_root_inside_a_repository() {
+    /// A repository cannot be made where the host's git would enter it (red teams of 3 and 4
+    /// December): in a workspace inside a repository, not at its root (`git init`, a `.git`
+    /// pointer file, a bare layout); in a workspace that is a repository, not beside a `.git`
+    /// the workload broke (`.git/HEAD` overwritten, then `HEAD`, `objects/`, `refs/` and a
+    /// `config` with `core.fsmonitor` at the root: git falls back to the root as a bare
+    /// repository), and not beneath it (`git init vendor/lib`, a pointer file, a directory
+    /// renamed to `.git`, `git clone`), where a gitlink staged in the writable index made the
+    /// host's `git status` at the root enter it and run its `core.fsmonitor`. Each attack is
+    /// followed by the host's own `git status`, which must run nothing.
+    ///
+    /// Positive controls: `git init` in the private `/tmp`, at the root of a workspace no
+    /// repository encloses and beneath it; a nested repository the host made before the run
+    /// commits; an ordinary `HEADER` file at the root; `git add`, `commit` and `checkout -b`.
+    pub fn a_repository_cannot_be_made_where_the_hosts_git_would_enter_it() {
         let d = TestDirs::new("sbx-protect");
         git(&d.root, &["init", "-q"]);
         let (_set, exec) = executor(&d, config(&d));
@@ -541,23 +548,135 @@ mod linux {
             ("init-root", format!("{GIT} init -q . && test -d .git")),
             ("gitfile-root", String::from("echo 'gitdir: /tmp/evil' > .git")),
             ("bare-root", String::from("mkdir -p objects refs && echo 'ref: refs/heads/main' > HEAD")),
+            ("init-deeper", format!("mkdir -p sub && cd sub && {GIT} init -q . && test -d .git")),
         ];
         let mut script = String::new();
         for (name, cmd) in &attacks {
             script.push_str(&attempt(name, cmd));
         }
-        script.push_str(&format!("mkdir sub && cd sub && {GIT} init -q . && test -d .git && echo deeper-ok"));
+        script.push_str(&format!("cd /tmp && {GIT} init -q t && test -d t/.git && echo tmp-ok"));
         let out = sh_ok(&exec, &d.ws, &script);
         all_failed(&out, &attacks.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>());
-        assert!(out.ends_with("deeper-ok\n"), "{out}");
+        assert!(out.ends_with("tmp-ok\n"), "{out}");
         assert!(fs::symlink_metadata(d.ws.join(".git")).is_err() && !d.ws.join("HEAD").exists());
+        assert!(fs::symlink_metadata(d.ws.join("sub/.git")).is_err());
         let o = Command::new("git").args(["rev-parse", "--show-toplevel"]).current_dir(&d.ws).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), d.root.display().to_string());
 
+        // A workspace that is a repository, with a nested one the host made before the run.
+        let r = TestDirs::new("sbx-protect");
+        git(&r.ws, &["init", "-q"]);
+        fs::write(r.ws.join("a.txt"), "a\n").unwrap();
+        git(&r.ws, &["add", "a.txt"]);
+        git(&r.ws, &["commit", "-qm", "a"]);
+        fs::create_dir_all(r.ws.join("pre")).unwrap();
+        git(&r.ws.join("pre"), &["init", "-q"]);
+        let marker = r.root.join("fsmonitor-ran");
+        let monitor = format!("touch {}; false", marker.display());
+        let (_set2, exec2) = executor(&r, config(&r));
+        let attacks = [
+            (
+                "bare-beside-broken-git",
+                format!(
+                    "echo garbage > .git/HEAD; mkdir -p objects refs && echo 'ref: refs/heads/main' > HEAD && \
+                     printf '[core]\\n\\trepositoryformatversion = 0\\n\\tworktree = .\\n\\tfsmonitor = \"{monitor}\"\\n' > config && \
+                     test -f HEAD"
+                ),
+            ),
+            ("nested-init", format!("{GIT} init -q vendor/lib && test -d vendor/lib/.git")),
+            ("nested-gitfile", String::from("mkdir -p vendor/x && echo 'gitdir: ../../objects' > vendor/x/.git")),
+            (
+                "nested-rename",
+                format!("{GIT} init -q --bare vendor/y-git && mkdir -p vendor/y && mv vendor/y-git vendor/y/.git"),
+            ),
+            ("nested-symlink", String::from("mkdir -p vendor/z && ln -s /tmp vendor/z/.git")),
+            ("clone", format!("{GIT} clone -q pre vendor/c && test -d vendor/c/.git")),
+        ];
+        let mut script = String::new();
+        for (name, cmd) in &attacks {
+            script.push_str(&attempt(name, cmd));
+        }
+        // The gitlink the red team staged (harmless now that nothing is there to enter).
+        script.push_str(&format!(
+            "echo 'ref: refs/heads/main' > .git/HEAD; mkdir -p vendor/lib; \
+             {GIT} update-index --add --cacheinfo 160000,$({GIT} -C pre hash-object -t commit --stdin </dev/null 2>/dev/null || echo 1111111111111111111111111111111111111111),vendor/lib; \
+             echo x > pre/f && {GIT} -C pre add f && {GIT} -C pre commit -qm f && echo pre-ok; \
+             echo h > HEADER && echo header-ok; \
+             {GIT} checkout -qb feature && echo b > b.txt && {GIT} add b.txt && {GIT} commit -qm b && echo commit-ok"
+        ));
+        let out = sh_ok(&exec2, &r.ws, &script);
+        all_failed(&out, &attacks.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>());
+        for control in ["pre-ok", "header-ok", "commit-ok"] {
+            assert!(out.contains(control), "{control}: {out}");
+        }
+        for nested in ["vendor/lib/.git", "vendor/x/.git", "vendor/y/.git", "vendor/z/.git", "vendor/c/.git"] {
+            assert!(fs::symlink_metadata(r.ws.join(nested)).is_err(), "{nested} exists: {out}");
+        }
+        // The host's git, as an IDE runs it after the run: nothing of the workload's runs.
+        let o = Command::new("git").args(["status", "--porcelain"]).current_dir(&r.ws).output().unwrap();
+        assert!(!marker.exists(), "the host's git status ran the workload's fsmonitor: {o:?}");
+        let o = Command::new("git").args(["rev-parse", "--show-toplevel"]).current_dir(&r.ws).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), r.ws.display().to_string());
+
+        // The control: no repository encloses this workspace, so `git init` there stays open,
+        // at its root and beneath it.
         let control = TestDirs::new("sbx-protect");
-        let (_set2, exec2) = executor(&control, config(&control));
-        let out = sh_ok(&exec2, &control.ws, &format!("{GIT} init -q . && test -d .git && echo init-ok"));
+        let (_set3, exec3) = executor(&control, config(&control));
+        let out = sh_ok(
+            &exec3,
+            &control.ws,
+            &format!(
+                "{GIT} init -q . && test -d .git && mkdir sub && {GIT} init -q sub && test -d sub/.git && echo init-ok"
+            ),
+        );
         assert!(out.ends_with("init-ok\n"), "{out}");
+    }
+
+    /// husky's layout (v9: `core.hooksPath = .husky/_`, whose generated hooks run the user's
+    /// `.husky/<hook>` one level up): the evening red team of 4 December wrote
+    /// `.husky/pre-commit`, and the host's next `git commit` ran it. The parent of a hooks path
+    /// named `_` is protected with it: the scripts can be neither written, replaced nor made;
+    /// the host's commit afterwards runs the original hook only. Control: a file beside
+    /// `.husky` is written, and the commit inside the sandbox works.
+    pub fn a_husky_layout_keeps_the_scripts_its_hooks_run() {
+        let d = TestDirs::new("sbx-protect");
+        let ws = &d.ws;
+        git(ws, &["init", "-q"]);
+        git(ws, &["config", "core.hooksPath", ".husky/_"]);
+        fs::create_dir_all(ws.join(".husky/_")).unwrap();
+        fs::write(
+            ws.join(".husky/_/h"),
+            "#!/bin/sh\nexec sh -e \"$(dirname \"$(dirname \"$0\")\")/$(basename \"$0\")\" \"$@\"\n",
+        )
+        .unwrap();
+        fs::write(ws.join(".husky/_/pre-commit"), "#!/bin/sh\n. \"$(dirname \"$0\")/h\"\n").unwrap();
+        fs::write(ws.join(".husky/pre-commit"), "echo lint ok\n").unwrap();
+        for f in [".husky/_/h", ".husky/_/pre-commit"] {
+            fs::set_permissions(ws.join(f), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        }
+        let marker = d.root.join("husky-ran");
+        let (_set, exec) = executor(&d, config(&d));
+        let attacks = [
+            ("write", format!("echo 'touch {}' >> .husky/pre-commit", marker.display())),
+            ("replace", format!("echo 'touch {}' > /tmp/p && mv /tmp/p .husky/pre-commit", marker.display())),
+            ("new-hook", format!("echo 'touch {}' > .husky/commit-msg", marker.display())),
+            ("remove", String::from("rm -f .husky/pre-commit")),
+        ];
+        let mut script = String::new();
+        for (name, cmd) in &attacks {
+            script.push_str(&attempt(name, cmd));
+        }
+        script.push_str(&format!(
+            "echo x > beside.txt && {GIT} add beside.txt && {GIT} commit -qm x && echo controls-ok"
+        ));
+        let out = sh_ok(&exec, ws, &script);
+        all_failed(&out, &attacks.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>());
+        assert!(out.contains("lint ok") && out.contains("controls-ok"), "{out}");
+        assert_eq!(fs::read_to_string(ws.join(".husky/pre-commit")).unwrap(), "echo lint ok\n");
+        fs::write(ws.join("host.txt"), "h\n").unwrap();
+        git(ws, &["add", "host.txt"]);
+        git(ws, &["commit", "-qm", "host"]);
+        assert!(!marker.exists(), "the host's commit ran what the workload wrote");
     }
 
     /// Attacks on the scan found by a red team (3 December), each from inside, run by run:
@@ -759,10 +878,11 @@ fn main() -> std::process::ExitCode {
         use linux::*;
         sandbox_tests::run_tests(&[
             ("scan_evasions_are_closed", scan_evasions_are_closed),
+            ("a_husky_layout_keeps_the_scripts_its_hooks_run", a_husky_layout_keeps_the_scripts_its_hooks_run),
             ("git_config_evasions_are_closed", git_config_evasions_are_closed),
             (
-                "a_repository_cannot_be_made_at_a_workspace_root_inside_a_repository",
-                a_repository_cannot_be_made_at_a_workspace_root_inside_a_repository,
+                "a_repository_cannot_be_made_where_the_hosts_git_would_enter_it",
+                a_repository_cannot_be_made_where_the_hosts_git_would_enter_it,
             ),
             (
                 "every_existing_default_entry_is_read_only_at_every_depth",

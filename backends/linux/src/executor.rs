@@ -316,7 +316,8 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
     // What a run could change in this init from outside (its limits, priorities, affinity):
     // a kept container whose init reads otherwise after a run is given up (issue 16).
     let attributes = sys::outside_attributes();
-    let private_dirs = crate::fresh::private_dirs_state();
+    // Read at the first `go`, once the helper has pinned the container's own directories.
+    let mut private_dirs = None;
 
     // Ready; wait for the helper's go (EOF: the helper is gone, and so is this spawn). A warm
     // container's go carries the process to run and its stdio.
@@ -326,6 +327,11 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
         let Some(socket) = go.as_mut() else { sys::exit_now(1) };
         let go_now = receive_go(socket, &mut status, first);
         if first {
+            // A container whose private `/tmp` or `/dev/shm` is not its own tmpfs (a workspace
+            // at `/tmp`) is never cleaned: no state is read, and it is given up after its run.
+            if matches!(go_now, Go::Kept(_)) && crate::fresh::planned_private(spec) {
+                private_dirs = crate::fresh::private_dirs_state();
+            }
             // From here on nothing joins this process: no descriptor (the status pipe, the
             // oom_score_adj handle), no memory and no environment of the init may reach the
             // workload through /proc/1, pidfd_getfd or process_vm_readv, which all need it
@@ -379,11 +385,13 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
             || sys::outside_attributes() != attributes
             || private_dirs.is_none()
             || crate::fresh::private_dirs_state() != private_dirs
+            || !crate::fresh::private_dirs_are_private()
             || crate::fresh::empty_private_dir("/tmp").is_err()
             || crate::fresh::empty_private_dir("/dev/shm").is_err()
         {
             sys::exit_now(0);
         }
+        crate::fresh::reset_times();
         status.line("ready");
     }
 }
@@ -722,6 +730,7 @@ mod tests {
                 names: vec![".envrc".into()],
                 paths: vec!["/ws/.git/hooks".into()],
                 exempt: vec!["/tmp".into()],
+                no_new_repositories: vec!["/ws".into()],
             },
             ..Default::default()
         };

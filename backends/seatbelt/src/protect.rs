@@ -114,7 +114,8 @@ pub(crate) fn rules(out: &mut String, protection: &Protected, writable: &[PathBu
     let mut exact: Vec<PathBuf> = protection.bound.iter().chain(&protection.guard.paths).cloned().collect();
     exact.sort();
     exact.dedup();
-    if names.is_empty() && exact.is_empty() {
+    let repositories = &protection.guard.no_new_repositories;
+    if names.is_empty() && exact.is_empty() && repositories.is_empty() {
         return Ok(());
     }
     let _ = writeln!(
@@ -165,8 +166,26 @@ pub(crate) fn rules(out: &mut String, protection: &Protected, writable: &[PathBu
             }
         }
     }
+    if !repositories.is_empty() {
+        out.push_str(
+            ";; beneath a repository's work tree no new .git (a nested repository staged as a submodule\n\
+             ;; is entered by the host's git status at the work tree's root)\n(deny file-write-create",
+        );
+        for w in repositories {
+            for s in spellings(w) {
+                let _ = write!(out, "\n  {}", regex_filter(&new_git_regex(&s))?);
+            }
+        }
+        out.push_str(")\n");
+    }
     out.push_str(";; hard links: no protected file gets a second, writable name\n(deny file-link)\n");
     Ok(())
+}
+
+/// The regex of a `.git` at any depth beneath the directory `dir` (`^/ws/(.*/)?\.git$`).
+pub(crate) fn new_git_regex(dir: &Path) -> String {
+    let dir = regex_escape(&dir.to_string_lossy());
+    format!("^{}/(.*/)?\\.git$", dir.trim_end_matches('/'))
 }
 
 #[cfg(test)]
@@ -235,7 +254,19 @@ mod tests {
             names: names.map(String::from).into(),
             paths: vec![],
             exempt: vec![],
+            no_new_repositories: vec![PathBuf::from("/ws/repo")],
         };
+        let git = new_git_regex(Path::new("/ws/repo"));
+        for p in [
+            "/ws/repo/.git",
+            "/ws/repo/a/b/.git",
+            "/ws/repo/.git/config",
+            "/ws/repo/.gitx",
+            "/ws/other/.git",
+            "/ws/repox/.git",
+        ] {
+            assert_eq!(matches(&git, p), guard.refuses(Path::new(p), CreateOp::Create), "{p}");
+        }
         let write: Vec<String> = names.iter().filter_map(|n| name_regex(n)).collect();
         let create: Vec<String> = names.iter().flat_map(|n| leading_regexes(n)).collect();
         for p in [

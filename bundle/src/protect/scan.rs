@@ -177,6 +177,7 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         new: HashMap::new(),
         now,
         home: home.clone(),
+        repositories: Vec::new(),
     };
     // Nothing to look for (the list is off): no walk at all.
     let looking = !walker.last.is_empty() || !p.git_entries().is_empty();
@@ -235,23 +236,41 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
             }
         }
     }
-    // A workspace (or writable root) inside a repository: `git init` there would make the
-    // host's next git command in it find the new repository first and run what its config
-    // says (`core.fsmonitor` at `git status`). `.git` at the area's root is refused creation
-    // (and, as git also takes a directory with `HEAD`, `objects/` and `refs/` for a bare
-    // repository, `HEAD` too); deeper, a repository made during a run is the workload's own.
-    for area in writable.iter().filter(|a| !p.git_entries().is_empty() && in_a_repository(a)) {
-        if std::fs::symlink_metadata(area.join(".git")).is_err() {
+    // A workspace (or writable root) that is, or lies inside, a repository. `git init` at its
+    // root would make the host's next git command there find the new repository first and run
+    // what its config says (`core.fsmonitor` at `git status`): `.git` at the area's root is
+    // refused creation. Git also takes a directory with `HEAD`, `objects/` and `refs/` for a
+    // bare repository, and falls back to it when the `.git` there is broken (a `.git/HEAD`
+    // overwritten, an attack on the first version, which looked only at areas inside a
+    // repository): `HEAD` at the root is refused too, or bound read-only when it exists,
+    // unless the root is a git directory itself (whose `HEAD` git writes).
+    for area in writable.iter().filter(|_| !p.git_entries().is_empty()) {
+        let holds_git = std::fs::symlink_metadata(area.join(".git")).is_ok();
+        if !holds_git && !in_a_repository(area) {
+            continue;
+        }
+        walker.repositories.push(area.clone());
+        if !holds_git {
             walker.entry(&area.join(".git"));
         }
-        // `HEAD` unless the root is a git directory already (whose `HEAD` git writes): an
-        // existing one is bound read-only, so that no `objects/` and `refs/` made beside it
-        // turn the root into a repository.
         let is_gitdir = ["objects", "refs"].iter().all(|d| area.join(d).is_dir());
         if !is_gitdir {
             walker.entry(&area.join("HEAD"));
         }
     }
+    // Beneath every work tree found and every such area, no new `.git` at any depth: a nested
+    // repository made during a run, staged as a submodule in the writable index, is entered by
+    // the host's `git status` at the work tree's root (see `CreationGuard::no_new_repositories`).
+    let mut repositories = std::mem::take(&mut walker.repositories);
+    repositories.sort();
+    repositories.dedup();
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for r in repositories {
+        if !kept.iter().any(|k| r.starts_with(k)) {
+            kept.push(r);
+        }
+    }
+    walker.out.repositories = kept;
     if c.host_write != Access::Deny {
         out.narrowed.push(String::from(
             "host write is not deny: protected names outside the workspace and roots are refused creation, but \
@@ -421,6 +440,9 @@ struct Walker<'a> {
     now: i64,
     /// The caller's real HOME, canonical (git expands `~/` in paths against it).
     home: Option<PathBuf>,
+    /// The work trees found (directories holding `.git`), and the writable areas inside a
+    /// repository.
+    repositories: Vec<PathBuf>,
 }
 
 impl Walker<'_> {
@@ -436,6 +458,7 @@ impl Walker<'_> {
             if self.last.contains(name) && self.matches(&path) {
                 self.entry(&path);
             } else if name == ".git" {
+                self.repositories.push(dir.to_path_buf());
                 self.git(&path);
             }
             if self.intermediate.contains(name) && std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
@@ -704,6 +727,16 @@ impl Walker<'_> {
                     continue;
                 };
                 if let Some(hooks) = self.expand(&hooks, root) {
+                    // husky (v9 and later) sets `core.hooksPath = .husky/_`, whose generated
+                    // hooks run the user's scripts one level up (`.husky/pre-commit`): the
+                    // parent is what the hooks run, and is protected with them (a red team
+                    // wrote `.husky/pre-commit`, and the host's next commit ran it). Never an
+                    // area's root or anything above one.
+                    if hooks.file_name() == Some(std::ffi::OsStr::new("_")) {
+                        if let Some(parent) = hooks.parent().filter(|p| !self.areas.iter().any(|a| a.starts_with(p))) {
+                            self.entry(parent);
+                        }
+                    }
                     self.entry(&hooks);
                 }
             }
@@ -1370,6 +1403,55 @@ mod tests {
         // The control: no repository encloses this workspace, so `git init` there stays open.
         let found = scan(&profile_at(outer.join("plain/pkg")), None);
         assert!(!protects(&found, &outer.join("plain/pkg/.git")), "{found:?}");
+    }
+
+    /// A workspace that is a repository: its root cannot become a bare repository beside a
+    /// `.git` the workload broke (`HEAD` refused, or read-only where it exists), and no `.git`
+    /// can be made beneath it; a workspace holding repositories only deeper gets the rule
+    /// beneath each of them; a workspace with none gets neither (`git init` stays open).
+    #[test]
+    fn a_repository_workspace_gains_no_bare_root_and_no_nested_repository() {
+        let mk = |p: &Path| std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
+        let (_dir, ws, profile) = writable_workspace();
+        mk(&ws.join(".git/hooks"));
+        let found = scan(&profile, None);
+        assert!(found.missing.contains(&ws.join("HEAD")), "{found:?}");
+        assert_eq!(found.repositories, std::slice::from_ref(&ws));
+        std::fs::write(ws.join("HEAD"), "a project file\n").unwrap_or_else(|e| panic!("{e}"));
+        let found = scan(&profile, None);
+        assert!(found.existing.contains(&(ws.join("HEAD"), true)), "{found:?}");
+
+        let (_dir, ws, profile) = writable_workspace();
+        mk(&ws.join("b/c/.git"));
+        mk(&ws.join("a/.git"));
+        mk(&ws.join("a/sub/.git"));
+        let found = scan(&profile, None);
+        assert_eq!(found.repositories, [ws.join("a"), ws.join("b/c")]);
+        assert!(!protects(&found, &ws.join("HEAD")) && !protects(&found, &ws.join(".git")), "{found:?}");
+
+        let (_dir, ws, profile) = writable_workspace();
+        mk(&ws.join("src"));
+        let found = scan(&profile, None);
+        assert!(found.repositories.is_empty(), "{found:?}");
+        assert!(!protects(&found, &ws.join("HEAD")), "{found:?}");
+    }
+
+    /// husky's layout (`core.hooksPath = .husky/_`, whose hooks run `.husky/<hook>`): the
+    /// parent is protected with the hooks path; a hooks path `_` at the root protects no root.
+    #[test]
+    fn a_husky_hooks_path_protects_the_scripts_its_hooks_run() {
+        let (_dir, ws, profile) = writable_workspace();
+        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(ws.join(".husky/_")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(ws.join(".git/config"), "[core]\n\thooksPath = .husky/_\n").unwrap_or_else(|e| panic!("{e}"));
+        let found = scan(&profile, None);
+        assert!(found.existing.contains(&(ws.join(".husky"), false)), "{found:?}");
+        assert!(found.existing.contains(&(ws.join(".husky/_"), false)), "{found:?}");
+
+        std::fs::write(ws.join(".git/config"), "[core]\n\thooksPath = _\n").unwrap_or_else(|e| panic!("{e}"));
+        let found = scan(&profile, None);
+        assert!(protects(&found, &ws.join("_")), "{found:?}");
+        assert!(!protects(&found, &ws), "{found:?}");
     }
 
     #[test]

@@ -310,7 +310,8 @@ fn connect_host_matches(headers: &[httparse::Header<'_>], host: &Host, port: u16
 }
 
 /// The head sent to the origin: the request line in origin-form, the headers minus the
-/// hop-by-hop ones and those `Connection` names (never `Host`), and `Connection: close`.
+/// hop-by-hop ones and those `Connection` names (never `Host` or `Content-Length`), and
+/// `Connection: close`.
 pub(super) fn origin_head(method: &str, path: &str, version: u8, headers: &[httparse::Header<'_>]) -> Vec<u8> {
     let mut named: Vec<String> = Vec::new();
     for header in headers.iter().filter(|h| h.name.eq_ignore_ascii_case("connection")) {
@@ -319,7 +320,10 @@ pub(super) fn origin_head(method: &str, path: &str, version: u8, headers: &[http
     let mut head = format!("{method} {path} HTTP/1.{version}\r\n").into_bytes();
     for header in headers {
         let name = header.name.to_ascii_lowercase();
-        if HOP_BY_HOP.contains(&name.as_str()) || (name != "host" && named.contains(&name)) {
+        // What frames the request (`Host`, `Content-Length`) is never dropped for being named
+        // (`body_length` refuses such a request anyway).
+        let end_to_end = name == "host" || name == "content-length";
+        if HOP_BY_HOP.contains(&name.as_str()) || (!end_to_end && named.contains(&name)) {
             continue;
         }
         head.extend_from_slice(header.name.as_bytes());
@@ -367,9 +371,25 @@ fn tunnel(conn: &Connection<'_>, host: &Host, port: u16, early: &[u8]) {
 /// refused: the proxy sends the origin exactly one request, its head and that many bytes, so
 /// that nothing after them (a second, pipelined request, or one smuggled in a body whose length
 /// the origin would read otherwise) reaches the origin on an allowed connection.
+///
+/// A `Connection` header that names `Content-Length` or `Transfer-Encoding` is refused too:
+/// the head sent on drops what `Connection` names, so the origin would get the body without
+/// its length, and read it as a second request (the evening red team of 4 December). RFC 9110 forbids
+/// naming a header meant for every recipient there.
 fn body_length(headers: &[httparse::Header<'_>]) -> Result<u64, &'static str> {
     if headers.iter().any(|h| h.name.eq_ignore_ascii_case("transfer-encoding")) {
         return Err("a request body in Transfer-Encoding (send it with Content-Length)");
+    }
+    let framing = |token: &str| {
+        let token = token.trim();
+        token.eq_ignore_ascii_case("content-length") || token.eq_ignore_ascii_case("transfer-encoding")
+    };
+    if headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("connection"))
+        .any(|h| String::from_utf8_lossy(h.value).split(',').any(framing))
+    {
+        return Err("a Connection header naming the body's framing (Content-Length or Transfer-Encoding)");
     }
     let mut length: Option<u64> = None;
     for h in headers.iter().filter(|h| h.name.eq_ignore_ascii_case("content-length")) {
