@@ -256,6 +256,7 @@ fn protection(profile: &Profile, spawn: &SpawnContext, plan: &MountPlan) -> Prot
         .filter(|m| !m.below && m.origin == Origin::Protected && m.source.as_ref() == Some(&m.destination))
         .map(|m| m.destination.clone())
         .collect();
+    let (exempt, not_exempt) = exempt(profile, spawn);
     let mut paths: Vec<PathBuf> = scan.missing.iter().chain(&bound).cloned().collect();
     paths.sort();
     paths.dedup();
@@ -267,8 +268,10 @@ fn protection(profile: &Profile, spawn: &SpawnContext, plan: &MountPlan) -> Prot
             version: p.version().to_owned(),
             names: p.names(),
             paths,
-            exempt: exempt(profile, spawn),
+            exempt,
+            not_exempt,
             no_new_repositories: scan.repositories.clone(),
+            no_new_entries: scan.no_new_entries.clone(),
         },
         narrowed: scan.narrowed.clone(),
     }
@@ -276,7 +279,7 @@ fn protection(profile: &Profile, spawn: &SpawnContext, plan: &MountPlan) -> Prot
 
 /// The sandbox's private directories, where the names are not refused (see
 /// [`CreationGuard::exempt`]).
-fn exempt(profile: &Profile, spawn: &SpawnContext) -> Vec<PathBuf> {
+fn exempt(profile: &Profile, spawn: &SpawnContext) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let mut out = vec![PathBuf::from("/tmp"), PathBuf::from("/dev/shm"), spawn.temp_dir.clone()];
     if let Some(home) = spawn.home_dir.as_ref().filter(|_| profile.config().home == crate::access::Home::IsolatedHome) {
         out.push(home.clone());
@@ -291,6 +294,14 @@ fn exempt(profile: &Profile, spawn: &SpawnContext) -> Vec<PathBuf> {
             g.read_trees.iter().chain(&g.write_trees).chain(&g.read_paths).chain(&g.write_paths).map(PathBuf::as_path),
         )
         .collect();
-    out.retain(|e| !targets.iter().any(|a| a.starts_with(e) || e.starts_with(a)));
-    out
+    // Only where the area or target holds the private directory (a workspace at `/tmp`) is
+    // the whole directory not exempt; one that lies beneath it (`/tmp/x/ws`) is listed in
+    // `not_exempt`, and the rest of the private directory stays exempt (a clone into `/tmp`
+    // of a repository with `.gitmodules` worked again, the evening red team of 4 December).
+    out.retain(|e| !targets.iter().any(|a| e.starts_with(a)));
+    let mut not_exempt: Vec<PathBuf> =
+        targets.iter().filter(|a| out.iter().any(|e| a.starts_with(e))).map(|a| a.to_path_buf()).collect();
+    not_exempt.sort();
+    not_exempt.dedup();
+    (out, not_exempt)
 }

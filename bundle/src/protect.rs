@@ -266,21 +266,52 @@ pub struct CreationGuard {
     /// lives there (exact `paths` are refused everywhere).
     #[serde(default)]
     pub exempt: Vec<PathBuf>,
+    /// Areas and grant targets that lie inside an exempt directory (a workspace under `/tmp`):
+    /// the host's directories bound there, where the names are refused as everywhere else.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_exempt: Vec<PathBuf>,
     /// Directories beneath which no `.git` may come into being, at any depth (exempt nowhere):
     /// the work trees of the repositories found at spawn inside a writable area, and the
     /// writable areas that lie inside a repository. The host's git, run in such a work tree,
     /// enters a nested repository that the index names as a submodule (a gitlink, which the
     /// workload can stage: the index is writable) and runs what that repository's config says
     /// (`core.fsmonitor` at the next `git status`, an attack on the first version). A `.git`
-    /// that exists is unaffected: its contents are written as before.
+    /// that exists is unaffected: its contents are written as before. Nor may a `HEAD` come
+    /// into being there outside a `.git` directory: git takes a directory with `HEAD`,
+    /// `objects/` and `refs/` for a bare repository before it looks further up, so one made in
+    /// `src/` ran its `core.fsmonitor` at the host's `git status` in `src/`, and one made beside
+    /// a nested repository's broken `.git` ran it there.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub no_new_repositories: Vec<PathBuf>,
+    /// Directories in which no new entry may be made (what they hold is written as before):
+    /// the `modules` directories of the git directories found, and the directories between
+    /// them and a module's git directory. A module's git directory planted there (`.git/modules/
+    /// <name>` for a submodule `.gitmodules` lists but nobody initialised yet) is taken as it is
+    /// by the host's `git submodule update --init`, which then runs its hooks and config.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub no_new_entries: Vec<PathBuf>,
 }
 
 impl CreationGuard {
     /// Nothing is refused.
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty() && self.paths.is_empty() && self.no_new_repositories.is_empty()
+        self.names.is_empty()
+            && self.paths.is_empty()
+            && self.no_new_repositories.is_empty()
+            && self.no_new_entries.is_empty()
+    }
+
+    /// Whether `path` is a `.git` beneath one of `no_new_repositories`, or a `HEAD` there that
+    /// lies in no `.git` directory.
+    fn makes_a_repository(&self, path: &Path) -> bool {
+        let name = path.file_name();
+        if name != Some(std::ffi::OsStr::new(".git")) && name != Some(std::ffi::OsStr::new("HEAD")) {
+            return false;
+        }
+        self.no_new_repositories.iter().any(|w| match path.strip_prefix(w) {
+            Ok(rest) => name == Some(std::ffi::OsStr::new(".git")) || !rest.iter().any(|c| c == ".git"),
+            Err(_) => false,
+        })
     }
 
     /// Whether bringing `path` into being by `op` is refused. `path` is absolute and resolved
@@ -292,9 +323,7 @@ impl CreationGuard {
     /// directory renamed to `.claude` brings its `commands` with it) or that is a proper
     /// ancestor of an exact path.
     pub fn refuses(&self, path: &Path, op: CreateOp) -> bool {
-        if path.file_name() == Some(std::ffi::OsStr::new(".git"))
-            && self.no_new_repositories.iter().any(|w| path.starts_with(w))
-        {
+        if self.makes_a_repository(path) || path.parent().is_some_and(|p| self.no_new_entries.iter().any(|d| d == p)) {
             return true;
         }
         let comps: Vec<&std::ffi::OsStr> = path
@@ -304,7 +333,8 @@ impl CreationGuard {
                 _ => None,
             })
             .collect();
-        let exempt = self.exempt.iter().any(|e| path.starts_with(e));
+        let exempt =
+            self.exempt.iter().any(|e| path.starts_with(e)) && !self.not_exempt.iter().any(|a| path.starts_with(a));
         for pattern in self.names.iter().filter(|_| !exempt) {
             let pat: Vec<&str> = pattern.split('/').filter(|c| !c.is_empty()).collect();
             if pat.is_empty() {
@@ -362,6 +392,8 @@ pub struct ProtectScan {
     /// areas inside a repository: no new `.git` may come into being beneath them (see
     /// [`CreationGuard::no_new_repositories`]). Sorted, none beneath another.
     pub repositories: Vec<PathBuf>,
+    /// Directories in which no new entry may be made (see [`CreationGuard::no_new_entries`]).
+    pub no_new_entries: Vec<PathBuf>,
     /// `(path, st_dev, st_ino)` of every existing entry, pin and existing additional root, and
     /// of every pinned ancestor of the profile's roots that exists, read at the end of the scan
     /// without following a symlink in any component ([`object_identity`]). The container init
@@ -426,12 +458,15 @@ mod tests {
             names: vec![".envrc".into(), ".claude/commands".into()],
             paths: vec![PathBuf::from("/ws/.git/hooks"), PathBuf::from("/ws/secret/key")],
             exempt: vec![PathBuf::from("/tmp"), PathBuf::from("/ws/secret")],
+            not_exempt: vec![PathBuf::from("/tmp/ws")],
             no_new_repositories: vec![PathBuf::from("/ws/repo")],
+            no_new_entries: vec![PathBuf::from("/ws/repo/.git/modules")],
         }
     }
 
-    /// Beneath a repository's work tree no `.git` comes into being, at any depth and by any
-    /// operation; what lies in an existing `.git`, and `.git` elsewhere, are not refused.
+    /// Beneath a repository's work tree no `.git` (nor a `HEAD` outside a `.git`) comes into
+    /// being, at any depth and by any operation; what lies in an existing `.git`, and `.git`
+    /// elsewhere, are not refused.
     #[test]
     fn no_new_git_beneath_a_work_tree() {
         let g = guard();
@@ -443,6 +478,16 @@ mod tests {
             assert!(!g.refuses(Path::new(p), CreateOp::Create), "{p}");
             assert!(!g.refuses(Path::new(p), CreateOp::Place), "{p}");
         }
+        // No bare layout: `HEAD` beneath the work tree, but inside a `.git` as git writes it.
+        for p in ["/ws/repo/HEAD", "/ws/repo/src/HEAD", "/ws/repo/sub/HEAD", "/ws/repo/.github/HEAD"] {
+            assert!(g.refuses(Path::new(p), CreateOp::Place), "{p}");
+        }
+        for p in ["/ws/repo/.git/HEAD", "/ws/repo/sub/.git/HEAD", "/ws/repo/.git/worktrees/w/HEAD", "/ws/other/HEAD"] {
+            assert!(!g.refuses(Path::new(p), CreateOp::Place), "{p}");
+        }
+        // No new module git directory; the existing ones are written as before.
+        assert!(g.refuses(Path::new("/ws/repo/.git/modules/planted"), CreateOp::Create));
+        assert!(!g.refuses(Path::new("/ws/repo/.git/modules/lib/index"), CreateOp::Create));
     }
 
     #[test]
@@ -468,6 +513,10 @@ mod tests {
     fn names_are_not_refused_in_the_private_directories_but_exact_paths_are() {
         let g = guard();
         assert!(!g.refuses(Path::new("/tmp/.envrc"), CreateOp::Create));
+        // An area bound inside a private directory is the host's: not exempt there.
+        assert!(g.refuses(Path::new("/tmp/ws/.envrc"), CreateOp::Create));
+        assert!(g.refuses(Path::new("/tmp/ws/a/.vscode"), CreateOp::Create));
+        assert!(!g.refuses(Path::new("/tmp/wsx/.envrc"), CreateOp::Create));
         assert!(!g.refuses(Path::new("/tmp/x/.claude/commands"), CreateOp::Place));
         assert!(g.refuses(Path::new("/ws/secret/key"), CreateOp::Create));
     }

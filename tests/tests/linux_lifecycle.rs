@@ -485,6 +485,49 @@ mod linux {
         assert_eq!(fs::read_to_string(ws.join("keep.txt")).unwrap(), "mine\n");
     }
 
+    /// A workspace under the host's `/tmp`, in fresh (the CLI's) and kept containers, and each
+    /// run's first and later spawns: (1) the run's cwd is on the mounts its absolute path names,
+    /// so a rename from a relative to an absolute path works (the helper's pins came after the
+    /// runtime entered the cwd, and such a rename failed with `EXDEV`: `git gc` in such a
+    /// workspace failed; the evening red team of 4 December); (2) the rest of the private `/tmp`
+    /// stays exempt from the protected names (a clone into `/tmp` of a repository with
+    /// `.gitmodules` failed), while the workspace itself is not (`.envrc` refused there).
+    pub fn a_workspace_under_tmp_keeps_its_cwd_and_tmp_its_exemption() {
+        let root = tempfile::Builder::new().prefix("sbx-cwd").tempdir_in("/tmp").unwrap();
+        let root_path = fs::canonicalize(root.path()).unwrap();
+        let (ws, scratch) = (root_path.join("a/ws"), root_path.join("scratch"));
+        fs::create_dir_all(&ws).unwrap();
+        fs::create_dir(&scratch).unwrap();
+        if sandbox_tests::rootless_mode() {
+            for p in [root_path.as_path(), &root_path.join("a"), &ws, &scratch] {
+                fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+            }
+        }
+        let profile = Profile::new(sandbox_tests::allow_config(&ws)).unwrap();
+        for reuse in [false, true] {
+            let options =
+                sandbox_tests::test_options(ExecutorSetOptions::new(&scratch).max_executors(2)).reuse_containers(reuse);
+            let set = ExecutorSet::new(&dl(), &profile, options).unwrap();
+            let exec = set.executor("k").unwrap();
+            for i in 0..3 {
+                let script = format!(
+                    "python3 -c \"import os; open('t{i}', 'w').close(); os.rename('t{i}', os.getcwd() + '/r{i}'); print('rename-ok')\"; \
+                     mkdir -p /tmp/clone-{i} && touch /tmp/clone-{i}/.gitmodules /tmp/.envrc && echo exempt-ok; \
+                     (touch .envrc) 2>/dev/null; echo ws-envrc=$?"
+                );
+                let out = exec.run_command(&dl(), &ws, &script).unwrap();
+                let text = String::from_utf8_lossy(&out.bytes).into_owned();
+                assert!(text.contains("rename-ok"), "reuse {reuse}, run {i}: {text}");
+                assert!(text.contains("exempt-ok"), "reuse {reuse}, run {i}: {text}");
+                assert!(!text.contains("ws-envrc=0"), "reuse {reuse}, run {i}: .envrc made in the workspace: {text}");
+                assert!(ws.join(format!("r{i}")).exists());
+                fs::remove_file(ws.join(format!("r{i}"))).unwrap();
+            }
+            set.close().unwrap();
+        }
+        assert!(!ws.join(".envrc").exists());
+    }
+
     /// The evening red team of 4 December: with the workspace at `/tmp` itself (`cd /tmp &&
     /// sandbox serve`), the workspace's bind lay over the private `/tmp`, and the clean-up after
     /// the first run of a kept container emptied the host's `/tmp`. Now a container whose
@@ -525,7 +568,10 @@ mod linux {
             );
             return;
         }
-        let exe = std::env::current_exe().unwrap();
+        // A copy of this binary outside `/tmp` (a checkout under `/tmp` is hidden by the tmpfs).
+        let copy = tempfile::Builder::new().prefix("sbx-tmpws-bin").tempdir_in("/var/tmp").unwrap();
+        let exe = copy.path().join("linux_lifecycle");
+        fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
         let out = Command::new("unshare")
             .args(["-m", "--propagation", "private", "sh", "-c"])
             .arg(
@@ -1382,6 +1428,10 @@ fn main() -> std::process::ExitCode {
             ("the_hosts_device_nodes_cannot_be_changed", the_hosts_device_nodes_cannot_be_changed),
             ("nothing_is_handed_on_through_pins_ptmx_or_times", nothing_is_handed_on_through_pins_ptmx_or_times),
             ("a_workspace_at_tmp_is_never_emptied", a_workspace_at_tmp_is_never_emptied),
+            (
+                "a_workspace_under_tmp_keeps_its_cwd_and_tmp_its_exemption",
+                a_workspace_under_tmp_keeps_its_cwd_and_tmp_its_exemption,
+            ),
             (
                 "killing_the_helper_mid_run_leaves_no_process_and_sweeps_leftovers",
                 killing_the_helper_mid_run_leaves_no_process_and_sweeps_leftovers,

@@ -534,8 +534,12 @@ mod linux {
     /// `config` with `core.fsmonitor` at the root: git falls back to the root as a bare
     /// repository), and not beneath it (`git init vendor/lib`, a pointer file, a directory
     /// renamed to `.git`, `git clone`), where a gitlink staged in the writable index made the
-    /// host's `git status` at the root enter it and run its `core.fsmonitor`. Each attack is
-    /// followed by the host's own `git status`, which must run nothing.
+    /// host's `git status` at the root enter it and run its `core.fsmonitor`; nor as a bare
+    /// layout in a subdirectory, beside a nested repository's broken `.git`, or beside a `HEAD`
+    /// that was there (git takes the directory itself before it looks further up), nor as a
+    /// module's git directory planted in `.git/modules` for the host's `git submodule update
+    /// --init`. Each attack is followed by the host's own `git status` where it would run,
+    /// which must run nothing.
     ///
     /// Positive controls: `git init` in the private `/tmp`, at the root of a workspace no
     /// repository encloses and beneath it; a nested repository the host made before the run
@@ -571,6 +575,11 @@ mod linux {
         git(&r.ws, &["commit", "-qm", "a"]);
         fs::create_dir_all(r.ws.join("pre")).unwrap();
         git(&r.ws.join("pre"), &["init", "-q"]);
+        fs::write(r.ws.join("pre/p.txt"), "p\n").unwrap();
+        git(&r.ws.join("pre"), &["add", "p.txt"]);
+        git(&r.ws.join("pre"), &["commit", "-qm", "p"]);
+        fs::create_dir_all(r.ws.join("fixture")).unwrap();
+        fs::write(r.ws.join("fixture/HEAD"), "ref: refs/heads/main\n").unwrap();
         let marker = r.root.join("fsmonitor-ran");
         let monitor = format!("touch {}; false", marker.display());
         let (_set2, exec2) = executor(&r, config(&r));
@@ -591,6 +600,23 @@ mod linux {
             ),
             ("nested-symlink", String::from("mkdir -p vendor/z && ln -s /tmp vendor/z/.git")),
             ("clone", format!("{GIT} clone -q pre vendor/c && test -d vendor/c/.git")),
+            (
+                "bare-in-subdir",
+                format!(
+                    "mkdir -p src/objects src/refs && printf '[core]\\n\\tworktree = .\\n\\tfsmonitor = \"{monitor}\"\\n' > src/config && \
+                     echo 'ref: refs/heads/main' > src/HEAD"
+                ),
+            ),
+            (
+                "bare-beside-broken-nested-git",
+                format!(
+                    "echo garbage > pre/.git/HEAD; mkdir -p pre/objects pre/refs && \
+                     printf '[core]\\n\\tworktree = .\\n\\tfsmonitor = \"{monitor}\"\\n' > pre/config && \
+                     echo 'ref: refs/heads/main' > pre/HEAD"
+                ),
+            ),
+            ("bare-fixture", String::from("mkdir -p fixture/refs && test -f fixture/HEAD && mkdir fixture/objects")),
+            ("planted-module", format!("{GIT} clone -q --bare pre .git/modules/libfoo && test -d .git/modules/libfoo")),
         ];
         let mut script = String::new();
         for (name, cmd) in &attacks {
@@ -598,7 +624,7 @@ mod linux {
         }
         // The gitlink the red team staged (harmless now that nothing is there to enter).
         script.push_str(&format!(
-            "echo 'ref: refs/heads/main' > .git/HEAD; mkdir -p vendor/lib; \
+            "echo 'ref: refs/heads/main' > .git/HEAD; echo 'ref: refs/heads/main' > pre/.git/HEAD; mkdir -p vendor/lib; \
              {GIT} update-index --add --cacheinfo 160000,$({GIT} -C pre hash-object -t commit --stdin </dev/null 2>/dev/null || echo 1111111111111111111111111111111111111111),vendor/lib; \
              echo x > pre/f && {GIT} -C pre add f && {GIT} -C pre commit -qm f && echo pre-ok; \
              echo h > HEADER && echo header-ok; \
@@ -612,9 +638,13 @@ mod linux {
         for nested in ["vendor/lib/.git", "vendor/x/.git", "vendor/y/.git", "vendor/z/.git", "vendor/c/.git"] {
             assert!(fs::symlink_metadata(r.ws.join(nested)).is_err(), "{nested} exists: {out}");
         }
-        // The host's git, as an IDE runs it after the run: nothing of the workload's runs.
-        let o = Command::new("git").args(["status", "--porcelain"]).current_dir(&r.ws).output().unwrap();
-        assert!(!marker.exists(), "the host's git status ran the workload's fsmonitor: {o:?}");
+        // The host's git, as an IDE or a prompt runs it after the run, at the root and in each
+        // directory the workload prepared: nothing of the workload's runs.
+        for dir in [r.ws.clone(), r.ws.join("src"), r.ws.join("pre"), r.ws.join("fixture")] {
+            let o = Command::new("git").args(["status", "--porcelain"]).current_dir(&dir).output().unwrap();
+            assert!(!marker.exists(), "the host's git status in {} ran the workload's fsmonitor: {o:?}", dir.display());
+        }
+        assert!(!r.ws.join(".git/modules/libfoo").exists() && !r.ws.join("src/HEAD").exists());
         let o = Command::new("git").args(["rev-parse", "--show-toplevel"]).current_dir(&r.ws).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), r.ws.display().to_string());
 

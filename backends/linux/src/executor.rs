@@ -357,10 +357,17 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
             go = None;
             null = None;
         }
-        if let Some(w) = &warm {
-            if let Err(e) = nix::unistd::chdir(w.cwd.as_str()) {
-                status.fail(Stage::Cwd, &format!("{}: {e}", w.cwd));
-            }
+        // The run's cwd, entered now, after `go`: the helper's mount fixes came after the
+        // runtime entered the bundle's cwd, and a pin above a workspace under `/tmp` stacks a
+        // copy of its mounts over the ones that cwd was on; from there a rename to the same
+        // directory by its absolute path crossed mounts (`EXDEV`: `git gc` failed, found by the
+        // evening red team of 4 December).
+        let cwd = match &warm {
+            Some(w) => w.cwd.clone(),
+            None => process.cwd().display().to_string(),
+        };
+        if let Err(e) = nix::unistd::chdir(cwd.as_str()) {
+            status.fail(Stage::Cwd, &format!("{cwd}: {e}"));
         }
         let (args, env): (Vec<String>, Vec<String>) = match warm {
             Some(w) => (w.args, w.env),
@@ -731,6 +738,8 @@ mod tests {
                 paths: vec!["/ws/.git/hooks".into()],
                 exempt: vec!["/tmp".into()],
                 no_new_repositories: vec!["/ws".into()],
+                no_new_entries: vec!["/ws/.git/modules".into()],
+                not_exempt: vec![],
             },
             ..Default::default()
         };

@@ -115,7 +115,8 @@ pub(crate) fn rules(out: &mut String, protection: &Protected, writable: &[PathBu
     exact.sort();
     exact.dedup();
     let repositories = &protection.guard.no_new_repositories;
-    if names.is_empty() && exact.is_empty() && repositories.is_empty() {
+    let no_new_entries = &protection.guard.no_new_entries;
+    if names.is_empty() && exact.is_empty() && repositories.is_empty() && no_new_entries.is_empty() {
         return Ok(());
     }
     let _ = writeln!(
@@ -169,17 +170,40 @@ pub(crate) fn rules(out: &mut String, protection: &Protected, writable: &[PathBu
     if !repositories.is_empty() {
         out.push_str(
             ";; beneath a repository's work tree no new .git (a nested repository staged as a submodule\n\
-             ;; is entered by the host's git status at the work tree's root)\n(deny file-write-create",
+             ;; is entered by the host's git status at the work tree's root), nor a HEAD outside a .git\n\
+             ;; (a bare layout is the repository of the host's git run in its directory)\n(deny file-write-create",
         );
         for w in repositories {
             for s in spellings(w) {
                 let _ = write!(out, "\n  {}", regex_filter(&new_git_regex(&s))?);
+                let _ = write!(out, "\n  {}", regex_filter(&new_head_regex(&s))?);
+            }
+        }
+        out.push_str(")\n");
+    }
+    if !no_new_entries.is_empty() {
+        out.push_str(
+            ";; no new entry in a git directory's modules (a planted module's git directory)\n(deny file-write-create",
+        );
+        for d in no_new_entries {
+            for s in spellings(d) {
+                let dir = regex_escape(&s.to_string_lossy());
+                let _ = write!(out, "\n  {}", regex_filter(&format!("^{}/[^/]+$", dir.trim_end_matches('/')))?);
             }
         }
         out.push_str(")\n");
     }
     out.push_str(";; hard links: no protected file gets a second, writable name\n(deny file-link)\n");
     Ok(())
+}
+
+/// One path component other than `.git` (POSIX regular expressions have no lookahead).
+const NOT_DOT_GIT: &str = r"([^/.][^/]*|\.([^/g][^/]*)?|\.g([^/i][^/]*)?|\.gi([^/t][^/]*)?|\.git[^/]+)";
+
+/// The regex of a `HEAD` at any depth beneath the directory `dir` in no `.git` directory.
+pub(crate) fn new_head_regex(dir: &Path) -> String {
+    let dir = regex_escape(&dir.to_string_lossy());
+    format!("^{}/({NOT_DOT_GIT}/)*HEAD$", dir.trim_end_matches('/'))
 }
 
 /// The regex of a `.git` at any depth beneath the directory `dir` (`^/ws/(.*/)?\.git$`).
@@ -255,8 +279,11 @@ mod tests {
             paths: vec![],
             exempt: vec![],
             no_new_repositories: vec![PathBuf::from("/ws/repo")],
+            no_new_entries: vec![],
+            not_exempt: vec![],
         };
         let git = new_git_regex(Path::new("/ws/repo"));
+        let head = new_head_regex(Path::new("/ws/repo"));
         for p in [
             "/ws/repo/.git",
             "/ws/repo/a/b/.git",
@@ -264,8 +291,17 @@ mod tests {
             "/ws/repo/.gitx",
             "/ws/other/.git",
             "/ws/repox/.git",
+            "/ws/repo/HEAD",
+            "/ws/repo/src/HEAD",
+            "/ws/repo/./../HEAD",
+            "/ws/repo/.g/.gi/.gitx/.github/..git/HEAD",
+            "/ws/repo/.git/HEAD",
+            "/ws/repo/sub/.git/worktrees/w/HEAD",
+            "/ws/repo/HEADS",
+            "/ws/other/HEAD",
         ] {
-            assert_eq!(matches(&git, p), guard.refuses(Path::new(p), CreateOp::Create), "{p}");
+            let sbpl = matches(&git, p) || matches(&head, p);
+            assert_eq!(sbpl, guard.refuses(Path::new(p), CreateOp::Create), "{p}");
         }
         let write: Vec<String> = names.iter().filter_map(|n| name_regex(n)).collect();
         let create: Vec<String> = names.iter().flat_map(|n| leading_regexes(n)).collect();

@@ -179,6 +179,15 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         home: home.clone(),
         repositories: Vec::new(),
     };
+    // The writable areas that are, or lie inside, a repository (see below): known before the
+    // walk, which refuses bare layouts beneath them.
+    let area_repos: Vec<PathBuf> = writable
+        .iter()
+        .filter(|_| !p.git_entries().is_empty())
+        .filter(|a| std::fs::symlink_metadata(a.join(".git")).is_ok() || in_a_repository(a))
+        .cloned()
+        .collect();
+    walker.repositories.extend(area_repos.iter().cloned());
     // Nothing to look for (the list is off): no walk at all.
     let looking = !walker.last.is_empty() || !p.git_entries().is_empty();
     for area in writable.iter().filter(|_| looking) {
@@ -244,12 +253,8 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
     // overwritten, an attack on the first version, which looked only at areas inside a
     // repository): `HEAD` at the root is refused too, or bound read-only when it exists,
     // unless the root is a git directory itself (whose `HEAD` git writes).
-    for area in writable.iter().filter(|_| !p.git_entries().is_empty()) {
+    for area in &area_repos {
         let holds_git = std::fs::symlink_metadata(area.join(".git")).is_ok();
-        if !holds_git && !in_a_repository(area) {
-            continue;
-        }
-        walker.repositories.push(area.clone());
         if !holds_git {
             walker.entry(&area.join(".git"));
         }
@@ -258,9 +263,11 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
             walker.entry(&area.join("HEAD"));
         }
     }
-    // Beneath every work tree found and every such area, no new `.git` at any depth: a nested
+    // Beneath every work tree found and every such area, no new `.git` at any depth (a nested
     // repository made during a run, staged as a submodule in the writable index, is entered by
-    // the host's `git status` at the work tree's root (see `CreationGuard::no_new_repositories`).
+    // the host's `git status` at the work tree's root), nor a `HEAD` outside a `.git` (a bare
+    // layout in a subdirectory is the repository of the host's git run there): see
+    // `CreationGuard::no_new_repositories`.
     let mut repositories = std::mem::take(&mut walker.repositories);
     repositories.sort();
     repositories.dedup();
@@ -281,6 +288,8 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
     out.existing.dedup();
     out.missing.sort();
     out.missing.dedup();
+    out.no_new_entries.sort();
+    out.no_new_entries.dedup();
     // The directories between each entry and the innermost writable area holding it (or the
     // top-level host entry, itself a mount), shallow first.
     let mut pins: Vec<PathBuf> = Vec::new();
@@ -485,6 +494,16 @@ impl Walker<'_> {
         // repository from the next spawn's scan (an attack on the first version).
         let has = |m: &str| listing.hits.iter().any(|h| h == m);
         let by_layout = BARE_MARKERS.iter().all(|m| has(m)) && dir.join("objects").is_dir();
+        // A `HEAD` that exists beneath a work tree (a test fixture, say) is one step from a
+        // bare repository there: `objects/` and `refs/` beside it (or a `commondir`, which
+        // stands for both) are refused creation (a new `HEAD` is refused by the guard).
+        if has("HEAD") && !by_layout && self.repositories.iter().any(|w| dir.starts_with(w)) {
+            for m in ["objects", "refs", "commondir"] {
+                if !has(m) {
+                    self.out.missing.push(dir.join(m));
+                }
+            }
+        }
         if by_layout || (has("config") && is_git_config(&dir.join("config"))) {
             let parts = self.p.git_entries();
             if !parts.is_empty() {
@@ -775,13 +794,21 @@ impl Walker<'_> {
 
     /// Every git directory below a `modules/` directory (nested paths, nested modules).
     fn modules(&mut self, dir: &Path, parts: &[&str], depth: usize) {
+        // No module's git directory can be planted for the host's `git submodule update
+        // --init` to take: a missing `modules` is refused creation, an existing one (and each
+        // directory on the way to a module, whose name may hold slashes) takes no new entry.
         let entries = match std::fs::read_dir(dir) {
             Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.kind() == std::io::ErrorKind::NotADirectory => {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if depth == 0 || dir.file_name() == Some(std::ffi::OsStr::new("modules")) {
+                    self.out.missing.push(dir.to_path_buf());
+                }
                 return;
             }
+            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => return,
             Err(e) => return self.unreadable(dir, &e),
         };
+        self.out.no_new_entries.push(dir.to_path_buf());
         for e in entries.flatten() {
             let path = e.path();
             if !e.file_type().is_ok_and(|t| t.is_dir()) {
@@ -1434,6 +1461,23 @@ mod tests {
         let found = scan(&profile, None);
         assert!(found.repositories.is_empty(), "{found:?}");
         assert!(!protects(&found, &ws.join("HEAD")), "{found:?}");
+
+        // A `HEAD` beneath a work tree (a fixture): nothing may make its directory a bare
+        // repository. Modules: a missing `modules` is refused, an existing one takes nothing new.
+        let (_dir, ws, profile) = writable_workspace();
+        mk(&ws.join(".git/hooks"));
+        mk(&ws.join("fixtures/f1/objects"));
+        std::fs::write(ws.join("fixtures/f1/HEAD"), "ref: refs/heads/main\n").unwrap_or_else(|e| panic!("{e}"));
+        mk(&ws.join("a/.git/modules/lib/hooks"));
+        std::fs::write(ws.join("a/.git/modules/lib/HEAD"), "ref: refs/heads/main\n").unwrap_or_else(|e| panic!("{e}"));
+        let found = scan(&profile, None);
+        for m in ["refs", "commondir"] {
+            assert!(found.missing.contains(&ws.join("fixtures/f1").join(m)), "{m}: {found:?}");
+        }
+        assert!(!found.missing.contains(&ws.join("fixtures/f1/objects")), "{found:?}");
+        assert!(found.missing.contains(&ws.join(".git/modules")), "{found:?}");
+        assert!(found.no_new_entries.contains(&ws.join("a/.git/modules")), "{found:?}");
+        assert!(found.missing.contains(&ws.join("a/.git/modules/lib/modules")), "{found:?}");
     }
 
     /// husky's layout (`core.hooksPath = .husky/_`, whose hooks run `.husky/<hook>`): the
