@@ -515,7 +515,7 @@ mod tests {
         assert!(!g.refuses(Path::new("/tmp/.envrc"), CreateOp::Create));
         // An area bound inside a private directory is the host's: not exempt there.
         assert!(g.refuses(Path::new("/tmp/ws/.envrc"), CreateOp::Create));
-        assert!(g.refuses(Path::new("/tmp/ws/a/.vscode"), CreateOp::Create));
+        assert!(g.refuses(Path::new("/tmp/ws/a/.claude/commands"), CreateOp::Create));
         assert!(!g.refuses(Path::new("/tmp/wsx/.envrc"), CreateOp::Create));
         assert!(!g.refuses(Path::new("/tmp/x/.claude/commands"), CreateOp::Place));
         assert!(g.refuses(Path::new("/ws/secret/key"), CreateOp::Create));

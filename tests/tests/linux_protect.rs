@@ -538,7 +538,8 @@ mod linux {
     /// layout in a subdirectory, beside a nested repository's broken `.git`, or beside a `HEAD`
     /// that was there (git takes the directory itself before it looks further up), nor as a
     /// module's git directory planted in `.git/modules` for the host's `git submodule update
-    /// --init`. Each attack is followed by the host's own `git status` where it would run,
+    /// --init`, nor a legacy remote definition (`.git/remotes/<name>`, `.git/branches/<name>`)
+    /// for the host's plain `git push`. Each attack is followed by the host's own `git status` where it would run,
     /// which must run nothing.
     ///
     /// Positive controls: `git init` in the private `/tmp`, at the root of a workspace no
@@ -617,6 +618,8 @@ mod linux {
             ),
             ("bare-fixture", String::from("mkdir -p fixture/refs && test -f fixture/HEAD && mkdir fixture/objects")),
             ("planted-module", format!("{GIT} clone -q --bare pre .git/modules/libfoo && test -d .git/modules/libfoo")),
+            ("legacy-remotes", String::from("mkdir -p .git/remotes && echo 'URL: /tmp/evil' > .git/remotes/origin")),
+            ("legacy-branches", String::from("echo '/tmp/evil#main' > .git/branches/origin")),
         ];
         let mut script = String::new();
         for (name, cmd) in &attacks {

@@ -29,6 +29,10 @@ pub const MAX_DIRS: usize = 200_000;
 /// a bare repository is found by them.
 const BARE_MARKERS: [&str; 3] = ["HEAD", "objects", "refs"];
 
+/// A git directory's legacy remote definitions, which git still reads (`git push` to a remote
+/// name no config defines takes `remotes/<name>` or `branches/<name>`).
+const LEGACY_REMOTES: [&str; 2] = ["remotes", "branches"];
+
 /// The path of the running program, canonical: the one it had when first asked (a long-lived
 /// `sandbox serve` keeps protecting its path after the file was replaced on the host, when the
 /// kernel names the running one `… (deleted)`; an attack on the first version of this check
@@ -678,8 +682,14 @@ impl Walker<'_> {
             self.entry(&gitdir.join(part));
         }
         // `commondir` hands git another directory's config and hooks, in any git directory
-        // (not only a linked worktree's): it is protected wherever hooks or config are.
+        // (not only a linked worktree's): it is protected wherever hooks or config are. So are
+        // the legacy remote definitions git still reads (`remotes/<name>`, `branches/<name>`):
+        // one written there sent the host's plain `git push` to a repository the workload made
+        // inside `.git`, whose hooks ran (a red team, 4 December).
         self.entry(&gitdir.join("commondir"));
+        for legacy in LEGACY_REMOTES {
+            self.entry(&gitdir.join(legacy));
+        }
         if parts.contains(&"config") {
             self.entry(&gitdir.join("config.worktree"));
         }
@@ -821,6 +831,9 @@ impl Walker<'_> {
                     self.entry(&path.join(part));
                 }
                 self.entry(&path.join("commondir"));
+                for legacy in LEGACY_REMOTES {
+                    self.entry(&path.join(legacy));
+                }
                 self.modules(&path.join("modules"), parts, depth + 1);
             } else if depth < 8 {
                 self.modules(&path, parts, depth + 1);
@@ -1478,6 +1491,11 @@ mod tests {
         assert!(found.missing.contains(&ws.join(".git/modules")), "{found:?}");
         assert!(found.no_new_entries.contains(&ws.join("a/.git/modules")), "{found:?}");
         assert!(found.missing.contains(&ws.join("a/.git/modules/lib/modules")), "{found:?}");
+        // The legacy remote definitions, missing or not.
+        mk(&ws.join(".git/branches"));
+        let found = scan(&profile, None);
+        assert!(found.existing.contains(&(ws.join(".git/branches"), false)), "{found:?}");
+        assert!(found.missing.contains(&ws.join(".git/remotes")), "{found:?}");
     }
 
     /// husky's layout (`core.hooksPath = .husky/_`, whose hooks run `.husky/<hook>`): the
