@@ -340,6 +340,45 @@ mod linux {
         set.close().unwrap();
     }
 
+    /// A workspace and a scratch root under the host's `/tmp` (`<root>/<ws>`, `<root>/scratch`):
+    /// inside the container they are binds below directories the container made on its private
+    /// `/tmp` (the pins). The rootless suite's user must reach them.
+    struct UnderTmp {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+        ws: PathBuf,
+        scratch: PathBuf,
+    }
+
+    impl UnderTmp {
+        fn new(prefix: &str, ws: &str) -> UnderTmp {
+            let dir = tempfile::Builder::new().prefix(prefix).tempdir_in("/tmp").unwrap();
+            let root = fs::canonicalize(dir.path()).unwrap();
+            let (ws, scratch) = (root.join(ws), root.join("scratch"));
+            fs::create_dir_all(&ws).unwrap();
+            fs::create_dir(&scratch).unwrap();
+            if sandbox_tests::rootless_mode() {
+                for p in ws.ancestors().take_while(|p| p.starts_with(&root)).chain([scratch.as_path()]) {
+                    fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+                }
+            }
+            UnderTmp { _dir: dir, root, ws, scratch }
+        }
+
+        /// A set of the workspace's allow profile (keeping containers or not).
+        fn set(&self, reuse: bool) -> ExecutorSet {
+            let profile = Profile::new(sandbox_tests::allow_config(&self.ws)).unwrap();
+            let options = sandbox_tests::test_options(ExecutorSetOptions::new(&self.scratch).max_executors(2))
+                .reuse_containers(reuse);
+            ExecutorSet::new(&dl(), &profile, options).unwrap()
+        }
+    }
+
+    /// The `pid=N` line a test script printed (its shell's pid: 2 in a fresh container).
+    fn pid_line(out: &str) -> u32 {
+        out.lines().find_map(|l| l.strip_prefix("pid=")).and_then(|p| p.trim().parse().ok()).unwrap()
+    }
+
     /// Round-2 red team of issue 16 (4 December). A workspace under the host's `/tmp` lies, inside,
     /// below directories the container made on its private `/tmp`: renamed, they moved the
     /// workspace to another path, where the creation guard (which decides by path) let
@@ -349,34 +388,22 @@ mod linux {
     /// themselves (mode, extended attributes) is never handed on: the container is given up.
     /// Controls: ordinary renames in `/tmp` work, and a later run still runs in a kept container.
     pub fn the_directories_above_binds_and_the_private_dirs_themselves_are_not_handed_on() {
-        let root = tempfile::Builder::new().prefix("sbx-skel").tempdir_in("/tmp").unwrap();
-        let root_path = fs::canonicalize(root.path()).unwrap();
-        let (ws, scratch) = (root_path.join("ws"), root_path.join("scratch"));
-        fs::create_dir(&ws).unwrap();
-        fs::create_dir(&scratch).unwrap();
+        let t = UnderTmp::new("sbx-skel", "ws");
+        let (root_path, ws) = (&t.root, &t.ws);
         fs::write(ws.join("keep.txt"), "mine\n").unwrap();
         let git = |args: &[&str]| {
-            let ok = std::process::Command::new("git").args(args).current_dir(&ws).status().unwrap().success();
+            let ok = std::process::Command::new("git").args(args).current_dir(ws).status().unwrap().success();
             assert!(ok, "git {args:?}");
         };
         git(&["init", "-q", "."]);
         git(&["config", "core.hooksPath", ".githooks"]);
-        if sandbox_tests::rootless_mode() {
-            for p in [root_path.as_path(), &ws, &scratch] {
-                fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
-            }
-        }
-        let profile = Profile::new(sandbox_tests::allow_config(&ws)).unwrap();
-        let options = sandbox_tests::test_options(ExecutorSetOptions::new(&scratch).max_executors(2));
-        let set = ExecutorSet::new(&dl(), &profile, options).unwrap();
+        let set = t.set(true);
         let exec = set.executor("k").unwrap();
         let text = |cmd: &str| {
-            let out = exec.run_command(&dl(), &ws, cmd).unwrap();
+            let out = exec.run_command(&dl(), ws, cmd).unwrap();
             String::from_utf8_lossy(&out.bytes).into_owned()
         };
-        let pid = |out: &str| -> u32 {
-            out.lines().find_map(|l| l.strip_prefix("pid=")).and_then(|p| p.trim().parse().ok()).unwrap()
-        };
+        let pid = pid_line;
         text("true");
         text("true");
         let r = root_path.display();
@@ -424,28 +451,16 @@ mod linux {
     /// set to the time of the clean-up. Controls: the workspace's files and what each run wrote
     /// there stay, and later runs still run in a kept container.
     pub fn nothing_is_handed_on_through_pins_ptmx_or_times() {
-        let root = tempfile::Builder::new().prefix("sbx-pin").tempdir_in("/tmp").unwrap();
-        let root_path = fs::canonicalize(root.path()).unwrap();
-        let (ws, scratch) = (root_path.join("ws"), root_path.join("scratch"));
-        fs::create_dir(&ws).unwrap();
-        fs::create_dir(&scratch).unwrap();
+        let t = UnderTmp::new("sbx-pin", "ws");
+        let (root_path, ws) = (&t.root, &t.ws);
         fs::write(ws.join("keep.txt"), "mine\n").unwrap();
-        if sandbox_tests::rootless_mode() {
-            for p in [root_path.as_path(), &ws, &scratch] {
-                fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
-            }
-        }
-        let profile = Profile::new(sandbox_tests::allow_config(&ws)).unwrap();
-        let options = sandbox_tests::test_options(ExecutorSetOptions::new(&scratch).max_executors(2));
-        let set = ExecutorSet::new(&dl(), &profile, options).unwrap();
+        let set = t.set(true);
         let exec = set.executor("k").unwrap();
         let text = |cmd: &str| {
-            let out = exec.run_command(&dl(), &ws, cmd).unwrap();
+            let out = exec.run_command(&dl(), ws, cmd).unwrap();
             String::from_utf8_lossy(&out.bytes).into_owned()
         };
-        let pid = |out: &str| -> u32 {
-            out.lines().find_map(|l| l.strip_prefix("pid=")).and_then(|p| p.trim().parse().ok()).unwrap()
-        };
+        let pid = pid_line;
         let r = root_path.display();
         text("true");
         // (1) What a run leaves in a pin, and the pin's own mode.
@@ -493,21 +508,10 @@ mod linux {
     /// stays exempt from the protected names (a clone into `/tmp` of a repository with
     /// `.gitmodules` failed), while the workspace itself is not (`.envrc` refused there).
     pub fn a_workspace_under_tmp_keeps_its_cwd_and_tmp_its_exemption() {
-        let root = tempfile::Builder::new().prefix("sbx-cwd").tempdir_in("/tmp").unwrap();
-        let root_path = fs::canonicalize(root.path()).unwrap();
-        let (ws, scratch) = (root_path.join("a/ws"), root_path.join("scratch"));
-        fs::create_dir_all(&ws).unwrap();
-        fs::create_dir(&scratch).unwrap();
-        if sandbox_tests::rootless_mode() {
-            for p in [root_path.as_path(), &root_path.join("a"), &ws, &scratch] {
-                fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
-            }
-        }
-        let profile = Profile::new(sandbox_tests::allow_config(&ws)).unwrap();
+        let t = UnderTmp::new("sbx-cwd", "a/ws");
+        let ws = &t.ws;
         for reuse in [false, true] {
-            let options =
-                sandbox_tests::test_options(ExecutorSetOptions::new(&scratch).max_executors(2)).reuse_containers(reuse);
-            let set = ExecutorSet::new(&dl(), &profile, options).unwrap();
+            let set = t.set(reuse);
             let exec = set.executor("k").unwrap();
             for i in 0..3 {
                 let script = format!(
@@ -515,7 +519,7 @@ mod linux {
                      mkdir -p /tmp/clone-{i} && touch /tmp/clone-{i}/.gitmodules /tmp/.envrc && echo exempt-ok; \
                      (touch .envrc) 2>/dev/null; echo ws-envrc=$?"
                 );
-                let out = exec.run_command(&dl(), &ws, &script).unwrap();
+                let out = exec.run_command(&dl(), ws, &script).unwrap();
                 let text = String::from_utf8_lossy(&out.bytes).into_owned();
                 assert!(text.contains("rename-ok"), "reuse {reuse}, run {i}: {text}");
                 assert!(text.contains("exempt-ok"), "reuse {reuse}, run {i}: {text}");
