@@ -129,14 +129,22 @@ fn sole_tmpfs(table: &[u8], point: &str) -> bool {
 }
 
 /// Sets the access and modification times of the private directories, their pins and the
-/// entries of `/dev` (its symlinks) to now, after each clean-up: `touch -d` on them carried
-/// chosen data from one run to the next (the evening red team of 4 December). Best effort: an
-/// entry whose times cannot be set is left.
+/// entries of the container's own `/dev` (its symlinks) to now, after each clean-up: `touch -d`
+/// on them carried chosen data from one run to the next (the evening red team of 4 December).
+/// Never an entry of `/dev` on another filesystem: the host's device nodes bound there are the
+/// host's (rootless, where they are not read-only mounts, `/dev/null`'s times changed on the
+/// host). Best effort: an entry whose times cannot be set is left.
 pub fn reset_times() {
+    use std::os::unix::fs::MetadataExt;
     let mut paths: Vec<std::path::PathBuf> = PRIVATE_DIRS.iter().map(std::path::PathBuf::from).collect();
     paths.extend(pins().unwrap_or_default());
-    if let Ok(entries) = std::fs::read_dir("/dev") {
-        paths.extend(entries.filter_map(Result::ok).map(|e| e.path()));
+    if let (Ok(dev), Ok(entries)) = (std::fs::symlink_metadata("/dev"), std::fs::read_dir("/dev")) {
+        paths.extend(
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| std::fs::symlink_metadata(e.path()).is_ok_and(|m| m.dev() == dev.dev()))
+                .map(|e| e.path()),
+        );
     }
     for path in paths {
         let _ = nix::sys::stat::utimensat(
