@@ -330,7 +330,7 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
             // A container whose private `/tmp` or `/dev/shm` is not its own tmpfs (a workspace
             // at `/tmp`) is never cleaned: no state is read, and it is given up after its run.
             if matches!(go_now, Go::Kept(_)) && crate::fresh::planned_private(spec) {
-                private_dirs = crate::fresh::private_dirs_state();
+                private_dirs = crate::fresh::mount_table().and_then(|t| crate::fresh::private_dirs_state(&t));
             }
             // From here on nothing joins this process: no descriptor (the status pipe, the
             // oom_score_adj handle), no memory and no environment of the init may reach the
@@ -387,18 +387,21 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
         }
         // A guard thread still performing a call for a process that is gone (an open of a
         // FIFO, say) would make the next fork unsafe: such a container is given up.
+        // The mount table, read once: the state, the check and the times below all use it (no
+        // process of the run is left to mount anything meanwhile).
+        let table = crate::fresh::mount_table().unwrap_or_default();
         if !single_threaded()
             || attributes.is_none()
             || sys::outside_attributes() != attributes
             || private_dirs.is_none()
-            || crate::fresh::private_dirs_state() != private_dirs
-            || !crate::fresh::private_dirs_are_private()
+            || crate::fresh::private_dirs_state(&table) != private_dirs
+            || !crate::fresh::private_dirs_are_private(&table)
             || crate::fresh::empty_private_dir("/tmp").is_err()
             || crate::fresh::empty_private_dir("/dev/shm").is_err()
         {
             sys::exit_now(0);
         }
-        crate::fresh::reset_times();
+        crate::fresh::reset_times(&table);
         status.line("ready");
     }
 }

@@ -23,7 +23,7 @@ const MAX_DEPTH: usize = 256;
 /// attack of the evening red team of 4 December).
 const PRIVATE_DIRS: [&str; 6] = ["/tmp", "/dev/shm", "/dev", "/dev/pts", "/dev/mqueue", "/dev/pts/ptmx"];
 
-/// The private directories whose pins are looked for (see [`pins`]).
+/// The private directories whose pins are looked for (see [`pins_in`]).
 const PINNED_IN: [&str; 2] = ["/tmp", "/dev/shm"];
 
 /// One private directory's path, mode, owner, group and extended attribute names.
@@ -38,10 +38,10 @@ pub type DirState = (std::path::PathBuf, u32, u32, u32, Vec<u8>);
 /// attributes: a difference gives the container up. Times are not compared (every file made
 /// there changes them; [`reset_times`] sets them after each clean-up); None when one cannot be
 /// read.
-pub fn private_dirs_state() -> Option<Vec<DirState>> {
+pub fn private_dirs_state(table: &[u8]) -> Option<Vec<DirState>> {
     use std::os::unix::fs::MetadataExt;
     let mut out = Vec::new();
-    let paths = PRIVATE_DIRS.iter().map(std::path::PathBuf::from).chain(pins()?);
+    let paths = PRIVATE_DIRS.iter().map(std::path::PathBuf::from).chain(pins_in(table));
     for path in paths {
         match std::fs::symlink_metadata(&path) {
             Ok(m) => {
@@ -55,15 +55,15 @@ pub fn private_dirs_state() -> Option<Vec<DirState>> {
     Some(out)
 }
 
-/// The pins of the private `/tmp` and `/dev/shm`: the mounts beneath each whose filesystem is
-/// that directory's own (a host bind, the workspace or the scratch root, is another one), read
-/// from the mount table. None when it cannot be read.
-pub fn pins() -> Option<Vec<std::path::PathBuf>> {
-    let table = std::fs::read("/proc/self/mountinfo").ok()?;
-    Some(pins_in(&table))
+/// The container's mount table (`/proc/self/mountinfo`), read once per clean-up and handed to
+/// the functions below. None when it cannot be read.
+pub fn mount_table() -> Option<Vec<u8>> {
+    std::fs::read("/proc/self/mountinfo").ok()
 }
 
-/// [`pins`] of the mount table `table`.
+/// The pins of the private `/tmp` and `/dev/shm` in the mount table `table`: the mounts beneath
+/// each whose filesystem is that directory's own (a host bind, the workspace or the scratch
+/// root, is another one).
 fn pins_in(table: &[u8]) -> Vec<std::path::PathBuf> {
     use std::os::unix::ffi::OsStringExt;
     // (device, mount point) of every mount, in the table's order (a later one is on top).
@@ -109,10 +109,9 @@ pub fn planned_private(spec: &libcontainer::oci_spec::runtime::Spec) -> bool {
 /// mount, a tmpfs. A workspace (or any bind) exactly at `/tmp` lies over the private tmpfs,
 /// and emptying `/tmp` would then empty the host's directory (a red team's `cd /tmp && sandbox
 /// serve` lost the host's `/tmp` at the first run's clean-up): such a container is never
-/// cleaned, only given up. False when the mount table cannot be read.
-pub fn private_dirs_are_private() -> bool {
-    std::fs::read("/proc/self/mountinfo")
-        .is_ok_and(|table| sole_tmpfs(&table, "/tmp") && sole_tmpfs(&table, "/dev/shm"))
+/// cleaned, only given up. `table` is the mount table.
+pub fn private_dirs_are_private(table: &[u8]) -> bool {
+    sole_tmpfs(table, "/tmp") && sole_tmpfs(table, "/dev/shm")
 }
 
 /// Whether exactly one mount of `table` is at `point`, and it is a tmpfs.
@@ -134,10 +133,10 @@ fn sole_tmpfs(table: &[u8], point: &str) -> bool {
 /// Never an entry of `/dev` on another filesystem: the host's device nodes bound there are the
 /// host's (rootless, where they are not read-only mounts, `/dev/null`'s times changed on the
 /// host). Best effort: an entry whose times cannot be set is left.
-pub fn reset_times() {
+pub fn reset_times(table: &[u8]) {
     use std::os::unix::fs::MetadataExt;
     let mut paths: Vec<std::path::PathBuf> = PRIVATE_DIRS.iter().map(std::path::PathBuf::from).collect();
-    paths.extend(pins().unwrap_or_default());
+    paths.extend(pins_in(table));
     if let (Ok(dev), Ok(entries)) = (std::fs::symlink_metadata("/dev"), std::fs::read_dir("/dev")) {
         paths.extend(
             entries
