@@ -29,7 +29,7 @@ mod spec;
 pub use expected::ExpectedMount;
 pub use landlock::{LandlockPathRule, LandlockRules};
 pub use plan::{MountKind, MountPlan, Origin, PlannedMount};
-pub(crate) use spec::ROOTFS;
+pub use spec::ROOTFS;
 pub use spec::spec_json;
 
 use crate::path::is_clean_absolute;

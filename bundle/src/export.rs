@@ -138,18 +138,44 @@ pub fn write_bundle_on(bundle: &Bundle, dir: &Path, rootfs: &Path) -> Result<(),
     write_config(&config, dir)
 }
 
-/// Exports the bundle for `request` into `out_dir`, which must be missing or an empty directory.
+/// What [`plan_export`] checked and compiled, for the caller to write by descriptor: the
+/// bundle's directory `out`, `config.json`'s text, `rootfs/`'s symlinks, `home/` and its seeds
+/// (`IsolatedHome`) and `tmp/`. The identities are those the checks saw, so that the writer can
+/// refuse a directory that was replaced (renamed away, a symlink put in its place) meanwhile.
+#[derive(Clone, Debug)]
+pub struct ExportPlan {
+    /// The compiled bundle.
+    pub bundle: Bundle,
+    /// `config.json`'s text.
+    pub config: String,
+    /// The bundle directory (canonical parent joined with its name).
+    pub out: PathBuf,
+    /// Whether `out` existed (an empty directory) when checked.
+    pub existed: bool,
+    /// `(st_dev, st_ino)` of `out`'s parent when checked.
+    pub parent_identity: (u64, u64),
+    /// `(st_dev, st_ino)` of `out` when checked, if it existed.
+    pub out_identity: Option<(u64, u64)>,
+    /// Whether `home/` is written (`IsolatedHome`).
+    pub isolated_home: bool,
+    /// `(src_file, rel_dest)` copied into `home/`.
+    pub seed_home: Vec<(PathBuf, PathBuf)>,
+}
+
+/// Checks and compiles the export of `request` into `out_dir`, which must be missing or an
+/// empty directory; writes nothing (the caller writes the [`ExportPlan`], by descriptor).
 ///
-/// Writes `config.json`, `rootfs/` (the host's top-level symlinks when host read is allowed,
-/// else empty), `home/` with the seeded files (`IsolatedHome`) and `tmp/` (0700), which replace
-/// the executor's HOME and TMPDIR in binds and environment. Everything is checked before the
-/// first write; on a failure while writing, what this call created is removed again.
-pub fn export_bundle(
+/// The bundle gets `rootfs/` (the host's top-level symlinks when host read is allowed, else
+/// empty), `home/` with the seeded files (`IsolatedHome`) and `tmp/` (0700), which replace the
+/// executor's HOME and TMPDIR in binds and environment. `other_scratch_roots` are masked as in
+/// a run (the scratch roots of the sets that live now).
+pub fn plan_export(
     profile: &Profile,
     host: &HostView,
     request: &ExportRequest,
     out_dir: &Path,
-) -> Result<Bundle, Error> {
+    other_scratch_roots: Vec<PathBuf>,
+) -> Result<ExportPlan, Error> {
     let argv = request
         .argv
         .iter()
@@ -182,33 +208,31 @@ pub fn export_bundle(
     } else {
         std::env::current_dir().map_err(|e| Error::io("current directory", e))?.join(out_dir)
     };
-    let existed = match fs::symlink_metadata(&absolute) {
+    let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
+        return Err(Error::argument(format!("out_dir: {} has no parent", absolute.display())));
+    };
+    if name == ".." || name == "." {
+        return Err(Error::argument(format!("out_dir: {} is not clean", absolute.display())));
+    }
+    let parent = fs::canonicalize(parent)
+        .map_err(|e| Error::argument(format!("out_dir: parent of {}: {e}", absolute.display())))?;
+    let parent_identity = fs::metadata(&parent)
+        .map(|m| identity(&m))
+        .map_err(|e| Error::argument(format!("out_dir: parent of {}: {e}", absolute.display())))?;
+    let out = parent.join(name);
+    let out_identity = match fs::symlink_metadata(&out) {
         Ok(m) if m.is_dir() => {
-            let mut entries =
-                fs::read_dir(&absolute).map_err(|e| Error::io(format!("reading {}", absolute.display()), e))?;
+            let mut entries = fs::read_dir(&out).map_err(|e| Error::io(format!("reading {}", out.display()), e))?;
             if entries.next().is_some() {
-                return Err(Error::argument(format!("out_dir: {} is not empty", absolute.display())));
+                return Err(Error::argument(format!("out_dir: {} is not empty", out.display())));
             }
-            true
+            Some(identity(&m))
         }
         Ok(_) => {
-            return Err(Error::argument(format!("out_dir: {} is not a directory", absolute.display())));
+            return Err(Error::argument(format!("out_dir: {} is not a directory", out.display())));
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
-        Err(e) => return Err(Error::io(format!("inspecting {}", absolute.display()), e)),
-    };
-    let out = if existed {
-        fs::canonicalize(&absolute).map_err(|e| Error::io(format!("resolving {}", absolute.display()), e))?
-    } else {
-        let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
-            return Err(Error::argument(format!("out_dir: {} has no parent", absolute.display())));
-        };
-        if name == ".." || name == "." {
-            return Err(Error::argument(format!("out_dir: {} is not clean", absolute.display())));
-        }
-        let parent = fs::canonicalize(parent)
-            .map_err(|e| Error::argument(format!("out_dir: parent of {}: {e}", absolute.display())))?;
-        parent.join(name)
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::io(format!("inspecting {}", out.display()), e)),
     };
 
     if out == profile.workspace_root() || out == cwd {
@@ -230,7 +254,7 @@ pub fn export_bundle(
         home_dir: isolated.then(|| home.clone()),
         temp_dir: tmp.clone(),
         scratch_root: out.clone(),
-        other_scratch_roots: Vec::new(),
+        other_scratch_roots,
         uid: request.uid,
         gid: request.gid,
         landlock: false,
@@ -250,53 +274,28 @@ pub fn export_bundle(
         crate::access::Access::Gated => return Err(Error::GrantRequired),
         crate::access::Access::Allow => {}
     }
+    Ok(ExportPlan {
+        bundle,
+        config,
+        out,
+        existed: out_identity.is_some(),
+        parent_identity,
+        out_identity,
+        isolated_home: isolated,
+        seed_home: request.seed_home.clone(),
+    })
+}
 
-    // Everything this call creates is recorded, and on failure exactly that is removed again
-    // (in reverse order): a directory someone else created meanwhile is never touched.
-    let mut created: Vec<PathBuf> = Vec::new();
-    let mut write = || -> Result<(), Error> {
-        let mkdir = |dir: &Path, mode: u32, created: &mut Vec<PathBuf>| -> Result<(), Error> {
-            fs::create_dir(dir).map_err(|e| match e.kind() {
-                io::ErrorKind::AlreadyExists => {
-                    Error::argument(format!("out_dir: {} appeared meanwhile", dir.display()))
-                }
-                _ => Error::io(format!("creating {}", dir.display()), e),
-            })?;
-            created.push(dir.to_path_buf());
-            set_mode(dir, mode)
-        };
-        if !existed {
-            mkdir(&out, 0o755, &mut created)?;
-        }
-        write_rootfs(&bundle, &out)?;
-        created.push(out.join("rootfs"));
-        if isolated {
-            mkdir(&home, 0o700, &mut created)?;
-            for (src, rel) in &request.seed_home {
-                let mut dir = home.clone();
-                for c in rel.parent().into_iter().flat_map(Path::components) {
-                    dir.push(c);
-                    if !dir.is_dir() {
-                        mkdir(&dir, 0o700, &mut created)?;
-                    }
-                }
-                let dest = home.join(rel);
-                fs::copy(src, &dest).map_err(|e| Error::io(format!("copying to {}", dest.display()), e))?;
-                created.push(dest);
-            }
-        }
-        mkdir(&tmp, 0o700, &mut created)?;
-        write_config(&config, &out)?;
-        created.push(out.join("config.json"));
-        Ok(())
-    };
-    if let Err(e) = write() {
-        for path in created.iter().rev() {
-            let _ = if path.is_dir() && !path.is_symlink() { fs::remove_dir_all(path) } else { fs::remove_file(path) };
-        }
-        return Err(e);
-    }
-    Ok(bundle)
+/// `(st_dev, st_ino)` of `meta`.
+#[cfg(unix)]
+fn identity(meta: &fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+#[cfg(not(unix))]
+fn identity(_: &fs::Metadata) -> (u64, u64) {
+    (0, 0)
 }
 
 #[cfg(unix)]

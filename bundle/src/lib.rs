@@ -3,7 +3,7 @@
 //! Data in, data out: the profile vocabulary and its validation ([`Profile`], [`restrict`],
 //! `access_for`, fingerprints), the report types ([`Level`], [`Guarantees`], [`CompileReport`]),
 //! the environment scrub, and the compiler from one profile plus one spawn to an OCI bundle
-//! ([`compile()`]), with bundle export ([`export_bundle`]).
+//! ([`compile()`]), with bundle export ([`plan_export`]).
 //!
 //! **Guarantees.** Every [`Profile`] value is valid and canonical; compilation never spawns a
 //! process and never reads the host except through a [`HostView`] handed in; a spec is built
@@ -48,12 +48,13 @@ pub use access::{Access, Home, Isolation, RootAccess};
 pub use assessment::{Confinement, Facts, assess, unix_sockets_entry};
 pub use compile::{
     Bundle, ExpectedMount, GrantDeltas, LandlockPathRule, LandlockRules, Launch, MountKind, MountPlan, Origin,
-    PlannedMount, SpawnContext, compile, egress_proxy, spec_json,
+    PlannedMount, ROOTFS, SpawnContext, compile, egress_proxy, spec_json,
 };
 pub use env::{EnvOptions, ScrubFlags, scrub};
 pub use error::{Cause, Error, ErrorKind};
 pub use export::{
-    ExportRequest, check_seed, export_bundle, rootfs_key, write_bundle, write_bundle_on, write_config, write_rootfs,
+    ExportPlan, ExportRequest, check_seed, plan_export, rootfs_key, write_bundle, write_bundle_on, write_config,
+    write_rootfs,
 };
 pub use host::{ClosureEntry, EntryKind, HostEntry, HostView};
 pub use profile::{

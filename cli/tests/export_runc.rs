@@ -452,3 +452,149 @@ fn protected_paths_hold_under_runc_and_crun_and_the_opt_out_is_the_control() {
     let off = runc(&case.export(&case.profile(r#", "protected_paths": {"defaults": "none"}"#), probe));
     assert_eq!(stdout(&off), ".git/hooks/pre-commit=wrote\n.envrc=wrote\nordinary=wrote\n", "{}", describe(&off));
 }
+
+/// The red team of 4 December (night), F2: a bundle exported as root maps the container's uid 0
+/// to the host's, which owns the device nodes that runc and crun bind from the host: its
+/// workload changed the host's `/dev/full` mode and times (`chmod 0 /dev/null` would have broken
+/// the host). The bundle lists them as read-only paths: `chmod`, `touch` and `chown` fail on
+/// each, and on the `/dev/null` binds that mask `/proc` files, under runc and crun; the host's
+/// nodes keep their mode and times. Control: writing to `/dev/null` and reading `/dev/zero` and
+/// `/dev/urandom` work.
+#[test]
+fn an_exported_bundle_cannot_change_the_hosts_device_nodes() {
+    use std::os::unix::fs::MetadataExt;
+    if !privileged("runc") || !privileged("crun") {
+        return;
+    }
+    let case = Case::new();
+    let nodes = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
+    let before: Vec<(u32, i64, u32)> =
+        nodes.iter().map(|n| fs::metadata(n).map(|m| (m.mode(), m.mtime(), m.uid())).unwrap()).collect();
+    let mut script = String::new();
+    for n in nodes.iter().chain(&["/proc/kcore", "/proc/keys", "/proc/timer_list"]) {
+        script.push_str(&format!(
+            "[ -e {n} ] && echo present-{n}; (chmod 0600 {n}) 2>/dev/null && echo changed-{n}; \
+             (touch -m -d @1234567890 {n}) 2>/dev/null && echo changed-{n}; (chown 1:1 {n}) 2>/dev/null && echo changed-{n}; "
+        ));
+    }
+    script.push_str(
+        "echo x > /dev/null && head -c 3 /dev/zero | wc -c && head -c 3 /dev/urandom | wc -c && echo controls-ok",
+    );
+    let bundle = case.export(&case.profile(""), &script);
+    for (who, o) in [("runc", runc(&bundle)), ("crun", crun(&bundle))] {
+        let out = stdout(&o);
+        assert!(out.contains("controls-ok") && out.contains("present-/dev/full"), "{who}: {}", describe(&o));
+        assert!(!out.contains("changed-"), "{who}: a device node was changed: {}", describe(&o));
+    }
+    let after: Vec<(u32, i64, u32)> =
+        nodes.iter().map(|n| fs::metadata(n).map(|m| (m.mode(), m.mtime(), m.uid())).unwrap()).collect();
+    assert_eq!(before, after, "the host's device nodes changed");
+}
+
+/// The red team of 4 December (night), F3: an exported bundle did not mask the scratch roots of
+/// the sets that lived at export time, so under runc it read another sandbox's HOME. It masks
+/// them now, as a run does: the scratch root is empty inside. Control: the other run's file is
+/// there on the host while its set lives.
+#[test]
+fn an_exported_bundle_does_not_see_a_live_sets_home() {
+    if !privileged("runc") {
+        return;
+    }
+    let case = Case::new();
+    let scratch = case.dir.path().join("scratch");
+    fs::create_dir(&scratch).unwrap();
+    let mut other = Command::new(SANDBOX)
+        .current_dir(case.ws())
+        .args(["run", "--scratch"])
+        .arg(&scratch)
+        .args(["--timeout", "60", "--", "/bin/sh", "-c", "echo other-secret > \"$HOME/token\"; echo ready; sleep 50"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = [0u8; 6];
+    other.stdout.as_mut().unwrap().read_exact(&mut line).unwrap();
+    assert_eq!(&line, b"ready\n");
+    // Control: the token is on the host, in the other set's HOME under the scratch root.
+    let found = Command::new("sh").arg("-c").arg(format!("cat {}/*/home-*/token", scratch.display())).output().unwrap();
+    let bundle = case.export(
+        &case.profile(""),
+        &format!(
+            "cat {}/*/home-*/token 2>/dev/null || echo hidden; ls -A {} | wc -l",
+            scratch.display(),
+            scratch.display()
+        ),
+    );
+    let o = runc(&bundle);
+    let _ = other.kill();
+    let _ = other.wait();
+    assert_eq!(String::from_utf8_lossy(&found.stdout), "other-secret\n", "control: {found:?}");
+    let out = stdout(&o);
+    assert!(out.starts_with("hidden\n0\n"), "{}", describe(&o));
+}
+
+/// The red team of 4 December (night), F1: a sandbox whose workspace holds the export's
+/// directory planted `out/config.json` (and the other entries) as symlinks to a host file while
+/// the host exported, and the exporter overwrote the host file. A workload here plants them as
+/// soon as it sees `out/rootfs` (the export is under way) while the host exports twenty times:
+/// the host file is never written (each export succeeds, or fails naming what appeared before
+/// or during it). Control: exports made after the workload ended all succeed.
+#[test]
+fn an_export_never_writes_through_what_a_running_sandbox_plants() {
+    if nix_uid() != 0 {
+        eprintln!("!!!!!!!! SKIPPED privileged test (root: false) !!!!!!!!");
+        assert!(std::env::var_os("SANDBOX_REQUIRE_PRIVILEGED").is_none_or(|v| v != "1"));
+        return;
+    }
+    let case = Case::new();
+    let ws = case.ws();
+    let victim = case.dir.path().join("victim.txt");
+    fs::write(&victim, "original\n").unwrap();
+    let planter = format!(
+        "import os, time\n\
+         end = time.time() + 25\n\
+         while time.time() < end and not os.path.exists('stop'):\n\
+         \x20   if os.path.isdir('out/rootfs'):\n\
+         \x20       for name in ('config.json', 'tmp', 'home'):\n\
+         \x20           try: os.symlink({victim:?}, 'out/' + name)\n\
+         \x20           except OSError: pass\n",
+        victim = victim.display().to_string()
+    );
+    fs::write(ws.join("plant.py"), planter).unwrap();
+    let mut workload = Command::new(SANDBOX)
+        .current_dir(&ws)
+        .args(["run", "--timeout", "40", "--", "python3", "plant.py"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let export = || {
+        let _ = fs::remove_dir_all(ws.join("out"));
+        fs::create_dir(ws.join("out")).unwrap();
+        Command::new(SANDBOX)
+            .current_dir(&ws)
+            .args(["bundle", "export", "--out", "out", "--", "/bin/true"])
+            .output()
+            .unwrap()
+    };
+    let mut refused = 0;
+    for _ in 0..20 {
+        let o = export();
+        if !o.status.success() {
+            refused += 1;
+            let err = String::from_utf8_lossy(&o.stderr);
+            // Planted before the checks ("not empty") or between them and the write.
+            assert!(err.contains("meanwhile") || err.contains("is not empty"), "an export failed otherwise: {err}");
+        }
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "original\n", "the host file was written");
+    }
+    fs::write(ws.join("stop"), "").unwrap();
+    let _ = workload.wait();
+    eprintln!("{refused} of 20 exports refused while the workload planted");
+    for _ in 0..3 {
+        let o = export();
+        assert!(o.status.success(), "control: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(ws.join("out/config.json").is_file() && !ws.join("out/config.json").is_symlink());
+    }
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "original\n");
+}

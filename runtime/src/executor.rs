@@ -13,7 +13,7 @@ use sandbox_bundle::{
 
 use crate::backend::Spawn;
 
-use crate::grant_checks::command_text;
+use crate::grant_checks::{ARGV_TEXT_AS_COMMAND, command_text, is_argv_text};
 use crate::grants::{GrantState, is_safe_text};
 use crate::output::Output;
 use crate::prepared::{Prepared, PreparedProcess};
@@ -210,6 +210,9 @@ impl Executor {
         if !o.grants.is_empty() && o.argv.iter().any(|a| a.to_str().is_none()) {
             return malformed("argv: not UTF-8 while grants are given");
         }
+        if !o.grants.is_empty() && is_argv_text(&o.command) {
+            return malformed(ARGV_TEXT_AS_COMMAND);
+        }
         let cwd = std::fs::canonicalize(&o.cwd).ok().filter(|p| p.is_dir()).ok_or_else(|| Error::GrantMalformed {
             detail: format!("cwd: {} does not resolve to a directory", o.cwd.display()),
         })?;
@@ -273,6 +276,9 @@ impl Executor {
         }
         if !is_safe_text(command) {
             return malformed("command: empty, padded with whitespace or containing NUL");
+        }
+        if is_argv_text(command) {
+            return malformed(ARGV_TEXT_AS_COMMAND);
         }
         let cwd = std::fs::canonicalize(cwd).ok().filter(|p| p.is_dir()).ok_or_else(|| Error::GrantMalformed {
             detail: format!("cwd: {} does not resolve to a directory", cwd.display()),

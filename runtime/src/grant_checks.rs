@@ -285,6 +285,22 @@ fn add_delta(d: &mut GrantDeltas, class: Class, target: &str) {
     }
 }
 
+/// Why a shell command that reads as an argv's command text cannot carry grants.
+pub(crate) const ARGV_TEXT_AS_COMMAND: &str = "command: a shell command whose text is a JSON array of strings \
+     (what an argv's command text is, §12) cannot carry grants: its grant would not say whether the argv or \
+     the shell command was approved; run it as an argv";
+
+/// Whether `text` is a JSON array of strings, the form of an argv's command text (§12). The
+/// command text binds no mode, so a grant approved for the argv `["echo","$(id)"]` would
+/// otherwise also open the shell command of the same text, where `$(id)` runs (the red team of
+/// 4 December, night): a shell command of that form never carries grants, so a token whose text
+/// has it is spent only on the argv it was approved for. (The other way round, a text approved
+/// as a shell command in that form is refused here at its own spawn, and as an argv it runs
+/// what the text reads as.)
+pub(crate) fn is_argv_text(text: &str) -> bool {
+    serde_json::from_str::<Vec<String>>(text).is_ok()
+}
+
 /// The command text grants bind (§12): the shell command, or the argv as a compact JSON array.
 pub(crate) fn command_text(command: &str, argv: &[OsString]) -> Result<String, Error> {
     if !command.is_empty() {

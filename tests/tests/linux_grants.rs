@@ -109,6 +109,49 @@ mod linux {
         set.close().unwrap();
     }
 
+    /// The red team of 4 December (night): the command text binds no mode, and an argv's text is
+    /// also a shell command. A grant approved for the argv `["echo","$(touch pwned)"]` (which
+    /// prints its argument) opened the shell command of the same text, where `$(…)` ran. A shell
+    /// command of an argv's form never carries grants now (`GrantMalformed`, nothing consumed,
+    /// nothing run), through `run_command_with_grants` and `prepare_process` alike. Controls: the
+    /// same token then runs its argv, which prints the text literally; an ordinary shell command
+    /// with brackets still takes its grant.
+    pub fn an_argv_grant_never_opens_the_shell_command_of_its_text() {
+        let f = Fixture::new();
+        let set = f.set(ProfileConfig { command: Access::Gated, ..f.allow_config() });
+        let exec = set.executor("k").unwrap();
+        let text = r#"["echo","$(touch pwned)"]"#;
+        let token = exec.issue_grant(&dl(), &f.request(text, "command.execute", "", "command.start.v1", text)).unwrap();
+        let refused = run(&exec, &f, text, std::slice::from_ref(&token));
+        assert!(
+            matches!(&refused, Err(Error::GrantMalformed { detail }) if detail.contains("JSON array")),
+            "{refused:?}"
+        );
+        let options = |command: &str, argv: Vec<std::ffi::OsString>| ProcessOptions {
+            cwd: f.ws.clone(),
+            command: command.to_owned(),
+            argv,
+            execution_id: String::from("exec-1"),
+            grants: vec![token.clone()],
+            ..ProcessOptions::default()
+        };
+        let prepared = exec.prepare_process(&dl(), options(text, Vec::new()));
+        assert!(matches!(&prepared, Err(Error::GrantMalformed { .. })), "{:?}", prepared.err());
+        assert!(!f.ws.join("pwned").exists(), "the shell ran the argv's text");
+        // Control: nothing was consumed, and the argv it was approved for runs.
+        let p = exec.prepare_process(&dl(), options("", vec!["echo".into(), "$(touch pwned)".into()])).unwrap();
+        let mut out = String::new();
+        let process = p.start(&dl()).unwrap();
+        std::io::Read::read_to_string(&mut process.take_stdout().unwrap(), &mut out).unwrap();
+        assert_eq!(out, "$(touch pwned)\n");
+        assert!(!f.ws.join("pwned").exists());
+        // Control: a shell command with brackets that is no argv text keeps its grant.
+        let cmd = r#"[ -d sub ] && echo "[\"dir\"]""#;
+        let t = exec.issue_grant(&dl(), &f.request(cmd, "command.execute", "", "command.start.v1", cmd)).unwrap();
+        assert_eq!(run(&exec, &f, cmd, &[t]).unwrap(), "[\"dir\"]\n");
+        set.close().unwrap();
+    }
+
     /// Issue 12, class 3a: one single-use token presented by 8 and by 32 threads at once runs
     /// exactly one spawn each round; the others get `GrantReplay`. Many rounds through
     /// `prepare_process` (it consumes without spawning, so the race window is hit often), a few
@@ -757,6 +800,10 @@ fn main() -> std::process::ExitCode {
         use linux::*;
         sandbox_tests::run_tests(&[
             ("the_gate_round_trip_and_single_use", the_gate_round_trip_and_single_use),
+            (
+                "an_argv_grant_never_opens_the_shell_command_of_its_text",
+                an_argv_grant_never_opens_the_shell_command_of_its_text,
+            ),
             (
                 "a_single_use_token_presented_concurrently_runs_once",
                 a_single_use_token_presented_concurrently_runs_once,

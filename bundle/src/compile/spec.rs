@@ -39,9 +39,20 @@ pub const SIGPENDING: u64 = 1024;
 /// The OCI default read-only `/proc` paths.
 const READONLY_PATHS: &[&str] = &["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"];
 
+/// The device nodes a standard runtime binds from the host into a container with a user
+/// namespace (runc and crun alike), writable. The container's uid 0 is the exporting user, who
+/// owns them: under `runc run` an exported bundle's workload changed the host's `/dev/full`
+/// mode and times (the red team of 4 December, night). An exported bundle lists them as
+/// read-only paths, which runc and crun make read-only binds after creating the devices
+/// (reading and writing a device works on one; `chmod`, `chown` and `touch` fail). The embedded
+/// runtime is not given them (its read-only remount adds `nodev`); the helper makes them
+/// read-only instead.
+const EXPORT_READONLY_DEVICES: &[&str] =
+    &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
+
 /// The root filesystem's directory in a bundle (`root.path`), which relative bind sources of
 /// binds made through the root start with.
-pub(crate) const ROOTFS: &str = "rootfs";
+pub const ROOTFS: &str = "rootfs";
 
 fn path_str(p: &Path) -> Result<String, Error> {
     p.to_str().map(str::to_owned).ok_or_else(|| Error::argument(format!("path {} is not valid UTF-8", p.display())))
@@ -165,6 +176,9 @@ fn linux(
         .map(|typ| LinuxNamespaceBuilder::default().typ(typ).build().map_err(spec_error))
         .collect::<Result<Vec<_>, _>>()?;
     let mut readonly = strings(READONLY_PATHS);
+    if matches!(spawn.launch, Launch::Export) {
+        readonly.extend(strings(EXPORT_READONLY_DEVICES));
+    }
     for m in plan.mounts.iter().filter(|m| m.kind == MountKind::Mask && !m.below) {
         readonly.push(path_str(&m.destination)?);
     }
