@@ -185,7 +185,21 @@ fn empty_dir_by_descriptor(
         p
     };
 
-    let mut cur = Dir::open(root, flags, Mode::empty())?;
+    // A directory its owner cannot open (mode 0, 0100, 0300: a workload's `chmod 0 $HOME/d`) is
+    // given owner rwx first, never through a symlink: as an ordinary user the walk otherwise
+    // failed there, and the tree stayed in the scratch root (RAM under /dev/shm) for good,
+    // sweeps included (the red team of 4 December, night). Root's opens ignore modes.
+    let open_at = |dir: Option<std::os::fd::RawFd>, name: &std::ffi::OsStr| -> nix::Result<Dir> {
+        match Dir::openat(dir, name, flags, Mode::empty()) {
+            Err(nix::errno::Errno::EACCES) => {
+                let rwx = Mode::from_bits_truncate(0o700);
+                nix::sys::stat::fchmodat(dir, name, rwx, nix::sys::stat::FchmodatFlags::NoFollowSymlink)?;
+                Dir::openat(dir, name, flags, Mode::empty())
+            }
+            other => other,
+        }
+    };
+    let mut cur = open_at(None, root.as_os_str())?;
     if identity(&cur)? != (dev, meta.ino()) {
         return Err(io::Error::other("replaced while being removed"));
     }
@@ -195,7 +209,7 @@ fn empty_dir_by_descriptor(
         let Some(top) = stack.last_mut() else { return Ok(()) };
         if let Some(name) = top.pending.pop() {
             // Down: open the child relative to the directory we hold.
-            match Dir::openat(Some(cur.as_raw_fd()), name.as_os_str(), flags, Mode::empty()) {
+            match open_at(Some(cur.as_raw_fd()), name.as_os_str()) {
                 Ok(mut child) => {
                     let id = identity(&child)?;
                     if id.0 != dev {

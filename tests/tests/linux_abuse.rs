@@ -541,6 +541,75 @@ mod linux {
         std::iter::repeat_n("d", n).collect()
     }
 
+    /// The red team of 4 December (night): as an ordinary user, a directory its owner cannot
+    /// open (`chmod 0`, 0100, 0300) stopped the removal of the run's HOME and TMPDIR, and the
+    /// sweep of the dead set failed the same way: 200 MB a run stayed in `/dev/shm` for good.
+    /// Each such directory (nested, and the HOME itself) is given owner rwx and removed: the
+    /// set's directory is gone after close, and a dead set holding such a tree is swept.
+    /// (As root the opens ignore modes; the rootless suite runs this as an ordinary user.)
+    /// Control: the runs wrote the files (the workload saw them).
+    pub fn directories_their_owner_cannot_open_do_not_defeat_removal() {
+        use std::os::unix::fs::PermissionsExt;
+        let f = Fixture::new();
+        let set = f.set(|o| o);
+        let exec = set.executor("k").unwrap();
+        let out = exec
+            .run_command(
+                &dl(),
+                &f.ws,
+                "for m in 0 100 300 500; do mkdir -p \"$HOME/keep-$m/sub\" && echo data > \"$HOME/keep-$m/sub/blob\" && \
+                 chmod 0 \"$HOME/keep-$m/sub\" && chmod $m \"$HOME/keep-$m\"; done; \
+                 mkdir -p \"$TMPDIR/t/u\" && chmod 0 \"$TMPDIR/t/u\" \"$TMPDIR/t\"; ls \"$HOME\" | wc -l; chmod 0 \"$HOME\"",
+            )
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.bytes).trim(), "4", "control: the workload made the directories");
+        let dir = set.dir().to_path_buf();
+        drop(exec);
+        set.close().unwrap();
+        assert!(!dir.exists(), "the set directory survived close");
+        assert_eq!(count_dir(&f.scratch), 0);
+
+        // A dead set (no lock, old) holding such directories: the next set sweeps it.
+        let dead = f.scratch.join("sandbox-executors-00deadbeef00beef");
+        fs::create_dir_all(dead.join("home-x/d/e")).unwrap();
+        fs::write(dead.join("home-x/d/e/blob"), "data").unwrap();
+        for (p, mode) in [("home-x/d/e", 0), ("home-x/d", 0o100), ("home-x", 0)] {
+            fs::set_permissions(dead.join(p), fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let old = std::time::SystemTime::now() - Duration::from_secs(120);
+        fs::File::open(&dead).unwrap().set_modified(old).unwrap();
+        let set = f.set(|o| o);
+        assert!(!dead.exists(), "the dead set with directories its owner cannot open was not swept");
+        set.close().unwrap();
+        assert_eq!(count_dir(&f.scratch), 0);
+    }
+
+    /// The red team of 4 December (night): each container's devpts instance had no `max`, so
+    /// one run took the host's whole pool of pseudo-terminals outside its own instance (3071
+    /// here) and every other sandbox's `openpty` failed with ENOSPC. A run now gets at most 64:
+    /// the 65th fails with ENOSPC, and while it holds them another run still gets one (control).
+    pub fn a_run_holds_at_most_64_pseudo_terminals_and_others_still_get_theirs() {
+        use std::io::{BufRead, BufReader};
+        let f = Fixture::new();
+        let set = f.set(|o| o);
+        let hog = set.executor("hog").unwrap();
+        let other = set.executor("other").unwrap();
+        let script = "import os, errno, sys, time\nfds = []\ntry:\n    while len(fds) < 4000:\n        \
+             fds.append(os.open('/dev/ptmx', os.O_RDWR | os.O_NOCTTY))\nexcept OSError as e:\n    \
+             print('opened', len(fds), errno.errorcode[e.errno], flush=True)\ntime.sleep(30)\n";
+        fs::write(f.ws.join("pty_hog.py"), script).unwrap();
+        let p = hog.prepare_process(&dl(), f.process("python3 pty_hog.py")).unwrap();
+        let process = p.start(&dl()).unwrap();
+        let mut line = String::new();
+        BufReader::new(process.take_stdout().unwrap()).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "opened 64 ENOSPC", "the run's bound");
+        let out = other.run_command(&dl(), &f.ws, "python3 -c 'import os; os.openpty(); print(\"pty-ok\")'").unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.bytes), "pty-ok\n", "control: another run gets a terminal");
+        process.signal(&dl(), Signal::Kill).unwrap();
+        process.wait(&dl()).unwrap();
+        set.close().unwrap();
+    }
+
     /// A HOME tree deeper than PATH_MAX (issue 12, class 8), made by the workload, must not
     /// defeat removal: the run returns the workload's own status, `close()` removes the set
     /// directory (by descriptor), and a dead set left with such a tree is swept by the next
@@ -1092,6 +1161,14 @@ fn main() -> std::process::ExitCode {
             (
                 "a_home_deeper_than_path_max_does_not_defeat_removal",
                 a_home_deeper_than_path_max_does_not_defeat_removal,
+            ),
+            (
+                "directories_their_owner_cannot_open_do_not_defeat_removal",
+                directories_their_owner_cannot_open_do_not_defeat_removal,
+            ),
+            (
+                "a_run_holds_at_most_64_pseudo_terminals_and_others_still_get_theirs",
+                a_run_holds_at_most_64_pseudo_terminals_and_others_still_get_theirs,
             ),
         ])
     }

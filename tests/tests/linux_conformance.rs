@@ -782,6 +782,45 @@ mod linux {
         set.close().unwrap();
     }
 
+    /// The red teams of 4 December (night): a read-only descriptor and the file's ownership were
+    /// enough for a lease, and the run's uid 0 is the caller's: a lease on a readable host file
+    /// stalled every host open for writing for 45 s (dpkg's locks, `~/.bashrc`) and told the
+    /// workload by SIGIO. `F_SETLEASE` is refused (EACCES) on a host file and on a workspace file;
+    /// `F_GETLEASE`, `flock` and `lockf` still work (control), and on the host the same call takes
+    /// the lease (the call is real).
+    pub fn file_leases_are_refused_and_locks_still_work() {
+        let f = Fixture::new();
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        let host_file = f.root.join("leased.txt");
+        fs::write(&host_file, "host\n").unwrap();
+        if sandbox_tests::rootless_mode() {
+            fs::set_permissions(&host_file, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        }
+        let script = |path: &str| {
+            format!(
+                "import fcntl, os\n\
+                 fd = os.open({path:?}, os.O_RDONLY)\n\
+                 try:\n    fcntl.fcntl(fd, 1024, fcntl.F_RDLCK); print('lease-taken')\n\
+                 except OSError as e: print('lease-refused', e.errno)\n\
+                 print('getlease', fcntl.fcntl(fd, 1025))\n\
+                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB); fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB); print('locks-ok')\n"
+            )
+        };
+        fs::write(f.ws.join("mine.txt"), "mine\n").unwrap();
+        for path in [host_file.display().to_string(), f.ws.join("mine.txt").display().to_string()] {
+            fs::write(f.ws.join("lease.py"), script(&path)).unwrap();
+            let out = exec.run_command(&dl(), &f.ws, "python3 lease.py").unwrap();
+            let text = String::from_utf8_lossy(&out.bytes).into_owned();
+            assert!(text.contains(&format!("lease-refused {}", libc::EACCES)), "{path}: {text}");
+            assert!(text.contains("getlease 2") && text.contains("locks-ok"), "control, {path}: {text}");
+        }
+        // On the host the call is real: the owner takes the lease.
+        let host = std::process::Command::new("python3").arg(f.ws.join("lease.py")).output().unwrap();
+        assert!(String::from_utf8_lossy(&host.stdout).contains("lease-taken"), "{host:?}");
+        set.close().unwrap();
+    }
+
     /// Issue 12 class 4a/4b: a host listener on a path-named unix socket in the (readable)
     /// workspace receives nothing from inside by default, since no unix socket can be made
     /// (socketpair works); `unix_sockets: allow` reaches it (the control, reported widened);
@@ -1759,6 +1798,7 @@ fn main() -> std::process::ExitCode {
             ("a_cgroup_parent_another_user_owns_is_refused", a_cgroup_parent_another_user_owns_is_refused),
             ("no_setuid_setgid_or_file_capability_plants", no_setuid_setgid_or_file_capability_plants),
             ("kernel_surface_is_closed", kernel_surface_is_closed),
+            ("file_leases_are_refused_and_locks_still_work", file_leases_are_refused_and_locks_still_work),
             ("foreign_abi_syscalls_are_killed", foreign_abi_syscalls_are_killed),
             ("unix_sockets_and_vsock_follow_the_profile", unix_sockets_and_vsock_follow_the_profile),
             ("the_init_is_unreachable_from_the_workload", the_init_is_unreachable_from_the_workload),

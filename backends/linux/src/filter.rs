@@ -77,6 +77,7 @@ pub fn syscall_number(name: &str) -> Option<i64> {
         "openat2" => libc::SYS_openat2,
         "mknodat" => libc::SYS_mknodat,
         "mkdirat" => libc::SYS_mkdirat,
+        "fcntl" => libc::SYS_fcntl,
         "userfaultfd" => libc::SYS_userfaultfd,
         "perf_event_open" => libc::SYS_perf_event_open,
         "fanotify_init" => libc::SYS_fanotify_init,

@@ -50,6 +50,9 @@ const READONLY_PATHS: &[&str] = &["/proc/bus", "/proc/fs", "/proc/irq", "/proc/s
 const EXPORT_READONLY_DEVICES: &[&str] =
     &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
 
+/// The most pseudo-terminals one run may hold at once (its devpts instance's `max`).
+const DEVPTS_MAX_OPTION: &str = "max=64";
+
 /// The root filesystem's directory in a bundle (`root.path`), which relative bind sources of
 /// binds made through the root start with.
 pub const ROOTFS: &str = "rootfs";
@@ -102,9 +105,15 @@ fn oci_mount(m: &PlannedMount) -> Result<Mount, Error> {
         (MountKind::Dev, _) => tmpfs(&["nosuid", "strictatime", "mode=755", "size=65536k"]),
         (MountKind::DevShm, _) => tmpfs(&["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"]),
         (MountKind::Proc, _) => mount("proc", PathBuf::from("proc"), &["nosuid", "noexec", "nodev"]),
-        (MountKind::DevPts, _) => {
-            mount("devpts", PathBuf::from("devpts"), &["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"])
-        }
+        // `max`: the host's pool of pseudo-terminals outside its own devpts instance is
+        // `kernel.pty.max - kernel.pty.reserve` (3072 by default), shared by every container; one
+        // run took it all and every other sandbox's `openpty` failed (the red team of 4 December,
+        // night). A run gets at most 64 of them.
+        (MountKind::DevPts, _) => mount(
+            "devpts",
+            PathBuf::from("devpts"),
+            &["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", DEVPTS_MAX_OPTION],
+        ),
     }
 }
 
