@@ -1777,6 +1777,65 @@ fn the_real_homes_entries_hold_with_an_isolated_home_and_through_a_symlink() {
     }
 }
 
+/// The red team of 4 December (night): with the workspace at the caller's real HOME (`cd ~ &&
+/// sandbox run`), the files the host runs from there later were writable: a `git` planted in
+/// `~/.local/bin` (on PATH before `/usr/bin`) ran at the host's next `git status`, and so would
+/// `~/.bash_aliases`, `~/.bash_logout`, fish's config, XDG autostart entries, systemd user
+/// units, `~/.cargo/env` and the editors' start-up files. Each is refused now, existing or
+/// not. Control: an ordinary file in the HOME is written.
+#[test]
+fn the_real_homes_start_up_files_and_path_directories_hold() {
+    if !sandbox_runs_here("the_real_homes_start_up_files_and_path_directories_hold") {
+        return;
+    }
+    let area = Area::new();
+    fs::create_dir_all(area.ws.join(".local/bin")).unwrap();
+    fs::create_dir_all(area.ws.join(".config")).unwrap();
+    fs::write(area.ws.join(".bash_aliases"), "ORIGINAL\n").unwrap();
+    let attacks = [
+        "printf '#!/bin/sh\\necho hijacked\\n' > .local/bin/git && chmod +x .local/bin/git",
+        "echo evil >> .bash_aliases",
+        "echo evil > .bash_logout",
+        "mkdir -p bin && echo evil > bin/git",
+        "mkdir -p .cargo && echo evil > .cargo/env",
+        "mkdir -p .config/fish && echo evil > .config/fish/config.fish",
+        "mkdir -p .config/autostart && echo evil > .config/autostart/x.desktop",
+        "mkdir -p .config/systemd/user && echo evil > .config/systemd/user/x.service",
+        "mkdir -p .config/environment.d && echo evil > .config/environment.d/x.conf",
+        "echo evil > .xprofile",
+        "echo evil > .tmux.conf",
+        "echo evil > .vimrc",
+        "mkdir -p .config/nvim && echo evil > .config/nvim/init.lua",
+        "mkdir -p .ssh && echo evil > .ssh/environment",
+    ];
+    let mut script = String::new();
+    for a in attacks {
+        script.push_str(&format!(
+            "if sh -c '{}' 2>/dev/null; then echo 'wrote: {}'; fi; ",
+            a.replace('\'', "'\\''"),
+            a.replace('\'', "")
+        ));
+    }
+    script.push_str("echo ok > ordinary && echo CONTROL");
+    let o = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .env("HOME", &area.ws)
+        .args(["run", "--scratch"])
+        .arg(&area.scratch)
+        .args(["--", "/bin/sh", "-c", &script])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out} {}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(out, "CONTROL\n", "{out}");
+    assert_eq!(fs::read_to_string(area.ws.join(".bash_aliases")).unwrap(), "ORIGINAL\n");
+    assert_eq!(fs::read_dir(area.ws.join(".local/bin")).unwrap().count(), 0);
+    for f in [".bash_logout", "bin", ".cargo/env", ".config/fish", ".config/autostart", ".xprofile", ".vimrc"] {
+        assert!(!area.ws.join(f).exists(), "{f}");
+    }
+    assert_eq!(fs::read_to_string(area.ws.join("ordinary")).unwrap(), "ok\n");
+}
+
 /// Issue 15, item 4: a `--json` error object carries the human message next to the kind, and
 /// the message names the offending key (here an unknown key of the profile file).
 #[test]

@@ -712,6 +712,81 @@ mod linux {
         assert!(!marker.exists(), "the host's commit ran what the workload wrote");
     }
 
+    /// The red team of 4 December (night): the protected configuration names commands that live
+    /// in the writable workspace (`core.fsmonitor = ./fsmon.sh`, a filter's `clean =
+    /// tools/clean.sh`, a `!` alias, a Claude Code hook `"$CLAUDE_PROJECT_DIR"/.claude/hooks/fmt.sh`,
+    /// an MCP server's `args: ["tools/mcp.js"]`). The workload rewrote those scripts, and the
+    /// host's `git status` and `git add` ran them. Each named file is read-only now (and a named
+    /// file that is missing cannot be made): every rewrite, replacement and creation fails, and
+    /// the host's git runs the originals. Controls: an unnamed script beside them is written,
+    /// and git inside works with the filter and fsmonitor.
+    pub fn files_that_protected_configs_name_as_commands_are_read_only() {
+        let d = TestDirs::new("sbx-protect");
+        let ws = &d.ws;
+        git(ws, &["init", "-q"]);
+        fs::create_dir_all(ws.join("tools")).unwrap();
+        fs::create_dir_all(ws.join(".claude/hooks")).unwrap();
+        let script = |rel: &str, body: &str| {
+            fs::write(ws.join(rel), body).unwrap();
+            fs::set_permissions(ws.join(rel), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        };
+        script("fsmon.sh", "#!/bin/sh\nexit 1\n");
+        script("tools/clean.sh", "#!/bin/sh\ncat\n");
+        script("tools/alias.sh", "#!/bin/sh\necho alias\n");
+        script("tools/other.sh", "#!/bin/sh\necho other\n");
+        script(".claude/hooks/fmt.sh", "#!/bin/sh\nexit 0\n");
+        script("tools/mcp.js", "// server\n");
+        git(ws, &["config", "core.fsmonitor", "./fsmon.sh"]);
+        git(ws, &["config", "filter.strip.clean", "./tools/clean.sh %f"]);
+        git(ws, &["config", "alias.hi", "!sh tools/alias.sh"]);
+        git(ws, &["config", "diff.bin.textconv", "tools/missing-textconv.sh"]);
+        fs::write(ws.join(".gitattributes"), "*.txt filter=strip\n").unwrap();
+        fs::write(
+            ws.join(".claude/settings.json"),
+            r#"{"hooks": {"PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/fmt.sh"}]}]}}"#,
+        )
+        .unwrap();
+        fs::write(ws.join(".mcp.json"), r#"{"mcpServers": {"t": {"command": "node", "args": ["tools/mcp.js"]}}}"#)
+            .unwrap();
+        fs::write(ws.join("a.txt"), "hi\n").unwrap();
+        git(ws, &["add", "-A"]);
+        git(ws, &["commit", "-qm", "init"]);
+        let marker = d.root.join("config-command-ran");
+        let m = marker.display();
+        let (_set, exec) = executor(&d, config(&d));
+        let mut attacks = Vec::new();
+        for (i, rel) in
+            ["fsmon.sh", "tools/clean.sh", "tools/alias.sh", ".claude/hooks/fmt.sh", "tools/mcp.js"].iter().enumerate()
+        {
+            attacks.push((format!("write{i}"), format!("printf '#!/bin/sh\\ntouch {m}\\ncat\\n' > {rel}")));
+            attacks.push((
+                format!("replace{i}"),
+                format!("printf '#!/bin/sh\\ntouch {m}\\n' > /tmp/r && mv /tmp/r {rel}"),
+            ));
+            attacks.push((format!("remove{i}"), format!("rm -f {rel}")));
+        }
+        attacks
+            .push((String::from("create"), format!("printf '#!/bin/sh\\ntouch {m}\\n' > tools/missing-textconv.sh")));
+        let mut text = String::new();
+        for (name, cmd) in &attacks {
+            text.push_str(&attempt(name, cmd));
+        }
+        text.push_str(
+            "echo other > tools/other.sh && echo more >> a.txt && git status --short >/dev/null && echo controls-ok",
+        );
+        let out = sh_ok(&exec, ws, &text);
+        all_failed(&out, &attacks.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>());
+        assert!(out.contains("controls-ok"), "{out}");
+        assert_eq!(fs::read_to_string(ws.join("tools/other.sh")).unwrap(), "other\n", "control: an unnamed script");
+        // The host's git runs what the config names: the originals.
+        git(ws, &["status", "--short"]);
+        git(ws, &["add", "a.txt"]);
+        git(ws, &["hi"]);
+        assert!(!marker.exists(), "the host's git ran what the workload wrote");
+        assert_eq!(fs::read_to_string(ws.join("fsmon.sh")).unwrap(), "#!/bin/sh\nexit 1\n");
+        assert!(!ws.join("tools/missing-textconv.sh").exists());
+    }
+
     /// Attacks on the scan found by a red team (3 December), each from inside, run by run:
     /// - a `.git/commondir` written by the workload hands git another directory's config and
     ///   hooks (git reads it in every repository): it is refused creation, and an existing one
@@ -912,6 +987,10 @@ fn main() -> std::process::ExitCode {
         sandbox_tests::run_tests(&[
             ("scan_evasions_are_closed", scan_evasions_are_closed),
             ("a_husky_layout_keeps_the_scripts_its_hooks_run", a_husky_layout_keeps_the_scripts_its_hooks_run),
+            (
+                "files_that_protected_configs_name_as_commands_are_read_only",
+                files_that_protected_configs_name_as_commands_are_read_only,
+            ),
             ("git_config_evasions_are_closed", git_config_evasions_are_closed),
             (
                 "a_repository_cannot_be_made_where_the_hosts_git_would_enter_it",

@@ -173,6 +173,7 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         last,
         intermediate,
         areas: &areas,
+        writable: &writable,
         out: &mut out,
         dirs: 0,
         max_dirs,
@@ -429,6 +430,19 @@ fn resolve(path: &Path) -> (PathBuf, Vec<PathBuf>) {
     (out, links)
 }
 
+/// The project of an agent's JSON configuration that starts commands: the directory holding
+/// `.mcp.json`, or `.claude/` for `.claude/settings.json` and `.claude/settings.local.json`.
+fn agent_project(file: &Path) -> Option<PathBuf> {
+    let name = file.file_name()?;
+    let dir = file.parent()?;
+    if name == ".mcp.json" {
+        return Some(dir.to_path_buf());
+    }
+    let claude = (name == "settings.json" || name == "settings.local.json")
+        && dir.file_name() == Some(std::ffi::OsStr::new(".claude"));
+    claude.then(|| dir.parent().map(Path::to_path_buf)).flatten()
+}
+
 fn split(names: &[String]) -> Vec<Vec<String>> {
     names.iter().map(|n| n.split('/').filter(|c| !c.is_empty()).map(str::to_owned).collect()).collect()
 }
@@ -442,6 +456,8 @@ struct Walker<'a> {
     /// The other components of multi-part name patterns.
     intermediate: HashSet<OsString>,
     areas: &'a [PathBuf],
+    /// The areas whose write access is not `deny`.
+    writable: &'a [PathBuf],
     out: &'a mut ProtectScan,
     dirs: usize,
     max_dirs: usize,
@@ -470,6 +486,9 @@ impl Walker<'_> {
             let path = dir.join(name);
             if self.last.contains(name) && self.matches(&path) {
                 self.entry(&path);
+                if let Some(project) = agent_project(&path) {
+                    self.json_commands(&path, &project);
+                }
             } else if name == ".git" {
                 self.repositories.push(dir.to_path_buf());
                 self.git(&path);
@@ -770,6 +789,22 @@ impl Walker<'_> {
                 }
             }
         }
+        // Files that the commands this config names run (`core.fsmonitor = ./fsmon.sh`, a
+        // filter's `clean = tools/clean.sh`, `!sh scripts/x.sh` aliases): the config is
+        // protected, but a red team rewrote the scripts it names in the workspace, and the
+        // host's next `git status` or `git add` ran them. Each path-like word of such a value
+        // (relative ones from the worktree's root, where git runs them) is protected where
+        // it lies inside an area of the profile.
+        if parts.contains(&"config") {
+            for command in &refs.commands {
+                for word in command_paths(command, None) {
+                    let Some(root) = root.or(word.is_absolute().then_some(Path::new("/"))) else { continue };
+                    if let Some(path) = self.expand(&word, root) {
+                        self.command_file(&path);
+                    }
+                }
+            }
+        }
         if !parts.contains(&"config") || depth >= MAX_INCLUDE_DEPTH {
             return;
         }
@@ -781,6 +816,43 @@ impl Walker<'_> {
             }
             self.entry(&inc);
             self.config_file(&inc, root, parts, depth + 1, seen);
+        }
+    }
+
+    /// A file a protected configuration names as a command to run: protected as an entry
+    /// when it lies strictly inside an area the workload may write (elsewhere it cannot write
+    /// it anyway, and an area's root is never bound over).
+    fn command_file(&mut self, path: &Path) {
+        let path = crate::profile::lexically_clean(path);
+        if self.writable.iter().any(|a| path.starts_with(a) && path != *a) {
+            self.entry(&path);
+        }
+    }
+
+    /// An agent's JSON configuration that starts commands (Claude Code's settings carry hooks
+    /// and a status line, `.mcp.json` servers): every path-like word of each `command` string
+    /// and `args` element is a command file (relative ones from `project`, where the agent
+    /// runs them; `$CLAUDE_PROJECT_DIR` is `project`). A red team wrote the hook script that
+    /// the protected settings named (`.claude/hooks/fmt.sh`), which the host's agent then ran.
+    fn json_commands(&mut self, file: &Path, project: &Path) {
+        fn collect(v: &serde_json::Value, key: Option<&str>, out: &mut Vec<String>) {
+            match v {
+                serde_json::Value::String(s) if matches!(key, Some("command" | "args")) => out.push(s.clone()),
+                serde_json::Value::Array(items) => items.iter().for_each(|i| collect(i, key, out)),
+                serde_json::Value::Object(map) => map.iter().for_each(|(k, v)| collect(v, Some(k), out)),
+                _ => {}
+            }
+        }
+        let Some(bytes) = read_small(file) else { return };
+        let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes) else { return };
+        let mut commands = Vec::new();
+        collect(&value, None, &mut commands);
+        for command in commands {
+            for word in command_paths(&command, Some(project)) {
+                if let Some(path) = self.expand(&word, project) {
+                    self.command_file(&path);
+                }
+            }
         }
     }
 
@@ -878,6 +950,8 @@ fn read_gitdir(file: &Path) -> Option<PathBuf> {
 struct ConfigRefs {
     hooks_paths: Vec<PathBuf>,
     includes: Vec<PathBuf>,
+    /// The values of keys that name a command git runs (see [`names_a_command`]).
+    commands: Vec<String>,
 }
 
 /// The first line of a small file, trimmed.
@@ -917,6 +991,8 @@ fn config_refs(config: &Path) -> ConfigRefs {
         }
         if key == "core.hookspath" {
             out.hooks_paths.push(PathBuf::from(value));
+        } else if names_a_command(&key, &value) {
+            out.commands.push(value);
         } else if key == "include.path"
             || (key.starts_with("includeif.") && key.ends_with(".path") && key.len() > "includeif..path".len())
         {
@@ -924,6 +1000,76 @@ fn config_refs(config: &Path) -> ConfigRefs {
         }
     }
     out
+}
+
+/// Whether the config key `key` (as [`parse_config`] names it) with `value` is a command git
+/// runs: `core.fsmonitor`, editors, pagers, `sshCommand`, `askPass`, credential helpers, GPG
+/// programs, `diff.external`, a filter's `clean`, `smudge` or `process`, a diff driver's
+/// `textconv` or `command`, a merge driver, a diff or merge tool's `cmd`, a browser's `cmd`,
+/// `uploadpack.packObjectsHook`, and `!` aliases.
+fn names_a_command(key: &str, value: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "core.fsmonitor",
+        "core.editor",
+        "core.pager",
+        "core.sshcommand",
+        "core.askpass",
+        "sequence.editor",
+        "credential.helper",
+        "gpg.program",
+        "diff.external",
+        "uploadpack.packobjectshook",
+        "web.browser",
+    ];
+    if EXACT.contains(&key) {
+        return true;
+    }
+    let Some((section, rest)) = key.split_once('.') else { return false };
+    let last = rest.rsplit('.').next().unwrap_or(rest);
+    let sub = rest.contains('.');
+    match section {
+        "alias" => value.starts_with('!'),
+        "filter" => sub && matches!(last, "clean" | "smudge" | "process"),
+        "diff" => sub && matches!(last, "textconv" | "command"),
+        "merge" => sub && last == "driver",
+        "difftool" | "mergetool" | "browser" => sub && last == "cmd",
+        "credential" => sub && last == "helper",
+        "gpg" => sub && last == "program",
+        "pager" => true,
+        _ => false,
+    }
+}
+
+/// The words of a command line that name files: split at unquoted whitespace, quotes removed,
+/// `$CLAUDE_PROJECT_DIR` (also `${…}`) put as `project` when one is given; a word is kept
+/// when it holds a `/` and nothing a shell would expand or an option (`$`, a backquote, a
+/// glob, a leading `-`), and a leading `!` (a git alias) is dropped.
+fn command_paths(command: &str, project: Option<&Path>) -> Vec<PathBuf> {
+    let mut text = command.trim_start().trim_start_matches('!').to_owned();
+    if let Some(project) = project.and_then(Path::to_str) {
+        for var in ["${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR"] {
+            text = text.replace(var, project);
+        }
+    }
+    let mut words: Vec<String> = Vec::new();
+    let (mut word, mut quote) = (String::new(), None::<char>);
+    for c in text.chars() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (None, c) if c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')') => {
+                words.push(std::mem::take(&mut word));
+            }
+            _ => word.push(c),
+        }
+    }
+    words.push(word);
+    words
+        .into_iter()
+        .filter(|w| w.contains('/') && !w.starts_with('-'))
+        .filter(|w| !w.contains(['$', '`', '*', '?', '[', '{']))
+        .map(PathBuf::from)
+        .collect()
 }
 
 /// The `(name, value)` pairs of a git config text, as git's parser reads them (config.c):
@@ -1071,6 +1217,51 @@ mod tests {
         })
         .unwrap_or_else(|e| panic!("{e}"));
         (dir, ws, profile)
+    }
+
+    #[test]
+    fn keys_that_name_commands_are_known_as_in_git() {
+        for (key, value) in [
+            ("core.fsmonitor", "./x"),
+            ("core.pager", "less"),
+            ("core.sshcommand", "ssh"),
+            ("filter.lfs.clean", "x"),
+            ("filter.a.b.smudge", "x"),
+            ("filter.x.process", "x"),
+            ("diff.bin.textconv", "x"),
+            ("merge.ours.driver", "x"),
+            ("alias.hi", "!sh x"),
+            ("credential.https://h.example.helper", "x"),
+            ("gpg.ssh.program", "x"),
+            ("pager.log", "x"),
+            ("difftool.k.cmd", "x"),
+        ] {
+            assert!(names_a_command(key, value), "{key}");
+        }
+        for (key, value) in [
+            ("alias.st", "status"),
+            ("filter.clean", "x"),
+            ("diff.textconv", "x"),
+            ("core.bare", "false"),
+            ("user.name", "./x"),
+            ("remote.origin.url", "./x"),
+        ] {
+            assert!(!names_a_command(key, value), "{key}");
+        }
+    }
+
+    #[test]
+    fn command_words_that_name_files() {
+        let words = |c: &str, p: Option<&str>| -> Vec<String> {
+            command_paths(c, p.map(Path::new)).iter().map(|w| w.display().to_string()).collect()
+        };
+        assert_eq!(words("./fsmon.sh", None), ["./fsmon.sh"]);
+        assert_eq!(words("!sh tools/a.sh --x=1 && bin/b", None), ["tools/a.sh", "bin/b"]);
+        assert_eq!(words("'my tools/c.sh' %f", None), ["my tools/c.sh"]);
+        assert_eq!(words("\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/f.sh", Some("/p")), ["/p/.claude/hooks/f.sh"]);
+        assert_eq!(words("${CLAUDE_PROJECT_DIR}/h.sh;x/y", Some("/p")), ["/p/h.sh", "x/y"]);
+        assert_eq!(words("git-lfs filter-process", None), Vec::<String>::new());
+        assert_eq!(words("$HOME/x ~/y `a/b` *.sh/x -o/x", None), ["~/y"]);
     }
 
     #[test]
