@@ -85,6 +85,14 @@ impl fmt::Display for Host {
     }
 }
 
+/// Whether `ip` is the unspecified address (`0.0.0.0`, `::`, also IPv4-mapped): it names no
+/// host, and a connection to it reaches this machine's own listeners. A red team allowed
+/// `tcp:0.0.0.0:18080` and reached a service on the host's loopback through the proxy (4
+/// December, night): refused as a target and as a `resolve` pin.
+pub fn names_no_host(ip: IpAddr) -> bool {
+    ip.to_canonical().is_unspecified()
+}
+
 /// Which hosts a pattern names.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum HostPattern {
@@ -129,6 +137,10 @@ impl TargetPattern {
             return bad("'*' is allowed only as a whole first label (*.example.com)");
         } else {
             match Host::parse(host) {
+                Ok(Host::Ip(ip)) if names_no_host(ip) => {
+                    return bad("the unspecified address names no host (a connection to it reaches this machine); \
+                         write the address meant, 127.0.0.1 for loopback");
+                }
                 Ok(h) => HostPattern::Exact(h),
                 Err(why) => return bad(&why),
             }
@@ -232,6 +244,9 @@ mod tests {
             "tcp:a.0x7f:80",
             "tcp:a\0.com:1",
             "tcp:[1.2.3.4]:1",
+            "tcp:0.0.0.0:80",
+            "tcp:[::]:80",
+            "tcp:[::ffff:0.0.0.0]:80",
         ] {
             assert!(matches!(TargetPattern::parse(bad), Err(Error::InvalidArgument { .. })), "{bad:?}");
         }

@@ -159,13 +159,24 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
             // Never a panic (`eprintln!` panics when stderr is gone); there is no one to tell then.
-            let _ = emit(std::io::stderr(), &format!("sandbox: {e}\n"));
+            let _ = emit(std::io::stderr(), &own_line(&format!("sandbox: {e}")));
             ExitCode::from(125)
         }
     }
 }
 
 /// Writes `text` whole to `out` and flushes it.
+/// One line of the CLI's own on stderr: control characters in it (a newline, an escape
+/// sequence) are written escaped (`\u{1b}`), so that a name a workload chose (a directory the
+/// clean-up could not remove, a target it asked for) can neither forge a line of ours nor drive
+/// the terminal (the red team of 4 December, night). The workload's own output is its own.
+fn own_line(text: &str) -> String {
+    let mut out: String =
+        text.chars().map(|c| if c.is_control() { c.escape_default().collect() } else { c.to_string() }).collect();
+    out.push('\n');
+    out
+}
+
 fn emit(mut out: impl Write, text: &str) -> std::io::Result<()> {
     out.write_all(text.as_bytes())?;
     out.flush()
@@ -481,7 +492,7 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
             drop(executor);
             let _ = set.close();
             if let Err(w) = written {
-                let _ = emit(std::io::stderr(), &format!("sandbox: {w}\n"));
+                let _ = emit(std::io::stderr(), &own_line(&format!("sandbox: {w}")));
             }
             return Ok(125);
         }
@@ -501,7 +512,7 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
         // One line per refused request, after the workload's own output; then the report.
         let mut text = String::new();
         for d in &ran.denials {
-            text.push_str(&format!("sandbox: network denied: {}: {}\n", d.target, d.reason));
+            text.push_str(&own_line(&format!("sandbox: network denied: {}: {}", d.target, d.reason)));
         }
         if args.report {
             let report = serde_json::json!({
@@ -523,12 +534,15 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
         // The workload's status stands (issue 12, class 8): a clean-up failure is reported
         // apart, and what is left is swept by a later run on this scratch root.
         tracing::warn!("clean-up: {e}");
-        let _ = emit(std::io::stderr(), &format!("sandbox: warning: clean-up failed (a later run sweeps it): {e}\n"));
+        let _ = emit(
+            std::io::stderr(),
+            &own_line(&format!("sandbox: warning: clean-up failed (a later run sweeps it): {e}")),
+        );
     }
     if let Some(e) = unwritten {
         if args.json {
             // Not a second try at the same stdout (`run` writes an error object otherwise).
-            let _ = emit(std::io::stderr(), &format!("sandbox: {e}\n"));
+            let _ = emit(std::io::stderr(), &own_line(&format!("sandbox: {e}")));
             return Ok(125);
         }
         return Err(e);
@@ -738,6 +752,9 @@ fn parse_resolve(text: &str) -> Result<(String, std::net::IpAddr), Error> {
     let Some((name, address)) = text.split_once(':') else { return bad("expected NAME:ADDR") };
     let address = address.strip_prefix('[').and_then(|a| a.strip_suffix(']')).unwrap_or(address);
     let Ok(address) = address.parse::<std::net::IpAddr>() else { return bad("ADDR is not an IP address") };
+    if address.to_canonical().is_unspecified() {
+        return bad("ADDR is the unspecified address, which names no host");
+    }
     match sandbox::Host::parse(name) {
         Ok(sandbox::Host::Name(n)) => Ok((n, address)),
         Ok(sandbox::Host::Ip(_)) => bad("NAME is an address, not a name"),
@@ -811,4 +828,21 @@ fn ids() -> (u32, u32) {
 #[cfg(not(unix))]
 fn ids() -> (u32, u32) {
     (0, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::own_line;
+
+    /// A name a workload chose can neither end our line nor reach the terminal as a control.
+    #[test]
+    fn own_lines_escape_control_characters() {
+        let forged = "sandbox: warning: removing /h/x\u{1b}[2K\r\u{1b}]0;PWNED\u{7}\nsandbox: clean-up done";
+        let line = own_line(forged);
+        assert_eq!(line.matches('\n').count(), 1);
+        assert!(line.ends_with("clean-up done\n"));
+        assert!(!line.chars().any(|c| c.is_control() && c != '\n'), "{line:?}");
+        assert!(line.contains("\\u{1b}[2K\\r"), "{line:?}");
+        assert_eq!(own_line("sandbox: plain"), "sandbox: plain\n");
+    }
 }

@@ -2534,8 +2534,11 @@ fn bad_network_flags_name_the_flag_and_run_nothing() {
     .unwrap();
     let deny = deny.display().to_string();
     let before = area.snapshot();
-    let cases: [(&[&str], &str, &str, i32); 12] = [
+    let cases: [(&[&str], &str, &str, i32); 15] = [
         (&["--resolve", "nonsense"], "--resolve", "invalid_argument", 125),
+        (&["--resolve", "a.test:0.0.0.0"], "--resolve", "invalid_argument", 125),
+        (&["--allow-target", "tcp:0.0.0.0:80"], "--allow-target", "invalid_argument", 125),
+        (&["--allow-target", "tcp:[::]:80"], "--allow-target", "invalid_argument", 125),
         (&["--resolve", "127.0.0.1:127.0.0.1"], "--resolve", "invalid_argument", 125),
         (&["--resolve", "a.test:notanip"], "--resolve", "invalid_argument", 125),
         (&["--resolve", ":127.0.0.1"], "--resolve", "invalid_argument", 125),

@@ -218,7 +218,12 @@ impl ExecutorSetOptions {
                 });
             }
         }
-        for (i, (name, _)) in self.resolve.iter().enumerate() {
+        for (i, (name, address)) in self.resolve.iter().enumerate() {
+            if sandbox_bundle::target::names_no_host(*address) {
+                return Err(Error::InvalidOptions {
+                    detail: format!("resolve[{i}]: {address} is the unspecified address, which names no host"),
+                });
+            }
             match Host::parse(name) {
                 Ok(Host::Name(_)) => {}
                 Ok(Host::Ip(_)) => {
