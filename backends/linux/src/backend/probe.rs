@@ -97,10 +97,12 @@ impl LinuxBackend {
             Err(e @ (Error::DeadlineExceeded { .. } | Error::Cancelled { .. })) => return Err(e),
             Err(e) => {
                 return Err(Error::SandboxUnavailable {
+                    // The cause first: it may be the profile's own (a path that is not UTF-8
+                    // in a workspace), not a layer this host lacks.
                     detail: format!(
-                        "the probe container could not run (it needs user namespaces and recursive \
-                         read-only mounts, Linux 5.12 on; `sandbox probe` says what is missing here and how to fix \
-                         it): {e}"
+                        "the probe container could not run: {e} (where a layer is missing here, user namespaces \
+                         or recursive read-only mounts of Linux 5.12 on, `sandbox probe` says which and how to fix \
+                         it)"
                     ),
                 });
             }
