@@ -835,9 +835,13 @@ impl Walker<'_> {
     /// runs them; `$CLAUDE_PROJECT_DIR` is `project`). A red team wrote the hook script that
     /// the protected settings named (`.claude/hooks/fmt.sh`), which the host's agent then ran.
     fn json_commands(&mut self, file: &Path, project: &Path) {
+        // Claude Code runs hooks' and the status line's `command`, and the helpers that
+        // produce credentials and headers; MCP servers are `command` with `args`.
+        const COMMAND_KEYS: &[&str] =
+            &["command", "args", "apiKeyHelper", "awsAuthRefresh", "awsCredentialExport", "otelHeadersHelper"];
         fn collect(v: &serde_json::Value, key: Option<&str>, out: &mut Vec<String>) {
             match v {
-                serde_json::Value::String(s) if matches!(key, Some("command" | "args")) => out.push(s.clone()),
+                serde_json::Value::String(s) if key.is_some_and(|k| COMMAND_KEYS.contains(&k)) => out.push(s.clone()),
                 serde_json::Value::Array(items) => items.iter().for_each(|i| collect(i, key, out)),
                 serde_json::Value::Object(map) => map.iter().for_each(|(k, v)| collect(v, Some(k), out)),
                 _ => {}
@@ -1020,6 +1024,9 @@ fn names_a_command(key: &str, value: &str) -> bool {
         "diff.external",
         "uploadpack.packobjectshook",
         "web.browser",
+        "core.gitproxy",
+        // Not a command, but what the host's next `git init` or `git clone` copies hooks from.
+        "init.templatedir",
     ];
     if EXACT.contains(&key) {
         return true;
@@ -1029,6 +1036,7 @@ fn names_a_command(key: &str, value: &str) -> bool {
     let sub = rest.contains('.');
     match section {
         "alias" => value.starts_with('!'),
+        "submodule" => sub && last == "update" && value.starts_with('!'),
         "filter" => sub && matches!(last, "clean" | "smudge" | "process"),
         "diff" => sub && matches!(last, "textconv" | "command"),
         "merge" => sub && last == "driver",
@@ -1064,6 +1072,15 @@ fn command_paths(command: &str, project: Option<&Path>) -> Vec<PathBuf> {
         }
     }
     words.push(word);
+    // A quoted word may itself be a command line (`sh -c './x.sh --fix'`): its own words count
+    // too (and the whole, which may be a path with a space).
+    let inner: Vec<String> = words
+        .iter()
+        .filter(|w| w.contains(char::is_whitespace))
+        .flat_map(|w| w.split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')')))
+        .map(str::to_owned)
+        .collect();
+    words.extend(inner);
     words
         .into_iter()
         .filter(|w| w.contains('/') && !w.starts_with('-'))
@@ -1235,6 +1252,8 @@ mod tests {
             ("gpg.ssh.program", "x"),
             ("pager.log", "x"),
             ("difftool.k.cmd", "x"),
+            ("submodule.lib.update", "!./up.sh"),
+            ("init.templatedir", "~/tpl"),
         ] {
             assert!(names_a_command(key, value), "{key}");
         }
@@ -1245,6 +1264,7 @@ mod tests {
             ("core.bare", "false"),
             ("user.name", "./x"),
             ("remote.origin.url", "./x"),
+            ("submodule.lib.update", "rebase"),
         ] {
             assert!(!names_a_command(key, value), "{key}");
         }
@@ -1257,7 +1277,8 @@ mod tests {
         };
         assert_eq!(words("./fsmon.sh", None), ["./fsmon.sh"]);
         assert_eq!(words("!sh tools/a.sh --x=1 && bin/b", None), ["tools/a.sh", "bin/b"]);
-        assert_eq!(words("'my tools/c.sh' %f", None), ["my tools/c.sh"]);
+        assert_eq!(words("'my tools/c.sh' %f", None), ["my tools/c.sh", "tools/c.sh"]);
+        assert_eq!(words("sh -c './x.sh --fix; b/y'", None), ["./x.sh --fix; b/y", "./x.sh", "b/y"]);
         assert_eq!(words("\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/f.sh", Some("/p")), ["/p/.claude/hooks/f.sh"]);
         assert_eq!(words("${CLAUDE_PROJECT_DIR}/h.sh;x/y", Some("/p")), ["/p/h.sh", "x/y"]);
         assert_eq!(words("git-lfs filter-process", None), Vec::<String>::new());
