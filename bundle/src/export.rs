@@ -211,6 +211,25 @@ pub fn plan_export(
     let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
         return Err(Error::argument(format!("out_dir: {} has no parent", absolute.display())));
     };
+    // A symlink on the way that lies where this profile's workloads write could have been
+    // planted by one (`build -> /elsewhere`, then `--out build/bundle` wrote elsewhere: a red
+    // team, 4 December, night): refused. Symlinks elsewhere (`/var/run`) are the host's own.
+    for ancestor in parent.ancestors() {
+        if !fs::symlink_metadata(ancestor).is_ok_and(|m| m.file_type().is_symlink()) {
+            continue;
+        }
+        let real = match (ancestor.parent().map(fs::canonicalize), ancestor.file_name()) {
+            (Some(Ok(dir)), Some(file)) => dir.join(file),
+            _ => ancestor.to_path_buf(),
+        };
+        if profile.areas().any(|(area, _, write)| write != crate::access::Access::Deny && real.starts_with(area)) {
+            return Err(Error::argument(format!(
+                "out_dir: {} is a symlink where this profile's workloads may write (one could have planted it); \
+                 name the directory it leads to",
+                ancestor.display()
+            )));
+        }
+    }
     if name == ".." || name == "." {
         return Err(Error::argument(format!("out_dir: {} is not clean", absolute.display())));
     }

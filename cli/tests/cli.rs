@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::panic, clippy::tests_outside_test_module)]
 
 use std::fs;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 const SANDBOX: &str = env!("CARGO_BIN_EXE_sandbox");
 
@@ -1807,6 +1807,15 @@ fn the_real_homes_start_up_files_and_path_directories_hold() {
         "echo evil > .vimrc",
         "mkdir -p .config/nvim && echo evil > .config/nvim/init.lua",
         "mkdir -p .ssh && echo evil > .ssh/environment",
+        "mkdir -p .local/lib/python3.11/site-packages && echo evil > .local/lib/python3.11/site-packages/usercustomize.py",
+        "mkdir -p .cargo && echo evil > .cargo/config.toml",
+        "echo evil > .npmrc",
+        "echo evil > .gdbinit",
+        "mkdir -p .claude && echo evil > .claude/settings.json",
+        "echo evil > .claude.json",
+        "mkdir -p .codex && echo evil > .codex/config.toml",
+        "mkdir -p .config/Code/User && echo evil > .config/Code/User/tasks.json",
+        "echo evil > .lessfilter",
     ];
     let mut script = String::new();
     for a in attacks {
@@ -1830,10 +1839,89 @@ fn the_real_homes_start_up_files_and_path_directories_hold() {
     assert_eq!(out, "CONTROL\n", "{out}");
     assert_eq!(fs::read_to_string(area.ws.join(".bash_aliases")).unwrap(), "ORIGINAL\n");
     assert_eq!(fs::read_dir(area.ws.join(".local/bin")).unwrap().count(), 0);
-    for f in [".bash_logout", "bin", ".cargo/env", ".config/fish", ".config/autostart", ".xprofile", ".vimrc"] {
+    for f in [
+        ".bash_logout",
+        "bin",
+        ".cargo/env",
+        ".config/fish",
+        ".config/autostart",
+        ".xprofile",
+        ".vimrc",
+        ".local/lib",
+        ".npmrc",
+        ".claude",
+    ] {
         assert!(!area.ws.join(f).exists(), "{f}");
     }
     assert_eq!(fs::read_to_string(area.ws.join("ordinary")).unwrap(), "ok\n");
+}
+
+/// The second night red team of 4 December: relative paths in the caller's global git config
+/// (`core.hooksPath = .githooks`, `filter.fmt.clean = sh tools/fmt.sh`) are taken by git in
+/// the repository it runs in, and were not protected there: the workload made
+/// `.githooks/pre-commit` and rewrote `tools/fmt.sh`, and the host's next commit ran both.
+/// Each is placed in every repository the scan finds now. Control: an ordinary file is written.
+#[test]
+fn the_global_git_configs_relative_paths_hold_in_every_repository() {
+    if !sandbox_runs_here("the_global_git_configs_relative_paths_hold_in_every_repository") {
+        return;
+    }
+    let area = Area::new();
+    let home = area.dir.path().join("home");
+    fs::create_dir(&home).unwrap();
+    fs::write(
+        home.join(".gitconfig"),
+        "[core]\n\thooksPath = .githooks\n[filter \"fmt\"]\n\tclean = sh tools/fmt.sh\n",
+    )
+    .unwrap();
+    let repo = area.ws.join("repo");
+    fs::create_dir_all(repo.join("tools")).unwrap();
+    fs::write(repo.join("tools/fmt.sh"), "cat\n").unwrap();
+    let st = Command::new("git").args(["init", "-q"]).current_dir(&repo).env("HOME", &home).status().unwrap();
+    assert!(st.success());
+    let script = "cd repo; for a in 'mkdir -p .githooks && echo evil > .githooks/pre-commit' 'echo evil > tools/fmt.sh'; do \
+                  if sh -c \"$a\" 2>/dev/null; then echo \"wrote: $a\"; fi; done; echo ok > ordinary && echo CONTROL";
+    let o = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .env("HOME", &home)
+        .args(["run", "--scratch"])
+        .arg(&area.scratch)
+        .args(["--", "/bin/sh", "-c", script])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out} {}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(out, "CONTROL\n", "{out}");
+    assert!(!repo.join(".githooks").exists());
+    assert_eq!(fs::read_to_string(repo.join("tools/fmt.sh")).unwrap(), "cat\n");
+}
+
+/// The second night red team of 4 December: a FIFO named `.git` (or a `commondir`) made in one
+/// run blocked the scan of every later run and export of the workspace in `open`. The scan
+/// never blocks now: the next run and an export finish (control: they print and write).
+#[test]
+fn a_fifo_where_the_scan_reads_stalls_nothing() {
+    if !sandbox_runs_here("a_fifo_where_the_scan_reads_stalls_nothing") {
+        return;
+    }
+    let area = Area::new();
+    let run = |args: &[&str]| {
+        Command::new("timeout")
+            .arg("30")
+            .arg(SANDBOX)
+            .current_dir(&area.ws)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let o = run(&["run", "--", "/bin/sh", "-c", "mkdir -p sub/.git && mkfifo sub/.git/commondir && mkfifo .git"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(&["run", "--", "/bin/echo", "next"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "next\n", "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(&["bundle", "export", "--out", "bundle", "--", "/bin/true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(area.ws.join("bundle/config.json").is_file());
 }
 
 /// Issue 15, item 4: a `--json` error object carries the human message next to the kind, and

@@ -333,6 +333,25 @@ mod tests {
         let e = write::write_plan(&plan).err().unwrap();
         assert!(e.to_string().contains("replaced meanwhile"), "{e}");
         assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0, "written through a replaced parent");
+        // (4) A symlink on the way to `out` inside the workspace (a workload could have made
+        // it) is refused before anything is written; one outside the profile's writable areas
+        // is followed (control).
+        symlink(&elsewhere, ws.join("build")).unwrap();
+        let e = sandbox_bundle::plan_export(
+            &profile,
+            &sandbox_bundle::HostView::scan(),
+            &request,
+            &ws.join("build/bundle"),
+            Vec::new(),
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("is a symlink where this profile's workloads may write"), "{e}");
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+        let outside = root.join("outside-link");
+        symlink(&elsewhere, &outside).unwrap();
+        write::write_plan(&plan_for(&outside.join("bundle"))).unwrap();
+        assert!(elsewhere.join("bundle/config.json").is_file());
         // Control: nothing planted, the bundle is written with its modes.
         let out = ws.join("out-ok");
         write::write_plan(&plan_for(&out)).unwrap();

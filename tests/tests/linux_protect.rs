@@ -90,6 +90,14 @@ mod linux {
         (".gitconfig", false),
         (".gitmodules", false),
         (".ripgreprc", false),
+        (".pre-commit-config.yaml", false),
+        ("lefthook.yml", false),
+        ("lefthook.yaml", false),
+        (".lefthook.yml", false),
+        (".lefthook.yaml", false),
+        ("lefthook-local.yml", false),
+        (".devcontainer", true),
+        (".devcontainer.json", false),
     ];
 
     fn plant(base: &Path, entry: &str, dir: bool) {
@@ -724,30 +732,54 @@ mod linux {
         let d = TestDirs::new("sbx-protect");
         let ws = &d.ws;
         git(ws, &["init", "-q"]);
-        fs::create_dir_all(ws.join("tools")).unwrap();
-        fs::create_dir_all(ws.join(".claude/hooks")).unwrap();
+        for dir in ["tools", ".claude/hooks", ".cursor", ".vscode", ".devcontainer"] {
+            fs::create_dir_all(ws.join(dir)).unwrap();
+        }
         let script = |rel: &str, body: &str| {
             fs::write(ws.join(rel), body).unwrap();
             fs::set_permissions(ws.join(rel), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         };
         script("fsmon.sh", "#!/bin/sh\nexit 1\n");
         script("tools/clean.sh", "#!/bin/sh\ncat\n");
+        script("clean2.sh", "cat\n");
         script("tools/alias.sh", "#!/bin/sh\necho alias\n");
-        script("tools/other.sh", "#!/bin/sh\necho other\n");
+        script("other.sh", "#!/bin/sh\necho other\n");
+        script("up.sh", "#!/bin/sh\nexec git-upload-pack \"$@\"\n");
+        script("top.sh", "#!/bin/sh\nexit 0\n");
+        script("dd.sh", "#!/bin/sh\nexit 0\n");
         script(".claude/hooks/fmt.sh", "#!/bin/sh\nexit 0\n");
         script("tools/mcp.js", "// server\n");
+        script("server.js", "// server\n");
+        script("cursor.js", "// server\n");
+        script("task.sh", "#!/bin/sh\n");
+        script("init.sh", "#!/bin/sh\n");
         git(ws, &["config", "core.fsmonitor", "./fsmon.sh"]);
         git(ws, &["config", "filter.strip.clean", "./tools/clean.sh %f"]);
+        git(ws, &["config", "filter.bare.clean", "sh clean2.sh"]);
         git(ws, &["config", "alias.hi", "!sh tools/alias.sh"]);
+        git(ws, &["config", "alias.top", "!\"$(git rev-parse --show-toplevel)/top.sh\""]);
+        git(ws, &["config", "alias.dd", "!./tools/../dd.sh"]);
+        git(ws, &["config", "remote.origin.uploadpack", "./up.sh"]);
         git(ws, &["config", "diff.bin.textconv", "tools/missing-textconv.sh"]);
-        fs::write(ws.join(".gitattributes"), "*.txt filter=strip\n").unwrap();
+        fs::write(ws.join(".gitattributes"), "*.txt filter=strip\n*.md filter=bare\n").unwrap();
         fs::write(
             ws.join(".claude/settings.json"),
             r#"{"hooks": {"PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/fmt.sh"}]}]}}"#,
         )
         .unwrap();
-        fs::write(ws.join(".mcp.json"), r#"{"mcpServers": {"t": {"command": "node", "args": ["tools/mcp.js"]}}}"#)
+        fs::write(
+            ws.join(".mcp.json"),
+            r#"{"mcpServers": {"t": {"command": "node", "args": ["tools/mcp.js"]}, "u": {"command": "node server.js"}, "m": {"command": "python3 -m mcpsrv"}}}"#,
+        )
+        .unwrap();
+        fs::write(ws.join(".cursor/mcp.json"), r#"{"mcpServers": {"c": {"command": "node", "args": ["cursor.js"]}}}"#)
             .unwrap();
+        fs::write(
+            ws.join(".vscode/tasks.json"),
+            "{\n // VS Code\n \"tasks\": [{\"label\": \"t\", \"command\": \"sh task.sh\",},],\n}\n",
+        )
+        .unwrap();
+        fs::write(ws.join(".devcontainer/devcontainer.json"), r#"{"initializeCommand": ["sh", "init.sh"]}"#).unwrap();
         fs::write(ws.join("a.txt"), "hi\n").unwrap();
         git(ws, &["add", "-A"]);
         git(ws, &["commit", "-qm", "init"]);
@@ -755,9 +787,22 @@ mod linux {
         let m = marker.display();
         let (_set, exec) = executor(&d, config(&d));
         let mut attacks = Vec::new();
-        for (i, rel) in
-            ["fsmon.sh", "tools/clean.sh", "tools/alias.sh", ".claude/hooks/fmt.sh", "tools/mcp.js"].iter().enumerate()
-        {
+        let named = [
+            "fsmon.sh",
+            "tools/clean.sh",
+            "clean2.sh",
+            "tools/alias.sh",
+            "up.sh",
+            "top.sh",
+            "dd.sh",
+            ".claude/hooks/fmt.sh",
+            "tools/mcp.js",
+            "server.js",
+            "cursor.js",
+            "task.sh",
+            "init.sh",
+        ];
+        for (i, rel) in named.iter().enumerate() {
             attacks.push((format!("write{i}"), format!("printf '#!/bin/sh\\ntouch {m}\\ncat\\n' > {rel}")));
             attacks.push((
                 format!("replace{i}"),
@@ -767,24 +812,29 @@ mod linux {
         }
         attacks
             .push((String::from("create"), format!("printf '#!/bin/sh\\ntouch {m}\\n' > tools/missing-textconv.sh")));
+        attacks.push((String::from("module"), String::from("mkdir mcpsrv")));
+        // `./tools/../dd.sh`: `tools` made a symlink to a directory holding another `dd.sh`.
+        attacks.push((String::from("dotdot"), String::from("mkdir -p x/y && mv tools tools-away && ln -s x/y tools")));
         let mut text = String::new();
         for (name, cmd) in &attacks {
             text.push_str(&attempt(name, cmd));
         }
         text.push_str(
-            "echo other > tools/other.sh && echo more >> a.txt && git status --short >/dev/null && echo controls-ok",
+            "echo other > other.sh && echo more >> a.txt && git status --short >/dev/null && echo controls-ok",
         );
         let out = sh_ok(&exec, ws, &text);
         all_failed(&out, &attacks.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>());
         assert!(out.contains("controls-ok"), "{out}");
-        assert_eq!(fs::read_to_string(ws.join("tools/other.sh")).unwrap(), "other\n", "control: an unnamed script");
+        assert_eq!(fs::read_to_string(ws.join("other.sh")).unwrap(), "other\n", "control: an unnamed script");
         // The host's git runs what the config names: the originals.
         git(ws, &["status", "--short"]);
         git(ws, &["add", "a.txt"]);
         git(ws, &["hi"]);
+        git(ws, &["top"]);
+        git(ws, &["dd"]);
         assert!(!marker.exists(), "the host's git ran what the workload wrote");
         assert_eq!(fs::read_to_string(ws.join("fsmon.sh")).unwrap(), "#!/bin/sh\nexit 1\n");
-        assert!(!ws.join("tools/missing-textconv.sh").exists());
+        assert!(!ws.join("tools/missing-textconv.sh").exists() && !ws.join("mcpsrv").exists());
     }
 
     /// Attacks on the scan found by a red team (3 December), each from inside, run by run:

@@ -244,9 +244,17 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
     if let Some(home) = home.as_ref().filter(|_| looking) {
         let parts = p.git_entries();
         let mut seen = HashSet::new();
+        // Relative paths in it (`core.hooksPath = .githooks`, `filter.x.clean = sh tools/f.sh`)
+        // git takes in the repository it runs in: each is placed in every work tree the scan
+        // found (a red team's global `core.hooksPath = .githooks` ran the workload's hooks at
+        // the host's next commit, 4 December, night).
+        let roots: Vec<PathBuf> = walker.repositories.clone();
         for global in [home.join(".gitconfig"), home.join(".config/git/config")] {
             if !parts.is_empty() {
                 walker.config_file(&global, None, &parts, 0, &mut seen);
+                for root in &roots {
+                    walker.config_file(&global, Some(root), &parts, 0, &mut HashSet::new());
+                }
             }
         }
     }
@@ -433,14 +441,75 @@ fn resolve(path: &Path) -> (PathBuf, Vec<PathBuf>) {
 /// The project of an agent's JSON configuration that starts commands: the directory holding
 /// `.mcp.json`, or `.claude/` for `.claude/settings.json` and `.claude/settings.local.json`.
 fn agent_project(file: &Path) -> Option<PathBuf> {
-    let name = file.file_name()?;
+    let name = file.file_name()?.to_str()?;
     let dir = file.parent()?;
-    if name == ".mcp.json" {
+    if name == ".mcp.json" || name == ".devcontainer.json" {
         return Some(dir.to_path_buf());
     }
-    let claude = (name == "settings.json" || name == "settings.local.json")
-        && dir.file_name() == Some(std::ffi::OsStr::new(".claude"));
-    claude.then(|| dir.parent().map(Path::to_path_buf)).flatten()
+    let in_dir = |d: &str| dir.file_name() == Some(std::ffi::OsStr::new(d));
+    let known = (in_dir(".claude") && (name == "settings.json" || name == "settings.local.json"))
+        || (in_dir(".cursor") && name == "mcp.json")
+        || (in_dir(".vscode") && (name == "mcp.json" || name == "tasks.json"))
+        || (in_dir(".devcontainer") && name == "devcontainer.json");
+    known.then(|| dir.parent().map(Path::to_path_buf)).flatten()
+}
+
+/// The agent configurations inside a protected directory (`.cursor`, `.vscode`, `.devcontainer`)
+/// whose commands [`Walker::json_commands`] reads.
+const AGENT_FILES_IN_DIRS: &[&str] = &["mcp.json", "tasks.json", "devcontainer.json"];
+
+/// JSON with comments and trailing commas (VS Code's and dev containers' files) as JSON:
+/// `//` and `/* */` comments outside strings removed, a comma before `}` or `]` dropped.
+fn strip_jsonc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            if c == '\\' {
+                if let Some(n) = chars.next() {
+                    out.push(n);
+                }
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('"', _) => {
+                in_string = true;
+                out.push(c);
+            }
+            ('/', Some('/')) => {
+                for n in chars.by_ref() {
+                    if n == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                let mut last = ' ';
+                for n in chars.by_ref() {
+                    if last == '*' && n == '/' {
+                        break;
+                    }
+                    last = n;
+                }
+            }
+            (',', _) => {
+                let rest: String = chars.clone().take_while(|n| n.is_whitespace()).collect();
+                let next = chars.clone().nth(rest.chars().count());
+                if !matches!(next, Some('}' | ']')) {
+                    out.push(c);
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 fn split(names: &[String]) -> Vec<Vec<String>> {
@@ -488,6 +557,13 @@ impl Walker<'_> {
                 self.entry(&path);
                 if let Some(project) = agent_project(&path) {
                     self.json_commands(&path, &project);
+                } else if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+                    for file in AGENT_FILES_IN_DIRS {
+                        let inside = path.join(file);
+                        if let Some(project) = agent_project(&inside) {
+                            self.json_commands(&inside, &project);
+                        }
+                    }
                 }
             } else if name == ".git" {
                 self.repositories.push(dir.to_path_buf());
@@ -685,7 +761,7 @@ impl Walker<'_> {
             }
         };
         self.gitdir(&gitdir, &worktree, &parts, 0);
-        if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+        if let Some(common) = read_small(&gitdir.join("commondir")).and_then(|b| String::from_utf8(b).ok()) {
             let common = PathBuf::from(common.trim());
             let common = if common.is_absolute() { common } else { gitdir.join(common) };
             if let Ok(common) = std::fs::canonicalize(common) {
@@ -797,7 +873,8 @@ impl Walker<'_> {
         // it lies inside an area of the profile.
         if parts.contains(&"config") {
             for command in &refs.commands {
-                for word in command_paths(command, None) {
+                // `init.templateDir` is a path, not a command line.
+                for word in command_paths(command, None, !command.starts_with(['~', '/', '.'])) {
                     let Some(root) = root.or(word.is_absolute().then_some(Path::new("/"))) else { continue };
                     if let Some(path) = self.expand(&word, root) {
                         self.command_file(&path);
@@ -823,6 +900,18 @@ impl Walker<'_> {
     /// when it lies strictly inside an area the workload may write (elsewhere it cannot write
     /// it anyway, and an area's root is never bound over).
     fn command_file(&mut self, path: &Path) {
+        // `./tools/../x.sh`: git resolves `tools` physically, and a workload could make it a
+        // symlink elsewhere (a red team did): every directory before a `..` is protected too.
+        let mut prefix = PathBuf::new();
+        for c in path.components() {
+            if c == std::path::Component::ParentDir {
+                let dir = crate::profile::lexically_clean(&prefix);
+                if self.writable.iter().any(|a| dir.starts_with(a) && dir != *a) {
+                    self.entry(&dir);
+                }
+            }
+            prefix.push(c);
+        }
         let path = crate::profile::lexically_clean(path);
         if self.writable.iter().any(|a| path.starts_with(a) && path != *a) {
             self.entry(&path);
@@ -835,24 +924,46 @@ impl Walker<'_> {
     /// runs them; `$CLAUDE_PROJECT_DIR` is `project`). A red team wrote the hook script that
     /// the protected settings named (`.claude/hooks/fmt.sh`), which the host's agent then ran.
     fn json_commands(&mut self, file: &Path, project: &Path) {
-        // Claude Code runs hooks' and the status line's `command`, and the helpers that
-        // produce credentials and headers; MCP servers are `command` with `args`.
-        const COMMAND_KEYS: &[&str] =
-            &["command", "args", "apiKeyHelper", "awsAuthRefresh", "awsCredentialExport", "otelHeadersHelper"];
-        fn collect(v: &serde_json::Value, key: Option<&str>, out: &mut Vec<String>) {
+        // Claude Code runs hooks' and the status line's `command` and the helpers that produce
+        // credentials and headers; MCP servers (`.mcp.json`, `.cursor/mcp.json`,
+        // `.vscode/mcp.json`) and VS Code tasks are `command` with `args`; a dev container's
+        // `initializeCommand` runs on the host (and the others in its container).
+        const COMMAND_KEYS: &[&str] = &[
+            "command",
+            "apiKeyHelper",
+            "awsAuthRefresh",
+            "awsCredentialExport",
+            "otelHeadersHelper",
+            "initializeCommand",
+            "onCreateCommand",
+            "updateContentCommand",
+            "postCreateCommand",
+            "postStartCommand",
+            "postAttachCommand",
+        ];
+        /// `(text, starts with a program)` of every command value.
+        fn collect(v: &serde_json::Value, key: Option<&str>, out: &mut Vec<(String, bool)>) {
+            let command = key.is_some_and(|k| COMMAND_KEYS.contains(&k));
             match v {
-                serde_json::Value::String(s) if key.is_some_and(|k| COMMAND_KEYS.contains(&k)) => out.push(s.clone()),
+                serde_json::Value::String(s) if command => out.push((s.clone(), true)),
+                serde_json::Value::String(s) if key == Some("args") => out.push((s.clone(), false)),
+                // The exec form (`["node", "server.js"]`) and parallel commands (`{"a": "…"}`).
+                serde_json::Value::Array(items) if command => {
+                    items.iter().for_each(|i| collect(i, Some("args"), out));
+                }
+                serde_json::Value::Object(map) if command => map.values().for_each(|v| collect(v, key, out)),
                 serde_json::Value::Array(items) => items.iter().for_each(|i| collect(i, key, out)),
                 serde_json::Value::Object(map) => map.iter().for_each(|(k, v)| collect(v, Some(k), out)),
                 _ => {}
             }
         }
         let Some(bytes) = read_small(file) else { return };
-        let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes) else { return };
+        let text = String::from_utf8_lossy(&bytes);
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&strip_jsonc(&text)) else { return };
         let mut commands = Vec::new();
         collect(&value, None, &mut commands);
-        for command in commands {
-            for word in command_paths(&command, Some(project)) {
+        for (command, program) in commands {
+            for word in command_paths(&command, Some(project), program) {
                 if let Some(path) = self.expand(&word, project) {
                     self.command_file(&path);
                 }
@@ -925,7 +1036,7 @@ fn is_git_config(file: &Path) -> bool {
     if !m.is_file() || m.len() > 1 << 20 {
         return false;
     }
-    let Ok(text) = std::fs::read_to_string(file) else { return false };
+    let Some(text) = read_small(file).and_then(|b| String::from_utf8(b).ok()) else { return false };
     let mut core = false;
     for line in text.lines().map(str::trim) {
         if let Some(rest) = line.strip_prefix('[') {
@@ -944,7 +1055,9 @@ fn is_git_config(file: &Path) -> bool {
 
 /// The `gitdir:` line of a `.git` file.
 fn read_gitdir(file: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(file).ok()?;
+    // Never blocking: a FIFO named `.git` stalled every later scan, so every spawn and export
+    // of the workspace (a red team, 4 December, night).
+    let text = String::from_utf8(read_small(file)?).ok()?;
     text.lines().find_map(|l| l.strip_prefix("gitdir:")).map(|p| PathBuf::from(p.trim()))
 }
 
@@ -1012,81 +1125,112 @@ fn config_refs(config: &Path) -> ConfigRefs {
 /// `textconv` or `command`, a merge driver, a diff or merge tool's `cmd`, a browser's `cmd`,
 /// `uploadpack.packObjectsHook`, and `!` aliases.
 fn names_a_command(key: &str, value: &str) -> bool {
-    const EXACT: &[&str] = &[
-        "core.fsmonitor",
-        "core.editor",
-        "core.pager",
-        "core.sshcommand",
-        "core.askpass",
-        "sequence.editor",
-        "credential.helper",
-        "gpg.program",
-        "diff.external",
-        "uploadpack.packobjectshook",
-        "web.browser",
-        "core.gitproxy",
+    // Keys whose last part says the value is run (`filter.<driver>.clean`, `trailer.<t>.cmd`,
+    // `difftool.<t>.path`, `gpg.ssh.defaultKeyCommand`, `remote.<r>.uploadpack`, …), and the
+    // few whose name does not say so.
+    const LAST: &[&str] = &[
+        "cmd",
+        "command",
+        "program",
+        "helper",
+        "driver",
+        "textconv",
+        "clean",
+        "smudge",
+        "process",
+        "editor",
+        "pager",
+        "sshcommand",
+        "askpass",
+        "fsmonitor",
+        "gitproxy",
+        "uploadpack",
+        "receivepack",
+        "packobjectshook",
+        "defaultkeycommand",
+        "alternaterefscommand",
+        "sendmailcmd",
+        "tocmd",
+        "cccmd",
+        "browser",
+        "external",
         // Not a command, but what the host's next `git init` or `git clone` copies hooks from.
-        "init.templatedir",
+        "templatedir",
     ];
-    if EXACT.contains(&key) {
-        return true;
-    }
     let Some((section, rest)) = key.split_once('.') else { return false };
     let last = rest.rsplit('.').next().unwrap_or(rest);
-    let sub = rest.contains('.');
     match section {
         "alias" => value.starts_with('!'),
-        "submodule" => sub && last == "update" && value.starts_with('!'),
-        "filter" => sub && matches!(last, "clean" | "smudge" | "process"),
-        "diff" => sub && matches!(last, "textconv" | "command"),
-        "merge" => sub && last == "driver",
-        "difftool" | "mergetool" | "browser" => sub && last == "cmd",
-        "credential" => sub && last == "helper",
-        "gpg" => sub && last == "program",
+        "submodule" => last == "update" && value.starts_with('!'),
         "pager" => true,
-        _ => false,
+        "difftool" | "mergetool" | "man" => matches!(last, "cmd" | "path"),
+        "include" | "includeif" => false,
+        _ => LAST.contains(&last),
     }
 }
 
-/// The words of a command line that name files: split at unquoted whitespace, quotes removed,
-/// `$CLAUDE_PROJECT_DIR` (also `${…}`) put as `project` when one is given; a word is kept
-/// when it holds a `/` and nothing a shell would expand or an option (`$`, a backquote, a
-/// glob, a leading `-`), and a leading `!` (a git alias) is dropped.
-fn command_paths(command: &str, project: Option<&Path>) -> Vec<PathBuf> {
+/// The words of a command line that may name files, for [`Walker::command_file`]: split at
+/// unquoted whitespace and `;&|()`, quotes removed, the words of a quoted command line
+/// (`sh -c './x.sh --fix'`) too, `$CLAUDE_PROJECT_DIR` (also `${…}`) put as `project` when
+/// one is given, a leading `!` (a git alias) dropped. Kept: words with a `/`, and bare words
+/// (`sh fsmon.sh`, `python3 -m pkg`: a file or module in the directory it runs in) except the
+/// command's own first word (found on PATH) when `program` says the line starts with one.
+/// Skipped: options, `%` placeholders, `NAME=value` assignments and globs. A word with `$` or a
+/// backquote (`"$(git rev-parse --show-toplevel)/top.sh"`) stands for what follows the last
+/// expansion in it, relative.
+fn command_paths(command: &str, project: Option<&Path>, program: bool) -> Vec<PathBuf> {
     let mut text = command.trim_start().trim_start_matches('!').to_owned();
     if let Some(project) = project.and_then(Path::to_str) {
         for var in ["${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR"] {
             text = text.replace(var, project);
         }
     }
+    let separator = |c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')');
     let mut words: Vec<String> = Vec::new();
     let (mut word, mut quote) = (String::new(), None::<char>);
     for c in text.chars() {
         match (quote, c) {
             (None, '"' | '\'') => quote = Some(c),
             (Some(q), _) if c == q => quote = None,
-            (None, c) if c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')') => {
-                words.push(std::mem::take(&mut word));
-            }
+            (None, c) if separator(c) => words.push(std::mem::take(&mut word)),
             _ => word.push(c),
         }
     }
     words.push(word);
-    // A quoted word may itself be a command line (`sh -c './x.sh --fix'`): its own words count
-    // too (and the whole, which may be a path with a space).
+    let first = words.iter().position(|w| !w.is_empty());
     let inner: Vec<String> = words
         .iter()
         .filter(|w| w.contains(char::is_whitespace))
-        .flat_map(|w| w.split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')')))
+        .flat_map(|w| w.split(separator))
         .map(str::to_owned)
         .collect();
+    let program_word = first.filter(|_| program).map(|i| words[i].clone());
     words.extend(inner);
-    words
-        .into_iter()
-        .filter(|w| w.contains('/') && !w.starts_with('-'))
-        .filter(|w| !w.contains(['$', '`', '*', '?', '[', '{']))
-        .map(PathBuf::from)
-        .collect()
+    let mut out = Vec::new();
+    for (i, w) in words.into_iter().enumerate() {
+        let w = if w.contains(['$', '`']) {
+            let after = w.rfind([')', '}', '`']).map_or_else(
+                || w.split_once('/').map_or("", |(_, rest)| rest),
+                |at| w[at + 1..].trim_start_matches('/'),
+            );
+            after.to_owned()
+        } else {
+            w
+        };
+        let bare_program = Some(i) == first && program_word.as_deref() == Some(w.as_str()) && !w.contains('/');
+        if w.is_empty()
+            || bare_program
+            || w.starts_with('-')
+            || w.contains(['%', '*', '?', '[', '{', '$', '`'])
+            || (w.contains('=') && !w.contains('/'))
+        {
+            continue;
+        }
+        out.push(PathBuf::from(w));
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The `(name, value)` pairs of a git config text, as git's parser reads them (config.c):
@@ -1259,8 +1403,6 @@ mod tests {
         }
         for (key, value) in [
             ("alias.st", "status"),
-            ("filter.clean", "x"),
-            ("diff.textconv", "x"),
             ("core.bare", "false"),
             ("user.name", "./x"),
             ("remote.origin.url", "./x"),
@@ -1271,18 +1413,48 @@ mod tests {
     }
 
     #[test]
+    fn jsonc_reads_as_json_and_agent_files_are_known() {
+        let text = "{\n // tasks\n \"tasks\": [{\"command\": \"sh x.sh // not a comment\", /* c */ \"args\": [\"a/b\",],},],\n}";
+        let v: serde_json::Value = serde_json::from_str(&strip_jsonc(text)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(v["tasks"][0]["command"], "sh x.sh // not a comment");
+        assert_eq!(v["tasks"][0]["args"][0], "a/b");
+        for (file, project) in [
+            ("/p/.mcp.json", Some("/p")),
+            ("/p/.devcontainer.json", Some("/p")),
+            ("/p/.claude/settings.json", Some("/p")),
+            ("/p/.cursor/mcp.json", Some("/p")),
+            ("/p/.vscode/tasks.json", Some("/p")),
+            ("/p/.devcontainer/devcontainer.json", Some("/p")),
+            ("/p/.vscode/launch.json", None),
+            ("/p/settings.json", None),
+        ] {
+            assert_eq!(agent_project(Path::new(file)), project.map(PathBuf::from), "{file}");
+        }
+    }
+
+    #[test]
     fn command_words_that_name_files() {
         let words = |c: &str, p: Option<&str>| -> Vec<String> {
-            command_paths(c, p.map(Path::new)).iter().map(|w| w.display().to_string()).collect()
+            command_paths(c, p.map(Path::new), true).iter().map(|w| w.display().to_string()).collect()
         };
         assert_eq!(words("./fsmon.sh", None), ["./fsmon.sh"]);
-        assert_eq!(words("!sh tools/a.sh --x=1 && bin/b", None), ["tools/a.sh", "bin/b"]);
-        assert_eq!(words("'my tools/c.sh' %f", None), ["my tools/c.sh", "tools/c.sh"]);
-        assert_eq!(words("sh -c './x.sh --fix; b/y'", None), ["./x.sh --fix; b/y", "./x.sh", "b/y"]);
+        assert_eq!(words("sh fsmon.sh", None), ["fsmon.sh"]);
+        assert_eq!(words("python3 -m mcpsrv", None), ["mcpsrv"]);
+        assert_eq!(words("!sh tools/a.sh --x=1 && bin/b", None), ["bin/b", "tools/a.sh"]);
+        assert_eq!(words("'my tools/c.sh' %f", None), ["my", "my tools/c.sh", "tools/c.sh"]);
+        assert_eq!(words("sh -c './x.sh --fix; b/y'", None), ["./x.sh", "./x.sh --fix; b/y", "b/y"]);
         assert_eq!(words("\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/f.sh", Some("/p")), ["/p/.claude/hooks/f.sh"]);
         assert_eq!(words("${CLAUDE_PROJECT_DIR}/h.sh;x/y", Some("/p")), ["/p/h.sh", "x/y"]);
-        assert_eq!(words("git-lfs filter-process", None), Vec::<String>::new());
-        assert_eq!(words("$HOME/x ~/y `a/b` *.sh/x -o/x", None), ["~/y"]);
+        assert_eq!(words("git-lfs filter-process", None), ["filter-process"]);
+        // (The inner words are taken too; `/top.sh` lies outside every area and is dropped later.)
+        assert_eq!(
+            words("\"$(git rev-parse --show-toplevel)/top.sh\"", None),
+            ["/top.sh", "git", "rev-parse", "top.sh"]
+        );
+        assert_eq!(words("FOO=1 ./x.sh *.sh -o", None), ["./x.sh"]);
+        let args: Vec<String> =
+            command_paths("server.js", None, false).iter().map(|w| w.display().to_string()).collect();
+        assert_eq!(args, ["server.js"], "an argument is no program");
     }
 
     #[test]
