@@ -277,7 +277,7 @@ impl Executor {
         if !is_safe_text(command) {
             return malformed("command: empty, padded with whitespace or containing NUL");
         }
-        if is_argv_text(command) {
+        if !grants.is_empty() && is_argv_text(command) {
             return malformed(ARGV_TEXT_AS_COMMAND);
         }
         let cwd = std::fs::canonicalize(cwd).ok().filter(|p| p.is_dir()).ok_or_else(|| Error::GrantMalformed {

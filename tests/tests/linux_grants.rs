@@ -150,6 +150,12 @@ mod linux {
         let t = exec.issue_grant(&dl(), &f.request(cmd, "command.execute", "", "command.start.v1", cmd)).unwrap();
         assert_eq!(run(&exec, &f, cmd, &[t]).unwrap(), "[\"dir\"]\n");
         set.close().unwrap();
+        // Control: without grants (command allow) such a text is an ordinary shell command.
+        let allow = f.set(ProfileConfig { command: Access::Allow, ..f.allow_config() });
+        let exec = allow.executor("k").unwrap();
+        let plain = exec.run_command_with_grants(&dl(), "exec-1", &f.ws, r#"["true"]"#, &[] as &[String]);
+        assert!(plain.is_ok(), "{plain:?}");
+        allow.close().unwrap();
     }
 
     /// Issue 12, class 3a: one single-use token presented by 8 and by 32 threads at once runs

@@ -1163,7 +1163,7 @@ fn names_a_command(key: &str, value: &str) -> bool {
         "alias" => value.starts_with('!'),
         "submodule" => last == "update" && value.starts_with('!'),
         "pager" => true,
-        "difftool" | "mergetool" | "man" => matches!(last, "cmd" | "path"),
+        "difftool" | "mergetool" | "man" | "browser" => matches!(last, "cmd" | "path"),
         "include" | "includeif" => false,
         _ => LAST.contains(&last),
     }
