@@ -150,11 +150,10 @@ pub struct ExportPlan {
     pub config: String,
     /// The bundle directory (canonical parent joined with its name).
     pub out: PathBuf,
-    /// Whether `out` existed (an empty directory) when checked.
-    pub existed: bool,
     /// `(st_dev, st_ino)` of `out`'s parent when checked.
     pub parent_identity: (u64, u64),
-    /// `(st_dev, st_ino)` of `out` when checked, if it existed.
+    /// `(st_dev, st_ino)` of `out` when checked, if it existed (an empty directory); else
+    /// the writer makes it.
     pub out_identity: Option<(u64, u64)>,
     /// Whether `home/` is written (`IsolatedHome`).
     pub isolated_home: bool,
@@ -297,7 +296,6 @@ pub fn plan_export(
         bundle,
         config,
         out,
-        existed: out_identity.is_some(),
         parent_identity,
         out_identity,
         isolated_home: isolated,

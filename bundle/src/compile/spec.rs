@@ -44,9 +44,9 @@ const READONLY_PATHS: &[&str] = &["/proc/bus", "/proc/fs", "/proc/irq", "/proc/s
 /// owns them: under `runc run` an exported bundle's workload changed the host's `/dev/full`
 /// mode and times (the red team of 4 December, night). An exported bundle lists them as
 /// read-only paths, which runc and crun make read-only binds after creating the devices
-/// (reading and writing a device works on one; `chmod`, `chown` and `touch` fail). The embedded
-/// runtime is not given them (its read-only remount adds `nodev`); the helper makes them
-/// read-only instead.
+/// (reading and writing a device works on one; `chmod`, `chown` and `touch` fail). A spawn of
+/// the embedded runtime does not list them: its helper already makes these binds read-only
+/// (round 2), and the run path stays as it was tested.
 const EXPORT_READONLY_DEVICES: &[&str] =
     &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
 
