@@ -1777,6 +1777,22 @@ fn the_real_homes_entries_hold_with_an_isolated_home_and_through_a_symlink() {
     }
 }
 
+/// `sandbox run -- /bin/sh -c script` in the area's workspace with `HOME` set to `home`: it
+/// exits 0 and prints exactly `CONTROL` (every attack line it would print otherwise failed).
+fn run_with_home(area: &Area, home: &std::path::Path, script: &str) {
+    let o = Command::new(SANDBOX)
+        .current_dir(&area.ws)
+        .env("HOME", home)
+        .args(["run", "--scratch"])
+        .arg(&area.scratch)
+        .args(["--", "/bin/sh", "-c", script])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out} {}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(out, "CONTROL\n", "{out}");
+}
+
 /// The red team of 4 December (night): with the workspace at the caller's real HOME (`cd ~ &&
 /// sandbox run`), the files the host runs from there later were writable: a `git` planted in
 /// `~/.local/bin` (on PATH before `/usr/bin`) ran at the host's next `git status`, and so would
@@ -1826,17 +1842,7 @@ fn the_real_homes_start_up_files_and_path_directories_hold() {
         ));
     }
     script.push_str("echo ok > ordinary && echo CONTROL");
-    let o = Command::new(SANDBOX)
-        .current_dir(&area.ws)
-        .env("HOME", &area.ws)
-        .args(["run", "--scratch"])
-        .arg(&area.scratch)
-        .args(["--", "/bin/sh", "-c", &script])
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{out} {}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(out, "CONTROL\n", "{out}");
+    run_with_home(&area, &area.ws, &script);
     assert_eq!(fs::read_to_string(area.ws.join(".bash_aliases")).unwrap(), "ORIGINAL\n");
     assert_eq!(fs::read_dir(area.ws.join(".local/bin")).unwrap().count(), 0);
     for f in [
@@ -1881,17 +1887,7 @@ fn the_global_git_configs_relative_paths_hold_in_every_repository() {
     assert!(st.success());
     let script = "cd repo; for a in 'mkdir -p .githooks && echo evil > .githooks/pre-commit' 'echo evil > tools/fmt.sh'; do \
                   if sh -c \"$a\" 2>/dev/null; then echo \"wrote: $a\"; fi; done; echo ok > ordinary && echo CONTROL";
-    let o = Command::new(SANDBOX)
-        .current_dir(&area.ws)
-        .env("HOME", &home)
-        .args(["run", "--scratch"])
-        .arg(&area.scratch)
-        .args(["--", "/bin/sh", "-c", script])
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{out} {}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(out, "CONTROL\n", "{out}");
+    run_with_home(&area, &home, script);
     assert!(!repo.join(".githooks").exists());
     assert_eq!(fs::read_to_string(repo.join("tools/fmt.sh")).unwrap(), "cat\n");
 }
