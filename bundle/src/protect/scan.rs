@@ -439,7 +439,9 @@ fn resolve(path: &Path) -> (PathBuf, Vec<PathBuf>) {
 }
 
 /// The project of an agent's JSON configuration that starts commands: the directory holding
-/// `.mcp.json`, or `.claude/` for `.claude/settings.json` and `.claude/settings.local.json`.
+/// `.mcp.json` or `.devcontainer.json`, or the one holding the configuration directory for
+/// `.claude/settings.json`, `.claude/settings.local.json`, `.cursor/mcp.json`,
+/// `.vscode/mcp.json`, `.vscode/tasks.json` and `.devcontainer/devcontainer.json`.
 fn agent_project(file: &Path) -> Option<PathBuf> {
     let name = file.file_name()?.to_str()?;
     let dir = file.parent()?;
@@ -868,9 +870,9 @@ impl Walker<'_> {
         // Files that the commands this config names run (`core.fsmonitor = ./fsmon.sh`, a
         // filter's `clean = tools/clean.sh`, `!sh scripts/x.sh` aliases): the config is
         // protected, but a red team rewrote the scripts it names in the workspace, and the
-        // host's next `git status` or `git add` ran them. Each path-like word of such a value
-        // (relative ones from the worktree's root, where git runs them) is protected where
-        // it lies inside an area of the profile.
+        // host's next `git status` or `git add` ran them. Each word of such a value that can
+        // name a file ([`command_paths`]; relative ones from the worktree's root, where git
+        // runs them) is protected where it lies inside a writable area of the profile.
         if parts.contains(&"config") {
             for command in &refs.commands {
                 // `init.templateDir` is a path, not a command line.
@@ -919,8 +921,8 @@ impl Walker<'_> {
     }
 
     /// An agent's JSON configuration that starts commands (Claude Code's settings carry hooks
-    /// and a status line, `.mcp.json` servers): every path-like word of each `command` string
-    /// and `args` element is a command file (relative ones from `project`, where the agent
+    /// and a status line, MCP servers, VS Code tasks, dev containers): every word of each
+    /// command value and `args` element that can name a file is a command file (relative ones from `project`, where the agent
     /// runs them; `$CLAUDE_PROJECT_DIR` is `project`). A red team wrote the hook script that
     /// the protected settings named (`.claude/hooks/fmt.sh`), which the host's agent then ran.
     fn json_commands(&mut self, file: &Path, project: &Path) {
