@@ -183,6 +183,7 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         now,
         home: home.clone(),
         repositories: Vec::new(),
+        config_refs: HashMap::new(),
     };
     // The writable areas that are, or lie inside, a repository (see below): known before the
     // walk, which refuses bare layouts beneath them.
@@ -243,17 +244,21 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
     // themselves are HOME entries above).
     if let Some(home) = home.as_ref().filter(|_| looking) {
         let parts = p.git_entries();
-        let mut seen = HashSet::new();
         // Relative paths in it (`core.hooksPath = .githooks`, `filter.x.clean = sh tools/f.sh`)
         // git takes in the repository it runs in: each is placed in every work tree the scan
         // found (a red team's global `core.hooksPath = .githooks` ran the workload's hooks at
         // the host's next commit, 4 December, night).
-        let roots: Vec<PathBuf> = walker.repositories.clone();
-        for global in [home.join(".gitconfig"), home.join(".config/git/config")] {
-            if !parts.is_empty() {
-                walker.config_file(&global, None, &parts, 0, &mut seen);
-                for root in &roots {
-                    walker.config_file(&global, Some(root), &parts, 0, &mut HashSet::new());
+        // Without a repository, only its absolute and `~/` paths can be placed.
+        let roots: Vec<Option<PathBuf>> = if walker.repositories.is_empty() {
+            vec![None]
+        } else {
+            walker.repositories.iter().cloned().map(Some).collect()
+        };
+        for root in &roots {
+            let mut seen = HashSet::new();
+            for global in [home.join(".gitconfig"), home.join(".config/git/config")] {
+                if !parts.is_empty() {
+                    walker.config_file(&global, root.as_deref(), &parts, 0, &mut seen);
                 }
             }
         }
@@ -501,12 +506,13 @@ fn strip_jsonc(text: &str) -> String {
                     last = n;
                 }
             }
-            (',', _) => {
-                let rest: String = chars.clone().take_while(|n| n.is_whitespace()).collect();
-                let next = chars.clone().nth(rest.chars().count());
-                if !matches!(next, Some('}' | ']')) {
-                    out.push(c);
+            ('}' | ']', _) => {
+                // A trailing comma before the close (whitespace between) is dropped.
+                let end = out.trim_end().len();
+                if out[..end].ends_with(',') {
+                    out.replace_range(end - 1..end, "");
                 }
+                out.push(c);
             }
             _ => out.push(c),
         }
@@ -543,6 +549,8 @@ struct Walker<'a> {
     /// The work trees found (directories holding `.git`), and the writable areas inside a
     /// repository.
     repositories: Vec<PathBuf>,
+    /// What each config file read in this scan points at.
+    config_refs: HashMap<PathBuf, ConfigRefs>,
 }
 
 impl Walker<'_> {
@@ -846,7 +854,15 @@ impl Walker<'_> {
         if !seen.insert(config.to_path_buf()) {
             return;
         }
-        let refs = config_refs(config);
+        // Read once a scan (the global config is applied in every repository).
+        let refs = match self.config_refs.get(config) {
+            Some(refs) => refs.clone(),
+            None => {
+                let refs = config_refs(config);
+                self.config_refs.insert(config.to_path_buf(), refs.clone());
+                refs
+            }
+        };
         if parts.contains(&"hooks") {
             for hooks in refs.hooks_paths {
                 let Some(root) = root.or(hooks.is_absolute().then_some(Path::new("/"))) else {
@@ -904,20 +920,20 @@ impl Walker<'_> {
     fn command_file(&mut self, path: &Path) {
         // `./tools/../x.sh`: git resolves `tools` physically, and a workload could make it a
         // symlink elsewhere (a red team did): every directory before a `..` is protected too.
+        let protect = |walker: &mut Self, p: &Path| {
+            let p = crate::profile::lexically_clean(p);
+            if walker.writable.iter().any(|a| p.starts_with(a) && p != *a) {
+                walker.entry(&p);
+            }
+        };
         let mut prefix = PathBuf::new();
         for c in path.components() {
             if c == std::path::Component::ParentDir {
-                let dir = crate::profile::lexically_clean(&prefix);
-                if self.writable.iter().any(|a| dir.starts_with(a) && dir != *a) {
-                    self.entry(&dir);
-                }
+                protect(self, &prefix);
             }
             prefix.push(c);
         }
-        let path = crate::profile::lexically_clean(path);
-        if self.writable.iter().any(|a| path.starts_with(a) && path != *a) {
-            self.entry(&path);
-        }
+        protect(self, path);
     }
 
     /// An agent's JSON configuration that starts commands (Claude Code's settings carry hooks
@@ -1065,7 +1081,7 @@ fn read_gitdir(file: &Path) -> Option<PathBuf> {
 
 /// What a git config file points at: every `core.hooksPath` and the `path` of every
 /// `[include]` and `[includeIf "…"]` section.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct ConfigRefs {
     hooks_paths: Vec<PathBuf>,
     includes: Vec<PathBuf>,
