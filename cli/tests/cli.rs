@@ -1920,6 +1920,48 @@ fn a_fifo_where_the_scan_reads_stalls_nothing() {
     assert!(area.ws.join("bundle/config.json").is_file());
 }
 
+/// The scan's listings kept between calls (5 December: a one-shot `sandbox run` read every
+/// directory of its workspace at every call). A `.envrc` the host writes into a directory the
+/// kept listings recorded without it is still found and bound read-only at the next call:
+/// the workload's write to it fails (control: beside it, a write succeeds), and the kept
+/// listings are there (control: the memo names the directory).
+#[test]
+fn kept_scan_listings_still_find_what_was_added_since() {
+    if !sandbox_runs_here("kept_scan_listings_still_find_what_was_added_since") {
+        return;
+    }
+    let area = Area::new();
+    fs::create_dir_all(area.ws.join("deep/a/b")).unwrap();
+    // Listings are kept only of directories unchanged for two whole seconds.
+    std::thread::sleep(std::time::Duration::from_millis(3100));
+    let run = |script: &str| {
+        Command::new("timeout")
+            .arg("30")
+            .arg(SANDBOX)
+            .current_dir(&area.ws)
+            .args(["run", "--", "/bin/sh", "-c", script])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let o = run("ls deep/a");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "b\n", "{}", String::from_utf8_lossy(&o.stderr));
+    let uid = nix::unistd::geteuid().as_raw();
+    let cache = std::path::PathBuf::from(format!("/tmp/sandbox-registry-{uid}/.scan-cache"));
+    let needle = area.ws.join("deep/a/b").display().to_string();
+    let kept = fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .any(|e| fs::read(e.path()).is_ok_and(|b| String::from_utf8_lossy(&b).contains(&needle)));
+    assert!(kept, "no kept memo in {} names {needle}", cache.display());
+    fs::write(area.ws.join("deep/a/b/.envrc"), "host\n").unwrap();
+    let o = run("echo evil > deep/a/b/.envrc; echo $? > deep/a/b/status; echo ok > deep/a/b/beside");
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(fs::read_to_string(area.ws.join("deep/a/b/beside")).unwrap(), "ok\n");
+    assert_ne!(fs::read_to_string(area.ws.join("deep/a/b/status")).unwrap(), "0\n");
+    assert_eq!(fs::read_to_string(area.ws.join("deep/a/b/.envrc")).unwrap(), "host\n");
+}
+
 /// Issue 15, item 4: a `--json` error object carries the human message next to the kind, and
 /// the message names the offending key (here an unknown key of the profile file).
 #[test]

@@ -20,6 +20,10 @@
 //! else nothing is kept. A record is a file named `<boot>-<sha256 of the key>`, holding the key
 //! and the measurements, written to a temporary name and renamed; records of other boots are
 //! removed when one is written, and at most [`MAX_RECORDS`] are kept.
+//!
+//! The same store keeps the protected-paths scan's directory listings between processes
+//! (`<registry>/.scan-cache/`, [`load_bytes`] and [`store_bytes`]; see
+//! `crate::linux::keep_scan_memo`).
 
 use std::path::{Path, PathBuf};
 
@@ -39,13 +43,14 @@ struct Record {
     measured: String,
 }
 
-/// Where the record for `key` is kept: (directory, file).
-fn place(key: &str) -> Option<(PathBuf, PathBuf)> {
+/// Where the record for `key` is kept: (directory, file). `kind` names the directory
+/// (`.probe-cache`, `.scan-cache`).
+fn place(kind: &str, key: &str) -> Option<(PathBuf, PathBuf)> {
     use sha2::Digest;
     let boot = boot_prefix()?;
     let digest = sha2::Sha256::digest(key.as_bytes());
     let hash: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    let dir = crate::registry::dir().join(".probe-cache");
+    let dir = crate::registry::dir().join(kind);
     let file = dir.join(format!("{boot}-{hash}"));
     Some((dir, file))
 }
@@ -63,32 +68,54 @@ fn owned_dir(dir: &Path) -> bool {
         .is_ok_and(|m| m.is_dir() && m.uid() == nix::unistd::geteuid().as_raw() && m.mode() & 0o077 == 0)
 }
 
+/// The directory of probe records.
+const PROBES: &str = ".probe-cache";
+
 /// The measurements kept for `key`, and the file they came from.
 pub(crate) fn load(key: &str) -> Option<(String, PathBuf)> {
-    use std::os::unix::fs::MetadataExt;
-    let (dir, file) = place(key)?;
-    if !owned_dir(&crate::registry::dir()) || !owned_dir(&dir) {
-        return None;
-    }
-    let (bytes, meta) = fsutil::read_regular(&file, MAX_RECORD)?;
-    if meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o077 != 0 {
-        return None;
-    }
+    let (bytes, file) = load_bytes(PROBES, key, MAX_RECORD)?;
     let record: Record = serde_json::from_slice(&bytes).ok()?;
     (record.key == key).then_some((record.measured, file))
 }
 
 /// Keeps `measured` for `key` (best effort: a record that cannot be written is not kept).
 pub(crate) fn store(key: &str, measured: String) {
-    if let Err(e) = try_store(key, measured) {
+    let stored = serde_json::to_vec(&Record { key: key.to_owned(), measured })
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| try_store(PROBES, key, &bytes, MAX_RECORDS));
+    if let Err(e) = stored {
         tracing::debug!("the probe was not kept: {e}");
     }
 }
 
-fn try_store(key: &str, measured: String) -> std::io::Result<()> {
+/// The bytes kept under `kind` for `key` (at most `max`), and their file: only from an
+/// owner-only directory of this user, in a file of this user that no one else may read or
+/// write, never through a symlink. (The record names its key itself where a hash collision
+/// would matter: the probe's does.)
+pub(crate) fn load_bytes(kind: &str, key: &str, max: u64) -> Option<(Vec<u8>, PathBuf)> {
+    use std::os::unix::fs::MetadataExt;
+    let (dir, file) = place(kind, key)?;
+    if !owned_dir(&crate::registry::dir()) || !owned_dir(&dir) {
+        return None;
+    }
+    let (bytes, meta) = fsutil::read_regular(&file, max)?;
+    if meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o077 != 0 {
+        return None;
+    }
+    Some((bytes, file))
+}
+
+/// Keeps `bytes` under `kind` for `key`, replacing what was kept (best effort).
+pub(crate) fn store_bytes(kind: &str, key: &str, bytes: &[u8], max_records: usize) {
+    if let Err(e) = try_store(kind, key, bytes, max_records) {
+        tracing::debug!("{kind}: nothing was kept: {e}");
+    }
+}
+
+fn try_store(kind: &str, key: &str, bytes: &[u8], max_records: usize) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     let other = |what: &str| std::io::Error::other(what.to_owned());
-    let (dir, file) = place(key).ok_or_else(|| other("no boot id"))?;
+    let (dir, file) = place(kind, key).ok_or_else(|| other("no boot id"))?;
     crate::registry::ensure_dir().map_err(|e| other(&e.to_string()))?;
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
@@ -98,13 +125,12 @@ fn try_store(key: &str, measured: String) -> std::io::Result<()> {
     if !owned_dir(&dir) {
         return Err(other("not an owner-only directory of this user"));
     }
-    prune(&dir, &file);
-    let bytes = serde_json::to_vec(&Record { key: key.to_owned(), measured }).map_err(std::io::Error::other)?;
-    fsutil::replace_file(&dir, &file, &bytes)
+    prune(&dir, &file, max_records);
+    fsutil::replace_file(&dir, &file, bytes)
 }
 
-/// Removes the records of other boots, and the oldest beyond [`MAX_RECORDS`] - 1.
-fn prune(dir: &Path, keep: &Path) {
+/// Removes the records of other boots, and the oldest beyond `max` - 1.
+fn prune(dir: &Path, keep: &Path, max: usize) {
     let Some(boot) = boot_prefix() else { return };
     let mut ours = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -120,9 +146,9 @@ fn prune(dir: &Path, keep: &Path) {
         let age = entry.metadata().and_then(|m| m.modified()).ok();
         ours.push((age, path));
     }
-    if ours.len() >= MAX_RECORDS {
+    if ours.len() >= max {
         ours.sort();
-        for (_, path) in ours.iter().take(ours.len() + 1 - MAX_RECORDS) {
+        for (_, path) in ours.iter().take(ours.len() + 1 - max) {
             let _ = std::fs::remove_file(path);
         }
     }
@@ -143,7 +169,7 @@ mod tests {
         for i in 0..MAX_RECORDS + 5 {
             std::fs::write(dir.path().join(format!("{boot}-{i:03}")), "x").unwrap();
         }
-        prune(dir.path(), &keep);
+        prune(dir.path(), &keep, MAX_RECORDS);
         let left: Vec<String> =
             std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         assert!(!left.iter().any(|n| n.starts_with("000000000000-")), "another boot's record stayed");

@@ -63,6 +63,11 @@ pub(crate) fn open(
         keep_containers: options.reuse_containers,
     };
     let mut linux = LinuxBackend::new(config, set_dir)?;
+    // The scan's listings kept by an earlier set of this profile (see `keep_scan_memo`).
+    if let Some((bytes, _)) = crate::kept_probe::load_bytes(SCAN_MEMOS, &scan_key(profile), MAX_SCAN_MEMO) {
+        let taken = linux.restore_scan_memo(&bytes);
+        tracing::debug!(taken, bytes = bytes.len(), "a kept scan memo was found");
+    }
     // A probe kept from an earlier set of the same conditions (see `kept_probe`).
     let key = linux.probe_key(profile);
     if let Some((record, file)) = key.as_deref().and_then(crate::kept_probe::load) {
@@ -81,6 +86,38 @@ pub(crate) fn open(
         crate::kept_probe::store(&key, record);
     }
     Ok(linux)
+}
+
+/// Where sets keep the protected-paths scan's directory listings for the next set of the same
+/// profile (in the registry, beside the kept probes: owner-only, masked in every sandbox).
+const SCAN_MEMOS: &str = ".scan-cache";
+
+/// The largest memo kept (about 60,000 directories at 140 bytes each); a larger one is not
+/// kept, and its workspace is read in full at every set.
+const MAX_SCAN_MEMO: u64 = 8 << 20;
+
+/// The most memos kept at once (the oldest go first): at most 128 MiB of the host's `/tmp`.
+const MAX_SCAN_MEMOS: usize = 16;
+
+fn scan_key(profile: &Profile) -> String {
+    format!("scan-memo\0{}", profile.fingerprint())
+}
+
+/// Keeps the set's scan memo for the next set of `profile` when it changed.
+///
+/// **Decision (5 December).** A one-shot `sandbox run` is a new set each time, and its scan
+/// read every directory of the workspace at every call: 40 ms of a 60 ms call in this
+/// repository (3,000 directories), and linear in the tree. Its listings are now kept between
+/// processes like the probe's measurements, and reused only as within a set: a directory whose
+/// device, inode, modification and change times are those recorded, and which had not changed
+/// for two seconds when it was read. A workload cannot set a change time, and cannot reach
+/// the registry. Files the scan reads (git's configs, agent settings) are read at every scan.
+pub(crate) fn keep_scan_memo(linux: &LinuxBackend, profile: &Profile) {
+    if let Some(bytes) = linux.scan_memo_to_keep() {
+        if bytes.len() as u64 <= MAX_SCAN_MEMO {
+            crate::kept_probe::store_bytes(SCAN_MEMOS, &scan_key(profile), &bytes, MAX_SCAN_MEMOS);
+        }
+    }
 }
 
 /// The cgroup parent a set with `options` uses (see

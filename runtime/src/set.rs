@@ -221,6 +221,11 @@ impl ExecutorSet {
         }
         state.executors.clear();
         drop(state);
+        // The scan's listings, for the next set of this profile (see `keep_scan_memo`).
+        #[cfg(target_os = "linux")]
+        if let Some(linux) = inner.backend.linux() {
+            crate::linux::keep_scan_memo(linux, &inner.profile);
+        }
         let result = if drained {
             // Workers still removing their containers finish first; containers whose teardown
             // failed leave state and cgroups: sweep them before the directory that records

@@ -84,6 +84,95 @@ struct Memo {
     /// The names the listings were filtered by (a memo of other names is dropped).
     last: Vec<OsString>,
     dirs: HashMap<PathBuf, Listing>,
+    /// Whether `dirs` changed since it was restored or last kept ([`ScanMemo::to_kept`]).
+    changed: bool,
+}
+
+/// A memo as kept between processes ([`ScanMemo::to_kept`]).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Kept {
+    version: u32,
+    last: Vec<String>,
+    dirs: Vec<KeptListing>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct KeptListing {
+    dir: String,
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    hits: Vec<String>,
+    subdirs: Vec<String>,
+}
+
+/// The format of [`Kept`].
+const KEPT_VERSION: u32 = 1;
+
+impl ScanMemo {
+    /// The listings as bytes another process can restore with [`ScanMemo::from_kept`], or
+    /// None when nothing changed since they were restored or last taken (a one-shot CLI keeps
+    /// its memo in a place no sandbox sees, so that its next call reads only what changed).
+    /// Listings naming a path that is not UTF-8 are left out: they are read again.
+    pub fn to_kept(&self) -> Option<Vec<u8>> {
+        let mut m = self.inner.lock().ok()?;
+        if !m.changed {
+            return None;
+        }
+        let text = |o: &OsString| o.to_str().map(str::to_owned);
+        let kept = Kept {
+            version: KEPT_VERSION,
+            last: m.last.iter().map(text).collect::<Option<_>>()?,
+            dirs: m
+                .dirs
+                .iter()
+                .filter_map(|(dir, l)| {
+                    Some(KeptListing {
+                        dir: dir.to_str()?.to_owned(),
+                        dev: l.stamp.dev,
+                        ino: l.stamp.ino,
+                        mtime: l.stamp.mtime,
+                        ctime: l.stamp.ctime,
+                        hits: l.hits.iter().map(text).collect::<Option<_>>()?,
+                        subdirs: l.subdirs.iter().map(text).collect::<Option<_>>()?,
+                    })
+                })
+                .collect(),
+        };
+        let bytes = serde_json::to_vec(&kept).ok()?;
+        m.changed = false;
+        Some(bytes)
+    }
+
+    /// A memo restored from [`ScanMemo::to_kept`]'s bytes, or None when they are not such.
+    /// Whoever keeps the bytes must keep them where no workload can write: a listing that
+    /// leaves out a name the directory holds hides that entry from the scan while the
+    /// directory's times stay as recorded.
+    pub fn from_kept(bytes: &[u8]) -> Option<ScanMemo> {
+        let kept: Kept = serde_json::from_slice(bytes).ok()?;
+        if kept.version != KEPT_VERSION {
+            return None;
+        }
+        let mut dirs = HashMap::with_capacity(kept.dirs.len());
+        for l in kept.dirs {
+            let dir = PathBuf::from(l.dir);
+            // Only what a scan records: absolute paths, names of one component.
+            let name_ok = |n: &String| !n.is_empty() && !n.contains('/') && n != "." && n != "..";
+            if !dir.is_absolute() || !l.hits.iter().chain(&l.subdirs).all(name_ok) {
+                return None;
+            }
+            let stamp = Stamp { dev: l.dev, ino: l.ino, mtime: l.mtime, ctime: l.ctime };
+            let listing = Listing {
+                stamp,
+                hits: l.hits.into_iter().map(OsString::from).collect(),
+                subdirs: l.subdirs.into_iter().map(OsString::from).collect(),
+            };
+            dirs.insert(dir, listing);
+        }
+        let last = kept.last.into_iter().map(OsString::from).collect();
+        Some(ScanMemo { inner: std::sync::Mutex::new(Memo { last, dirs, changed: false }) })
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -166,6 +255,7 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         Some(m) if m.last == sorted_last => std::mem::take(&mut m.dirs),
         _ => HashMap::new(),
     };
+    let old_len = old.len();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     let mut walker = Walker {
         p,
@@ -180,6 +270,7 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         stopped: false,
         old,
         new: HashMap::new(),
+        fresh: 0,
         now,
         home: home.clone(),
         repositories: Vec::new(),
@@ -209,6 +300,7 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         }
     }
     if let Some(m) = guard.as_deref_mut() {
+        m.changed |= m.last != sorted_last || walker.fresh > 0 || walker.new.len() != old_len;
         m.last = sorted_last;
         m.dirs = std::mem::take(&mut walker.new);
     }
@@ -542,6 +634,8 @@ struct Walker<'a> {
     /// The memo's listings from earlier scans, and the ones of this scan.
     old: HashMap<PathBuf, Listing>,
     new: HashMap<PathBuf, Listing>,
+    /// How many listings this scan read and recorded in `new`.
+    fresh: usize,
     /// Seconds since the epoch when the scan started (for the racy check).
     now: i64,
     /// The caller's real HOME, canonical (git expands `~/` in paths against it).
@@ -683,6 +777,7 @@ impl Walker<'_> {
         let recent = |t: (i64, i64)| t.0 >= self.now - 2;
         if !recent(listing.stamp.mtime) && !recent(listing.stamp.ctime) {
             self.new.insert(dir.to_path_buf(), listing.clone());
+            self.fresh += 1;
         }
         Some(listing)
     }
@@ -1594,6 +1689,44 @@ mod tests {
         assert!(same("renamed").existing.contains(&(ws.join("z/b/c/.envrc"), false)));
         std::fs::remove_dir(ws.join("pkg/.vscode")).unwrap_or_else(|e| panic!("{e}"));
         assert!(!same("removed").existing.iter().any(|(p, _)| p.ends_with(".vscode")));
+    }
+
+    /// A memo kept between processes (`to_kept`, `from_kept`): restored, it reuses the listings
+    /// of directories unchanged for two seconds (nothing to keep again afterwards), finds what
+    /// was added since in a directory it had recorded, and refuses bytes that are not a memo.
+    #[test]
+    fn a_kept_memo_is_reused_and_still_finds_what_was_added_since() {
+        let (_dir, ws, profile) = writable_workspace();
+        let mk = |p: &str| std::fs::create_dir_all(ws.join(p)).unwrap_or_else(|e| panic!("{e}"));
+        mk("deep/a/b");
+        mk("pkg/.vscode");
+        // Listings are recorded only of directories unchanged for two whole seconds.
+        std::thread::sleep(std::time::Duration::from_millis(3100));
+        let memo = ScanMemo::default();
+        let first = scan_with(&profile, None, Some(&memo));
+        assert_eq!(first, scan(&profile, None));
+        let bytes = memo.to_kept().unwrap_or_else(|| panic!("a new memo is kept"));
+        assert!(String::from_utf8_lossy(&bytes).contains(&ws.join("deep/a/b").display().to_string()));
+        assert!(memo.to_kept().is_none(), "an unchanged memo is not kept again");
+        // Another process restores it: the same result, and nothing was read again.
+        let restored = ScanMemo::from_kept(&bytes).unwrap_or_else(|| panic!("the bytes are a memo"));
+        assert_eq!(scan_with(&profile, None, Some(&restored)), first);
+        assert!(restored.to_kept().is_none(), "the restored listings were read again");
+        // Something added to a recorded directory (by the host, or by a run) is found.
+        mk("deep/a/b/.envrc");
+        let again = ScanMemo::from_kept(&bytes).unwrap_or_else(|| panic!("the bytes are a memo"));
+        let after = scan_with(&profile, None, Some(&again));
+        assert!(after.existing.contains(&(ws.join("deep/a/b/.envrc"), false)), "{after:?}");
+        assert_eq!(after, scan(&profile, None));
+        // Bytes that are not a memo, or name what no scan records, are refused.
+        assert!(ScanMemo::from_kept(b"not json").is_none());
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let relative = text.replacen(&format!("\"dir\":\"{}", ws.display()), "\"dir\":\"rel", 1);
+        assert_ne!(relative, text);
+        assert!(ScanMemo::from_kept(relative.as_bytes()).is_none(), "a relative directory was taken");
+        let slash = text.replacen("\"subdirs\":[\"", "\"subdirs\":[\"x/", 1);
+        assert_ne!(slash, text);
+        assert!(ScanMemo::from_kept(slash.as_bytes()).is_none(), "a name with a slash was taken");
     }
 
     #[test]

@@ -175,6 +175,24 @@ impl LinuxBackend {
         ))
     }
 
+    /// The protected-paths scan's memo as bytes to keep for a later process of this user,
+    /// when it changed (see [`sandbox_bundle::protect::ScanMemo::to_kept`]).
+    pub fn scan_memo_to_keep(&self) -> Option<Vec<u8>> {
+        self.scan_memo.to_kept()
+    }
+
+    /// Takes the scan memo an earlier process kept (before the first spawn). False (and
+    /// nothing taken) when the bytes are not a memo.
+    pub fn restore_scan_memo(&mut self, bytes: &[u8]) -> bool {
+        match sandbox_bundle::protect::ScanMemo::from_kept(bytes) {
+            Some(memo) => {
+                self.scan_memo = memo;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The probe's measurements as a record the facade may keep for later sets with the same
     /// [`LinuxBackend::probe_key`]: only when every layer held (Landlock fully, seccomp, `lo`),
     /// so that a kept record can only claim what every spawn then requires (see
