@@ -217,6 +217,7 @@ mod linux {
     /// run B, in the same container (its shell is not the namespace's second process), finds
     /// none of them. Then a run that changes what the init would hand on (its open-files limit,
     /// its stack limit: prlimit on pid 1 needs no capability) makes the container be given up: the next run gets the defaults.
+    /// A run's umask reaches neither the next run nor the init.
     pub fn runs_in_a_kept_container_share_nothing() {
         let f = Fixture::new();
         fs::copy(sandbox_tests::probe_bin(env!("CARGO_BIN_EXE_sandbox-probe")), f.ws.join("sandbox-probe")).unwrap();
@@ -270,6 +271,27 @@ mod linux {
             assert!(procs <= 5, "round {round}: {b}");
         }
         assert!(kept >= 2, "run B ran in run A's kept container in only {kept} of 3 rounds");
+
+        // A run's umask (its creating calls go through the init's creation guard, which makes
+        // them with the caller's umask) never reaches the next run, nor the init's own (a red
+        // team, 5 December: `umask 000` in one run made the next run's files world-writable).
+        let before = text("umask; grep Umask /proc/1/status; echo pid=$$");
+        let made =
+            text("umask 000 && touch /tmp/u && mkdir /tmp/ud && stat -c %a /tmp/u /tmp/ud && umask; echo pid=$$");
+        // Positive control: the run's own umask held for its own files.
+        assert!(made.starts_with("666\n777\n0000\n"), "{made}");
+        for later in 0..2 {
+            let after = text("umask; grep Umask /proc/1/status; touch /tmp/v && stat -c %a /tmp/v; echo pid=$$");
+            let umask = before.lines().next().unwrap();
+            let expected_mode = format!("{:o}", 0o666 & !u32::from_str_radix(umask, 8).unwrap());
+            assert_eq!(
+                after.lines().take(2).collect::<Vec<_>>(),
+                before.lines().take(2).collect::<Vec<_>>(),
+                "run {later}: {after}"
+            );
+            assert_eq!(after.lines().nth(2), Some(expected_mode.as_str()), "run {later}: {after}");
+            println!("umask after a run's `umask 000`: {after}");
+        }
 
         // What a run may change in its init from outside, without a capability.
         for (attack, check) in

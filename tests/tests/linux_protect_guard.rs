@@ -338,6 +338,53 @@ print("made", made > 0, "refused", refused > 0, "envrc", envrc)
         assert_eq!(sh_ok(&exec, &d.ws, "echo ok"), "ok\n");
     }
 
+    /// Two opens the guard serves without creating anything (a red team, 5 December). An
+    /// `O_CREAT` open of a FIFO reached through `/proc/self/fd/N` waits for the FIFO's other end:
+    /// it waited on the guard's own thread, so the run's outcome was lost (a kept container
+    /// reported the deadline although the workload had exited 0). Now it waits on a thread of
+    /// its own: the run ends with its own status, and the next run works. And `O_PATH|O_CREAT`
+    /// (which creates nothing) gave EBADF: it now gets a descriptor, or ENOENT for a missing name,
+    /// which stays missing.
+    pub fn opens_that_create_nothing_leave_the_guard_serving() {
+        let d = TestDirs::new("sbx-guard");
+        fs::create_dir(d.ws.join("sub")).unwrap();
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        let script = r#"
+import errno, os, threading, time
+for name in ["/tmp", "sub"]:
+    fd = os.open(name, os.O_PATH | os.O_CREAT)
+    print(name, "o_path", fd >= 0)
+try:
+    os.open("missing", os.O_PATH | os.O_CREAT)
+    print("missing", "opened")
+except OSError as e:
+    print("missing", errno.errorcode[e.errno], os.path.lexists("missing"))
+os.mkfifo("/tmp/pp")
+fd = os.open("/tmp/pp", os.O_PATH)
+threading.Thread(target=lambda: os.open("/proc/self/fd/%d" % fd, os.O_RDONLY | os.O_CREAT), daemon=True).start()
+time.sleep(0.5)
+print("main exits", flush=True)
+os._exit(3)
+"#;
+        fs::write(d.ws.join("fifo.py"), script).unwrap();
+        for round in 0..3 {
+            let t0 = Instant::now();
+            let deadline = sandbox::Deadline::after(std::time::Duration::from_secs(20));
+            let o = exec.run_argv(&deadline, &d.ws, &["/usr/bin/python3", "fifo.py"]).unwrap();
+            let out = String::from_utf8_lossy(&o.bytes).into_owned();
+            println!("round {round}: {:?} in {:?}: {out}", o.status, t0.elapsed());
+            assert_eq!(o.status, ExitStatus::Code(3), "round {round}: {out}");
+            assert_eq!(out, "/tmp o_path True\nsub o_path True\nmissing ENOENT False\nmain exits\n", "round {round}");
+            assert!(t0.elapsed() < std::time::Duration::from_secs(10), "round {round}: {:?}", t0.elapsed());
+            // Control: the executor runs work again.
+            let t1 = Instant::now();
+            assert_eq!(sh_ok(&exec, &d.ws, "echo ok"), "ok\n");
+            println!("round {round}: the next run in {:?}", t1.elapsed());
+        }
+        assert!(!d.ws.join("missing").exists());
+    }
+
     /// The cost, roughly: 1000 file creations with and without the guard, the best of three
     /// runs each (printed only: the machines that run the suite vary too much for a bound).
     pub fn cost_of_the_guard() {
@@ -385,6 +432,7 @@ fn main() -> std::process::ExitCode {
             ("git_works_under_the_guard", git_works_under_the_guard),
             ("the_opt_out_creates_the_names", the_opt_out_creates_the_names),
             ("the_guard_is_served_before_the_workload_starts", the_guard_is_served_before_the_workload_starts),
+            ("opens_that_create_nothing_leave_the_guard_serving", opens_that_create_nothing_leave_the_guard_serving),
             ("cost_of_the_guard", cost_of_the_guard),
         ])
     }

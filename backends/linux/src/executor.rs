@@ -562,10 +562,13 @@ fn sweep() -> bool {
     false
 }
 
-/// Whether this process has a single thread (`/proc/self/status`), waiting up to 2 s for the
-/// guard's helper threads (each answers one call and ends; the callers are gone).
+/// Whether this process has a single thread (`/proc/self/status`), waiting up to 200 ms for
+/// the guard's helper threads (each answers one call and ends; the callers are gone, so one
+/// still there is blocked for good, in the open of a FIFO no one will open again: the
+/// container is given up, and the next spawn of its shape, which waits for it to come back,
+/// waited 2 s before).
 fn single_threaded() -> bool {
-    for _ in 0..2000 {
+    for _ in 0..200 {
         let threads = std::fs::read_to_string("/proc/self/status").ok().and_then(|s| {
             s.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|v| v.trim().parse::<u32>().ok())
         });

@@ -314,6 +314,14 @@ impl std::fmt::Debug for Watch {
 /// Serves the listener until it fails (then it is closed, and every call the filter sends to
 /// it fails with ENOSYS: closed). Never panics on what a workload sends.
 pub fn serve(listener: OwnedFd, mut watch: Watch) {
+    // A creating call is made with its caller's umask, set here: on this thread's own
+    // filesystem attributes (and its helper threads', which share them), never the init's.
+    // The umask is per process otherwise: one run's `umask 000` reached the next run of a
+    // kept container, and showed in the init's `/proc/1/status` (a red team, 5 December).
+    // Without them nothing is served: every call the filter sends fails (ENOSYS).
+    if nix::sched::unshare(nix::sched::CloneFlags::CLONE_FS).is_err() {
+        return;
+    }
     let listener = Arc::new(listener);
     loop {
         // The listener hangs up once no process uses the filter any more: the run is over
@@ -504,8 +512,8 @@ impl Guard<'_> {
         if self.guard.refuses(&full, op) { Err(Errno::EACCES) } else { Ok(()) }
     }
 
-    /// Sets this process's umask to the caller's, for the creating call that follows (the
-    /// init itself creates nothing).
+    /// Sets this thread's umask to the caller's, for the creating call that follows (the
+    /// guard's thread has filesystem attributes of its own: see [`serve`]).
     fn caller_umask(&self) -> Result<(), Errno> {
         let mask = resolve::umask_of(self.thread)?;
         nix::sys::stat::umask(Mode::from_bits_truncate(mask as libc::mode_t));
@@ -614,14 +622,16 @@ impl Guard<'_> {
     }
 
     fn open_inner(&self, dirfd: i32, path: &[u8], flags: i32, mode: u32) -> Result<Outcome, Errno> {
+        if flags & libc::O_PATH != 0 {
+            // O_PATH ignores O_CREAT (and every flag but O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW):
+            // nothing is created, so the kernel makes the call itself (a descriptor opened
+            // here could not be handed over: the kernel's `ADDFD` takes no O_PATH file, and
+            // the caller got EBADF, a red team's note of 5 December).
+            return Ok(Outcome::Answer(Answer::Continue));
+        }
         let cloexec = flags & libc::O_CLOEXEC != 0;
         let nofollow = flags & libc::O_NOFOLLOW != 0;
         let mut r = Resolver::new(self.thread);
-        if flags & libc::O_PATH != 0 {
-            // O_PATH ignores O_CREAT: nothing is created.
-            let fd = r.object(dirfd, path, !nofollow)?;
-            return Ok(Outcome::Answer(Answer::Fd(fd, cloexec)));
-        }
         let excl = flags & libc::O_EXCL != 0;
         let base = (flags & !libc::O_CLOEXEC) | libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_CLOEXEC;
         let mode = mode & 0o7777;
@@ -642,8 +652,9 @@ impl Guard<'_> {
                 Some(_) if excl => return Err(Errno::EEXIST),
                 Some(libc::S_IFLNK) => Err(Errno::ELOOP),
                 Some(libc::S_IFDIR) => return Err(Errno::EISDIR),
-                Some(libc::S_IFIFO) => {
-                    // Opening a FIFO waits for its other end: not on the guard's thread.
+                Some(kind) if kind != libc::S_IFREG => {
+                    // Opening a FIFO waits for its other end, a terminal for its carrier: not
+                    // on the guard's thread.
                     let dir = p.dir;
                     let job = move || match notify::open_at(Some(dir.as_fd()), &name, base & !libc::O_CREAT, 0) {
                         Ok(fd) => Answer::Fd(fd, cloexec),
@@ -663,13 +674,27 @@ impl Guard<'_> {
                 Err(Errno::ELOOP) if !nofollow && !excl => match r.follow_final(&p)? {
                     Followed::Name(next) => p = next,
                     Followed::Object(object) => {
-                        if nix::sys::stat::fstat(object.as_raw_fd())
-                            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
-                        {
+                        let kind = nix::sys::stat::fstat(object.as_raw_fd())?.st_mode & libc::S_IFMT;
+                        if kind == libc::S_IFDIR {
                             return Err(Errno::EISDIR);
                         }
                         let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
-                        let fd = notify::open_at(None, &via, base & !(libc::O_CREAT | libc::O_NOFOLLOW), 0)?;
+                        let reopen = base & !(libc::O_CREAT | libc::O_NOFOLLOW);
+                        if kind != libc::S_IFREG {
+                            // A FIFO reached through a link to a descriptor (`/proc/self/fd/N`)
+                            // waits like one found by name: not on the guard's thread, which a
+                            // blocked open stopped for good (a red team, 5 December: the run's
+                            // outcome was lost). The job keeps the object open.
+                            let job = move || match notify::open_at(None, &via, reopen, 0) {
+                                Ok(fd) => {
+                                    drop(object);
+                                    Answer::Fd(fd, cloexec)
+                                }
+                                Err(e) => Answer::Error(e),
+                            };
+                            return Ok(Outcome::Blocking(Box::new(job)));
+                        }
+                        let fd = notify::open_at(None, &via, reopen, 0)?;
                         return Ok(Outcome::Answer(Answer::Fd(fd, cloexec)));
                     }
                 },

@@ -736,6 +736,11 @@ pub fn outside_attributes() -> Option<Vec<i64>> {
     values.push(unsafe { libc::syscall(libc::SYS_ioprio_get, 1, 0) });
     let oom = std::fs::read_to_string("/proc/self/oom_score_adj").ok()?;
     values.push(oom.trim().parse().ok()?);
+    // The umask every run inherits (read, not set: setting it to read it would change it for
+    // a moment).
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let umask = status.lines().find_map(|l| l.strip_prefix("Umask:"))?;
+    values.push(i64::from_str_radix(umask.trim(), 8).ok()?);
     Some(values)
 }
 
