@@ -52,12 +52,24 @@ pub(crate) const PROXY_PORT: u16 = sandbox_bundle::target::PROXY_PORT;
 /// The most connections served at once; more are closed at once.
 const MAX_CONNECTIONS: usize = 64;
 
-/// The most connections all the proxies of this process serve at once (each costs a thread
-/// and up to four descriptors): a few busy runs cannot take the embedder's descriptors.
+/// The connections every run may have open whatever the other runs of this process hold:
+/// they do not count against [`MAX_CONNECTIONS_IN_PROCESS`].
+///
+/// **Decision (5 December).** The process-wide bound alone let eight runs of one `serve` (64
+/// connections each, idle ones included) take all 512, and every other run's proxy then closed
+/// its connections unserved and reported nothing (a red team). Each run now keeps this many for
+/// itself, only the connections beyond them come from the shared pool, and a connection closed
+/// at either bound is reported once per run (`busy`).
+const RESERVED_PER_RUN: usize = 8;
+
+/// The most connections beyond their runs' reserves that all the proxies of this process
+/// serve at once (each costs a thread and up to four descriptors): a few busy runs cannot take
+/// the embedder's descriptors. With `serve`'s 64 requests in flight the process serves at most
+/// 64 × 8 + 512 connections.
 const MAX_CONNECTIONS_IN_PROCESS: usize = 512;
 
-/// Connections being served by every proxy of this process.
-static LIVE_IN_PROCESS: AtomicUsize = AtomicUsize::new(0);
+/// Connections beyond their runs' reserves, served by every proxy of this process.
+static POOLED_IN_PROCESS: AtomicUsize = AtomicUsize::new(0);
 
 /// The most denials kept; later ones are logged but not kept (a workload can make any number).
 const MAX_DENIALS: usize = 10_000;
@@ -84,6 +96,10 @@ pub enum DenialReason {
     NotPublic,
     /// An absolute-URL request whose Host header differs from its URL.
     HostMismatch,
+    /// A connection closed unserved: the run had [`MAX_CONNECTIONS`] open, or the proxies of
+    /// this process had every shared connection in use. Recorded once per run (target
+    /// `connections`).
+    Busy,
     /// A credential that is not this execution's.
     BadCredential,
     /// Not a request the proxy speaks (malformed, unsupported method/command/scheme, headers
@@ -103,6 +119,7 @@ impl DenialReason {
             DenialReason::NotAllowed => "not-allowed",
             DenialReason::NotPublic => "not-public",
             DenialReason::HostMismatch => "host-mismatch",
+            DenialReason::Busy => "busy",
             DenialReason::BadCredential => "bad-credential",
             DenialReason::Unsupported => "unsupported",
             DenialReason::Direct => "direct",
@@ -357,6 +374,10 @@ struct Shared {
     sockets: Mutex<HashMap<u64, Vec<TcpStream>>>,
     /// Connections being served.
     active: AtomicUsize,
+    /// Whether a connection was closed unserved at a bound (reported once).
+    busy: AtomicBool,
+    /// The shared pool of connections beyond the runs' reserves ([`POOLED_IN_PROCESS`]).
+    pool: &'static AtomicUsize,
 }
 
 impl Shared {
@@ -443,6 +464,17 @@ impl Proxy {
     /// Starts serving `listener` (a listening TCP socket) on a thread; one thread per accepted
     /// connection, at most 64 connections at once (more are closed at once).
     pub(crate) fn start(listener: OwnedFd, policy: ProxyPolicy, credential: Credential) -> Result<Proxy, Error> {
+        Proxy::start_in(listener, policy, credential, &POOLED_IN_PROCESS)
+    }
+
+    /// [`Proxy::start`] drawing its connections beyond the reserve from `pool` (a test's own
+    /// pool: the process's is shared by every test thread).
+    fn start_in(
+        listener: OwnedFd,
+        policy: ProxyPolicy,
+        credential: Credential,
+        pool: &'static AtomicUsize,
+    ) -> Result<Proxy, Error> {
         let listener = TcpListener::from(listener);
         listener.set_nonblocking(true).map_err(|e| Error::io("making the proxy's listening socket non-blocking", e))?;
         let shared = Arc::new(Shared {
@@ -452,6 +484,8 @@ impl Proxy {
             stopping: AtomicBool::new(false),
             sockets: Mutex::new(HashMap::new()),
             active: AtomicUsize::new(0),
+            busy: AtomicBool::new(false),
+            pool,
         });
         drop(credential);
         // std's pipe is close-on-exec on every Unix (nix's pipe2 is not on macOS).
@@ -575,34 +609,57 @@ struct ConnectionGuard {
     shared: Arc<Shared>,
     /// The connection.
     id: u64,
+    /// Whether it came from the shared pool ([`POOLED_IN_PROCESS`]).
+    pooled: bool,
 }
 
 impl Drop for ConnectionGuard {
     fn drop(&mut self) {
         self.shared.untrack(self.id);
         self.shared.active.fetch_sub(1, Ordering::SeqCst);
-        LIVE_IN_PROCESS.fetch_sub(1, Ordering::SeqCst);
+        if self.pooled {
+            self.shared.pool.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 }
 
-/// Starts a thread serving `stream`, unless [`MAX_CONNECTIONS`] are being served or the proxy
-/// is stopping (then the connection is closed at once).
+/// Starts a thread serving `stream`, unless [`MAX_CONNECTIONS`] are being served, or the run's
+/// reserve ([`RESERVED_PER_RUN`]) and the process's shared pool are used up, or the proxy is
+/// stopping (then the connection is closed at once, and the first such is reported).
 fn admit(shared: &Arc<Shared>, stream: TcpStream, id: u64) -> Option<JoinHandle<()>> {
-    if shared.active.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
-        tracing::debug!("sandbox proxy: {MAX_CONNECTIONS} connections open; one more closed");
-        return None;
+    let busy = |why: &str| {
+        tracing::debug!("sandbox proxy: {why}; a connection closed unserved");
+        if !shared.busy.swap(true, Ordering::SeqCst) {
+            shared.deny(String::from("connections"), DenialReason::Busy);
+        }
+        None
+    };
+    // Only this thread admits: `active` grows nowhere else.
+    let active = shared.active.load(Ordering::SeqCst);
+    if active >= MAX_CONNECTIONS {
+        return busy("the run has its most connections open");
     }
-    if LIVE_IN_PROCESS.load(Ordering::SeqCst) >= MAX_CONNECTIONS_IN_PROCESS {
-        tracing::warn!("sandbox proxy: {MAX_CONNECTIONS_IN_PROCESS} connections open in this process; one more closed");
-        return None;
+    let pooled = active >= RESERVED_PER_RUN;
+    if pooled
+        && shared
+            .pool
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < MAX_CONNECTIONS_IN_PROCESS).then_some(n + 1))
+            .is_err()
+    {
+        return busy("every shared connection of this process is in use");
     }
+    let release = || {
+        if pooled {
+            shared.pool.fetch_sub(1, Ordering::SeqCst);
+        }
+    };
     // A socket accepted from a non-blocking listener is non-blocking on some systems.
     if stream.set_nonblocking(false).is_err() || !shared.track(id, &stream) {
+        release();
         return None;
     }
     shared.active.fetch_add(1, Ordering::SeqCst);
-    LIVE_IN_PROCESS.fetch_add(1, Ordering::SeqCst);
-    let guard = ConnectionGuard { shared: Arc::clone(shared), id };
+    let guard = ConnectionGuard { shared: Arc::clone(shared), id, pooled };
     let spawned = thread::Builder::new().name(String::from("sandbox-proxy-conn")).spawn(move || {
         let guard = guard;
         let deadline = std::time::Instant::now() + HANDSHAKE_TIMEOUT;

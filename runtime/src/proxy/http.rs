@@ -149,7 +149,7 @@ fn answer(conn: &Connection<'_>, request: &Parsed<'_, '_>, early: &[u8]) {
             });
             let headers: Vec<httparse::Header<'_>> =
                 request.headers.iter().filter(|h| !h.name.eq_ignore_ascii_case("expect")).copied().collect();
-            let head = origin_head(request.method, &path, request.version, &headers);
+            let head = origin_head(request.method, &path, request.version, &headers, (&host, port));
             forward(conn, &host, port, &head, early, body, expects);
         }
     }
@@ -311,8 +311,16 @@ fn connect_host_matches(headers: &[httparse::Header<'_>], host: &Host, port: u16
 
 /// The head sent to the origin: the request line in origin-form, the headers minus the
 /// hop-by-hop ones and those `Connection` names (never `Host` or `Content-Length`), and
-/// `Connection: close`.
-pub(super) fn origin_head(method: &str, path: &str, version: u8, headers: &[httparse::Header<'_>]) -> Vec<u8> {
+/// `Connection: close`. The `Host` header is the target the proxy checked, in its normal form
+/// (`host_header_matches` compares the normal forms: `ａ.test`, `a\u{ad}.test` and `a.test.`
+/// passed as `a.test` and reached the origin as sent, a red team's note of 5 December).
+pub(super) fn origin_head(
+    method: &str,
+    path: &str,
+    version: u8,
+    headers: &[httparse::Header<'_>],
+    (host, port): (&Host, u16),
+) -> Vec<u8> {
     let mut named: Vec<String> = Vec::new();
     for header in headers.iter().filter(|h| h.name.eq_ignore_ascii_case("connection")) {
         named.extend(String::from_utf8_lossy(header.value).split(',').map(|t| t.trim().to_ascii_lowercase()));
@@ -328,7 +336,12 @@ pub(super) fn origin_head(method: &str, path: &str, version: u8, headers: &[http
         }
         head.extend_from_slice(header.name.as_bytes());
         head.extend_from_slice(b": ");
-        head.extend_from_slice(header.value);
+        if name == "host" {
+            let authority = if port == 80 { host.to_string() } else { format!("{host}:{port}") };
+            head.extend_from_slice(authority.as_bytes());
+        } else {
+            head.extend_from_slice(header.value);
+        }
         head.extend_from_slice(b"\r\n");
     }
     head.extend_from_slice(b"Connection: close\r\n\r\n");

@@ -275,10 +275,24 @@ fn absolute_url_is_forwarded_in_origin_form() {
     let response = fx.exchange(&request);
     assert_eq!(response, ORIGIN_RESPONSE);
     let head = heads.recv_timeout(Duration::from_secs(10)).unwrap();
+    // The Host header the origin gets is the target checked, in its normal form.
     assert_eq!(
         head,
-        format!("GET /path?q=1 HTTP/1.1\r\nHost: ORIGIN.test:{port}\r\nX-Kept: 2\r\nConnection: close\r\n\r\n")
+        format!("GET /path?q=1 HTTP/1.1\r\nHost: origin.test:{port}\r\nX-Kept: 2\r\nConnection: close\r\n\r\n")
     );
+    // Spellings that name the same target (fullwidth letters, a soft hyphen, a trailing dot)
+    // pass the check and reach the origin as that target, never as sent.
+    for spelled in ["\u{ff4f}rigin.test", "ori\u{ad}gin.test", "origin.test."] {
+        let request =
+            format!("GET http://origin.test:{port}/x HTTP/1.1\r\nHost: {spelled}:{port}\r\n{}\r\n", fx.auth());
+        assert_eq!(fx.exchange(&request), ORIGIN_RESPONSE, "{spelled}");
+        let head = heads.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(
+            head,
+            format!("GET /x HTTP/1.1\r\nHost: origin.test:{port}\r\nConnection: close\r\n\r\n"),
+            "{spelled}"
+        );
+    }
     assert_eq!(fx.proxy.finish(), vec![]);
 }
 
@@ -530,12 +544,51 @@ fn connections_beyond_the_limit_are_closed() {
         assert!(Instant::now() < deadline, "the held connections were not all accepted");
         thread::sleep(Duration::from_millis(10));
     }
-    let mut extra = fx.connect();
-    let started = Instant::now();
-    assert_eq!(read_to_end(&mut extra), "");
-    assert!(started.elapsed() < Duration::from_secs(3));
+    for _ in 0..2 {
+        let mut extra = fx.connect();
+        let started = Instant::now();
+        assert_eq!(read_to_end(&mut extra), "");
+        assert!(started.elapsed() < Duration::from_secs(3));
+    }
     drop(held);
-    assert_eq!(fx.proxy.finish(), vec![]);
+    // Reported, once.
+    assert_eq!(fx.proxy.finish(), vec![denial("connections", DenialReason::Busy)]);
+}
+
+/// A red team, 5 December: eight runs of one process holding 64 idle connections each took
+/// the process's whole budget, and every other run's proxy closed its connections unserved
+/// without a word. With the shared pool used up (a pool of the test's own, full), a run still
+/// gets its reserve: its first connections are served (a tunnel through each works), the one
+/// beyond is closed, and the report says `busy`.
+#[test]
+fn a_run_keeps_its_reserve_when_the_shared_pool_is_used_up() {
+    let port = echo_origin();
+    let full: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(MAX_CONNECTIONS_IN_PROCESS)));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let policy = ProxyPolicy {
+        allow: vec![TargetPattern::parse(&format!("tcp:origin.test:{port}")).unwrap()],
+        pins: vec![(Host::parse("origin.test").unwrap(), vec![LOOPBACK])],
+    };
+    let credential = Credential::new().unwrap();
+    let (id, secret) = id_and_secret(&credential);
+    let proxy = Proxy::start_in(OwnedFd::from(listener), policy, credential, full).unwrap();
+    let fx = Fixture { proxy, addr, id, secret };
+    let auth = fx.auth();
+    let mut tunnels = Vec::new();
+    for i in 0..RESERVED_PER_RUN {
+        let mut s = fx.connect();
+        s.write_all(format!("CONNECT origin.test:{port} HTTP/1.1\r\n{auth}\r\n").as_bytes()).unwrap();
+        let mut head = [0u8; 39];
+        s.read_exact(&mut head).unwrap();
+        assert!(head.starts_with(b"HTTP/1.1 200"), "reserved connection {i}: {:?}", String::from_utf8_lossy(&head));
+        tunnels.push(s);
+    }
+    let mut extra = fx.connect();
+    assert_eq!(read_to_end(&mut extra), "");
+    drop(tunnels);
+    assert_eq!(fx.proxy.finish(), vec![denial("connections", DenialReason::Busy)]);
+    assert_eq!(full.load(Ordering::SeqCst), MAX_CONNECTIONS_IN_PROCESS, "the pool was drawn on or given back to");
 }
 
 #[test]
