@@ -652,9 +652,10 @@ impl Guard<'_> {
                 Some(_) if excl => return Err(Errno::EEXIST),
                 Some(libc::S_IFLNK) => Err(Errno::ELOOP),
                 Some(libc::S_IFDIR) => return Err(Errno::EISDIR),
-                Some(kind) if kind != libc::S_IFREG => {
-                    // Opening a FIFO waits for its other end, a terminal for its carrier: not
-                    // on the guard's thread.
+                Some(libc::S_IFIFO) => {
+                    // Opening a FIFO waits for its other end: not on the guard's thread. (The
+                    // container's devices do not wait in their open, and `> /dev/null` is
+                    // common: they are opened here.)
                     let dir = p.dir;
                     let job = move || match notify::open_at(Some(dir.as_fd()), &name, base & !libc::O_CREAT, 0) {
                         Ok(fd) => Answer::Fd(fd, cloexec),
@@ -680,7 +681,7 @@ impl Guard<'_> {
                         }
                         let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
                         let reopen = base & !(libc::O_CREAT | libc::O_NOFOLLOW);
-                        if kind != libc::S_IFREG {
+                        if kind == libc::S_IFIFO {
                             // A FIFO reached through a link to a descriptor (`/proc/self/fd/N`)
                             // waits like one found by name: not on the guard's thread, which a
                             // blocked open stopped for good (a red team, 5 December: the run's
