@@ -1962,6 +1962,77 @@ fn kept_scan_listings_still_find_what_was_added_since() {
     assert_eq!(fs::read_to_string(area.ws.join("deep/a/b/.envrc")).unwrap(), "host\n");
 }
 
+/// Places every sandbox masks (the per-user registry with its kept probes and scan listings,
+/// the directory of a live set) are never bound over their masks (a red team, 5 December, made
+/// a root of the registry's scan cache, rewrote the listings later scans trust, and so wrote a
+/// protected file). A workspace or an additional root inside the registry is refused, naming
+/// the path; and a protected entry inside another live set's directory, which the scan of a
+/// workspace holding that directory finds, is not bound over the mask: the workload cannot read
+/// it (control: a file of the workspace beside it reads).
+#[test]
+fn what_every_sandbox_masks_is_never_bound_over_its_mask() {
+    if !sandbox_runs_here("what_every_sandbox_masks_is_never_bound_over_its_mask") {
+        return;
+    }
+    let area = Area::new();
+    // The registry exists once a run has kept something.
+    let o = area.sandbox(&refs(&[os("run"), os("--"), os("/bin/true")]));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let uid = nix::unistd::geteuid().as_raw();
+    let cache = std::path::PathBuf::from(format!("/tmp/sandbox-registry-{uid}/.scan-cache"));
+    assert!(cache.is_dir(), "{}", cache.display());
+    let o = Command::new(SANDBOX).current_dir(&cache).args(["run", "--", "/bin/ls"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(125), "a run in the scan cache: {}", String::from_utf8_lossy(&o.stdout));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("which every sandbox masks") && err.contains(".scan-cache"), "{err}");
+    let profile = area.dir.path().join("root-in-registry.json");
+    let text = serde_json::json!({
+        "workspace_root": area.ws,
+        "additional_roots": [{"path": cache, "read": "allow", "write": "allow"}]
+    });
+    fs::write(&profile, text.to_string()).unwrap();
+    let o = area.sandbox(&refs(&[os("run"), os("--profile"), profile.into_os_string(), os("--"), os("/bin/true")]));
+    assert_eq!(o.status.code(), Some(125), "a root in the scan cache: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("which every sandbox masks"));
+
+    // A live set whose scratch root lies in this workspace (a `serve` started elsewhere).
+    let elsewhere = tempfile::Builder::new().prefix("sbx-cli-elsewhere").tempdir_in("/var/tmp").unwrap();
+    let scratch = area.ws.join("other-scratch");
+    fs::create_dir(&scratch).unwrap();
+    let mut serve = Command::new(SANDBOX)
+        .current_dir(elsewhere.path())
+        .args(["serve", "--scratch"])
+        .arg(&scratch)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let set_dir = (0..500)
+        .find_map(|_| {
+            let found = fs::read_dir(&scratch)
+                .ok()?
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("sandbox-executors-")));
+            if found.is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            found
+        })
+        .expect("serve's set directory");
+    fs::write(set_dir.join(".envrc"), "secret of another set\n").unwrap();
+    fs::write(area.ws.join("visible.txt"), "mine\n").unwrap();
+    let script = format!("cat visible.txt; cat {}/.envrc; ls -A {}", set_dir.display(), set_dir.display());
+    let o = area.sandbox(&refs(&[os("run"), os("--"), os("/bin/sh"), os("-c"), os(&script)]));
+    drop(serve.stdin.take());
+    let _ = serve.wait();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("mine\n"), "control: {out} {}", String::from_utf8_lossy(&o.stderr));
+    assert!(!out.contains("secret"), "another set's file was read: {out}");
+    assert_eq!(out, "mine\n", "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 /// Issue 15, item 4: a `--json` error object carries the human message next to the kind, and
 /// the message names the offending key (here an unknown key of the profile file).
 #[test]

@@ -286,6 +286,8 @@ pub(super) fn plan(
     let mut areas: Vec<(PathBuf, bool)> = profile.areas().map(|(p, _, _)| (p.to_path_buf(), false)).collect();
     areas.extend(g.read_trees.iter().chain(&g.write_trees).map(|p| (p.clone(), false)));
     areas.extend(g.read_paths.iter().chain(&g.write_paths).map(|p| (p.clone(), true)));
+    // (Kept for 8: nothing of a masked place is bound over its mask.)
+    let area_paths: Vec<PathBuf> = areas.iter().map(|(p, _)| p.clone()).collect();
     let scan = &spawn.protected;
     // File roots covered by an unreadable placeholder (read denied, or write-only narrowed to
     // denied): their aliases get the same cover in 2c.
@@ -539,6 +541,38 @@ pub(super) fn plan(
             planner.push(other.clone(), None, MountKind::Mask, false, Origin::ScratchMask, 9);
         }
     }
+    // Nothing of a masked place (the per-user registry, another live set) is bound over its
+    // mask: the mounts go shallow first, so a bind beneath a mask shows through it. A
+    // workspace, root or grant target inside one is refused (a red team, 5 December, made a
+    // root of the registry's scan cache and rewrote what later scans trust). A protected entry
+    // or a pin the scan found beneath any scratch mask (a workspace holding the host's `/tmp`
+    // finds other sets' HOMEs) is dropped unless an area beneath the mask holds it: the mask
+    // hides it, and nothing there is writable.
+    for other in &spawn.other_scratch_roots {
+        if !is_clean_absolute(other) || other.as_path() == Path::new("/") || *other == spawn.scratch_root {
+            continue;
+        }
+        if let Some(area) = area_paths.iter().find(|a| within(a, other)) {
+            return Err(Error::profile(format!(
+                "{} lies inside {}, which every sandbox masks (the per-user registry, or the directory of a live \
+                 executor set): it cannot be a workspace, an additional root or a grant target",
+                area.display(),
+                other.display()
+            )));
+        }
+    }
+    let masks: Vec<PathBuf> =
+        planner.ops.iter().filter(|op| op.origin == Origin::ScratchMask).map(|op| op.destination.clone()).collect();
+    planner.ops.retain(|op| {
+        let found =
+            op.origin == Origin::Protected || (op.origin == Origin::Area && !area_paths.contains(&op.destination));
+        !(found
+            && masks.iter().any(|m| {
+                op.destination != *m
+                    && within(&op.destination, m)
+                    && !area_paths.iter().any(|a| a != m && within(a, m) && within(&op.destination, a))
+            }))
+    });
     let var_run = PathBuf::from("/var/run");
     if host.var_run_is_dir && exposed(&planner, &var_run) {
         planner.push(var_run, None, MountKind::Mask, false, Origin::AreaMask, 9);

@@ -192,6 +192,62 @@ struct Stamp {
     ctime: (i64, i64),
 }
 
+/// A directory's stamp and entries (name, whether a directory), both of one inode: opened once
+/// (never through a symlink), stamped and read through that descriptor. A red team (5
+/// December) swapped an ancestor between a stamp taken by path and a listing read by path: the
+/// memo paired one directory's times with another's entries, hiding a protected file from
+/// every later scan once the listings were kept between processes.
+#[cfg(target_os = "linux")]
+fn read_listing(dir: &Path) -> std::io::Result<(Stamp, Vec<(OsString, bool)>)> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStringExt;
+
+    use nix::fcntl::{AtFlags, OFlag};
+    use nix::sys::stat::{Mode, SFlag};
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
+    let mut d = nix::dir::Dir::open(dir, flags, Mode::empty())?;
+    let fd = d.as_raw_fd();
+    let st = nix::sys::stat::fstat(fd)?;
+    let stamp = Stamp {
+        dev: st.st_dev,
+        ino: st.st_ino,
+        mtime: (st.st_mtime, st.st_mtime_nsec),
+        ctime: (st.st_ctime, st.st_ctime_nsec),
+    };
+    let mut entries = Vec::new();
+    for e in d.iter() {
+        let e = e?;
+        let name = e.file_name();
+        if name == c"." || name == c".." {
+            continue;
+        }
+        let is_dir = match e.file_type() {
+            Some(t) => t == nix::dir::Type::Directory,
+            // The filesystem gives no type in its listing: asked of the same directory.
+            None => {
+                let st = nix::sys::stat::fstatat(Some(fd), name, AtFlags::AT_SYMLINK_NOFOLLOW)?;
+                SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR
+            }
+        };
+        entries.push((OsString::from_vec(name.to_bytes().to_vec()), is_dir));
+    }
+    Ok((stamp, entries))
+}
+
+/// [`read_listing`] where no descriptor-based listing is at hand: stamped, then read, by
+/// path (listings are kept between processes on Linux only).
+#[cfg(not(target_os = "linux"))]
+fn read_listing(dir: &Path) -> std::io::Result<(Stamp, Vec<(OsString, bool)>)> {
+    let listed = std::fs::read_dir(dir)?;
+    let stamp = stamp(dir).ok_or_else(|| std::io::Error::other("its metadata cannot be read"))?;
+    let mut entries = Vec::new();
+    for e in listed {
+        let e = e?;
+        entries.push((e.file_name(), e.file_type()?.is_dir()));
+    }
+    Ok((stamp, entries))
+}
+
 fn stamp(dir: &Path) -> Option<Stamp> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::symlink_metadata(dir).ok()?;
@@ -731,33 +787,17 @@ impl Walker<'_> {
                 return Some(listing);
             }
         }
-        let entries = match std::fs::read_dir(dir) {
-            Ok(entries) => entries,
+        let (stamp, entries) = match read_listing(dir) {
+            Ok(read) => read,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
             Err(e) => {
                 self.unreadable(dir, &e);
                 return None;
             }
         };
-        let Some(stamp) = stamp else {
-            self.unreadable(dir, &std::io::Error::other("its metadata cannot be read"));
-            return None;
-        };
         let mut hits = Vec::new();
         let mut subdirs = Vec::new();
-        for e in entries {
-            let e = match e {
-                Ok(e) => e,
-                Err(err) => {
-                    self.unreadable(dir, &err);
-                    return None;
-                }
-            };
-            let name = e.file_name();
-            let Ok(ft) = e.file_type() else {
-                self.unreadable(dir, &std::io::Error::other(format!("the type of {name:?} cannot be read")));
-                return None;
-            };
+        for (name, is_dir) in entries {
             if self.last.contains(&name)
                 || self.intermediate.contains(&name)
                 || name == ".git"
@@ -766,7 +806,7 @@ impl Walker<'_> {
             {
                 hits.push(name.clone());
             }
-            if ft.is_dir() {
+            if is_dir {
                 subdirs.push(name);
             }
         }
@@ -1727,6 +1767,69 @@ mod tests {
         let slash = text.replacen("\"subdirs\":[\"", "\"subdirs\":[\"x/", 1);
         assert_ne!(slash, text);
         assert!(ScanMemo::from_kept(slash.as_bytes()).is_none(), "a name with a slash was taken");
+    }
+
+    /// A red team (5 December): an ancestor swapped (`RENAME_EXCHANGE`) between the stamp and
+    /// the listing of a directory paired one directory's times with another's entries, and the
+    /// kept memo hid a `.envrc` from every later scan. Scans race a thread that swaps `a` and
+    /// `c` (whose children differ: `a/bN/.envrc`, `c/bN` empty) for a while; every listing the
+    /// memo then holds is that of the directory with its inode. A path that is a symlink is not
+    /// read through it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_listing_is_always_that_of_the_inode_it_is_recorded_with() {
+        use std::os::unix::fs::MetadataExt;
+        let (_dir, ws, profile) = writable_workspace();
+        for i in 0..40 {
+            std::fs::create_dir_all(ws.join(format!("a/b{i}"))).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::create_dir_all(ws.join(format!("c/b{i}"))).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(ws.join(format!("a/b{i}/.envrc")), "x").unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(3100));
+        // Each child directory's real listing, by inode.
+        let mut truth: HashMap<u64, bool> = HashMap::new();
+        for side in ["a", "c"] {
+            for i in 0..40 {
+                let d = ws.join(format!("{side}/b{i}"));
+                let ino = std::fs::symlink_metadata(&d).unwrap_or_else(|e| panic!("{e}")).ino();
+                truth.insert(ino, d.join(".envrc").exists());
+            }
+        }
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let swapper = {
+            let (stop, ws) = (std::sync::Arc::clone(&stop), ws.clone());
+            std::thread::spawn(move || {
+                let (a, c) = (ws.join("a"), ws.join("c"));
+                let mut swaps = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    let _ = nix::fcntl::renameat2(None, &a, None, &c, nix::fcntl::RenameFlags::RENAME_EXCHANGE);
+                    swaps += 1;
+                }
+                // Back in place.
+                if swaps % 2 == 1 {
+                    let _ = nix::fcntl::renameat2(None, &a, None, &c, nix::fcntl::RenameFlags::RENAME_EXCHANGE);
+                }
+            })
+        };
+        let memo = ScanMemo::default();
+        let started = std::time::Instant::now();
+        let mut checked = 0;
+        while started.elapsed() < std::time::Duration::from_millis(1500) {
+            let _ = scan_with(&profile, None, Some(&memo));
+            let kept = memo.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            for listing in kept.dirs.values() {
+                if let Some(has) = truth.get(&listing.stamp.ino) {
+                    checked += 1;
+                    let listed = listing.hits.iter().any(|h| h == ".envrc");
+                    assert_eq!(listed, *has, "a listing paired with another directory's inode");
+                }
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        swapper.join().unwrap_or_else(|_| panic!("the swapper"));
+        assert!(checked > 0, "no listing of the swapped children was kept");
+        std::os::unix::fs::symlink(ws.join("a"), ws.join("link")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(read_listing(&ws.join("link")).is_err(), "a symlink was read through");
     }
 
     #[test]
