@@ -90,7 +90,7 @@ struct RunArgs {
     #[arg(long, value_name = "SECONDS", value_parser = parse_timeout, allow_negative_numbers = true)]
     timeout: Option<Duration>,
     /// Pass on at most N bytes of each stream; the first byte beyond kills the tree (exit 125).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     output_limit: Option<u64>,
     /// At most this many CPUs of CPU time (0.01-1000, for example 0.5; Linux: cgroup cpu.max or
     /// cpu.cfs_quota_us). Default: no bound beyond the low CPU weight.
@@ -142,7 +142,10 @@ enum BundleCommand {
 
 fn main() -> ExitCode {
     sandbox::init();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Bundle { command: BundleCommand::Export { out, profile, cwd, argv } } => {
@@ -163,6 +166,35 @@ fn main() -> ExitCode {
             ExitCode::from(125)
         }
     }
+}
+
+/// A usage error (exit 2): clap's text on stderr, and for `run --json` also exactly one JSON
+/// object on stdout (`error` `usage`, the message naming the flag), as for every other error of
+/// a `--json` run (a black-box test, 5 December: a harness got an empty stdout). Help and
+/// version print as clap prints them.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    // `run … --json … [-- ARGV]`: the flag before the ARGV of a `run`.
+    let args: Vec<OsString> = std::env::args_os().skip(1).take_while(|a| a != "--").collect();
+    if args.first().is_some_and(|a| a == "run") && args.iter().any(|a| a == "--json") {
+        // Its first paragraph, on one line (`… not provided: <ARGV>...`).
+        let text = e.render().to_string();
+        let first: Vec<&str> = text.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+        let first = first.join(" ");
+        let message = first.strip_prefix("error: ").unwrap_or(&first);
+        let value = serde_json::json!({
+            "exit_code": null, "signal": null, "stdout": "", "stderr": "",
+            "error": "usage", "message": message,
+            "level": "none", "guarantees": [], "guarantee_bits": 0, "report": [], "denials": [],
+        });
+        let _ = emit(std::io::stdout(), &format!("{value}\n"));
+    }
+    let _ = e.print();
+    ExitCode::from(2)
 }
 
 /// Writes `text` whole to `out` and flushes it.
@@ -195,11 +227,34 @@ fn say(what: &str, text: &str) -> Result<(), Error> {
 /// callers.
 pub(crate) fn check_cwd(what: &str, cwd: &Path) -> Result<(), Error> {
     let detail = match std::fs::metadata(cwd) {
-        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(m) if m.is_dir() => match std::fs::canonicalize(cwd) {
+            // OCI paths are text, and `/proc` is the sandbox's own: refused before anything is
+            // made (they failed only once the set existed, as `runtime` errors).
+            Ok(real) if real.to_str().is_none() => format!("{what}: {} is not valid UTF-8", cwd.display()),
+            Ok(real) if real.starts_with("/proc") => {
+                format!("{what}: {} is outside the sandbox's view (/proc is the sandbox's own)", cwd.display())
+            }
+            _ => return Ok(()),
+        },
         Ok(_) => format!("{what}: {} is not a directory", cwd.display()),
         Err(e) => format!("{what}: {} is not a directory: {e}", cwd.display()),
     };
     Err(Error::InvalidArgument { detail })
+}
+
+/// What `prepare_process` would refuse of the CLI's call, checked before a set is made (its
+/// directory, its sweep of the scratch root, its cgroups and its probe are all work done on
+/// the host): an empty program, and a profile whose command access leaves the CLI, which has
+/// no grants, nothing to run.
+fn check_call(profile: &Profile, argv: &[OsString]) -> Result<(), Error> {
+    if argv.first().is_none_or(|p| p.is_empty()) {
+        return Err(Error::InvalidArgument { detail: String::from("argv: empty program") });
+    }
+    match profile.config().command {
+        sandbox::Access::Deny => Err(Error::GrantDenied { detail: String::from("command.execute is deny") }),
+        sandbox::Access::Gated => Err(Error::GrantRequired),
+        sandbox::Access::Allow => Ok(()),
+    }
 }
 
 fn current_dir() -> Result<PathBuf, Error> {
@@ -451,6 +506,7 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
     let profile = load_profile_with_targets(args.profile.as_deref(), &current, &args.allow_target)?;
     let cwd = resolve(&current, args.cwd.clone());
     check_cwd("--cwd", &cwd)?;
+    check_call(&profile, &args.argv)?;
     let scratch = match &args.scratch {
         Some(s) => resolve(&current, Some(s.clone())),
         None => default_scratch(&profile)?,
@@ -811,11 +867,29 @@ const MAX_PROFILE: u64 = 1 << 20;
 /// The text of the `--profile` file at `path`, read with the bound [`MAX_PROFILE`].
 fn read_profile(path: &Path) -> Result<String, Error> {
     let bad = |why: String| Error::InvalidProfile { detail: format!("--profile {}: {why}", path.display()) };
-    let file = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+    // Opened without waiting: a FIFO no one writes hung every verb (a black-box test, 5
+    // December); it now reads as empty. Reads wait again afterwards, so that a pipe being
+    // written (`--profile <(…)`) is read whole.
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+            .open(path)
+            .map_err(|e| bad(e.to_string()))?
+    };
+    nix::fcntl::fcntl(
+        std::os::fd::AsRawFd::as_raw_fd(&file),
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
+    )
+    .map_err(|e| bad(e.to_string()))?;
     let mut bytes = Vec::new();
     file.take(MAX_PROFILE + 1).read_to_end(&mut bytes).map_err(|e| bad(e.to_string()))?;
     if bytes.len() as u64 > MAX_PROFILE {
         return Err(bad(format!("larger than {MAX_PROFILE} bytes (1 MiB)")));
+    }
+    if bytes.is_empty() {
+        return Err(bad(String::from("empty (an empty file, or a FIFO no one writes)")));
     }
     String::from_utf8(bytes).map_err(|_| bad(String::from("stream did not contain valid UTF-8")))
 }

@@ -221,7 +221,14 @@ fn parse_map(map: &Map<String, Value>, current: &Path) -> Result<Op, String> {
         return Err(format!("request: unknown key {k:?} for op {op:?} (known keys: {})", known.join(", ")));
     }
     let executor = text("executor")?.unwrap_or_else(|| String::from("default"));
-    let cwd = text("cwd")?.map_or_else(|| current.to_path_buf(), |c| resolve(current, Some(PathBuf::from(c))));
+    // An empty `cwd` names no directory (`run --cwd ''` is refused too); it ran in serve's own
+    // directory before (a black-box test, 5 December).
+    let cwd = match text("cwd")? {
+        Some(c) if c.is_empty() => {
+            return Err(String::from("request: cwd: empty (leave the key out for serve's directory)"));
+        }
+        c => c.map_or_else(|| current.to_path_buf(), |c| resolve(current, Some(PathBuf::from(c)))),
+    };
     let execution_id = text("execution_id")?.unwrap_or_else(|| String::from("sandbox-serve"));
     let command = text("command")?;
     if op == "grant" {
