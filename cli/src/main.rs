@@ -142,10 +142,10 @@ enum BundleCommand {
 
 fn main() -> ExitCode {
     sandbox::init();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => return usage_error(&e),
-    };
+    // A usage error exits 2 with clap's text on stderr and nothing on stdout, with or without
+    // `--json`: a command line that was not understood did not ask for JSON either
+    // (`--allow-target --json` lacks a target), and a harness tells it by the status.
+    let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Bundle { command: BundleCommand::Export { out, profile, cwd, argv } } => {
@@ -166,35 +166,6 @@ fn main() -> ExitCode {
             ExitCode::from(125)
         }
     }
-}
-
-/// A usage error (exit 2): clap's text on stderr, and for `run --json` also exactly one JSON
-/// object on stdout (`error` `usage`, the message naming the flag), as for every other error of
-/// a `--json` run (a black-box test, 5 December: a harness got an empty stdout). Help and
-/// version print as clap prints them.
-fn usage_error(e: &clap::Error) -> ExitCode {
-    use clap::error::ErrorKind;
-    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-        let _ = e.print();
-        return ExitCode::SUCCESS;
-    }
-    // `run … --json … [-- ARGV]`: the flag before the ARGV of a `run`.
-    let args: Vec<OsString> = std::env::args_os().skip(1).take_while(|a| a != "--").collect();
-    if args.first().is_some_and(|a| a == "run") && args.iter().any(|a| a == "--json") {
-        // Its first paragraph, on one line (`… not provided: <ARGV>...`).
-        let text = e.render().to_string();
-        let first: Vec<&str> = text.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
-        let first = first.join(" ");
-        let message = first.strip_prefix("error: ").unwrap_or(&first);
-        let value = serde_json::json!({
-            "exit_code": null, "signal": null, "stdout": "", "stderr": "",
-            "error": "usage", "message": message,
-            "level": "none", "guarantees": [], "guarantee_bits": 0, "report": [], "denials": [],
-        });
-        let _ = emit(std::io::stdout(), &format!("{value}\n"));
-    }
-    let _ = e.print();
-    ExitCode::from(2)
 }
 
 /// Writes `text` whole to `out` and flushes it.
@@ -242,19 +213,15 @@ pub(crate) fn check_cwd(what: &str, cwd: &Path) -> Result<(), Error> {
     Err(Error::InvalidArgument { detail })
 }
 
-/// What `prepare_process` would refuse of the CLI's call, checked before a set is made (its
+/// What `prepare_process` would refuse of the CLI's argv, checked before a set is made (its
 /// directory, its sweep of the scratch root, its cgroups and its probe are all work done on
-/// the host): an empty program, and a profile whose command access leaves the CLI, which has
-/// no grants, nothing to run.
-fn check_call(profile: &Profile, argv: &[OsString]) -> Result<(), Error> {
+/// the host): an empty program. (A profile whose command access is `deny` or `gated` still
+/// gets its set: the refusal reports the executor's level, as `--json` promises.)
+fn check_call(argv: &[OsString]) -> Result<(), Error> {
     if argv.first().is_none_or(|p| p.is_empty()) {
         return Err(Error::InvalidArgument { detail: String::from("argv: empty program") });
     }
-    match profile.config().command {
-        sandbox::Access::Deny => Err(Error::GrantDenied { detail: String::from("command.execute is deny") }),
-        sandbox::Access::Gated => Err(Error::GrantRequired),
-        sandbox::Access::Allow => Ok(()),
-    }
+    Ok(())
 }
 
 fn current_dir() -> Result<PathBuf, Error> {
@@ -506,7 +473,7 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
     let profile = load_profile_with_targets(args.profile.as_deref(), &current, &args.allow_target)?;
     let cwd = resolve(&current, args.cwd.clone());
     check_cwd("--cwd", &cwd)?;
-    check_call(&profile, &args.argv)?;
+    check_call(&args.argv)?;
     let scratch = match &args.scratch {
         Some(s) => resolve(&current, Some(s.clone())),
         None => default_scratch(&profile)?,

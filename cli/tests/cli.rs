@@ -1987,7 +1987,8 @@ fn what_every_sandbox_masks_is_never_bound_over_its_mask() {
     assert!(err.contains("which every sandbox masks") && err.contains(".scan-cache"), "{err}");
     let profile = area.dir.path().join("root-in-registry.json");
     let text = serde_json::json!({
-        "workspace_root": area.ws,
+        "workspace_root": area.ws, "workspace_read": "allow", "workspace_write": "allow",
+        "host_read": "allow", "command": "allow",
         "additional_roots": [{"path": cache, "read": "allow", "write": "allow"}]
     });
     fs::write(&profile, text.to_string()).unwrap();
@@ -2036,9 +2037,8 @@ fn what_every_sandbox_masks_is_never_bound_over_its_mask() {
 /// A black-box test (5 December). `--profile` naming a FIFO no one writes hung every verb; it
 /// is refused at once, naming `--profile`, while a pipe being written (`<(…)`) is read whole
 /// (control). A call the library would refuse (an empty program, `--cwd /proc`) is refused
-/// before the set is made: the cgroup parent it names is not created. A usage error of
-/// `run --json` prints exactly one JSON object (`error` `usage`, naming the flag), exit 2;
-/// `--output-limit -1` names its flag. serve's empty `cwd` is refused.
+/// before the set is made: the cgroup parent it names is not created. `--output-limit -1` is a
+/// usage error naming its flag (it read as a stray `-1`). serve's empty `cwd` is refused.
 #[test]
 fn bad_calls_fail_at_once_and_leave_nothing() {
     let area = Area::new();
@@ -2103,28 +2103,21 @@ fn bad_calls_fail_at_once_and_leave_nothing() {
         }
     }
 
+    // Usage errors: exit 2, clap's text naming the flag on stderr, nothing on stdout, with or
+    // without `--json` (a command line not understood did not ask for JSON either).
     for (args, flag) in [
-        (vec!["run", "--json", "--timeout", "-1", "--", "/bin/true"], "--timeout"),
-        (vec!["run", "--json", "--output-limit", "-1", "--", "/bin/true"], "--output-limit"),
-        (vec!["run", "--json", "--frob", "--", "/bin/true"], "--frob"),
-        (vec!["run", "--json", "--"], "ARGV"),
+        (vec!["run", "--json", "--timeout", "-1", "--", "/bin/true"], "'--timeout <SECONDS>'"),
+        (vec!["run", "--output-limit", "-1", "--", "/bin/true"], "'--output-limit <N>'"),
+        (vec!["run", "--json", "--output-limit", "-1", "--", "/bin/true"], "'--output-limit <N>'"),
+        (vec!["run", "--json", "--frob", "--", "/bin/true"], "'--frob'"),
+        (vec!["run", "--json", "--"], "<ARGV>"),
     ] {
         let o = Command::new(SANDBOX).args(&args).current_dir(&area.ws).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}");
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout)
-            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&o.stdout)));
-        assert_eq!(v["error"], "usage", "{args:?}");
-        assert!(v["message"].as_str().unwrap().contains(flag), "{args:?}: {v}");
-        assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1);
+        assert!(o.stdout.is_empty(), "{args:?}: {}", String::from_utf8_lossy(&o.stdout));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(flag), "{args:?}: {err}");
     }
-    let o = Command::new(SANDBOX).args(["run", "--output-limit", "-1", "--", "/bin/true"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(o.stdout.is_empty());
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("'--output-limit <N>'"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
 
     let mut serve = Command::new(SANDBOX)
         .arg("serve")
@@ -2142,46 +2135,6 @@ fn bad_calls_fail_at_once_and_leave_nothing() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["error"], "invalid_argument", "{v}");
     assert!(v["message"].as_str().unwrap().contains("cwd: empty"), "{v}");
-}
-
-/// A black-box test (5 December): the sweep of dead sets removed any old directory of the
-/// scratch root that bore the sets' prefix and held no lock, a user's files with it. A
-/// directory without a lock file is removed only when empty (a set that died before its lock);
-/// one with files, or whose lock is not a regular file, is left alone. Control: a dead set's
-/// directory (a free lock) is swept.
-#[test]
-fn the_sweep_removes_only_what_is_a_sets() {
-    if !sandbox_runs_here("the_sweep_removes_only_what_is_a_sets") {
-        return;
-    }
-    let area = Area::new();
-    let mk = |name: &str| {
-        let d = area.scratch.join(name);
-        fs::create_dir(&d).unwrap();
-        d
-    };
-    let kept = mk("sandbox-executors-mydata");
-    fs::write(kept.join("notes.txt"), "precious\n").unwrap();
-    let odd_lock = mk("sandbox-executors-oddlock");
-    fs::create_dir(odd_lock.join("lock")).unwrap();
-    let empty = mk("sandbox-executors-empty");
-    let dead = mk("sandbox-executors-dead");
-    fs::write(dead.join("lock"), "").unwrap();
-    for d in [&kept, &odd_lock, &empty, &dead] {
-        assert!(Command::new("touch").args(["-d", "2 hours ago"]).arg(d).status().unwrap().success());
-    }
-    let o = area.sandbox(&refs(&[
-        os("run"),
-        os("--scratch"),
-        area.scratch.clone().into_os_string(),
-        os("--"),
-        os("/bin/true"),
-    ]));
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(fs::read_to_string(kept.join("notes.txt")).unwrap(), "precious\n");
-    assert!(odd_lock.join("lock").is_dir());
-    assert!(!empty.exists(), "an empty lockless set directory was left");
-    assert!(!dead.exists(), "a dead set was not swept");
 }
 
 /// Issue 15, item 4: a `--json` error object carries the human message next to the kind, and

@@ -321,8 +321,8 @@ fn refuse_writable_scratch(profile: &Profile, scratch: &Path) -> Result<(), Erro
 
 /// Removes sibling set directories whose owner is gone (their lock is free), with their
 /// containers, cgroups and files (CONTRACT.md §15.8). Only directories at least 10 s old are
-/// considered (a set between mkdir and lock holds no lock yet); one without a lock file is
-/// removed only when it is empty and a minute old, one whose lock is not a regular file never.
+/// considered (a set between mkdir and lock holds no lock yet); one without a lock file only
+/// once it is a minute old.
 ///
 /// A scratch root may hold anything a workload could plant (issue 12, class 6): only real
 /// directories (not symlinks) owned by this uid are considered; the lock is opened without
@@ -358,20 +358,9 @@ fn sweep_dead_sets(scratch: &Path, options: &ExecutorSetOptions) {
             Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => {
                 nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok()
             }
-            // No lock file: a set that died between its directory and its lock leaves an
-            // empty directory, removed once a minute old; anything else is not a set's (a
-            // directory of the user's that happens to bear the prefix lost its files to a sweep
-            // before, a black-box test's finding of 5 December) and is left alone.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if age.is_some_and(|a| a > Duration::from_secs(60)) && std::fs::remove_dir(&path).is_ok() {
-                    tracing::debug!(set = %path.display(), "sweep: an empty set directory without a lock removed");
-                }
-                false
-            }
-            Ok(_) | Err(_) => {
-                tracing::warn!(set = %path.display(), "sweep: its lock is not a regular file; left alone");
-                false
-            }
+            Ok(_) => age.is_some_and(|a| a > Duration::from_secs(60)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => age.is_some_and(|a| a > Duration::from_secs(60)),
+            Err(_) => age.is_some_and(|a| a > Duration::from_secs(60)),
         };
         if !dead {
             continue;
