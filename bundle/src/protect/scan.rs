@@ -779,9 +779,10 @@ impl Walker<'_> {
 
     /// The directory's listing: the memo's while the directory is unchanged, else read now.
     fn listing(&mut self, dir: &Path) -> Option<Listing> {
-        let stamp = stamp(dir);
-        if let (Some(stamp), Some(old)) = (stamp, self.old.get(dir)) {
-            if old.stamp == stamp {
+        // Stamped by path only where the memo has a listing to compare (a directory read now is
+        // stamped through its descriptor below).
+        if let Some(old) = self.old.get(dir) {
+            if stamp(dir) == Some(old.stamp) {
                 let listing = old.clone();
                 self.new.insert(dir.to_path_buf(), listing.clone());
                 return Some(listing);
