@@ -87,27 +87,27 @@ struct RunArgs {
     cgroup_parent: Option<PathBuf>,
     /// Kill the process tree this many seconds after start (exit 125): 0 (nothing is spawned)
     /// to 1000000000 (about 31 years), fractions allowed.
-    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout, allow_negative_numbers = true)]
+    #[arg(long, value_name = "SECONDS", value_parser = Utf8(parse_timeout), allow_negative_numbers = true)]
     timeout: Option<Duration>,
     /// Pass on at most N bytes of each stream; the first byte beyond kills the tree (exit 125).
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = Utf8(clap::value_parser!(u64)), allow_negative_numbers = true)]
     output_limit: Option<u64>,
     /// At most this many CPUs of CPU time (0.01-1000, for example 0.5; Linux: cgroup cpu.max or
     /// cpu.cfs_quota_us). Default: no bound beyond the low CPU weight.
-    #[arg(long, value_name = "CPUS", value_parser = parse_cpus, allow_negative_numbers = true)]
+    #[arg(long, value_name = "CPUS", value_parser = Utf8(parse_cpus), allow_negative_numbers = true)]
     cpus: Option<f64>,
     /// The CPU weight of the run (1-10000; a host process has 100; default 10).
-    #[arg(long, value_name = "WEIGHT", value_parser = cpu_weight_parser(), allow_negative_numbers = true)]
+    #[arg(long, value_name = "WEIGHT", value_parser = Utf8(cpu_weight_parser()), allow_negative_numbers = true)]
     cpu_weight: Option<u16>,
     /// Pin NAME to ADDR for the egress proxy's resolver (repeatable, like curl's --resolve): the
     /// proxy connects there instead of asking DNS, and a pinned address counts as named by you
     /// (loopback test servers, split-horizon DNS). Only allowed targets are reachable either way.
-    #[arg(long, value_name = "NAME:ADDR")]
+    #[arg(long, value_name = "NAME:ADDR", value_parser = text())]
     resolve: Vec<String>,
     /// Allow a network target through the egress proxy (repeatable): `tcp:<host>:<port>`,
     /// `tcp:*.<domain>:<port>` or `tcp:<ip>:<port>`. Makes the default profile's network gated;
     /// a --profile file must say `"network": "gated"` itself.
-    #[arg(long, value_name = "TARGET")]
+    #[arg(long, value_name = "TARGET", value_parser = text())]
     allow_target: Vec<String>,
     /// Print exactly one JSON object on stdout (exit_code, signal, stdout, stderr, error, level,
     /// guarantees, guarantee_bits, report, denials) and nothing else.
@@ -217,6 +217,61 @@ pub(crate) fn check_cwd(what: &str, cwd: &Path) -> Result<(), Error> {
 /// directory, its sweep of the scratch root, its cgroups and its probe are all work done on
 /// the host): an empty program. (A profile whose command access is `deny` or `gated` still
 /// gets its set: the refusal reports the executor's level, as `--json` promises.)
+/// The library names its options by field (`scratch_root: …`, `out_dir: …`); a CLI user set
+/// them by flag, so a message that begins with such a field names the flag first
+/// (`--scratch (scratch_root): …`).
+pub(crate) fn as_flags(e: Error) -> Error {
+    const FIELDS: [(&str, &str); 4] = [
+        ("scratch_root", "--scratch"),
+        ("cgroup_parent", "--cgroup-parent"),
+        ("out_dir", "--out"),
+        ("max_executors", "--max-executors"),
+    ];
+    let rename = |text: String| {
+        FIELDS
+            .iter()
+            .find_map(|(field, flag)| {
+                text.strip_prefix(field)?.strip_prefix(": ").map(|rest| format!("{flag} ({field}): {rest}"))
+            })
+            .unwrap_or(text)
+    };
+    match e {
+        Error::InvalidOptions { detail } => Error::InvalidOptions { detail: rename(detail) },
+        Error::InvalidArgument { detail } => Error::InvalidArgument { detail: rename(detail) },
+        Error::Io { context, source } => Error::Io { context: rename(context), source },
+        e => e,
+    }
+}
+
+/// A value parser that names its flag when the value is not UTF-8 (clap's own text says only
+/// "invalid UTF-8 was detected in one or more arguments"), then hands the text to `P`. Still a
+/// usage error (exit 2).
+#[derive(Clone)]
+pub(crate) struct Utf8<P>(pub(crate) P);
+
+impl<P: clap::builder::TypedValueParser> clap::builder::TypedValueParser for Utf8<P> {
+    type Value = P::Value;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        if value.to_str().is_none() {
+            let name = arg.map_or_else(|| String::from("an option"), |a| format!("'{a}'"));
+            let text = format!("invalid value for {name}: not valid UTF-8\n\nFor more information, try '--help'.\n");
+            return Err(clap::Error::raw(clap::error::ErrorKind::InvalidUtf8, text).with_cmd(cmd));
+        }
+        self.0.parse_ref(cmd, arg, value)
+    }
+}
+
+/// `Utf8` over clap's text parser.
+pub(crate) fn text() -> Utf8<clap::builder::StringValueParser> {
+    Utf8(clap::builder::StringValueParser::new())
+}
+
 fn check_call(argv: &[OsString]) -> Result<(), Error> {
     if argv.first().is_none_or(|p| p.is_empty()) {
         return Err(Error::InvalidArgument { detail: String::from("argv: empty program") });
@@ -251,7 +306,7 @@ fn export(out: &Path, profile: Option<&Path>, cwd: Option<PathBuf>, argv: Vec<Os
         gid,
         ..ExportRequest::default()
     };
-    export_bundle(&profile, &request, out)?;
+    export_bundle(&profile, &request, out).map_err(as_flags)?;
     say(&format!("the bundle's path (the bundle at {} is written)", out.display()), &format!("{}\n", out.display()))
 }
 
@@ -488,7 +543,7 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
         options = options.cgroup_parent(parent);
     }
     let options = cpu.apply(options);
-    let set = ExecutorSet::new(&setup, &profile, options)?;
+    let set = ExecutorSet::new(&setup, &profile, options).map_err(as_flags)?;
     let executor = set.executor("sandbox-cli")?;
     let started = executor
         .prepare_process(

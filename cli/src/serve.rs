@@ -58,19 +58,19 @@ pub(crate) struct ServeArgs {
     cgroup_parent: Option<PathBuf>,
     /// The most executor keys (1-1024).
     #[arg(long, value_name = "N", default_value_t = 16,
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
+          value_parser = crate::Utf8(clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024)))]
     max_executors: usize,
     /// Pin NAME to ADDR for the egress proxy's resolver (repeatable; as for `run`).
-    #[arg(long, value_name = "NAME:ADDR")]
+    #[arg(long, value_name = "NAME:ADDR", value_parser = crate::text())]
     resolve: Vec<String>,
     /// Allow a network target through the egress proxy (repeatable; as for `run`).
-    #[arg(long, value_name = "TARGET")]
+    #[arg(long, value_name = "TARGET", value_parser = crate::text())]
     allow_target: Vec<String>,
     /// At most this many CPUs of CPU time for each run (0.01-1000; as for `run`).
-    #[arg(long, value_name = "CPUS", value_parser = crate::parse_cpus, allow_negative_numbers = true)]
+    #[arg(long, value_name = "CPUS", value_parser = crate::Utf8(crate::parse_cpus), allow_negative_numbers = true)]
     cpus: Option<f64>,
     /// The CPU weight of each run (1-10000; a host process has 100; default 10; as for `run`).
-    #[arg(long, value_name = "WEIGHT", value_parser = crate::cpu_weight_parser(), allow_negative_numbers = true)]
+    #[arg(long, value_name = "WEIGHT", value_parser = crate::Utf8(crate::cpu_weight_parser()), allow_negative_numbers = true)]
     cpu_weight: Option<u16>,
 }
 
@@ -544,7 +544,7 @@ fn open(args: &ServeArgs) -> Result<ExecutorSet, Error> {
     if let Some(parent) = &args.cgroup_parent {
         options = options.cgroup_parent(parent);
     }
-    ExecutorSet::new(&Deadline::after(Duration::from_secs(60)), &profile, options)
+    ExecutorSet::new(&Deadline::after(Duration::from_secs(60)), &profile, options).map_err(crate::as_flags)
 }
 
 #[cfg(test)]

@@ -2137,6 +2137,73 @@ fn bad_calls_fail_at_once_and_leave_nothing() {
     assert!(v["message"].as_str().unwrap().contains("cwd: empty"), "{v}");
 }
 
+/// Every flag value that is not UTF-8 is a usage error naming its flag (clap's own text named
+/// none), and a scratch root or bundle directory where nothing can be made is refused naming
+/// `--scratch` or `--out` (the library's field names follow). Nothing is spawned or written;
+/// the controls beside them run.
+#[test]
+fn every_bad_flag_value_names_its_flag() {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt as _;
+    let area = Area::new();
+    let before = area.snapshot();
+    let bad = || OsString::from_vec(vec![b'x', 0xff]);
+    let os = OsString::from;
+    let mut cases: Vec<(Vec<OsString>, &str)> = Vec::new();
+    for flag in ["--timeout", "--output-limit", "--cpus", "--cpu-weight", "--resolve", "--allow-target"] {
+        cases.push((vec![os("run"), os(flag), bad(), os("--"), os("/bin/true")], flag));
+        let mut joined = OsString::from(format!("{flag}="));
+        joined.push(bad());
+        cases.push((vec![os("run"), os("--json"), joined, os("--"), os("/bin/true")], flag));
+    }
+    for flag in ["--max-executors", "--cpus", "--cpu-weight", "--resolve", "--allow-target"] {
+        cases.push((vec![os("serve"), os(flag), bad()], flag));
+    }
+    for (args, flag) in &cases {
+        let o = Command::new(SANDBOX).args(args).current_dir(&area.ws).stdin(Stdio::null()).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+        assert!(err.contains(&format!("'{flag} <")) && err.contains("UTF-8"), "{args:?}: {err}");
+    }
+
+    let out = area.dir.path().join("never");
+    for (args, says) in [
+        (vec!["run", "--scratch", "/proc", "--", "/bin/true"], "--scratch (scratch_root): creating /proc/"),
+        (vec!["run", "--scratch", "/nonexistent-scratch", "--", "/bin/true"], "--scratch (scratch_root): /nonexistent"),
+        (vec!["bundle", "export", "--out", "/proc/never", "--", "/bin/true"], "--out (out_dir): creating /proc/never"),
+        (vec!["bundle", "export", "--out", "/etc/hostname", "--", "/bin/true"], "--out (out_dir): /etc/hostname"),
+    ] {
+        let o = Command::new(SANDBOX).args(&args).current_dir(&area.ws).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(125), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    assert_eq!(area.snapshot(), before, "nothing written");
+
+    // Controls: the same flags with good values.
+    let o = Command::new(SANDBOX)
+        .args(["bundle", "export", "--out"])
+        .arg(&out)
+        .args(["--", "/bin/true"])
+        .current_dir(&area.ws)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.join("config.json").is_file());
+    if sandbox_runs_here("every_bad_flag_value_names_its_flag") {
+        let o = Command::new(SANDBOX)
+            .args(["run", "--timeout", "20", "--output-limit", "100", "--cpu-weight", "20", "--scratch"])
+            .arg(&area.scratch)
+            .args(["--", "/bin/echo", "ran"])
+            .current_dir(&area.ws)
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "ran\n", "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(o.status.code(), Some(0));
+    }
+}
+
 /// Issue 15, item 4: a `--json` error object carries the human message next to the kind, and
 /// the message names the offending key (here an unknown key of the profile file).
 #[test]

@@ -92,7 +92,7 @@ mod write {
             rustix::io::Errno::EXIST => {
                 Error::InvalidArgument { detail: format!("out_dir: {} appeared meanwhile", shown.display()) }
             }
-            e => Error::io(format!("creating {}", shown.display()), e.into()),
+            e => Error::io(format!("out_dir: creating {}", shown.display()), e.into()),
         })?;
         let fd = rustix::fs::openat(dir, name, DIR, Mode::empty())
             .map_err(|e| Error::io(format!("opening {}", shown.display()), e.into()))?;
@@ -107,7 +107,7 @@ mod write {
             rustix::io::Errno::EXIST => {
                 Error::InvalidArgument { detail: format!("out_dir: {} appeared meanwhile", shown.display()) }
             }
-            e => Error::io(format!("creating {}", shown.display()), e.into()),
+            e => Error::io(format!("out_dir: creating {}", shown.display()), e.into()),
         })?;
         rustix::fs::fchmod(&fd, raw_mode(mode))
             .map_err(|e| Error::io(format!("chmod {}", shown.display()), e.into()))?;
@@ -177,7 +177,7 @@ mod write {
         created.push(OsStr::new(ROOTFS));
         for (name, target) in &plan.bundle.plan.rootfs_symlinks {
             rustix::fs::symlinkat(target.as_path(), &rootfs, name.as_str()).map_err(|e| {
-                Error::io(format!("creating symlink {}", out.join(ROOTFS).join(name).display()), e.into())
+                Error::io(format!("out_dir: creating symlink {}", out.join(ROOTFS).join(name).display()), e.into())
             })?;
         }
         if plan.isolated_home {

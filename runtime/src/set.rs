@@ -106,7 +106,12 @@ impl ExecutorSet {
             refuse_writable_scratch(profile, &scratch)?;
         }
         sweep_dead_sets(&scratch, &options);
-        let dir = fsutil::private_dir(&scratch, SET_PREFIX)?;
+        // Named by its option: a scratch root where nothing can be made (`/proc`, a read-only
+        // mount) is the caller's choice to fix.
+        let dir = fsutil::private_dir(&scratch, SET_PREFIX).map_err(|e| match e {
+            Error::Io { context, source } => Error::Io { context: format!("scratch_root: {context}"), source },
+            e => e,
+        })?;
         // Every other sandbox of this user masks this scratch root from now on (class 7).
         if let Err(e) = crate::backend::mask(profile, &dir) {
             let _ = fsutil::remove_tree(&dir);
