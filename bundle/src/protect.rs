@@ -379,6 +379,24 @@ impl CreationGuard {
         if self.makes_a_repository(path) || path.parent().is_some_and(|p| self.no_new_entries.iter().any(|d| d == p)) {
             return true;
         }
+        self.listed(path, op)
+    }
+
+    /// Whether the content of `path` (absolute, resolved as the kernel would) is protected: it
+    /// is, or lies beneath, a protected entry (a name pattern at any depth, or an exact path).
+    /// The Linux guard refuses opening such a file for writing, truncating it, and linking or
+    /// renaming it elsewhere, whatever made it appear: a file the host replaces or creates
+    /// while a run goes on is no mount point in the run's view (the kernel detaches a mount
+    /// whose file another mount namespace renames over or removes), so the read-only bind of
+    /// the spawn no longer covers it (a red team, 5 December).
+    pub fn protects(&self, path: &Path) -> bool {
+        self.listed(path, CreateOp::Create)
+    }
+
+    /// Whether `path` matches a name pattern (outside the exempt directories) or an exact path;
+    /// for [`CreateOp::Place`] also completes a pattern's leading components or is a proper
+    /// ancestor of an exact path.
+    fn listed(&self, path: &Path, op: CreateOp) -> bool {
         let comps: Vec<&std::ffi::OsStr> = path
             .components()
             .filter_map(|c| match c {

@@ -474,7 +474,12 @@ mod linux {
         let exec = set.executor("k").unwrap();
         let tty = |command: &str| ProcessOptions { tty: true, ..f.options(command) };
         let p = exec
-            .prepare_process(&dl(), tty("tty; stty size; read x; echo got-$x; read y; stty size"))
+            // `/dev/tty` is the controlling terminal also when opened for writing, which the
+            // creation guard performs for the workload (it reopens the caller's own terminal).
+            .prepare_process(
+                &dl(),
+                tty("tty; echo via-dev-tty > /dev/tty; stty size </dev/tty; read x; echo got-$x; read y; stty size"),
+            )
             .unwrap()
             .start(&dl())
             .unwrap();
@@ -485,6 +490,7 @@ mod linux {
         assert_eq!(err, "", "stderr is at EOF at once in PTY mode");
         let text = read_until(&mut out, "24 80", Duration::from_secs(10));
         assert!(text.contains("/dev/pts/"), "{text:?}");
+        assert!(text.contains("via-dev-tty"), "{text:?}");
         p.stdin().write(b"hello\n").unwrap();
         let text = read_until(&mut out, "got-hello", Duration::from_secs(10));
         assert!(text.contains("hello"), "the terminal echoes input: {text:?}");

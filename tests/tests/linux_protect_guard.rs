@@ -385,6 +385,114 @@ os._exit(3)
         assert!(!d.ws.join("missing").exists());
     }
 
+    /// A protected file the host replaces or creates while a run goes on (a red team, 5
+    /// December). The spawn binds each existing entry read-only, but the kernel detaches a
+    /// mount whose file another mount namespace renames over (git writes `config.lock` and
+    /// renames it over `config`; editors save so), and a file the host creates during the run
+    /// was never bound: before, the workload then wrote `.git/config` (`core.fsmonitor`, run by
+    /// the host's next `git status`), `.envrc` and a hook the host had just installed. Now the
+    /// guard refuses opening a protected file for writing (`O_WRONLY`, `O_RDWR`, `O_TRUNC`,
+    /// also through `/proc/self/fd`), `truncate`, and linking or renaming it elsewhere; the
+    /// host's files keep their content. Controls in the same run: an unprotected file beside
+    /// them (`.git/description`) is written, a new file is made, and O_TMPFILE works.
+    pub fn protected_files_the_host_replaces_or_creates_during_a_run_stay_read_only() {
+        let d = TestDirs::new("sbx-guard");
+        let git = |args: &[&str]| {
+            let o = std::process::Command::new("git").args(args).current_dir(&d.ws).output().unwrap();
+            assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        };
+        git(&["init", "-q", "."]);
+        fs::remove_dir_all(d.ws.join(".git/hooks")).unwrap();
+        fs::write(d.ws.join(".mcp.json"), "{}\n").unwrap();
+        let script = r##"
+import errno, os, time
+open("ready", "w").close()
+end = time.time() + 30
+while not os.path.exists("done") and time.time() < end:
+    time.sleep(0.02)
+def write(flags):
+    def f(t):
+        fd = os.open(t, flags)
+        try:
+            os.write(fd, b"# planted\n")
+        finally:
+            os.close(fd)
+    return f
+def reopen(t):
+    fd = os.open(t, os.O_RDONLY)
+    try:
+        os.close(os.open("/proc/self/fd/%d" % fd, os.O_WRONLY | os.O_APPEND))
+    finally:
+        os.close(fd)
+def link(t):
+    os.link(t, "second-name")
+def tmpfile(t):
+    fd = os.open(".", os.O_TMPFILE | os.O_RDWR)
+    os.write(fd, b"x")
+    os.close(fd)
+ways = [("append", write(os.O_WRONLY | os.O_APPEND)), ("rdwr", write(os.O_RDWR)),
+        ("trunc", lambda t: os.close(os.open(t, os.O_RDONLY | os.O_TRUNC))),
+        ("truncate", lambda t: os.truncate(t, 0)), ("reopen", reopen), ("link", link),
+        ("rename", lambda t: os.rename(t, "moved"))]
+for t in [".git/config", ".envrc", ".git/hooks/pre-commit", ".mcp.json", ".git/description", "new.txt"]:
+    for name, way in ways + [("tmpfile", tmpfile)]:
+        if t in (".git/description", "new.txt") and name in ("link", "rename"):
+            continue
+        try:
+            way(t)
+            print(t, name, "ok")
+        except OSError as e:
+            print(t, name, errno.errorcode[e.errno])
+    if t == ".git/description":
+        open("new.txt", "w").close()
+"##;
+        fs::write(d.ws.join("w.py"), script).unwrap();
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        let ws = d.ws.clone();
+        let host = std::thread::spawn(move || {
+            let end = Instant::now() + std::time::Duration::from_secs(30);
+            while !ws.join("ready").exists() && Instant::now() < end {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            // git rewrites its config by renaming a new file over it.
+            let o = std::process::Command::new("git")
+                .args(["config", "user.name", "host"])
+                .current_dir(&ws)
+                .output()
+                .unwrap();
+            assert!(o.status.success());
+            // An editor's save of the bound `.mcp.json`, and files the host creates.
+            fs::write(ws.join(".mcp.json.tmp"), "{\"host\": 1}\n").unwrap();
+            fs::rename(ws.join(".mcp.json.tmp"), ws.join(".mcp.json")).unwrap();
+            fs::write(ws.join(".envrc"), "echo host\n").unwrap();
+            fs::create_dir(ws.join(".git/hooks")).unwrap();
+            fs::write(ws.join(".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+            fs::write(ws.join("done"), "").unwrap();
+        });
+        let (code, out) = sh_in(&exec, &d.ws, "/usr/bin/python3 w.py");
+        host.join().unwrap();
+        println!("{out}");
+        assert_eq!(code, 0, "{out}");
+        for t in [".git/config", ".envrc", ".git/hooks/pre-commit", ".mcp.json"] {
+            for way in ["append", "rdwr", "trunc", "truncate", "reopen", "link", "rename"] {
+                assert!(out.contains(&format!("{t} {way} EACCES\n")), "{t} {way}: {out}");
+            }
+        }
+        for way in ["append", "rdwr", "trunc", "truncate", "reopen", "tmpfile"] {
+            assert!(out.contains(&format!(".git/description {way} ok\n")), "control {way}: {out}");
+            assert!(out.contains(&format!("new.txt {way} ok\n")), "control {way}: {out}");
+        }
+        let config = fs::read_to_string(d.ws.join(".git/config")).unwrap();
+        assert!(config.contains("name = host") && !config.contains("planted"), "{config}");
+        assert_eq!(fs::read_to_string(d.ws.join(".envrc")).unwrap(), "echo host\n");
+        assert_eq!(fs::read_to_string(d.ws.join(".mcp.json")).unwrap(), "{\"host\": 1}\n");
+        assert_eq!(fs::read_to_string(d.ws.join(".git/hooks/pre-commit")).unwrap(), "#!/bin/sh\nexit 0\n");
+        assert!(!d.ws.join("second-name").exists() && !d.ws.join("moved").exists());
+        // The controls wrote, then truncated, the unprotected file.
+        assert_eq!(fs::metadata(d.ws.join(".git/description")).unwrap().len(), 0);
+    }
+
     /// The cost, roughly: 1000 file creations with and without the guard, the best of three
     /// runs each (printed only: the machines that run the suite vary too much for a bound).
     pub fn cost_of_the_guard() {
@@ -433,6 +541,10 @@ fn main() -> std::process::ExitCode {
             ("the_opt_out_creates_the_names", the_opt_out_creates_the_names),
             ("the_guard_is_served_before_the_workload_starts", the_guard_is_served_before_the_workload_starts),
             ("opens_that_create_nothing_leave_the_guard_serving", opens_that_create_nothing_leave_the_guard_serving),
+            (
+                "protected_files_the_host_replaces_or_creates_during_a_run_stay_read_only",
+                protected_files_the_host_replaces_or_creates_during_a_run_stay_read_only,
+            ),
             ("cost_of_the_guard", cost_of_the_guard),
         ])
     }

@@ -3,9 +3,15 @@
 //!
 //! The workload child installs one more seccomp filter ([`program`]) before exec, with a
 //! user-notification listener it hands to the init. The filter sends every call that brings a
-//! name into being to the init: `open`/`openat` with `O_CREAT`, `creat`, `mkdir(at)`,
-//! `mknod(at)`, `symlink(at)`, `link(at)`, `rename(at|at2)`; `openat2` (whose flags seccomp
-//! cannot see) answers ENOSYS so that libc falls back to `openat`. The init's guard thread
+//! name into being or writes a named file to the init: `open`/`openat` with `O_CREAT` or for
+//! writing (`O_WRONLY`, `O_RDWR`, `O_TRUNC`; not `O_PATH` nor `O_TMPFILE`), `creat`,
+//! `truncate`, `mkdir(at)`, `mknod(at)`, `symlink(at)`, `link(at)`, `rename(at|at2)`; `openat2`
+//! (whose flags seccomp cannot see) answers ENOSYS so that libc falls back to `openat`. The
+//! writes are watched because a protected file's read-only bind covers only the file of the
+//! spawn: one the host replaces (git's `config.lock` renamed over `config`, an editor's save)
+//! or creates while the run goes on is no mount point in the run's view, and without the guard
+//! the workload wrote it (a red team, 5 December). So a protected file ([`CreationGuard::protects`])
+//! is never opened for writing, truncated, linked or renamed elsewhere by the guard. The init's guard thread
 //! ([`serve`]) copies the paths out of the caller's memory, resolves the directory that will
 //! hold the new name as the kernel would ([`resolve`]), asks [`CreationGuard::refuses`] about
 //! its real path joined with the name, and answers EACCES or performs the call itself relative
@@ -72,9 +78,11 @@ const NOTIFIED: &[libc::c_long] = &[
     libc::SYS_rename,
     libc::SYS_renameat,
     libc::SYS_renameat2,
+    libc::SYS_truncate,
 ];
 #[cfg(target_arch = "aarch64")]
 const NOTIFIED: &[libc::c_long] = &[
+    libc::SYS_truncate,
     libc::SYS_mkdirat,
     libc::SYS_mknodat,
     libc::SYS_symlinkat,
@@ -83,11 +91,24 @@ const NOTIFIED: &[libc::c_long] = &[
     libc::SYS_renameat2,
 ];
 
-/// The opens sent to the guard when their flags (this argument) carry `O_CREAT`.
+/// The opens sent to the guard when their flags (this argument) carry `O_CREAT` or ask to
+/// write ([`WRITING`]), unless they carry `O_PATH` or `O_TMPFILE` ([`NO_NAME`]).
 #[cfg(target_arch = "x86_64")]
 const OPENS: &[(libc::c_long, u32)] = &[(libc::SYS_open, 1), (libc::SYS_openat, 2)];
 #[cfg(target_arch = "aarch64")]
 const OPENS: &[(libc::c_long, u32)] = &[(libc::SYS_openat, 2)];
+
+/// Open flags that create or write: such an open goes to the guard. Writing counts as much as
+/// creating: a protected file the host replaced or created during the run is no mount point in
+/// the run's view, so only the guard keeps it read-only (a red team, 5 December).
+#[allow(clippy::cast_sign_loss, reason = "positive flag bits")]
+const WRITING: u32 = (libc::O_CREAT | libc::O_WRONLY | libc::O_RDWR | libc::O_TRUNC) as u32;
+
+/// Open flags under which nothing named is opened for writing or created: `O_PATH` (the
+/// kernel ignores every other flag) and `O_TMPFILE`'s own bit (an unnamed file; naming it is a
+/// `linkat`, which the guard sees). Such an open goes to the kernel.
+#[allow(clippy::cast_sign_loss, reason = "positive flag bits")]
+const NO_NAME: u32 = (libc::O_PATH | (libc::O_TMPFILE & !libc::O_DIRECTORY)) as u32;
 
 fn ins(code: u16, jt: u8, jf: u8, k: u32) -> sock_filter {
     sock_filter { code, jt, jf, k }
@@ -130,9 +151,10 @@ pub fn program(creating: bool, network: bool) -> Vec<sock_filter> {
         }
         // Each block leaves the number in the accumulator when it does not match.
         for &(n, arg) in OPENS {
-            p.push(ins(JEQ_K, 0, 4, nr(n)));
+            p.push(ins(JEQ_K, 0, 5, nr(n)));
             p.push(ins(LD_W_ABS, 0, 0, arg_low(arg)));
-            p.push(ins(JSET_K, 0, 1, libc::O_CREAT as u32));
+            p.push(ins(JSET_K, 2, 0, NO_NAME));
+            p.push(ins(JSET_K, 0, 1, WRITING));
             p.push(ins(RET_K, 0, 0, notify));
             p.push(ins(RET_K, 0, 0, allow));
         }
@@ -162,6 +184,7 @@ enum Call {
     Symlink { target: u64, dirfd: i32, path: u64 },
     Link { olddirfd: i32, old: u64, newdirfd: i32, new: u64, flags: i32 },
     Rename { olddirfd: i32, old: u64, newdirfd: i32, new: u64, flags: u32 },
+    Truncate { path: u64, length: u64 },
 }
 
 /// An int argument: the low 32 bits, as the kernel reads them.
@@ -211,6 +234,7 @@ fn decode(n: libc::c_long, a: &[u64; 6]) -> Option<Call> {
         libc::SYS_renameat2 => {
             Call::Rename { olddirfd: int(a[0]), old: a[1], newdirfd: int(a[2]), new: a[3], flags: uint(a[4]) }
         }
+        libc::SYS_truncate => Call::Truncate { path: a[0], length: a[1] },
         _ => return None,
     })
 }
@@ -457,7 +481,9 @@ fn handle(guard: &CreationGuard, listener: BorrowedFd<'_>, req: &libc::seccomp_n
     };
     let read = |addr| read_string(mem.as_fd(), addr);
     let strings = match call {
-        Call::Open { path, .. } | Call::Mkdir { path, .. } | Call::Mknod { path, .. } => read(path).map(|p| (p, None)),
+        Call::Open { path, .. } | Call::Mkdir { path, .. } | Call::Mknod { path, .. } | Call::Truncate { path, .. } => {
+            read(path).map(|p| (p, None))
+        }
         Call::Symlink { target, path, .. } => read(target).and_then(|t| Ok((read(path)?, Some(t)))),
         Call::Link { old, new, .. } | Call::Rename { old, new, .. } => {
             read(new).and_then(|n| Ok((n, Some(read(old)?))))
@@ -481,11 +507,18 @@ fn handle(guard: &CreationGuard, listener: BorrowedFd<'_>, req: &libc::seccomp_n
         Call::Symlink { dirfd, .. } => g.symlink(&other, dirfd, &path),
         Call::Link { olddirfd, newdirfd, flags, .. } => g.link(olddirfd, &other, newdirfd, &path, flags),
         Call::Rename { olddirfd, newdirfd, flags, .. } => g.rename(olddirfd, &other, newdirfd, &path, flags),
+        Call::Truncate { length, .. } => g.truncate(&path, length),
     };
     Outcome::Answer(match result {
         Ok(()) => Answer::Value(0),
         Err(e) => Answer::Error(e),
     })
+}
+
+/// Whether `st` is `/dev/tty` (character device 5:0), which names the opener's controlling
+/// terminal.
+fn is_dev_tty(st: &libc::stat) -> bool {
+    st.st_mode & libc::S_IFMT == libc::S_IFCHR && libc::major(st.st_rdev) == 5 && libc::minor(st.st_rdev) == 0
 }
 
 /// EEXIST when `p` names something that exists (`.`, `..`, or an entry): nothing is created,
@@ -510,6 +543,77 @@ impl Guard<'_> {
     fn check(&self, p: &Parent, op: CreateOp) -> Result<(), Errno> {
         let full = real_path(p.dir.as_fd())?.join(os(&p.name));
         if self.guard.refuses(&full, op) { Err(Errno::EACCES) } else { Ok(()) }
+    }
+
+    /// EACCES when the content of `p` is protected ([`CreationGuard::protects`]): a protected
+    /// file is not opened for writing, truncated, linked or renamed elsewhere.
+    fn check_content(&self, p: &Parent) -> Result<(), Errno> {
+        let full = real_path(p.dir.as_fd())?.join(os(&p.name));
+        if self.guard.protects(&full) { Err(Errno::EACCES) } else { Ok(()) }
+    }
+
+    /// [`Self::check_content`] for an object already resolved (through a magic link or an
+    /// `AT_EMPTY_PATH` descriptor).
+    fn check_object(&self, object: BorrowedFd<'_>) -> Result<(), Errno> {
+        if self.guard.protects(&real_path(object)?) { Err(Errno::EACCES) } else { Ok(()) }
+    }
+
+    /// `truncate(path, length)`: the path is resolved here, following symlinks as the kernel
+    /// does; a protected file is refused, anything else truncated through its handle.
+    fn truncate(&self, path: &[u8], length: u64) -> Result<(), Errno> {
+        let length = i64::try_from(length).map_err(|_| Errno::EINVAL)?;
+        let object = Resolver::new(self.thread).object(libc::AT_FDCWD, path, true)?;
+        if nix::sys::stat::fstat(object.as_raw_fd())?.st_mode & libc::S_IFMT == libc::S_IFDIR {
+            return Err(Errno::EISDIR);
+        }
+        self.check_object(object.as_fd())?;
+        let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
+        nix::unistd::truncate(via.as_c_str(), length)
+    }
+
+    /// `/dev/tty` means the caller's controlling terminal, which the guard's process does not
+    /// share: the caller's own descriptor of that terminal is opened again (through
+    /// `/proc/<tid>/fd`), with the caller's flags; ENXIO when it has none, as the kernel answers.
+    fn caller_tty(&self, flags: i32, cloexec: bool) -> Result<Outcome, Errno> {
+        let stat = notify::open_at(Some(self.thread.proc_dir.as_fd()), c"stat", libc::O_RDONLY | libc::O_CLOEXEC, 0)?;
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::fs::File::from(stat), &mut text).map_err(|_| Errno::EIO)?;
+        // After the command's `)`: state, ppid, pgrp, session, tty_nr.
+        let tty: u64 = text
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(4))
+            .and_then(|t| t.parse().ok())
+            .ok_or(Errno::EIO)?;
+        if tty == 0 {
+            return Err(Errno::ENXIO);
+        }
+        let (major, minor) = ((tty >> 8) & 0xfff, (tty & 0xff) | ((tty >> 12) & 0xf_ff00));
+        let fd_dir = notify::open_at(
+            Some(self.thread.proc_dir.as_fd()),
+            c"fd",
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            0,
+        )?;
+        let names: Vec<std::ffi::CString> = std::fs::read_dir(format!("/proc/self/fd/{}", fd_dir.as_raw_fd()))
+            .map_err(|_| Errno::EIO)?
+            .flatten()
+            .filter_map(|e| {
+                std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(e.file_name().as_os_str())).ok()
+            })
+            .collect();
+        for name in names {
+            let Ok(st) = nix::sys::stat::fstatat(Some(fd_dir.as_raw_fd()), name.as_c_str(), AtFlags::empty()) else {
+                continue;
+            };
+            if st.st_mode & libc::S_IFMT == libc::S_IFCHR
+                && u64::from(libc::major(st.st_rdev)) == major
+                && u64::from(libc::minor(st.st_rdev)) == minor
+            {
+                let fd = notify::open_at(Some(fd_dir.as_fd()), &name, flags & !(libc::O_CREAT | libc::O_NOFOLLOW), 0)?;
+                return Ok(Outcome::Answer(Answer::Fd(fd, cloexec)));
+            }
+        }
+        Err(Errno::ENXIO)
     }
 
     /// Sets this thread's umask to the caller's, for the creating call that follows (the
@@ -567,6 +671,8 @@ impl Guard<'_> {
             r.object(olddirfd, old, true)?
         } else {
             let o = r.parent(olddirfd, old)?;
+            // A second name for a protected file would be a writable one.
+            self.check_content(&o)?;
             return nix::unistd::linkat(
                 Some(o.dir.as_raw_fd()),
                 o.kernel_name()?.as_c_str(),
@@ -575,6 +681,7 @@ impl Guard<'_> {
                 AtFlags::empty(),
             );
         };
+        self.check_object(object.as_fd())?;
         let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
         nix::unistd::linkat(
             None,
@@ -594,12 +701,18 @@ impl Guard<'_> {
 
     fn rename_inner(&self, olddirfd: i32, old: &[u8], newdirfd: i32, new: &[u8], flags: u32) -> Result<(), Errno> {
         let flags = nix::fcntl::RenameFlags::from_bits(flags).ok_or(Errno::EINVAL)?;
+        // A whiteout is a device node the guard would make at the old name.
+        if flags.contains(nix::fcntl::RenameFlags::RENAME_WHITEOUT) {
+            return Err(Errno::EPERM);
+        }
         let n = Resolver::new(self.thread).parent(newdirfd, new)?;
         let o = Resolver::new(self.thread).parent(olddirfd, old)?;
         if is_dot(&n.name) || is_dot(&o.name) {
             return Err(Errno::EBUSY);
         }
         self.check(&n, CreateOp::Place)?;
+        // A protected file moved elsewhere would be writable there.
+        self.check_content(&o)?;
         if flags.contains(nix::fcntl::RenameFlags::RENAME_EXCHANGE) {
             self.check(&o, CreateOp::Place)?;
         }
@@ -632,7 +745,9 @@ impl Guard<'_> {
         let cloexec = flags & libc::O_CLOEXEC != 0;
         let nofollow = flags & libc::O_NOFOLLOW != 0;
         let mut r = Resolver::new(self.thread);
-        let excl = flags & libc::O_EXCL != 0;
+        // An open that only writes (no O_CREAT) creates nothing: O_EXCL means nothing to it.
+        let creating = flags & libc::O_CREAT != 0;
+        let excl = creating && flags & libc::O_EXCL != 0;
         let base = (flags & !libc::O_CLOEXEC) | libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_CLOEXEC;
         let mode = mode & 0o7777;
         let mut p = r.parent(dirfd, path)?;
@@ -640,15 +755,22 @@ impl Guard<'_> {
             if p.slash || is_dot(&p.name) {
                 return Err(Errno::EISDIR);
             }
-            self.check(&p, CreateOp::Create)?;
+            if creating {
+                self.check(&p, CreateOp::Create)?;
+            } else {
+                self.check_content(&p)?;
+            }
             let name = cstr(&p.name)?;
             let existing =
                 match nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
-                    Ok(st) => Some(st.st_mode & libc::S_IFMT),
+                    Ok(st) => Some(st),
                     Err(Errno::ENOENT) => None,
                     Err(e) => return Err(e),
                 };
-            let opened = match existing {
+            if existing.is_some_and(|st| is_dev_tty(&st)) {
+                return self.caller_tty(base, cloexec);
+            }
+            let opened = match existing.map(|st| st.st_mode & libc::S_IFMT) {
                 Some(_) if excl => return Err(Errno::EEXIST),
                 Some(libc::S_IFLNK) => Err(Errno::ELOOP),
                 Some(libc::S_IFDIR) => return Err(Errno::EISDIR),
@@ -665,6 +787,7 @@ impl Guard<'_> {
                 }
                 // It exists: nothing is created (gone meanwhile: ENOENT, never a creation).
                 Some(_) => notify::open_at(Some(p.dir.as_fd()), &name, base & !libc::O_CREAT, 0),
+                None if !creating => Err(Errno::ENOENT),
                 None => {
                     self.caller_umask()?;
                     notify::open_at(Some(p.dir.as_fd()), &name, base, mode)
@@ -675,10 +798,15 @@ impl Guard<'_> {
                 Err(Errno::ELOOP) if !nofollow && !excl => match r.follow_final(&p)? {
                     Followed::Name(next) => p = next,
                     Followed::Object(object) => {
-                        let kind = nix::sys::stat::fstat(object.as_raw_fd())?.st_mode & libc::S_IFMT;
+                        let st = nix::sys::stat::fstat(object.as_raw_fd())?;
+                        if is_dev_tty(&st) {
+                            return self.caller_tty(base, cloexec);
+                        }
+                        let kind = st.st_mode & libc::S_IFMT;
                         if kind == libc::S_IFDIR {
                             return Err(Errno::EISDIR);
                         }
+                        self.check_object(object.as_fd())?;
                         let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
                         let reopen = base & !(libc::O_CREAT | libc::O_NOFOLLOW);
                         if kind == libc::S_IFIFO {
