@@ -84,7 +84,40 @@ pub struct HostView {
     /// The host's mounts (`/proc/self/mountinfo`), in mount order: where one filesystem
     /// directory is visible at more than one path (see [`HostView::aliases`]).
     pub mounts: Vec<HostMount>,
+    /// Where the host mounts a filesystem of the kernel's own interfaces ([`KERNEL_FILESYSTEMS`]:
+    /// procfs, sysfs, cgroup, tracefs, devtmpfs, …), in mount order. One beneath a bound area
+    /// (a chroot's `/dev` and `/sys` bound inside a workspace) is masked in every sandbox: a
+    /// recursive bind brought it along, and through it a workload moved itself out of its
+    /// cgroups and wrote to the host's sysfs and tracing (a red team, 5 December).
+    pub kernel_mounts: Vec<PathBuf>,
 }
+
+/// The filesystem types whose mounts are the kernel's interfaces rather than files: never shown
+/// inside a sandbox through a bind (see [`HostView::kernel_mounts`]).
+pub const KERNEL_FILESYSTEMS: &[&str] = &[
+    "autofs",
+    "binfmt_misc",
+    "bpf",
+    "cgroup",
+    "cgroup2",
+    "configfs",
+    "debugfs",
+    "devpts",
+    "devtmpfs",
+    "efivarfs",
+    "fusectl",
+    "hugetlbfs",
+    "mqueue",
+    "nfsd",
+    "nsfs",
+    "proc",
+    "pstore",
+    "rpc_pipefs",
+    "securityfs",
+    "selinuxfs",
+    "sysfs",
+    "tracefs",
+];
 
 /// One host mount: which filesystem (`major:minor`), which of its directories (`root`) and
 /// where it is visible.
@@ -125,19 +158,24 @@ pub fn unescape_mountinfo(b: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The mounts of `/proc/self/mountinfo` (none when unreadable).
-fn read_mounts() -> Vec<HostMount> {
-    let Ok(text) = fs::read_to_string("/proc/self/mountinfo") else { return Vec::new() };
-    text.lines()
-        .filter_map(|line| {
-            let f: Vec<&str> = line.split(' ').collect();
-            Some(HostMount {
-                device: (*f.get(2)?).to_owned(),
-                root: unescape(f.get(3)?),
-                mount_point: unescape(f.get(4)?),
-            })
-        })
-        .collect()
+/// The mounts of `/proc/self/mountinfo` (none when unreadable), and the mount points of the
+/// kernel's filesystems among them.
+fn read_mounts() -> (Vec<HostMount>, Vec<PathBuf>) {
+    let Ok(text) = fs::read_to_string("/proc/self/mountinfo") else { return (Vec::new(), Vec::new()) };
+    let mut mounts = Vec::new();
+    let mut kernel = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        let (Some(device), Some(root), Some(at)) = (f.get(2), f.get(3), f.get(4)) else { continue };
+        let mount_point = unescape(at);
+        // The filesystem type follows the optional fields' `-` separator.
+        let fstype = f.iter().skip(6).skip_while(|x| **x != "-").nth(1);
+        if fstype.is_some_and(|t| KERNEL_FILESYSTEMS.contains(t)) {
+            kernel.push(mount_point.clone());
+        }
+        mounts.push(HostMount { device: (*device).to_owned(), root: unescape(root), mount_point });
+    }
+    (mounts, kernel)
 }
 
 fn kind_of(path: &Path) -> Option<EntryKind> {
@@ -186,7 +224,8 @@ impl HostView {
             })
             .collect();
         let var_run_is_dir = matches!(kind_of(Path::new("/var/run")), Some(EntryKind::Dir));
-        HostView { entries, closure, var_run_is_dir, mounts: read_mounts() }
+        let (mounts, kernel_mounts) = read_mounts();
+        HostView { entries, closure, var_run_is_dir, mounts, kernel_mounts }
     }
 
     /// Other host paths where the directory `path` (or part of it) is visible: the same

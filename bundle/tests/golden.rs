@@ -123,6 +123,7 @@ fn host() -> HostView {
         ],
         var_run_is_dir: false,
         mounts: Vec::new(),
+        kernel_mounts: Vec::new(),
     }
 }
 
@@ -578,4 +579,46 @@ fn a_denied_file_root_is_covered_at_a_host_alias_like_a_denied_directory() {
     assert_eq!(dir.kind, MountKind::Mask);
     // The readable file next to it is not covered.
     assert!(at(Path::new("/srv/alias/.ssh/id.pub")).is_none());
+}
+
+/// A mount of the kernel's interfaces beneath an area (a chroot's `/sys` and `/dev` bound into
+/// the workspace) is masked, one beneath it is hidden with it, and binds are recursive
+/// `nosuid`/`nodev` so that a device node on any filesystem a bind brings along cannot be used
+/// (a red team, 5 December). The host's own `/sys`, `/proc` and `/dev` mounts, which the
+/// sandbox replaces or withholds, add nothing.
+#[test]
+fn kernel_mounts_a_bind_brings_along_are_masked() {
+    let f = Fixture::new();
+    let profile = Profile::new(f.config()).unwrap();
+    let spawn = SpawnContext { protected: protect::scan(&profile, None), ..f.spawn() };
+    let view = HostView {
+        kernel_mounts: vec![
+            PathBuf::from("/proc"),
+            PathBuf::from("/sys"),
+            PathBuf::from("/sys/fs/cgroup/pids"),
+            f.p("ws/sub/chroot/sys/fs/cgroup"),
+            f.p("ws/sub/chroot/sys"),
+            f.p("ws/sub/chroot/dev"),
+            PathBuf::from("/dev/mqueue"),
+            PathBuf::from("/proc/sys/fs/binfmt_misc"),
+            PathBuf::from("/srv/chroot/sys"),
+        ],
+        ..host()
+    };
+    let plan = compile(&profile, &spawn, &view).unwrap().plan;
+    let masks: Vec<&Path> =
+        plan.mounts.iter().filter(|m| m.kind == MountKind::Mask).map(|m| m.destination.as_path()).collect();
+    assert!(masks.contains(&f.p("ws/sub/chroot/sys").as_path()), "{masks:?}");
+    assert!(masks.contains(&f.p("ws/sub/chroot/dev").as_path()), "{masks:?}");
+    assert!(!masks.contains(&f.p("ws/sub/chroot/sys/fs/cgroup").as_path()), "hidden with its parent: {masks:?}");
+    // Host read allow binds `/srv`: a kernel mount there is masked too.
+    assert!(masks.contains(&Path::new("/srv/chroot/sys")), "{masks:?}");
+    for p in ["/proc", "/sys", "/sys/fs/cgroup/pids", "/dev/mqueue", "/proc/sys/fs/binfmt_misc"] {
+        assert!(!masks.contains(&Path::new(p)), "{p}: {masks:?}");
+    }
+    let without = compile(&profile, &spawn, &host()).unwrap().plan;
+    assert_eq!(plan.mounts.len(), without.mounts.len() + 3, "three masks more, nothing else");
+    let bundle = compile(&profile, &spawn, &view).unwrap();
+    let text = serde_json::to_string(&bundle.spec).unwrap();
+    assert!(text.contains("\"rnosuid\"") && text.contains("\"rnodev\""));
 }

@@ -933,6 +933,72 @@ mod linux {
         }
     }
 
+    /// A red team (5 December): host mounts beneath an area (a chroot's `/sys`, `/proc` and `/dev`
+    /// bound into the workspace, as debootstrap, sbuild or a Gentoo install do) came along with
+    /// the recursive bind of the workspace, and with them the host's devices (`nodev` covered
+    /// only the top mount), sysfs, cgroups and tracing: a workload moved itself out of its
+    /// cgroups and wrote a host disk. Now every kernel-interface mount a bind brings along is
+    /// masked and every bind is `rnodev`/`rnosuid`. Made here in a private mount namespace of
+    /// this process: a sysfs and a tmpfs holding a device node (`/dev/null`'s). From inside:
+    /// the sysfs shows nothing, the node cannot be opened; controls: the tmpfs's plain file is
+    /// read and written. (A procfs beneath an area fails the spawn: the runtime refuses to
+    /// prepare such a root, closed.)
+    pub fn kernel_mounts_and_device_nodes_beneath_an_area_are_unusable() {
+        use nix::mount::{MntFlags, MsFlags, mount, umount2};
+        use nix::sched::{CloneFlags, setns, unshare};
+        if sandbox_tests::rootless_mode() {
+            println!(
+                "SKIPPED (rootless): mounting a sysfs, a procfs and a device node needs root; the root run covers it"
+            );
+            return;
+        }
+        let d = TestDirs::new("sbx-roots");
+        let chroot = d.ws.join("chroot");
+        for sub in ["sys", "dev"] {
+            fs::create_dir_all(chroot.join(sub)).unwrap();
+        }
+        let host_ns = fs::File::open("/proc/self/ns/mnt").unwrap();
+        unshare(CloneFlags::CLONE_NEWNS).unwrap();
+        let none = None::<&str>;
+        mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none).unwrap();
+        mount(Some("sysfs"), &chroot.join("sys"), Some("sysfs"), MsFlags::empty(), none).unwrap();
+        mount(Some("tmpfs"), &chroot.join("dev"), Some("tmpfs"), MsFlags::empty(), Some("mode=755")).unwrap();
+        nix::sys::stat::mknod(
+            &chroot.join("dev/null"),
+            nix::sys::stat::SFlag::S_IFCHR,
+            nix::sys::stat::Mode::from_bits_truncate(0o666),
+            nix::sys::stat::makedev(1, 3),
+        )
+        .unwrap();
+        fs::write(chroot.join("dev/plain"), "plain\n").unwrap();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let profile = Profile::new(config(&d, Vec::new())).unwrap();
+            let set = set_of(&d, &profile);
+            let exec = set.executor("k").unwrap();
+            let out = sh_ok(
+                &exec,
+                &d,
+                &format!(
+                    "cat chroot/dev/plain && echo more >> chroot/dev/plain && echo sys=$(ls -A chroot/sys | wc -l) \
+                     && echo controls-ok; {}{}{}",
+                    attempt("node-write", "echo x > chroot/dev/null"),
+                    attempt("node-read", "cat chroot/dev/null"),
+                    attempt("sys-kernel", "ls chroot/sys/kernel"),
+                ),
+            );
+            assert!(out.starts_with("plain\nsys=0\ncontrols-ok\n"), "{out}");
+            all_failed(&out, &["node-write", "node-read", "sys-kernel"]);
+            assert_eq!(fs::read_to_string(chroot.join("dev/plain")).unwrap(), "plain\nmore\n");
+        }));
+        for sub in ["sys", "dev"] {
+            let _ = umount2(&chroot.join(sub), MntFlags::MNT_DETACH);
+        }
+        setns(&host_ns, CloneFlags::CLONE_NEWNS).unwrap();
+        if let Err(e) = result {
+            std::panic::resume_unwind(e);
+        }
+    }
+
     /// 11: a root exactly at a path that is always private inside is refused naming it; a root
     /// under /tmp and under /dev/shm is honoured (positive: readable or masked as configured).
     pub fn roots_at_private_paths_are_refused_and_under_them_honoured() {
@@ -1039,6 +1105,10 @@ fn main() -> std::process::ExitCode {
             (
                 "a_denied_file_root_is_unreadable_through_a_host_bind_alias",
                 a_denied_file_root_is_unreadable_through_a_host_bind_alias,
+            ),
+            (
+                "kernel_mounts_and_device_nodes_beneath_an_area_are_unusable",
+                kernel_mounts_and_device_nodes_beneath_an_area_are_unusable,
             ),
             (
                 "roots_at_private_paths_are_refused_and_under_them_honoured",

@@ -577,6 +577,18 @@ pub(super) fn plan(
     if host.var_run_is_dir && exposed(&planner, &var_run) {
         planner.push(var_run, None, MountKind::Mask, false, Origin::AreaMask, 9);
     }
+    // A mount of the kernel's own interfaces (sysfs, cgroup, tracefs, procfs, devtmpfs, …)
+    // that a recursive bind of an area brings along is masked: a chroot's `/dev` and `/sys`
+    // bound inside a workspace let a workload move itself out of its cgroups, freeze other
+    // runs and write the host's sysfs (a red team, 5 December). Shallow first: one beneath
+    // another's mask is hidden with it.
+    let mut kernel: Vec<&PathBuf> = host.kernel_mounts.iter().filter(|p| is_clean_absolute(p)).collect();
+    kernel.sort_by_key(|p| depth(p));
+    for at in kernel {
+        if exposed(&planner, at) && !planner.ops.iter().any(|op| op.destination == *at) {
+            planner.push(at.clone(), None, MountKind::Mask, false, Origin::AreaMask, 9);
+        }
+    }
     planner.dedupe();
     planner.ops.sort_by_key(|op| (depth(&op.destination), op.rank));
     // Binds through the root only for the embedded runtime: runc opens the sources of a

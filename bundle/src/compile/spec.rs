@@ -95,11 +95,16 @@ fn oci_mount(m: &PlannedMount) -> Result<Mount, Error> {
     };
     let tmpfs = |options: &[&str]| mount("tmpfs", PathBuf::from("tmpfs"), options);
     match (m.kind, m.file) {
-        (MountKind::ReadOnly, false) => bind(&["rbind", "rro", "nosuid", "nodev"]),
+        // `rnosuid` and `rnodev` reach the mounts a recursive bind brings along (a device node
+        // on a filesystem mounted beneath an area opened the host's disks: a red team, 5
+        // December); `nosuid`/`nodev` cover only the top mount.
+        (MountKind::ReadOnly, false) => bind(&["rbind", "rro", "nosuid", "nodev", "rnosuid", "rnodev"]),
         (MountKind::ReadOnly, true) => bind(&["bind", "ro", "nosuid", "nodev"]),
         (MountKind::ReadWrite, true) if m.destination == Path::new("/dev/null") => bind(&["bind", "nosuid"]),
         (MountKind::ReadWrite | MountKind::WriteOnly, true) => bind(&["bind", "nosuid", "nodev"]),
-        (MountKind::ReadWrite | MountKind::WriteOnly | MountKind::Private, _) => bind(&["rbind", "nosuid", "nodev"]),
+        (MountKind::ReadWrite | MountKind::WriteOnly | MountKind::Private, _) => {
+            bind(&["rbind", "nosuid", "nodev", "rnosuid", "rnodev"])
+        }
         (MountKind::Mask, _) => tmpfs(&["nosuid", "nodev", "noexec", "mode=755", "size=64k"]),
         (MountKind::Tmp, _) => tmpfs(&["nosuid", "nodev", "mode=1777"]),
         (MountKind::Dev, _) => tmpfs(&["nosuid", "strictatime", "mode=755", "size=65536k"]),
