@@ -1647,6 +1647,29 @@ elif mode == "signals":
         set.close().unwrap();
     }
 
+    /// A red team (5 December): as root, the container's uid 0 read the host's root-only
+    /// memory views (`/proc/kpageflags` gave real page flags, `/proc/vmallocinfo` physical
+    /// addresses, `/proc/slabinfo` the kernel heap's layout). They are masked: each reads
+    /// empty; control: `/proc/meminfo` and `/proc/self/status` read.
+    pub fn the_hosts_memory_views_are_masked() {
+        let f = Fixture::new();
+        let set = f.set(f.config(), |o| o);
+        let exec = set.executor("k").unwrap();
+        let views = ["kpageflags", "kpagecount", "kpagecgroup", "slabinfo", "vmallocinfo", "pagetypeinfo"];
+        let mut script = String::from("grep -c . /proc/meminfo; grep -c ^Pid /proc/self/status; ");
+        for v in views {
+            script.push_str(&format!("echo {v}=$(head -c 64 /proc/{v} 2>/dev/null | wc -c); "));
+        }
+        let (code, out) = sh_at(&exec, &f.ws, &script);
+        assert_eq!(code, 0, "{out}");
+        let mut lines = out.lines();
+        assert!(lines.next().and_then(|l| l.parse::<u32>().ok()).is_some_and(|n| n > 10), "control: {out}");
+        assert_eq!(lines.next(), Some("1"), "control: {out}");
+        for v in views {
+            assert!(out.contains(&format!("{v}=0\n")), "{v} is readable: {out}");
+        }
+    }
+
     /// Issue 12, class 7: with host read allowed, a sandbox of set A cannot list or read set
     /// B's HOME, TMPDIR, bundles or state, nor C's (whose scratch root lies in A's writable
     /// workspace), wherever the scratch roots are (here under /var/tmp), nor the registry that
@@ -1804,6 +1827,7 @@ fn main() -> std::process::ExitCode {
             ("the_init_is_unreachable_from_the_workload", the_init_is_unreachable_from_the_workload),
             ("signals_to_the_init_from_inside_change_nothing", signals_to_the_init_from_inside_change_nothing),
             ("other_sets_data_is_unreadable", other_sets_data_is_unreadable),
+            ("the_hosts_memory_views_are_masked", the_hosts_memory_views_are_masked),
             ("a_scratch_root_of_slash_is_refused", a_scratch_root_of_slash_is_refused),
         ])
     }

@@ -88,6 +88,7 @@ fn host() -> HostView {
         closure: Vec::new(),
         var_run_is_dir: false,
         mounts: Vec::new(),
+        kernel_mounts: Vec::new(),
     }
 }
 

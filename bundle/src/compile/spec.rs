@@ -22,7 +22,7 @@ use crate::protect::Protected;
 use crate::report::{CompileReport, Guarantees};
 use crate::seccomp;
 
-/// The OCI default masked `/proc` paths (`/sys` is never mounted).
+/// The OCI default masked `/proc` paths (`/sys` is never mounted), and the host's memory views.
 const MASKED_PATHS: &[&str] = &[
     "/proc/acpi",
     "/proc/asound",
@@ -33,6 +33,14 @@ const MASKED_PATHS: &[&str] = &[
     "/proc/timer_stats",
     "/proc/sched_debug",
     "/proc/scsi",
+    // Root-only views of the host's memory (page flags and counts, kernel heap and vmalloc
+    // layouts): the container's uid 0 is the host's when run as root (a red team, 5 December).
+    "/proc/kpagecgroup",
+    "/proc/kpagecount",
+    "/proc/kpageflags",
+    "/proc/pagetypeinfo",
+    "/proc/slabinfo",
+    "/proc/vmallocinfo",
 ];
 /// The most signals a run's processes may have queued at once (`RLIMIT_SIGPENDING`).
 pub const SIGPENDING: u64 = 1024;
