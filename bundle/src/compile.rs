@@ -198,10 +198,10 @@ pub fn compile(profile: &Profile, spawn: &SpawnContext, host: &HostView) -> Resu
         unix_sockets_open: network_open || config.unix_sockets == Access::Allow,
     };
 
-    let Planned { planner, rootfs_symlinks, host_entries_bound, replaced, write_narrowed } =
+    let Planned { planner, rootfs_symlinks, host_entries_bound, replaced, write_narrowed, denied, reopened } =
         plan::plan(profile, spawn, host, &authority)?;
     let expected = expected::expected_mounts(profile, g, &spawn.protected, &planner);
-    let plan = MountPlan { mounts: planner.ops, rootfs_symlinks };
+    let plan = MountPlan { mounts: planner.ops, rootfs_symlinks, denied, reopened };
     let landlock = landlock::landlock_rules(
         &plan,
         g.broad_port.filter(|_| broad_network),
@@ -272,6 +272,8 @@ fn protection(profile: &Profile, spawn: &SpawnContext, plan: &MountPlan) -> Prot
             not_exempt,
             no_new_repositories: scan.repositories.clone(),
             no_new_entries: scan.no_new_entries.clone(),
+            denied: plan.denied.clone(),
+            reopened: plan.reopened.clone(),
         },
         narrowed: scan.narrowed.clone(),
     }

@@ -343,6 +343,19 @@ pub struct CreationGuard {
     /// by the host's `git submodule update --init`, which then runs its hooks and config.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub no_new_entries: Vec<PathBuf>,
+    /// Denied roots inside a bound area (a directory masked, a file covered), with their
+    /// aliases: nothing at or beneath them is opened, truncated, linked, renamed or made by the
+    /// guard, and no directory holding one is renamed. The mask of the spawn covers only what
+    /// was there at spawn: a root the host replaces during the run (an editor's save of a
+    /// denied `.env`, a denied directory removed and made again) is no mount point in the run's
+    /// view, and the workload read the new secret (a red team, 5 December). With any, every
+    /// open goes to the guard, reads too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub denied: Vec<PathBuf>,
+    /// Areas and grant targets bound inside a denied root: beneath them the root's denial
+    /// ends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reopened: Vec<PathBuf>,
 }
 
 impl CreationGuard {
@@ -352,6 +365,22 @@ impl CreationGuard {
             && self.paths.is_empty()
             && self.no_new_repositories.is_empty()
             && self.no_new_entries.is_empty()
+            && self.denied.is_empty()
+    }
+
+    /// Whether `path` (absolute, resolved as the kernel would) is, or lies beneath, a denied
+    /// root ([`CreationGuard::denied`]) and not beneath an area bound inside it
+    /// ([`CreationGuard::reopened`]).
+    pub fn denies(&self, path: &Path) -> bool {
+        let deepest =
+            |list: &[PathBuf]| list.iter().filter(|d| path.starts_with(d)).map(|d| d.components().count()).max();
+        deepest(&self.denied).is_some_and(|d| deepest(&self.reopened).is_none_or(|r| r <= d))
+    }
+
+    /// Whether `path` is, lies beneath, or holds a denied root: moving it would move a denied
+    /// root away from its name.
+    pub fn holds_denied(&self, path: &Path) -> bool {
+        self.denies(path) || self.denied.iter().any(|d| d.starts_with(path))
     }
 
     /// Whether `path` is a `.git` beneath one of `no_new_repositories`, or a `HEAD` there that
@@ -532,6 +561,8 @@ mod tests {
             not_exempt: vec![PathBuf::from("/tmp/ws")],
             no_new_repositories: vec![PathBuf::from("/ws/repo")],
             no_new_entries: vec![PathBuf::from("/ws/repo/.git/modules")],
+            denied: Vec::new(),
+            reopened: Vec::new(),
         }
     }
 

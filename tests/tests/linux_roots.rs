@@ -933,6 +933,97 @@ mod linux {
         }
     }
 
+    /// A red team (5 December): a denied root's mask covers what was there at spawn. When the
+    /// host replaces it during the run (an editor's save of a denied `.env`, a denied directory
+    /// removed and made again with a rotated key), the kernel detaches the mask, and the
+    /// workload read the new secret. With denied roots in a bound area, every open now goes to
+    /// the creation guard, which refuses what lies at or beneath a denied root, and refuses
+    /// renaming or linking it elsewhere. Controls in the same run: the files beside them read,
+    /// python starts (every open it makes is served by the guard), a protected (read-only) file
+    /// reads, a new file is written.
+    pub fn denied_roots_the_host_replaces_during_a_run_stay_unreadable() {
+        let d = TestDirs::new("sbx-roots");
+        fs::write(d.ws.join(".env"), "SECRET=old\n").unwrap();
+        fs::create_dir_all(d.ws.join("cfg/secrets")).unwrap();
+        fs::write(d.ws.join("cfg/secrets/key"), "k=old\n").unwrap();
+        fs::write(d.ws.join("cfg/plain"), "plain\n").unwrap();
+        fs::write(d.ws.join(".mcp.json"), "{}\n").unwrap();
+        let script = r##"
+import errno, os, time
+open("ready", "w").close()
+end = time.time() + 30
+while not os.path.exists("done") and time.time() < end:
+    time.sleep(0.02)
+def read(t):
+    with open(t) as f:
+        return f.read()
+def listing(t):
+    return ",".join(sorted(os.listdir(t)))
+def chdir_read(t):
+    here = os.open(".", os.O_RDONLY)
+    try:
+        os.chdir(os.path.dirname(t))
+        return read(os.path.basename(t))
+    finally:
+        os.fchdir(here)
+def move(t):
+    os.rename(t, "moved")
+    return read("moved")
+def link(t):
+    os.link(t, "linked")
+    return read("linked")
+def reopen(t):
+    fd = os.open(t, os.O_PATH)
+    return read("/proc/self/fd/%d" % fd)
+for t, ways in [(".env", [read, reopen, move, link]), ("cfg/secrets/key", [read, chdir_read, reopen, move, link]),
+                ("cfg/secrets", [listing, move]), ("cfg", [move])]:
+    for way in ways:
+        try:
+            print(t, way.__name__, "got", repr(way(t)))
+        except OSError as e:
+            print(t, way.__name__, errno.errorcode[e.errno])
+print("plain", read("cfg/plain").strip())
+print("protected", read(".mcp.json").strip())
+open("new.txt", "w").write("new")
+print("new", read("new.txt"))
+"##;
+        fs::write(d.ws.join("r.py"), script).unwrap();
+        let profile = Profile::new(ProfileConfig {
+            host_read: Access::Allow,
+            additional_roots: vec![
+                root(&d.ws.join(".env"), Access::Deny, Access::Deny),
+                root(&d.ws.join("cfg/secrets"), Access::Deny, Access::Deny),
+            ],
+            ..config(&d, Vec::new())
+        })
+        .unwrap();
+        let set = set_of(&d, &profile);
+        let exec = set.executor("k").unwrap();
+        let ws = d.ws.clone();
+        let host = std::thread::spawn(move || {
+            let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while !ws.join("ready").exists() && std::time::Instant::now() < end {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            fs::write(ws.join(".env.tmp"), "SECRET=rotated\n").unwrap();
+            fs::rename(ws.join(".env.tmp"), ws.join(".env")).unwrap();
+            fs::remove_dir_all(ws.join("cfg/secrets")).unwrap();
+            fs::create_dir(ws.join("cfg/secrets")).unwrap();
+            fs::write(ws.join("cfg/secrets/key"), "k=rotated\n").unwrap();
+            fs::write(ws.join("done"), "").unwrap();
+        });
+        let out = sh_ok(&exec, &d, "/usr/bin/python3 r.py");
+        host.join().unwrap();
+        println!("{out}");
+        assert!(!out.contains("rotated") && !out.contains("old"), "a denied root was read: {out}");
+        assert!(!out.contains(" got "), "{out}");
+        assert!(out.contains("plain plain\n") && out.contains("new new\n"), "controls: {out}");
+        // A protected file (read-only, not denied) reads through the guard.
+        assert!(out.contains("protected {}\n"), "controls: {out}");
+        assert_eq!(fs::read_to_string(d.ws.join(".env")).unwrap(), "SECRET=rotated\n");
+        assert!(d.ws.join("cfg/secrets/key").exists() && !d.ws.join("moved").exists());
+    }
+
     /// A red team (5 December): host mounts beneath an area (a chroot's `/sys`, `/proc` and `/dev`
     /// bound into the workspace, as debootstrap, sbuild or a Gentoo install do) came along with
     /// the recursive bind of the workspace, and with them the host's devices (`nodev` covered
@@ -1105,6 +1196,10 @@ fn main() -> std::process::ExitCode {
             (
                 "a_denied_file_root_is_unreadable_through_a_host_bind_alias",
                 a_denied_file_root_is_unreadable_through_a_host_bind_alias,
+            ),
+            (
+                "denied_roots_the_host_replaces_during_a_run_stay_unreadable",
+                denied_roots_the_host_replaces_during_a_run_stay_unreadable,
             ),
             (
                 "kernel_mounts_and_device_nodes_beneath_an_area_are_unusable",

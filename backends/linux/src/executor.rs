@@ -448,6 +448,8 @@ fn run_once(
     // hands its listener back over this pair (a stream pair: the base policy may refuse
     // datagram pairs).
     let creating = run.creation_guard.is_some();
+    // Denied roots inside a bound area: every open goes to the guard, reads too.
+    let reading = run.creation_guard.as_ref().is_some_and(|g| !g.denied.is_empty());
     let guard_pair = (creating || run.watch_network).then(|| {
         use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
         socketpair(AddressFamily::Unix, SockType::Stream, None, SockFlag::SOCK_CLOEXEC)
@@ -483,7 +485,7 @@ fn run_once(
             }
             if let Some((init_end, child_end)) = guard_pair {
                 drop(init_end);
-                install_guard(child_end, creating, run.watch_network);
+                install_guard(child_end, creating, reading, run.watch_network);
             }
             exec_workload(run.old_mask, run.tty, &candidates, &argv, &envp, &program)
         }
@@ -594,8 +596,8 @@ struct ProtectAnnotation {
 /// its pids bound in the moment between the hand-over and that thread's creation made the
 /// creation fail (EAGAIN), and with it the run ("helper: protect guard: thread", once in CI's
 /// fork bomb test) instead of the bomb meeting its deadline.
-fn install_guard(sock: OwnedFd, creating: bool, network: bool) {
-    let sent = match notify::install_with_listener(&guard::program(creating, network)) {
+fn install_guard(sock: OwnedFd, creating: bool, reading: bool, network: bool) {
+    let sent = match notify::install_with_listener(&guard::program(creating, reading, network)) {
         Ok(listener) => sys::send_with_fds(sock.as_fd(), b"f", &[listener.as_fd()]),
         Err(e) => {
             let _ = sys::send_with_fds(sock.as_fd(), format!("e{e}").as_bytes(), &[]);
@@ -746,6 +748,8 @@ mod tests {
                 no_new_repositories: vec!["/ws".into()],
                 no_new_entries: vec!["/ws/.git/modules".into()],
                 not_exempt: vec![],
+                denied: vec![],
+                reopened: vec![],
             },
             ..Default::default()
         };

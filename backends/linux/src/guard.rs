@@ -125,14 +125,15 @@ const fn arg_low(arg: u32) -> u32 {
 }
 
 /// The workload's extra filter, for the watches the spawn has: `creating` (protected names,
-/// issue 14), `network` (direct network calls, issue 17). A foreign architecture or an x32
+/// issue 14; with `reading`, every open, for denied roots), `network` (direct network calls,
+/// issue 17). A foreign architecture or an x32
 /// number kills the process (as the base filters do). Creating: `openat2` answers ENOSYS; the
 /// creating calls go to the guard (the opens only with `O_CREAT` in the low 32 bits of their
 /// flags, the int the kernel reads). Network: `connect` goes to the guard, and `sendto` when
 /// its address (a pointer: all 64 bits) is not null. Everything else is allowed (the base
 /// filters still apply: of two answers the stricter wins, so a set-id creation mode they
 /// refuse is never notified).
-pub fn program(creating: bool, network: bool) -> Vec<sock_filter> {
+pub fn program(creating: bool, reading: bool, network: bool) -> Vec<sock_filter> {
     let kill = libc::SECCOMP_RET_KILL_PROCESS;
     let notify = libc::SECCOMP_RET_USER_NOTIF;
     let allow = libc::SECCOMP_RET_ALLOW;
@@ -151,6 +152,15 @@ pub fn program(creating: bool, network: bool) -> Vec<sock_filter> {
         }
         // Each block leaves the number in the accumulator when it does not match.
         for &(n, arg) in OPENS {
+            if reading {
+                // Every open but `O_PATH`/`O_TMPFILE` (see `CreationGuard::denied`).
+                p.push(ins(JEQ_K, 0, 4, nr(n)));
+                p.push(ins(LD_W_ABS, 0, 0, arg_low(arg)));
+                p.push(ins(JSET_K, 1, 0, NO_NAME));
+                p.push(ins(RET_K, 0, 0, notify));
+                p.push(ins(RET_K, 0, 0, allow));
+                continue;
+            }
             p.push(ins(JEQ_K, 0, 5, nr(n)));
             p.push(ins(LD_W_ABS, 0, 0, arg_low(arg)));
             p.push(ins(JSET_K, 2, 0, NO_NAME));
@@ -542,20 +552,26 @@ impl Guard<'_> {
     /// EACCES when bringing `p` into being by `op` is refused.
     fn check(&self, p: &Parent, op: CreateOp) -> Result<(), Errno> {
         let full = real_path(p.dir.as_fd())?.join(os(&p.name));
-        if self.guard.refuses(&full, op) { Err(Errno::EACCES) } else { Ok(()) }
+        let placing_denied = op == CreateOp::Place && self.guard.holds_denied(&full);
+        if self.guard.refuses(&full, op) || self.guard.denies(&full) || placing_denied {
+            Err(Errno::EACCES)
+        } else {
+            Ok(())
+        }
     }
 
     /// EACCES when the content of `p` is protected ([`CreationGuard::protects`]): a protected
     /// file is not opened for writing, truncated, linked or renamed elsewhere.
     fn check_content(&self, p: &Parent) -> Result<(), Errno> {
         let full = real_path(p.dir.as_fd())?.join(os(&p.name));
-        if self.guard.protects(&full) { Err(Errno::EACCES) } else { Ok(()) }
+        if self.guard.protects(&full) || self.guard.denies(&full) { Err(Errno::EACCES) } else { Ok(()) }
     }
 
     /// [`Self::check_content`] for an object already resolved (through a magic link or an
     /// `AT_EMPTY_PATH` descriptor).
     fn check_object(&self, object: BorrowedFd<'_>) -> Result<(), Errno> {
-        if self.guard.protects(&real_path(object)?) { Err(Errno::EACCES) } else { Ok(()) }
+        let path = real_path(object)?;
+        if self.guard.protects(&path) || self.guard.denies(&path) { Err(Errno::EACCES) } else { Ok(()) }
     }
 
     /// `truncate(path, length)`: the path is resolved here, following symlinks as the kernel
@@ -569,6 +585,42 @@ impl Guard<'_> {
         self.check_object(object.as_fd())?;
         let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
         nix::unistd::truncate(via.as_c_str(), length)
+    }
+
+    /// An open that neither creates nor writes (sent only when the spawn has denied roots): the
+    /// object is resolved here as the kernel would, refused when it is or lies beneath a denied
+    /// root, and opened again through its handle with the caller's flags.
+    fn open_read(&self, dirfd: i32, path: &[u8], flags: i32) -> Result<Outcome, Errno> {
+        let cloexec = flags & libc::O_CLOEXEC != 0;
+        let nofollow = flags & libc::O_NOFOLLOW != 0;
+        let object = Resolver::new(self.thread).object(dirfd, path, !nofollow)?;
+        let st = nix::sys::stat::fstat(object.as_raw_fd())?;
+        let kind = st.st_mode & libc::S_IFMT;
+        if kind == libc::S_IFLNK {
+            return Err(Errno::ELOOP);
+        }
+        if is_dev_tty(&st) {
+            return self.caller_tty(flags | libc::O_CLOEXEC, cloexec);
+        }
+        // Protected files are readable: only a denied root is refused here.
+        if self.guard.denies(&real_path(object.as_fd())?) {
+            return Err(Errno::EACCES);
+        }
+        let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
+        let reopen = (flags & !libc::O_NOFOLLOW) | libc::O_NOCTTY | libc::O_CLOEXEC;
+        if kind == libc::S_IFIFO {
+            // Waits for the other end: not on the guard's thread (see `open_inner`).
+            let job = move || match notify::open_at(None, &via, reopen, 0) {
+                Ok(fd) => {
+                    drop(object);
+                    Answer::Fd(fd, cloexec)
+                }
+                Err(e) => Answer::Error(e),
+            };
+            return Ok(Outcome::Blocking(Box::new(job)));
+        }
+        let fd = notify::open_at(None, &via, reopen, 0)?;
+        Ok(Outcome::Answer(Answer::Fd(fd, cloexec)))
     }
 
     /// `/dev/tty` means the caller's controlling terminal, which the guard's process does not
@@ -711,8 +763,13 @@ impl Guard<'_> {
             return Err(Errno::EBUSY);
         }
         self.check(&n, CreateOp::Place)?;
-        // A protected file moved elsewhere would be writable there.
+        // A protected file moved elsewhere would be writable there; a denied root (or a
+        // directory holding one) readable.
         self.check_content(&o)?;
+        let from = real_path(o.dir.as_fd())?.join(os(&o.name));
+        if self.guard.holds_denied(&from) {
+            return Err(Errno::EACCES);
+        }
         if flags.contains(nix::fcntl::RenameFlags::RENAME_EXCHANGE) {
             self.check(&o, CreateOp::Place)?;
         }
@@ -735,6 +792,9 @@ impl Guard<'_> {
     }
 
     fn open_inner(&self, dirfd: i32, path: &[u8], flags: i32, mode: u32) -> Result<Outcome, Errno> {
+        if flags & (libc::O_CREAT | libc::O_WRONLY | libc::O_RDWR | libc::O_TRUNC) == 0 && flags & libc::O_PATH == 0 {
+            return self.open_read(dirfd, path, flags);
+        }
         if flags & libc::O_PATH != 0 {
             // O_PATH ignores O_CREAT (and every flag but O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW):
             // nothing is created, so the kernel makes the call itself (a descriptor opened

@@ -280,6 +280,8 @@ mod tests {
             exempt: vec![],
             no_new_repositories: vec![PathBuf::from("/ws/repo")],
             no_new_entries: vec![],
+            denied: Vec::new(),
+            reopened: Vec::new(),
             not_exempt: vec![],
         };
         let git = new_git_regex(Path::new("/ws/repo"));

@@ -99,6 +99,12 @@ pub struct MountPlan {
     pub mounts: Vec<PlannedMount>,
     /// `(name, link text)` of top-level host symlinks recreated in the container root.
     pub rootfs_symlinks: Vec<(String, PathBuf)>,
+    /// Denied roots that lie inside a bound area, and their aliases (see
+    /// [`crate::CreationGuard::denied`]).
+    pub denied: Vec<PathBuf>,
+    /// Areas and grant targets bound inside one of them (see
+    /// [`crate::CreationGuard::reopened`]).
+    pub reopened: Vec<PathBuf>,
 }
 
 /// The most mounts one spawn's plan may hold (the kernel's default `fs.mount-max` is 100,000
@@ -239,6 +245,10 @@ pub(super) struct Planned {
     pub(super) replaced: Vec<String>,
     /// Where the plan writes less than the policy allows, and why.
     pub(super) write_narrowed: Vec<String>,
+    /// Denied roots (and aliases) whose mask or cover lies inside a bind (see
+    /// [`MountPlan::denied`]), and the areas bound inside them.
+    pub(super) denied: Vec<PathBuf>,
+    pub(super) reopened: Vec<PathBuf>,
 }
 
 /// Plans the mounts of one spawn (validated by the caller); fails with
@@ -292,6 +302,7 @@ pub(super) fn plan(
     // File roots covered by an unreadable placeholder (read denied, or write-only narrowed to
     // denied): their aliases get the same cover in 2c.
     let mut denied_files: Vec<PathBuf> = Vec::new();
+    let mut denied: Vec<PathBuf> = Vec::new();
     for (path, mut file) in areas {
         if path == Path::new("/") {
             continue; // no mount at `/`: the host entries above carry an area at `/`
@@ -343,7 +354,10 @@ pub(super) fn plan(
                 deny_file(&mut planner, &mut write_narrowed, scan, path);
             }
             None if file => {}
-            None => planner.push(path, None, MountKind::Mask, false, Origin::AreaMask, 9),
+            None => {
+                denied.push(path.clone());
+                planner.push(path, None, MountKind::Mask, false, Origin::AreaMask, 9);
+            }
         }
     }
 
@@ -415,8 +429,14 @@ pub(super) fn plan(
                 // An alias that is itself configured keeps its configured access, as a
                 // directory's mask (the lowest origin) loses to the area there.
                 _ if file && profile.areas().any(|(r, _, _)| r == alias) => {}
-                _ if file => deny_file(&mut planner, &mut write_narrowed, scan, alias),
-                _ => planner.push(alias, None, MountKind::Mask, false, Origin::AreaMask, 9),
+                _ if file => {
+                    denied.push(alias.clone());
+                    deny_file(&mut planner, &mut write_narrowed, scan, alias);
+                }
+                _ => {
+                    denied.push(alias.clone());
+                    planner.push(alias, None, MountKind::Mask, false, Origin::AreaMask, 9);
+                }
             }
         }
     }
@@ -614,7 +634,22 @@ pub(super) fn plan(
         return Err(Error::argument(format!("cwd: {} is outside the sandbox's view", spawn.cwd.display())));
     }
 
-    Ok(Planned { planner, rootfs_symlinks, host_entries_bound, replaced, write_narrowed })
+    // A denied root's mask or cover is detached when the host replaces what it covers only
+    // where a bind shows the host's directory around it.
+    denied.extend(denied_files);
+    denied.retain(|d| planner.innermost(d, true).is_some_and(|op| Planner::is_bind(op.kind)));
+    denied.sort();
+    denied.dedup();
+    let mut reopened: Vec<PathBuf> = planner
+        .ops
+        .iter()
+        .filter(|op| op.origin == Origin::Area && Planner::is_bind(op.kind) && !op.below)
+        .filter(|op| denied.iter().any(|d| op.destination != *d && within(&op.destination, d)))
+        .map(|op| op.destination.clone())
+        .collect();
+    reopened.sort();
+    reopened.dedup();
+    Ok(Planned { planner, rootfs_symlinks, host_entries_bound, replaced, write_narrowed, denied, reopened })
 }
 
 /// The mount order: parents before what is nested in them (by depth, then rank), except that a

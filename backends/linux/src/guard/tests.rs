@@ -38,8 +38,8 @@ fn n(x: libc::c_long) -> i32 {
 }
 
 #[test]
-fn the_filter_sends_creating_calls_and_allows_the_rest() {
-    let p = program(true, false);
+fn the_filter_sends_creating_and_writing_calls_and_allows_the_rest() {
+    let p = program(true, false, false);
     assert!(p.len() < 100);
     let notify = libc::SECCOMP_RET_USER_NOTIF;
     let allow = libc::SECCOMP_RET_ALLOW;
@@ -51,8 +51,21 @@ fn the_filter_sends_creating_calls_and_allows_the_rest() {
         args[i] = v;
         args
     };
+    let flag = |f: i32| u64::try_from(f).unwrap();
     assert_eq!(run(&p, n(libc::SYS_openat), NATIVE_ARCH, a(2, creat | wr)), notify);
-    assert_eq!(run(&p, n(libc::SYS_openat), NATIVE_ARCH, a(2, wr)), allow);
+    // Opens for writing too (a protected file the host replaced is no mount point).
+    for f in [libc::O_WRONLY, libc::O_RDWR, libc::O_TRUNC, libc::O_WRONLY | libc::O_APPEND] {
+        assert_eq!(run(&p, n(libc::SYS_openat), NATIVE_ARCH, a(2, flag(f))), notify, "{f:#x}");
+    }
+    // Reads, O_PATH and O_TMPFILE go to the kernel.
+    for f in [
+        libc::O_RDONLY,
+        libc::O_RDONLY | libc::O_DIRECTORY,
+        libc::O_PATH | libc::O_CREAT | libc::O_WRONLY,
+        libc::O_TMPFILE | libc::O_RDWR,
+    ] {
+        assert_eq!(run(&p, n(libc::SYS_openat), NATIVE_ARCH, a(2, flag(f))), allow, "{f:#x}");
+    }
     // Only the low 32 bits of the int flags count.
     assert_eq!(run(&p, n(libc::SYS_openat), NATIVE_ARCH, a(2, creat << 32)), allow);
     assert_eq!(run(&p, n(libc::SYS_openat), NATIVE_ARCH, a(2, (1 << 32) | creat)), notify);
@@ -67,10 +80,20 @@ fn the_filter_sends_creating_calls_and_allows_the_rest() {
         assert_eq!(run(&p, n(call), NATIVE_ARCH, [creat; 6]), allow, "{call}");
     }
     assert_eq!(run(&p, n(libc::SYS_mkdirat), 0x4000_0003, [0; 6]), kill);
+    // With denied roots, every open but O_PATH and O_TMPFILE.
+    let r = program(true, true, false);
+    for f in [libc::O_RDONLY, libc::O_RDONLY | libc::O_DIRECTORY, libc::O_WRONLY, libc::O_CREAT] {
+        assert_eq!(run(&r, n(libc::SYS_openat), NATIVE_ARCH, a(2, flag(f))), notify, "{f:#x}");
+    }
+    for f in [libc::O_PATH, libc::O_TMPFILE | libc::O_RDWR] {
+        assert_eq!(run(&r, n(libc::SYS_openat), NATIVE_ARCH, a(2, flag(f))), allow, "{f:#x}");
+    }
+    assert_eq!(run(&r, n(libc::SYS_read), NATIVE_ARCH, [0; 6]), allow);
     #[cfg(target_arch = "x86_64")]
     {
         assert_eq!(run(&p, n(libc::SYS_open), NATIVE_ARCH, a(1, creat)), notify);
         assert_eq!(run(&p, n(libc::SYS_open), NATIVE_ARCH, a(2, creat)), allow);
+        assert_eq!(run(&r, n(libc::SYS_open), NATIVE_ARCH, a(1, 0)), notify);
         assert_eq!(run(&p, 0x4000_0000 | n(libc::SYS_mkdir), NATIVE_ARCH, [0; 6]), kill);
     }
 }
@@ -82,7 +105,7 @@ fn the_network_watch_sends_connect_and_addressed_sendto() {
     let kill = libc::SECCOMP_RET_KILL_PROCESS;
     let sendto = |addr: u64| [3, 0x1000, 10, 0, addr, 16];
     for creating in [false, true] {
-        let p = program(creating, true);
+        let p = program(creating, false, true);
         assert!(p.len() < 100);
         assert_eq!(run(&p, n(libc::SYS_connect), NATIVE_ARCH, [3, 0x1000, 16, 0, 0, 0]), notify);
         assert_eq!(run(&p, n(libc::SYS_connect), NATIVE_ARCH, [0; 6]), notify);
@@ -106,7 +129,7 @@ fn the_network_watch_sends_connect_and_addressed_sendto() {
         assert_eq!(run(&p, n(libc::SYS_openat2), NATIVE_ARCH, [0; 6]), openat2);
     }
     // Without the network watch, network calls are not sent.
-    let p = program(true, false);
+    let p = program(true, false, false);
     assert_eq!(run(&p, n(libc::SYS_connect), NATIVE_ARCH, [0; 6]), allow);
     assert_eq!(run(&p, n(libc::SYS_sendto), NATIVE_ARCH, sendto(0x1000)), allow);
 }
