@@ -426,6 +426,18 @@ impl CreationGuard {
     /// for [`CreateOp::Place`] also completes a pattern's leading components or is a proper
     /// ancestor of an exact path.
     fn listed(&self, path: &Path, op: CreateOp) -> bool {
+        // git writes a file through `<name>.lock`, created, written, then renamed over it: a
+        // descriptor the workload opened on the lock file wrote the new `.git/config` once the
+        // host's `git config` renamed it into place (a red team, 5 December). The lock file of
+        // a protected entry is protected with it.
+        if let Some(name) = path.file_name() {
+            use std::os::unix::ffi::OsStrExt as _;
+            if let Some(stem) = name.as_bytes().strip_suffix(b".lock").filter(|s| !s.is_empty()) {
+                if self.listed(&path.with_file_name(std::ffi::OsStr::from_bytes(stem)), CreateOp::Create) {
+                    return true;
+                }
+            }
+        }
         let comps: Vec<&std::ffi::OsStr> = path
             .components()
             .filter_map(|c| match c {
@@ -564,6 +576,32 @@ mod tests {
             denied: Vec::new(),
             reopened: Vec::new(),
         }
+    }
+
+    /// An entry's content is protected (the guard refuses writing it whatever made it appear),
+    /// with git's lock file beside it (`<entry>.lock`, renamed over the entry by the host's git);
+    /// a denied root holds what lies beneath it except beneath an area reopened inside it.
+    #[test]
+    fn contents_of_entries_their_lock_files_and_denied_roots() {
+        let mut g = guard();
+        for p in ["/ws/.envrc", "/ws/a/.envrc", "/ws/.envrc.lock", "/ws/.git/hooks/pre-commit", "/ws/.git/hooks.lock"] {
+            assert!(g.protects(Path::new(p)), "{p}");
+            assert!(g.refuses(Path::new(p), CreateOp::Create), "{p}");
+        }
+        for p in ["/ws/.envrc.locked", "/ws/.lock", "/ws/x.lock", "/ws/.git/config.lock", "/tmp/.envrc.lock"] {
+            assert!(!g.protects(Path::new(p)), "{p}");
+        }
+        g.denied = vec![PathBuf::from("/ws/dd"), PathBuf::from("/ws/dd/w/.env")];
+        g.reopened = vec![PathBuf::from("/ws/dd/w")];
+        for p in ["/ws/dd", "/ws/dd/x", "/ws/dd/w/.env", "/ws/dd/w/.env/x"] {
+            assert!(g.denies(Path::new(p)), "{p}");
+        }
+        for p in ["/ws/dd/w", "/ws/dd/w/file", "/ws/d", "/ws/ddx", "/ws"] {
+            assert!(!g.denies(Path::new(p)), "{p}");
+        }
+        // Moving a directory that holds a denied root moves the root.
+        assert!(g.holds_denied(Path::new("/ws")) && g.holds_denied(Path::new("/ws/dd/x")));
+        assert!(!g.holds_denied(Path::new("/ws/dd/w/file")) && !g.holds_denied(Path::new("/ws/other")));
     }
 
     /// Beneath a repository's work tree no `.git` (nor a `HEAD` outside a `.git`) comes into

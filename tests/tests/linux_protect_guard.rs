@@ -434,7 +434,7 @@ ways = [("append", write(os.O_WRONLY | os.O_APPEND)), ("rdwr", write(os.O_RDWR))
         ("trunc", lambda t: os.close(os.open(t, os.O_RDONLY | os.O_TRUNC))),
         ("truncate", lambda t: os.truncate(t, 0)), ("reopen", reopen), ("link", link),
         ("rename", lambda t: os.rename(t, "moved"))]
-for t in [".git/config", ".envrc", ".git/hooks/pre-commit", ".mcp.json", ".git/description", "new.txt"]:
+for t in [".git/config", ".envrc", ".git/hooks/pre-commit", ".mcp.json", ".git/config.lock", ".git/description", "new.txt"]:
     for name, way in ways + [("tmpfile", tmpfile)]:
         if t in (".git/description", "new.txt") and name in ("link", "rename"):
             continue
@@ -468,13 +468,16 @@ for t in [".git/config", ".envrc", ".git/hooks/pre-commit", ".mcp.json", ".git/d
             fs::write(ws.join(".envrc"), "echo host\n").unwrap();
             fs::create_dir(ws.join(".git/hooks")).unwrap();
             fs::write(ws.join(".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+            // git's lock file, as its `git config` holds it before renaming it over the config:
+            // a descriptor opened on it would write the next config.
+            fs::write(ws.join(".git/config.lock"), "[core]\n").unwrap();
             fs::write(ws.join("done"), "").unwrap();
         });
         let (code, out) = sh_in(&exec, &d.ws, "/usr/bin/python3 w.py");
         host.join().unwrap();
         println!("{out}");
         assert_eq!(code, 0, "{out}");
-        for t in [".git/config", ".envrc", ".git/hooks/pre-commit", ".mcp.json"] {
+        for t in [".git/config", ".envrc", ".git/hooks/pre-commit", ".mcp.json", ".git/config.lock"] {
             for way in ["append", "rdwr", "trunc", "truncate", "reopen", "link", "rename"] {
                 assert!(out.contains(&format!("{t} {way} EACCES\n")), "{t} {way}: {out}");
             }
@@ -488,6 +491,7 @@ for t in [".git/config", ".envrc", ".git/hooks/pre-commit", ".mcp.json", ".git/d
         assert_eq!(fs::read_to_string(d.ws.join(".envrc")).unwrap(), "echo host\n");
         assert_eq!(fs::read_to_string(d.ws.join(".mcp.json")).unwrap(), "{\"host\": 1}\n");
         assert_eq!(fs::read_to_string(d.ws.join(".git/hooks/pre-commit")).unwrap(), "#!/bin/sh\nexit 0\n");
+        assert_eq!(fs::read_to_string(d.ws.join(".git/config.lock")).unwrap(), "[core]\n");
         assert!(!d.ws.join("second-name").exists() && !d.ws.join("moved").exists());
         // The controls wrote, then truncated, the unprotected file.
         assert_eq!(fs::metadata(d.ws.join(".git/description")).unwrap().len(), 0);

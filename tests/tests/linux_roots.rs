@@ -936,7 +936,9 @@ mod linux {
     /// A red team (5 December): a denied root's mask covers what was there at spawn. When the
     /// host replaces it during the run (an editor's save of a denied `.env`, a denied directory
     /// removed and made again with a rotated key), the kernel detaches the mask, and the
-    /// workload read the new secret. With denied roots in a bound area, every open now goes to
+    /// workload read the new secret (also through a descriptor whose file it then unlinked: the
+    /// kernel names it `… (deleted)`), and one the host made during the run where none was at
+    /// spawn. With denied roots in a bound area, every open now goes to
     /// the creation guard, which refuses what lies at or beneath a denied root, and refuses
     /// renaming or linking it elsewhere. Controls in the same run: the files beside them read,
     /// python starts (every open it makes is served by the guard), a protected (read-only) file
@@ -975,8 +977,13 @@ def link(t):
 def reopen(t):
     fd = os.open(t, os.O_PATH)
     return read("/proc/self/fd/%d" % fd)
+def reopen_deleted(t):
+    fd = os.open(t, os.O_PATH)
+    os.unlink(t)
+    return read("/proc/self/fd/%d" % fd)
 for t, ways in [(".env", [read, reopen, move, link]), ("cfg/secrets/key", [read, chdir_read, reopen, move, link]),
-                ("cfg/secrets", [listing, move]), ("cfg", [move])]:
+                ("cfg/secrets", [listing, move]), ("cfg", [move]), ("later.secret", [read, reopen]),
+                (".env", [reopen_deleted])]:
     for way in ways:
         try:
             print(t, way.__name__, "got", repr(way(t)))
@@ -993,6 +1000,8 @@ print("new", read("new.txt"))
             additional_roots: vec![
                 root(&d.ws.join(".env"), Access::Deny, Access::Deny),
                 root(&d.ws.join("cfg/secrets"), Access::Deny, Access::Deny),
+                // Missing at spawn: the host makes it during the run.
+                root(&d.ws.join("later.secret"), Access::Deny, Access::Deny),
             ],
             ..config(&d, Vec::new())
         })
@@ -1010,6 +1019,7 @@ print("new", read("new.txt"))
             fs::remove_dir_all(ws.join("cfg/secrets")).unwrap();
             fs::create_dir(ws.join("cfg/secrets")).unwrap();
             fs::write(ws.join("cfg/secrets/key"), "k=rotated\n").unwrap();
+            fs::write(ws.join("later.secret"), "rotated-later\n").unwrap();
             fs::write(ws.join("done"), "").unwrap();
         });
         let out = sh_ok(&exec, &d, "/usr/bin/python3 r.py");
@@ -1020,8 +1030,9 @@ print("new", read("new.txt"))
         assert!(out.contains("plain plain\n") && out.contains("new new\n"), "controls: {out}");
         // A protected file (read-only, not denied) reads through the guard.
         assert!(out.contains("protected {}\n"), "controls: {out}");
-        assert_eq!(fs::read_to_string(d.ws.join(".env")).unwrap(), "SECRET=rotated\n");
+        // (`unlink` is not refused: the last way removed the host's `.env`.)
         assert!(d.ws.join("cfg/secrets/key").exists() && !d.ws.join("moved").exists());
+        assert!(out.contains(".env reopen_deleted EACCES"), "{out}");
     }
 
     /// A red team (5 December): host mounts beneath an area (a chroot's `/sys`, `/proc` and `/dev`

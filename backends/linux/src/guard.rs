@@ -525,6 +525,26 @@ fn handle(guard: &CreationGuard, listener: BorrowedFd<'_>, req: &libc::seccomp_n
     })
 }
 
+/// Opens `object` (a handle the guard resolved) again through `/proc/self/fd` with `flags`, for
+/// the caller. A FIFO, reached by name or through a link to a descriptor (`/proc/self/fd/N`),
+/// waits for its other end: not on the guard's thread, which a blocked open stopped for good (a
+/// red team, 5 December: the run's outcome was lost); the job keeps the object open.
+fn reopen(object: OwnedFd, kind: libc::mode_t, flags: i32, cloexec: bool) -> Result<Outcome, Errno> {
+    let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
+    if kind == libc::S_IFIFO {
+        let job = move || match notify::open_at(None, &via, flags, 0) {
+            Ok(fd) => {
+                drop(object);
+                Answer::Fd(fd, cloexec)
+            }
+            Err(e) => Answer::Error(e),
+        };
+        return Ok(Outcome::Blocking(Box::new(job)));
+    }
+    let fd = notify::open_at(None, &via, flags, 0)?;
+    Ok(Outcome::Answer(Answer::Fd(fd, cloexec)))
+}
+
 /// Whether `st` is `/dev/tty` (character device 5:0), which names the opener's controlling
 /// terminal.
 fn is_dev_tty(st: &libc::stat) -> bool {
@@ -606,21 +626,7 @@ impl Guard<'_> {
         if self.guard.denies(&real_path(object.as_fd())?) {
             return Err(Errno::EACCES);
         }
-        let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
-        let reopen = (flags & !libc::O_NOFOLLOW) | libc::O_NOCTTY | libc::O_CLOEXEC;
-        if kind == libc::S_IFIFO {
-            // Waits for the other end: not on the guard's thread (see `open_inner`).
-            let job = move || match notify::open_at(None, &via, reopen, 0) {
-                Ok(fd) => {
-                    drop(object);
-                    Answer::Fd(fd, cloexec)
-                }
-                Err(e) => Answer::Error(e),
-            };
-            return Ok(Outcome::Blocking(Box::new(job)));
-        }
-        let fd = notify::open_at(None, &via, reopen, 0)?;
-        Ok(Outcome::Answer(Answer::Fd(fd, cloexec)))
+        reopen(object, kind, (flags & !libc::O_NOFOLLOW) | libc::O_NOCTTY | libc::O_CLOEXEC, cloexec)
     }
 
     /// `/dev/tty` means the caller's controlling terminal, which the guard's process does not
@@ -867,24 +873,7 @@ impl Guard<'_> {
                             return Err(Errno::EISDIR);
                         }
                         self.check_object(object.as_fd())?;
-                        let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
-                        let reopen = base & !(libc::O_CREAT | libc::O_NOFOLLOW);
-                        if kind == libc::S_IFIFO {
-                            // A FIFO reached through a link to a descriptor (`/proc/self/fd/N`)
-                            // waits like one found by name: not on the guard's thread, which a
-                            // blocked open stopped for good (a red team, 5 December: the run's
-                            // outcome was lost). The job keeps the object open.
-                            let job = move || match notify::open_at(None, &via, reopen, 0) {
-                                Ok(fd) => {
-                                    drop(object);
-                                    Answer::Fd(fd, cloexec)
-                                }
-                                Err(e) => Answer::Error(e),
-                            };
-                            return Ok(Outcome::Blocking(Box::new(job)));
-                        }
-                        let fd = notify::open_at(None, &via, reopen, 0)?;
-                        return Ok(Outcome::Answer(Answer::Fd(fd, cloexec)));
+                        return reopen(object, kind, base & !(libc::O_CREAT | libc::O_NOFOLLOW), cloexec);
                     }
                 },
                 Err(e) => return Err(e),

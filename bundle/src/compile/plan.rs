@@ -322,7 +322,14 @@ pub(super) fn plan(
                     path.display()
                 )));
             }
-            Some(RootKind::Missing) => continue,
+            // Denied and missing: the host may make it during a run, where no mask covers it
+            // (the guard refuses it, see `MountPlan::denied`).
+            Some(RootKind::Missing) => {
+                if !effective(Axis::Read, &path) {
+                    denied.push(path.clone());
+                }
+                continue;
+            }
             Some(RootKind::File) => file = true,
             _ => {}
         }
