@@ -368,6 +368,19 @@ impl CreationGuard {
             && self.denied.is_empty()
     }
 
+    /// Whether a symlink at `link` (absolute, resolved as the kernel would) with the text
+    /// `target` is refused: beneath a repository's work tree ([`CreationGuard::no_new_repositories`])
+    /// a link may not lead into a `.git` directory by naming one. A directory there holding
+    /// `HEAD`, `objects/` and `refs/` (which a workload may make inside `.git/`, where git
+    /// itself makes them) is a bare repository to git; a link `src -> .git/x` made it the
+    /// repository of the user's next `git status` in `src`, which ran its `core.fsmonitor`
+    /// (a red team, 5 December). A directory cannot be moved out of `.git` (a mount point), so
+    /// a way into it from outside names it.
+    pub fn refuses_link(&self, link: &Path, target: &[u8]) -> bool {
+        let names_git = target.split(|&b| b == b'/').any(|c| c == b".git");
+        names_git && self.no_new_repositories.iter().any(|w| link.starts_with(w))
+    }
+
     /// Whether `path` (absolute, resolved as the kernel would) is, or lies beneath, a denied
     /// root ([`CreationGuard::denied`]) and not beneath an area bound inside it
     /// ([`CreationGuard::reopened`]).
@@ -602,6 +615,19 @@ mod tests {
         // Moving a directory that holds a denied root moves the root.
         assert!(g.holds_denied(Path::new("/ws")) && g.holds_denied(Path::new("/ws/dd/x")));
         assert!(!g.holds_denied(Path::new("/ws/dd/w/file")) && !g.holds_denied(Path::new("/ws/other")));
+    }
+
+    /// Beneath a work tree, a symlink may not name a `.git` directory in its target.
+    #[test]
+    fn no_link_into_a_git_directory_beneath_a_work_tree() {
+        let g = guard();
+        for t in [".git/x", "../.git", "/ws/repo/.git/refs/x", "a/../.git/x/"] {
+            assert!(g.refuses_link(Path::new("/ws/repo/src"), t.as_bytes()), "{t}");
+        }
+        for t in [".gitignore", "x.git/y", "src/.github", "../other"] {
+            assert!(!g.refuses_link(Path::new("/ws/repo/src"), t.as_bytes()), "{t}");
+        }
+        assert!(!g.refuses_link(Path::new("/ws/other/src"), b".git/x"));
     }
 
     /// Beneath a repository's work tree no `.git` (nor a `HEAD` outside a `.git`) comes into

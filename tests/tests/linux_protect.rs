@@ -628,6 +628,17 @@ mod linux {
             ("planted-module", format!("{GIT} clone -q --bare pre .git/modules/libfoo && test -d .git/modules/libfoo")),
             ("legacy-remotes", String::from("mkdir -p .git/remotes && echo 'URL: /tmp/evil' > .git/remotes/origin")),
             ("legacy-branches", String::from("echo '/tmp/evil#main' > .git/branches/origin")),
+            // A bare layout inside `.git` (where git itself makes such names), reached through a
+            // link from the work tree: the user's git in `linked` took it for a repository and
+            // ran its fsmonitor (a red team, 5 December). The link is refused.
+            (
+                "bare-in-dotgit-linked",
+                format!(
+                    "mkdir -p .git/x/objects .git/x/refs && echo 'ref: refs/heads/main' > .git/x/HEAD && \
+                     printf '[core]\\n\\tfsmonitor = \"{monitor}\"\\n' > .git/x/config && ln -s .git/x linked"
+                ),
+            ),
+            ("abs-link-into-dotgit", String::from("ln -s \"$PWD/.git/refs\" linked2")),
         ];
         let mut script = String::new();
         for (name, cmd) in &attacks {
@@ -638,12 +649,12 @@ mod linux {
             "echo 'ref: refs/heads/main' > .git/HEAD; echo 'ref: refs/heads/main' > pre/.git/HEAD; mkdir -p vendor/lib; \
              {GIT} update-index --add --cacheinfo 160000,$({GIT} -C pre hash-object -t commit --stdin </dev/null 2>/dev/null || echo 1111111111111111111111111111111111111111),vendor/lib; \
              echo x > pre/f && {GIT} -C pre add f && {GIT} -C pre commit -qm f && echo pre-ok; \
-             echo h > HEADER && echo header-ok; \
+             echo h > HEADER && echo header-ok; ln -s a.txt a-link && echo link-ok; \
              {GIT} checkout -qb feature && echo b > b.txt && {GIT} add b.txt && {GIT} commit -qm b && echo commit-ok"
         ));
         let out = sh_ok(&exec2, &r.ws, &script);
         all_failed(&out, &attacks.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>());
-        for control in ["pre-ok", "header-ok", "commit-ok"] {
+        for control in ["pre-ok", "header-ok", "link-ok", "commit-ok"] {
             assert!(out.contains(control), "{control}: {out}");
         }
         for nested in ["vendor/lib/.git", "vendor/x/.git", "vendor/y/.git", "vendor/z/.git", "vendor/c/.git"] {
@@ -656,6 +667,9 @@ mod linux {
             assert!(!marker.exists(), "the host's git status in {} ran the workload's fsmonitor: {o:?}", dir.display());
         }
         assert!(!r.ws.join(".git/modules/libfoo").exists() && !r.ws.join("src/HEAD").exists());
+        assert!(
+            fs::symlink_metadata(r.ws.join("linked")).is_err() && fs::symlink_metadata(r.ws.join("linked2")).is_err()
+        );
         let o = Command::new("git").args(["rev-parse", "--show-toplevel"]).current_dir(&r.ws).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), r.ws.display().to_string());
 

@@ -708,6 +708,9 @@ impl Guard<'_> {
         if target.is_empty() {
             return Err(Errno::ENOENT);
         }
+        if self.guard.refuses_link(&real_path(p.dir.as_fd())?.join(os(&p.name)), target) {
+            return Err(Errno::EACCES);
+        }
         nix::unistd::symlinkat(cstr(target)?.as_c_str(), Some(p.dir.as_raw_fd()), p.kernel_name()?.as_c_str())
     }
 
