@@ -302,6 +302,18 @@ pub enum CreateOp {
     Place,
 }
 
+/// What of a git directory a path is (see [`CreationGuard::git_sensitive`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GitPart {
+    /// The `.git` itself (a directory, or a gitfile naming one).
+    Itself,
+    /// A file git takes commands or locations from (`config`, `hooks/…`, `commondir`, …).
+    File,
+    /// A linked worktree's or a submodule's directory (`worktrees/<name>`, `modules/<name>`):
+    /// new ones may be made; one the run did not make is neither replaced nor moved.
+    Entry,
+}
+
 /// What the Linux init's supervisor refuses to create (the `sandbox.protect` annotation), and
 /// what Seatbelt's deny rules cover.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -366,6 +378,38 @@ impl CreationGuard {
             && self.no_new_repositories.is_empty()
             && self.no_new_entries.is_empty()
             && self.denied.is_empty()
+    }
+
+    /// Where `path` (absolute, resolved as the kernel would) is a file git takes commands or
+    /// locations from (`config`, `config.worktree`, their locks, `commondir`, `gitdir`, anything
+    /// beneath `hooks`) in a git directory, or is a `.git` itself (a gitfile is a location): the
+    /// path of that `.git`, and whether `path` is it. Outside the exempt directories; `refs`,
+    /// `logs` and `objects` hold none. The Linux guard refuses writing or making such a file
+    /// unless this run made that `.git` itself: the scan at spawn protects the git directories
+    /// that exist then, and one the host makes during the run (a clone or `git init` into the
+    /// workspace, a worktree, a submodule's gitfile) was written by a waiting workload, and
+    /// the host's next `git status` ran its `core.fsmonitor` (a red team, 5 December).
+    pub fn git_sensitive(&self, path: &Path) -> Option<(PathBuf, GitPart)> {
+        let exempt =
+            self.exempt.iter().any(|e| path.starts_with(e)) && !self.not_exempt.iter().any(|a| path.starts_with(a));
+        if exempt {
+            return None;
+        }
+        let comps: Vec<&std::ffi::OsStr> = path.iter().collect();
+        let at = comps.iter().rposition(|c| *c == ".git")?;
+        let git: PathBuf = comps[..=at].iter().collect();
+        let rest = &comps[at + 1..];
+        let Some(last) = rest.last() else { return Some((git, GitPart::Itself)) };
+        if rest.iter().any(|c| *c == "refs" || *c == "logs" || *c == "objects") {
+            return None;
+        }
+        if rest.len() == 2 && (rest[0] == "worktrees" || rest[0] == "modules") {
+            return Some((git, GitPart::Entry));
+        }
+        const FILES: [&str; 6] =
+            ["config", "config.lock", "config.worktree", "config.worktree.lock", "commondir", "gitdir"];
+        let sensitive = rest.iter().any(|c| *c == "hooks") || FILES.iter().any(|f| *last == *f);
+        sensitive.then_some((git, GitPart::File))
     }
 
     /// Whether a symlink at `link` (absolute, resolved as the kernel would) with the text
@@ -615,6 +659,35 @@ mod tests {
         // Moving a directory that holds a denied root moves the root.
         assert!(g.holds_denied(Path::new("/ws")) && g.holds_denied(Path::new("/ws/dd/x")));
         assert!(!g.holds_denied(Path::new("/ws/dd/w/file")) && !g.holds_denied(Path::new("/ws/other")));
+    }
+
+    /// The files git takes commands or locations from, in any git directory.
+    #[test]
+    fn git_sensitive_files_name_their_git_directory() {
+        let g = guard();
+        let some = |p: &str, git: &str, part: GitPart| {
+            assert_eq!(g.git_sensitive(Path::new(p)), Some((PathBuf::from(git), part)), "{p}");
+        };
+        some("/ws/p/.git/config", "/ws/p/.git", GitPart::File);
+        some("/ws/p/.git/config.lock", "/ws/p/.git", GitPart::File);
+        some("/ws/p/.git/hooks/pre-commit", "/ws/p/.git", GitPart::File);
+        some("/ws/p/.git/worktrees/wt/commondir", "/ws/p/.git", GitPart::File);
+        some("/ws/p/.git/worktrees/wt", "/ws/p/.git", GitPart::Entry);
+        some("/ws/p/.git/modules/a", "/ws/p/.git", GitPart::Entry);
+        some("/ws/p/.git/modules/a/b/config", "/ws/p/.git", GitPart::File);
+        some("/ws/p/sub/.git", "/ws/p/sub/.git", GitPart::Itself);
+        for p in [
+            "/ws/p/.git/refs/heads/config",
+            "/ws/p/.git/logs/hooks",
+            "/ws/p/.git/index",
+            "/ws/p/.git/HEAD",
+            "/tmp/r/.git/config",
+            "/ws/p/config",
+        ] {
+            assert_eq!(g.git_sensitive(Path::new(p)), None, "{p}");
+        }
+        // A workspace inside an exempt directory is not exempt.
+        some("/tmp/ws/.git/config", "/tmp/ws/.git", GitPart::File);
     }
 
     /// Beneath a work tree, a symlink may not name a `.git` directory in its target.

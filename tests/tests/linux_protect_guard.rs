@@ -497,6 +497,109 @@ for t in [".git/config", ".envrc", ".git/hooks/pre-commit", ".mcp.json", ".git/c
         assert_eq!(fs::metadata(d.ws.join(".git/description")).unwrap().len(), 0);
     }
 
+    /// Git directories the host makes while a run goes on (a red team, 5 December): the scan at
+    /// spawn protects the config, hooks, `commondir` and gitfiles of the repositories that exist
+    /// then, and a waiting workload wrote those of a repository the host cloned or made during
+    /// the run, of a worktree it added (`commondir`), of a submodule's new gitfile; the host's
+    /// next `git status` ran the planted `core.fsmonitor`. The guard now refuses writing or
+    /// making such files in any `.git` this run did not make. Control in the same run: a
+    /// repository the workload makes itself is written as before (`git init`, `git config`, a
+    /// hook).
+    pub fn git_directories_the_host_makes_during_a_run_are_protected() {
+        let d = TestDirs::new("sbx-guard");
+        let script = r##"
+import errno, os, subprocess, time
+open("ready", "w").close()
+end = time.time() + 30
+while not os.path.exists("done") and time.time() < end:
+    time.sleep(0.02)
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def exchange(a, b):
+    if libc.renameat2(-100, a.encode(), -100, b.encode(), 2) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+def write(t, flags):
+    fd = os.open(t, flags, 0o755)
+    try:
+        os.write(fd, b"# planted\n")
+    finally:
+        os.close(fd)
+attacks = [
+    ("config", lambda: write("proj/.git/config", os.O_WRONLY | os.O_APPEND)),
+    ("config-lock", lambda: write("proj/.git/config.lock", os.O_WRONLY | os.O_CREAT | os.O_EXCL)),
+    ("hook", lambda: write("proj/.git/hooks/pre-commit", os.O_WRONLY | os.O_CREAT)),
+    ("commondir", lambda: write("proj/.git/worktrees/wt/commondir", os.O_WRONLY | os.O_TRUNC)),
+    ("gitfile", lambda: write("sub/.git", os.O_WRONLY | os.O_TRUNC)),
+    ("gitfile-rename", lambda: (write("gf", os.O_WRONLY | os.O_CREAT), os.rename("gf", "sub/.git"))),
+    ("dotgit-rename", lambda: os.rename("proj/.git", "proj/old-git")),
+    ("worktree-move", lambda: os.rename("proj/.git/worktrees/wt", "proj/.git/worktrees/wt-old")),
+    ("worktree-exchange", lambda: exchange("proj/.git/worktrees/mine", "proj/.git/worktrees/wt")),
+    ("nested-repo", lambda: os.mkdir("proj/inner/.git")),
+    ("nested-gitfile", lambda: write("proj/inner/.git", os.O_WRONLY | os.O_CREAT)),
+    ("bare-head", lambda: write("proj/inner/HEAD", os.O_WRONLY | os.O_CREAT)),
+]
+# A new worktree directory is the run's own (`git worktree add` makes one).
+os.mkdir("proj/.git/worktrees/mine")
+write("proj/.git/worktrees/mine/commondir", os.O_WRONLY | os.O_CREAT)
+os.mkdir("proj/inner")
+print("new-worktree-ok")
+for name, attack in attacks:
+    try:
+        attack()
+        print(name, "ok")
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+r = subprocess.run("git init -q own && git -C own config user.name me && echo '#!/bin/sh' > own/.git/hooks/post-commit && echo own-ok",
+                   shell=True, capture_output=True, text=True)
+print(r.stdout.strip(), r.stderr.strip())
+"##;
+        fs::write(d.ws.join("g.py"), script).unwrap();
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        let ws = d.ws.clone();
+        let host = std::thread::spawn(move || {
+            let end = Instant::now() + std::time::Duration::from_secs(30);
+            while !ws.join("ready").exists() && Instant::now() < end {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let o = std::process::Command::new("git").args(["init", "-q", "proj"]).current_dir(&ws).output().unwrap();
+            assert!(o.status.success());
+            fs::create_dir_all(ws.join("proj/.git/worktrees/wt")).unwrap();
+            fs::write(ws.join("proj/.git/worktrees/wt/commondir"), "../..\n").unwrap();
+            fs::create_dir(ws.join("sub")).unwrap();
+            fs::write(ws.join("sub/.git"), "gitdir: ../proj/.git\n").unwrap();
+            fs::write(ws.join("done"), "").unwrap();
+        });
+        let (code, out) = sh_in(&exec, &d.ws, "/usr/bin/python3 g.py");
+        host.join().unwrap();
+        println!("{out}");
+        assert_eq!(code, 0, "{out}");
+        for name in [
+            "config",
+            "config-lock",
+            "hook",
+            "commondir",
+            "gitfile",
+            "gitfile-rename",
+            "dotgit-rename",
+            "worktree-move",
+            "worktree-exchange",
+            "nested-repo",
+            "nested-gitfile",
+            "bare-head",
+        ] {
+            assert!(out.contains(&format!("{name} EACCES\n")), "{name}: {out}");
+        }
+        assert!(out.contains("own-ok") && out.contains("new-worktree-ok"), "controls: {out}");
+        let config = fs::read_to_string(d.ws.join("proj/.git/config")).unwrap();
+        assert!(!config.contains("planted"), "{config}");
+        assert!(!d.ws.join("proj/.git/hooks/pre-commit").exists() && !d.ws.join("proj/.git/config.lock").exists());
+        assert_eq!(fs::read_to_string(d.ws.join("proj/.git/worktrees/wt/commondir")).unwrap(), "../..\n");
+        assert_eq!(fs::read_to_string(d.ws.join("sub/.git")).unwrap(), "gitdir: ../proj/.git\n");
+        assert!(fs::read_to_string(d.ws.join("own/.git/config")).unwrap().contains("name = me"));
+    }
+
     /// The cost, roughly: 1000 file creations with and without the guard, the best of three
     /// runs each (printed only: the machines that run the suite vary too much for a bound).
     pub fn cost_of_the_guard() {
@@ -548,6 +651,10 @@ fn main() -> std::process::ExitCode {
             (
                 "protected_files_the_host_replaces_or_creates_during_a_run_stay_read_only",
                 protected_files_the_host_replaces_or_creates_during_a_run_stay_read_only,
+            ),
+            (
+                "git_directories_the_host_makes_during_a_run_are_protected",
+                git_directories_the_host_makes_during_a_run_are_protected,
             ),
             ("cost_of_the_guard", cost_of_the_guard),
         ])

@@ -43,6 +43,7 @@ use std::sync::Arc;
 use nix::errno::Errno;
 use nix::fcntl::AtFlags;
 use nix::sys::stat::{Mode, SFlag};
+use sandbox_bundle::protect::GitPart;
 use sandbox_bundle::{CreateOp, CreationGuard};
 use seccompiler::sock_filter;
 
@@ -357,6 +358,8 @@ pub fn serve(listener: OwnedFd, mut watch: Watch) {
         return;
     }
     let listener = Arc::new(listener);
+    // The `.git`s this run made: their config and hooks are the run's own (see `check_git`).
+    let made = std::cell::RefCell::new(std::collections::HashSet::new());
     loop {
         // The listener hangs up once no process uses the filter any more: the run is over
         // (a kept container's init joins this thread before its next run, issue 16).
@@ -382,7 +385,7 @@ pub fn serve(listener: OwnedFd, mut watch: Watch) {
         let net = direct::decode(libc::c_long::from(req.data.nr), &req.data.args);
         let outcome = match (net, watch.direct.as_mut(), watch.creation.as_ref()) {
             (Some(call), Some(record), _) => handle_net(listener.as_fd(), &req, call, record.as_mut()),
-            (None, _, Some(guard)) => handle(guard, listener.as_fd(), &req),
+            (None, _, Some(guard)) => handle(guard, &made, listener.as_fd(), &req),
             _ => Outcome::Answer(Answer::Error(Errno::ENOSYS)),
         };
         match outcome {
@@ -477,7 +480,12 @@ fn handle_net(
     }
 }
 
-fn handle(guard: &CreationGuard, listener: BorrowedFd<'_>, req: &libc::seccomp_notif) -> Outcome {
+fn handle(
+    guard: &CreationGuard,
+    made: &std::cell::RefCell<std::collections::HashSet<(u64, u64)>>,
+    listener: BorrowedFd<'_>,
+    req: &libc::seccomp_notif,
+) -> Outcome {
     let Some(call) = decode(libc::c_long::from(req.data.nr), &req.data.args) else {
         return Outcome::Answer(Answer::Error(Errno::ENOSYS));
     };
@@ -508,7 +516,7 @@ fn handle(guard: &CreationGuard, listener: BorrowedFd<'_>, req: &libc::seccomp_n
     if !notify::id_valid(listener, req.id) {
         return Outcome::Gone;
     }
-    let g = Guard { guard, thread: &thread };
+    let g = Guard { guard, thread: &thread, made };
     let other = other.unwrap_or_default();
     let result = match call {
         Call::Open { dirfd, flags, mode, .. } => return g.open(dirfd, &path, flags, mode),
@@ -566,6 +574,8 @@ fn new_name(p: &Parent) -> Result<(), Errno> {
 struct Guard<'a> {
     guard: &'a CreationGuard,
     thread: &'a Thread,
+    /// `(st_dev, st_ino)` of every `.git` this run made (see [`Guard::check_git`]).
+    made: &'a std::cell::RefCell<std::collections::HashSet<(u64, u64)>>,
 }
 
 impl Guard<'_> {
@@ -574,9 +584,66 @@ impl Guard<'_> {
         let full = real_path(p.dir.as_fd())?.join(os(&p.name));
         let placing_denied = op == CreateOp::Place && self.guard.holds_denied(&full);
         if self.guard.refuses(&full, op) || self.guard.denies(&full) || placing_denied {
-            Err(Errno::EACCES)
-        } else {
-            Ok(())
+            return Err(Errno::EACCES);
+        }
+        self.check_git(&full, op == CreateOp::Create)
+    }
+
+    /// EACCES when `full` is a file git takes commands or locations from, or a `.git`
+    /// ([`CreationGuard::git_sensitive`]), in a `.git` this run did not make: one the host made
+    /// during the run (a clone, `git init`, a worktree, a submodule's gitfile), which the spawn's
+    /// scan could not know. A `.git` that does not exist yet may be made (where a repository may
+    /// come into being at all, see `refuses`); the run's own repositories work as before.
+    fn check_git(&self, full: &std::path::Path, new: bool) -> Result<(), Errno> {
+        let made = |p: &std::path::Path| {
+            nix::sys::stat::lstat(p).is_ok_and(|st| self.made.borrow().contains(&(st.st_dev, st.st_ino)))
+        };
+        let bare_name = full.file_name() == Some(std::ffi::OsStr::new("HEAD")) && !full.iter().any(|c| c == ".git");
+        if bare_name && self.beneath_foreign_work_tree(full) {
+            return Err(Errno::EACCES);
+        }
+        let Some((git, part)) = self.guard.git_sensitive(full) else { return Ok(()) };
+        if part == GitPart::Itself {
+            return match nix::sys::stat::lstat(&git) {
+                Ok(_) if made(&git) => Ok(()),
+                // A new `.git`, where the host's git would not take it for a repository nested
+                // in one of its own (see `beneath_foreign_work_tree`).
+                Err(Errno::ENOENT) if !self.beneath_foreign_work_tree(&git) => Ok(()),
+                _ => Err(Errno::EACCES),
+            };
+        }
+        // A new worktree or module directory may be made (`git worktree add`); one that exists
+        // is the run's own only if the run made it.
+        if part == GitPart::Entry && new && nix::sys::stat::lstat(full) == Err(Errno::ENOENT) {
+            return Ok(());
+        }
+        // The run's own: its `.git`, or a directory in it the run made (a worktree that
+        // `git worktree add` makes in `worktrees/`).
+        let own = full.ancestors().take_while(|a| a.starts_with(&git)).any(made);
+        if own { Ok(()) } else { Err(Errno::EACCES) }
+    }
+
+    /// Whether a directory above `path` holds a `.git` this run did not make: a work tree the
+    /// host made during the run (the spawn's scan knows the ones that existed then: see
+    /// `CreationGuard::no_new_repositories`), where a new `.git` or a bare `HEAD` is a
+    /// repository nested in the host's, which its git enters.
+    fn beneath_foreign_work_tree(&self, path: &std::path::Path) -> bool {
+        path.ancestors().skip(1).any(|dir| {
+            let git = dir.join(".git");
+            git != path
+                && nix::sys::stat::lstat(&git).is_ok_and(|st| !self.made.borrow().contains(&(st.st_dev, st.st_ino)))
+        })
+    }
+
+    /// Records `p`, just made by this run, when it is a `.git` or a directory (see
+    /// [`Guard::check_git`]).
+    fn made(&self, p: &Parent) {
+        let Ok(name) = cstr(&p.name) else { return };
+        if let Ok(st) = nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
+        {
+            if p.name == b".git" || st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+                self.made.borrow_mut().insert((st.st_dev, st.st_ino));
+            }
         }
     }
 
@@ -584,14 +651,20 @@ impl Guard<'_> {
     /// file is not opened for writing, truncated, linked or renamed elsewhere.
     fn check_content(&self, p: &Parent) -> Result<(), Errno> {
         let full = real_path(p.dir.as_fd())?.join(os(&p.name));
-        if self.guard.protects(&full) || self.guard.denies(&full) { Err(Errno::EACCES) } else { Ok(()) }
+        if self.guard.protects(&full) || self.guard.denies(&full) {
+            return Err(Errno::EACCES);
+        }
+        self.check_git(&full, false)
     }
 
     /// [`Self::check_content`] for an object already resolved (through a magic link or an
     /// `AT_EMPTY_PATH` descriptor).
     fn check_object(&self, object: BorrowedFd<'_>) -> Result<(), Errno> {
         let path = real_path(object)?;
-        if self.guard.protects(&path) || self.guard.denies(&path) { Err(Errno::EACCES) } else { Ok(()) }
+        if self.guard.protects(&path) || self.guard.denies(&path) {
+            return Err(Errno::EACCES);
+        }
+        self.check_git(&path, false)
     }
 
     /// `truncate(path, length)`: the path is resolved here, following symlinks as the kernel
@@ -688,7 +761,9 @@ impl Guard<'_> {
         self.check(&p, CreateOp::Create)?;
         self.caller_umask()?;
         let mode = Mode::from_bits_truncate((mode & 0o7777) as libc::mode_t);
-        nix::sys::stat::mkdirat(Some(p.dir.as_raw_fd()), cstr(&p.name)?.as_c_str(), mode)
+        nix::sys::stat::mkdirat(Some(p.dir.as_raw_fd()), cstr(&p.name)?.as_c_str(), mode)?;
+        self.made(&p);
+        Ok(())
     }
 
     fn mknod(&self, dirfd: i32, path: &[u8], mode: u32, dev: u64) -> Result<(), Errno> {
@@ -698,7 +773,9 @@ impl Guard<'_> {
         self.caller_umask()?;
         let kind = SFlag::from_bits_truncate(mode as libc::mode_t & libc::S_IFMT);
         let perm = Mode::from_bits_truncate((mode & 0o7777) as libc::mode_t);
-        nix::sys::stat::mknodat(Some(p.dir.as_raw_fd()), p.kernel_name()?.as_c_str(), kind, perm, dev)
+        nix::sys::stat::mknodat(Some(p.dir.as_raw_fd()), p.kernel_name()?.as_c_str(), kind, perm, dev)?;
+        self.made(&p);
+        Ok(())
     }
 
     fn symlink(&self, target: &[u8], dirfd: i32, path: &[u8]) -> Result<(), Errno> {
@@ -711,7 +788,9 @@ impl Guard<'_> {
         if self.guard.refuses_link(&real_path(p.dir.as_fd())?.join(os(&p.name)), target) {
             return Err(Errno::EACCES);
         }
-        nix::unistd::symlinkat(cstr(target)?.as_c_str(), Some(p.dir.as_raw_fd()), p.kernel_name()?.as_c_str())
+        nix::unistd::symlinkat(cstr(target)?.as_c_str(), Some(p.dir.as_raw_fd()), p.kernel_name()?.as_c_str())?;
+        self.made(&p);
+        Ok(())
     }
 
     fn link(&self, olddirfd: i32, old: &[u8], newdirfd: i32, new: &[u8], flags: i32) -> Result<(), Errno> {
@@ -788,7 +867,9 @@ impl Guard<'_> {
             Some(n.dir.as_raw_fd()),
             n.kernel_name()?.as_c_str(),
             flags,
-        )
+        )?;
+        self.made(&n);
+        Ok(())
     }
 
     /// `open(O_CREAT)`: a final symlink is followed here, one step at a time (each name it
@@ -859,7 +940,11 @@ impl Guard<'_> {
                 None if !creating => Err(Errno::ENOENT),
                 None => {
                     self.caller_umask()?;
-                    notify::open_at(Some(p.dir.as_fd()), &name, base, mode)
+                    let made = notify::open_at(Some(p.dir.as_fd()), &name, base, mode);
+                    if made.is_ok() {
+                        self.made(&p);
+                    }
+                    made
                 }
             };
             match opened {
