@@ -309,8 +309,8 @@ pub enum GitPart {
     Itself,
     /// A file git takes commands or locations from (`config`, `hooks/…`, `commondir`, …).
     File,
-    /// A linked worktree's or a submodule's directory (`worktrees/<name>`, `modules/<name>`):
-    /// new ones may be made; one the run did not make is neither replaced nor moved.
+    /// A linked worktree's directory (`worktrees/<name>`): new ones may be made (`git worktree
+    /// add`); one the run did not make is neither replaced nor moved.
     Entry,
 }
 
@@ -399,16 +399,21 @@ impl CreationGuard {
         let at = comps.iter().rposition(|c| *c == ".git")?;
         let git: PathBuf = comps[..=at].iter().collect();
         let rest = &comps[at + 1..];
-        let Some(last) = rest.last() else { return Some((git, GitPart::Itself)) };
-        if rest.iter().any(|c| *c == "refs" || *c == "logs" || *c == "objects") {
+        let (Some(first), Some(last)) = (rest.first(), rest.last()) else { return Some((git, GitPart::Itself)) };
+        // What lies in `refs`, `logs` and `objects` of the directory itself (a worktree or a
+        // module named `logs` is not exempt: a red team, 5 December).
+        if *first == "refs" || *first == "logs" || *first == "objects" {
             return None;
         }
-        if rest.len() == 2 && (rest[0] == "worktrees" || rest[0] == "modules") {
+        if *first == "worktrees" && rest.len() == 2 {
             return Some((git, GitPart::Entry));
         }
+        // Legacy remotes (`remotes/<name>`, `branches/<name>`) name where a push goes; a
+        // `modules` directory made in a `.git` of the host's would hold a module's config.
+        let legacy = *first == "remotes" || *first == "branches" || (*first == "modules" && rest.len() == 1);
         const FILES: [&str; 6] =
             ["config", "config.lock", "config.worktree", "config.worktree.lock", "commondir", "gitdir"];
-        let sensitive = rest.iter().any(|c| *c == "hooks") || FILES.iter().any(|f| *last == *f);
+        let sensitive = legacy || rest.iter().any(|c| *c == "hooks") || FILES.iter().any(|f| *last == *f);
         sensitive.then_some((git, GitPart::File))
     }
 
@@ -673,7 +678,9 @@ mod tests {
         some("/ws/p/.git/hooks/pre-commit", "/ws/p/.git", GitPart::File);
         some("/ws/p/.git/worktrees/wt/commondir", "/ws/p/.git", GitPart::File);
         some("/ws/p/.git/worktrees/wt", "/ws/p/.git", GitPart::Entry);
-        some("/ws/p/.git/modules/a", "/ws/p/.git", GitPart::Entry);
+        some("/ws/p/.git/modules", "/ws/p/.git", GitPart::File);
+        some("/ws/p/.git/remotes/origin", "/ws/p/.git", GitPart::File);
+        some("/ws/p/.git/worktrees/logs/commondir", "/ws/p/.git", GitPart::File);
         some("/ws/p/.git/modules/a/b/config", "/ws/p/.git", GitPart::File);
         some("/ws/p/sub/.git", "/ws/p/sub/.git", GitPart::Itself);
         for p in [

@@ -502,17 +502,25 @@ for t in [".git/config", ".envrc", ".git/hooks/pre-commit", ".mcp.json", ".git/c
     /// then, and a waiting workload wrote those of a repository the host cloned or made during
     /// the run, of a worktree it added (`commondir`), of a submodule's new gitfile; the host's
     /// next `git status` ran the planted `core.fsmonitor`. The guard now refuses writing or
-    /// making such files in any `.git` this run did not make. Control in the same run: a
+    /// making such files in any `.git` this run did not make (a `worktrees` directory the run
+    /// made in the host's `.git` does not make the host's worktree its own; a worktree named
+    /// `logs` is no exemption; legacy remotes and a new `modules` count). Control in the same run: a
     /// repository the workload makes itself is written as before (`git init`, `git config`, a
     /// hook).
     pub fn git_directories_the_host_makes_during_a_run_are_protected() {
         let d = TestDirs::new("sbx-guard");
         let script = r##"
 import errno, os, subprocess, time
+def wait_for(name):
+    end = time.time() + 30
+    while not os.path.exists(name) and time.time() < end:
+        time.sleep(0.02)
 open("ready", "w").close()
-end = time.time() + 30
-while not os.path.exists("done") and time.time() < end:
-    time.sleep(0.02)
+wait_for("stage1")
+# A `worktrees` the run makes in the host's `.git` before the host adds a worktree there.
+os.mkdir("proj/.git/worktrees")
+open("stage2", "w").close()
+wait_for("done")
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 def exchange(a, b):
@@ -538,6 +546,9 @@ attacks = [
     ("nested-repo", lambda: os.mkdir("proj/inner/.git")),
     ("nested-gitfile", lambda: write("proj/inner/.git", os.O_WRONLY | os.O_CREAT)),
     ("bare-head", lambda: write("proj/inner/HEAD", os.O_WRONLY | os.O_CREAT)),
+    ("worktree-named-logs", lambda: write("proj/.git/worktrees/logs/commondir", os.O_WRONLY | os.O_TRUNC)),
+    ("legacy-remote", lambda: (os.makedirs("proj/.git/remotes", exist_ok=True), write("proj/.git/remotes/origin", os.O_WRONLY | os.O_CREAT))),
+    ("modules", lambda: os.mkdir("proj/.git/modules")),
 ]
 # A new worktree directory is the run's own (`git worktree add` makes one).
 os.mkdir("proj/.git/worktrees/mine")
@@ -565,8 +576,14 @@ print(r.stdout.strip(), r.stderr.strip())
             }
             let o = std::process::Command::new("git").args(["init", "-q", "proj"]).current_dir(&ws).output().unwrap();
             assert!(o.status.success());
-            fs::create_dir_all(ws.join("proj/.git/worktrees/wt")).unwrap();
-            fs::write(ws.join("proj/.git/worktrees/wt/commondir"), "../..\n").unwrap();
+            fs::write(ws.join("stage1"), "").unwrap();
+            while !ws.join("stage2").exists() && Instant::now() < end {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            for wt in ["wt", "logs"] {
+                fs::create_dir_all(ws.join("proj/.git/worktrees").join(wt)).unwrap();
+                fs::write(ws.join("proj/.git/worktrees").join(wt).join("commondir"), "../..\n").unwrap();
+            }
             fs::create_dir(ws.join("sub")).unwrap();
             fs::write(ws.join("sub/.git"), "gitdir: ../proj/.git\n").unwrap();
             fs::write(ws.join("done"), "").unwrap();
@@ -588,6 +605,9 @@ print(r.stdout.strip(), r.stderr.strip())
             "nested-repo",
             "nested-gitfile",
             "bare-head",
+            "worktree-named-logs",
+            "legacy-remote",
+            "modules",
         ] {
             assert!(out.contains(&format!("{name} EACCES\n")), "{name}: {out}");
         }

@@ -280,6 +280,13 @@ enum Outcome {
     Blocking(Box<dyn FnOnce() -> Answer + Send>),
 }
 
+/// What a run made that is its own to configure: `(st_dev, st_ino)` of each `.git` and worktree
+/// directory, with a handle that keeps the number from naming anything else.
+type Made = std::cell::RefCell<std::collections::HashMap<(u64, u64), OwnedFd>>;
+
+/// The most objects one run records as its own (see [`Guard::made`]).
+const MAX_MADE: usize = 256;
+
 /// The longest path the kernel accepts, its NUL included.
 const PATH_MAX: usize = 4096;
 
@@ -359,7 +366,7 @@ pub fn serve(listener: OwnedFd, mut watch: Watch) {
     }
     let listener = Arc::new(listener);
     // The `.git`s this run made: their config and hooks are the run's own (see `check_git`).
-    let made = std::cell::RefCell::new(std::collections::HashSet::new());
+    let made = Made::default();
     loop {
         // The listener hangs up once no process uses the filter any more: the run is over
         // (a kept container's init joins this thread before its next run, issue 16).
@@ -480,12 +487,7 @@ fn handle_net(
     }
 }
 
-fn handle(
-    guard: &CreationGuard,
-    made: &std::cell::RefCell<std::collections::HashSet<(u64, u64)>>,
-    listener: BorrowedFd<'_>,
-    req: &libc::seccomp_notif,
-) -> Outcome {
+fn handle(guard: &CreationGuard, made: &Made, listener: BorrowedFd<'_>, req: &libc::seccomp_notif) -> Outcome {
     let Some(call) = decode(libc::c_long::from(req.data.nr), &req.data.args) else {
         return Outcome::Answer(Answer::Error(Errno::ENOSYS));
     };
@@ -574,8 +576,8 @@ fn new_name(p: &Parent) -> Result<(), Errno> {
 struct Guard<'a> {
     guard: &'a CreationGuard,
     thread: &'a Thread,
-    /// `(st_dev, st_ino)` of every `.git` this run made (see [`Guard::check_git`]).
-    made: &'a std::cell::RefCell<std::collections::HashSet<(u64, u64)>>,
+    /// Every `.git` and worktree directory this run made, held (see [`Guard::made`]).
+    made: &'a Made,
 }
 
 impl Guard<'_> {
@@ -596,7 +598,7 @@ impl Guard<'_> {
     /// come into being at all, see `refuses`); the run's own repositories work as before.
     fn check_git(&self, full: &std::path::Path, new: bool) -> Result<(), Errno> {
         let made = |p: &std::path::Path| {
-            nix::sys::stat::lstat(p).is_ok_and(|st| self.made.borrow().contains(&(st.st_dev, st.st_ino)))
+            nix::sys::stat::lstat(p).is_ok_and(|st| self.made.borrow().contains_key(&(st.st_dev, st.st_ino)))
         };
         let bare_name = full.file_name() == Some(std::ffi::OsStr::new("HEAD")) && !full.iter().any(|c| c == ".git");
         if bare_name && self.beneath_foreign_work_tree(full) {
@@ -612,14 +614,17 @@ impl Guard<'_> {
                 _ => Err(Errno::EACCES),
             };
         }
-        // A new worktree or module directory may be made (`git worktree add`); one that exists
-        // is the run's own only if the run made it.
+        // A new worktree directory may be made (`git worktree add`); one that exists is the
+        // run's own only if the run made it.
         if part == GitPart::Entry && new && nix::sys::stat::lstat(full) == Err(Errno::ENOENT) {
             return Ok(());
         }
-        // The run's own: its `.git`, or a directory in it the run made (a worktree that
-        // `git worktree add` makes in `worktrees/`).
-        let own = full.ancestors().take_while(|a| a.starts_with(&git)).any(made);
+        // The run's own: its `.git`, or a worktree directory the run made (`git worktree add`
+        // in an existing repository). No other directory counts: a `modules` or `worktrees`
+        // the run made in the host's `.git` does not make what the host puts there its own (a
+        // red team, 5 December).
+        let worktree = full.strip_prefix(git.join("worktrees")).ok().and_then(|r| r.iter().next());
+        let own = made(&git) || worktree.is_some_and(|n| made(&git.join("worktrees").join(n)));
         if own { Ok(()) } else { Err(Errno::EACCES) }
     }
 
@@ -631,19 +636,31 @@ impl Guard<'_> {
         path.ancestors().skip(1).any(|dir| {
             let git = dir.join(".git");
             git != path
-                && nix::sys::stat::lstat(&git).is_ok_and(|st| !self.made.borrow().contains(&(st.st_dev, st.st_ino)))
+                && nix::sys::stat::lstat(&git).is_ok_and(|st| !self.made.borrow().contains_key(&(st.st_dev, st.st_ino)))
         })
     }
 
-    /// Records `p`, just made by this run, when it is a `.git` or a directory (see
-    /// [`Guard::check_git`]).
+    /// Records `p`, just made by this run, when it is a `.git` or a worktree directory (see
+    /// [`Guard::check_git`]), holding a handle on it: an inode number names the same object only
+    /// while it is held (a red team, 5 December: directories made and removed in a loop gave
+    /// their numbers to the `.git` the host made next). At most [`MAX_MADE`]; beyond, nothing
+    /// more is the run's own (closed).
     fn made(&self, p: &Parent) {
+        let full = match real_path(p.dir.as_fd()) {
+            Ok(dir) => dir.join(os(&p.name)),
+            Err(_) => return,
+        };
+        let entry = self.guard.git_sensitive(&full).is_some_and(|(_, part)| part == GitPart::Entry);
+        if (p.name != b".git" && !entry) || self.made.borrow().len() >= MAX_MADE {
+            return;
+        }
         let Ok(name) = cstr(&p.name) else { return };
-        if let Ok(st) = nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
-        {
-            if p.name == b".git" || st.st_mode & libc::S_IFMT == libc::S_IFDIR {
-                self.made.borrow_mut().insert((st.st_dev, st.st_ino));
-            }
+        let Ok(fd) = notify::open_at(Some(p.dir.as_fd()), &name, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)
+        else {
+            return;
+        };
+        if let Ok(st) = nix::sys::stat::fstat(fd.as_raw_fd()) {
+            self.made.borrow_mut().insert((st.st_dev, st.st_ino), fd);
         }
     }
 
