@@ -427,7 +427,17 @@ impl CreationGuard {
     /// a way into it from outside names it.
     pub fn refuses_link(&self, link: &Path, target: &[u8]) -> bool {
         let names_git = target.split(|&b| b == b'/').any(|c| c == b".git");
-        names_git && self.no_new_repositories.iter().any(|w| link.starts_with(w))
+        (names_git && self.no_new_repositories.iter().any(|w| link.starts_with(w))) || self.in_git_dir(link)
+    }
+
+    /// Whether `path` lies inside a `.git` directory (outside the exempt directories). No
+    /// symlink may come to lie there: the host's git writes through one in place (a reflog,
+    /// `COMMIT_EDITMSG`), onto any file the user may write, and a `worktrees` link out of
+    /// `.git` took the host's next `git worktree add` elsewhere (a red team, 5 December).
+    pub fn in_git_dir(&self, path: &Path) -> bool {
+        let exempt =
+            self.exempt.iter().any(|e| path.starts_with(e)) && !self.not_exempt.iter().any(|a| path.starts_with(a));
+        !exempt && path.parent().is_some_and(|p| p.iter().any(|c| c == ".git"))
     }
 
     /// Whether `path` (absolute, resolved as the kernel would) is, or lies beneath, a denied
@@ -708,6 +718,12 @@ mod tests {
             assert!(!g.refuses_link(Path::new("/ws/repo/src"), t.as_bytes()), "{t}");
         }
         assert!(!g.refuses_link(Path::new("/ws/other/src"), b".git/x"));
+        // No symlink inside a `.git`, whatever it names (but in the exempt directories).
+        for l in ["/ws/other/.git/logs/HEAD", "/ws/other/.git/worktrees", "/ws/x/.git/COMMIT_EDITMSG"] {
+            assert!(g.refuses_link(Path::new(l), b"/home/u/.bashrc"), "{l}");
+        }
+        assert!(!g.refuses_link(Path::new("/ws/other/.git"), b"../gitdir"));
+        assert!(!g.refuses_link(Path::new("/tmp/r/.git/logs/HEAD"), b"x"));
     }
 
     /// Beneath a repository's work tree no `.git` (nor a `HEAD` outside a `.git`) comes into

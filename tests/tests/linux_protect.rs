@@ -639,6 +639,14 @@ mod linux {
                 ),
             ),
             ("abs-link-into-dotgit", String::from("ln -s \"$PWD/.git/refs\" linked2")),
+            // Symlinks inside `.git`: the host's git writes through them in place (a reflog,
+            // `COMMIT_EDITMSG`) onto any file the user may write; `worktrees` out of `.git`.
+            ("symlink-reflog", String::from("rm -f .git/logs/HEAD; ln -s /tmp/x .git/logs/HEAD")),
+            ("symlink-worktrees", String::from("ln -s ../elsewhere .git/worktrees")),
+            (
+                "symlink-moved-in",
+                String::from("ln -s /tmp/y l && rm -f .git/COMMIT_EDITMSG && mv l .git/COMMIT_EDITMSG"),
+            ),
         ];
         let mut script = String::new();
         for (name, cmd) in &attacks {
@@ -670,6 +678,9 @@ mod linux {
         assert!(
             fs::symlink_metadata(r.ws.join("linked")).is_err() && fs::symlink_metadata(r.ws.join("linked2")).is_err()
         );
+        for p in [".git/logs/HEAD", ".git/worktrees", ".git/COMMIT_EDITMSG"] {
+            assert!(fs::symlink_metadata(r.ws.join(p)).map_or(true, |m| !m.file_type().is_symlink()), "{p}");
+        }
         let o = Command::new("git").args(["rev-parse", "--show-toplevel"]).current_dir(&r.ws).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), r.ws.display().to_string());
 

@@ -830,6 +830,16 @@ impl Guard<'_> {
             let o = r.parent(olddirfd, old)?;
             // A second name for a protected file would be a writable one.
             self.check_content(&o)?;
+            // A second name for a symlink inside a `.git` is a symlink there.
+            let source_is_link = nix::sys::stat::fstatat(
+                Some(o.dir.as_raw_fd()),
+                o.kernel_name()?.as_c_str(),
+                AtFlags::AT_SYMLINK_NOFOLLOW,
+            )
+            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK);
+            if source_is_link && self.guard.in_git_dir(&real_path(p.dir.as_fd())?.join(os(&p.name))) {
+                return Err(Errno::EACCES);
+            }
             return nix::unistd::linkat(
                 Some(o.dir.as_raw_fd()),
                 o.kernel_name()?.as_c_str(),
@@ -871,6 +881,19 @@ impl Guard<'_> {
         // A protected file moved elsewhere would be writable there; a denied root (or a
         // directory holding one) readable.
         self.check_content(&o)?;
+        // No symlink comes to lie inside a `.git` (see `CreationGuard::in_git_dir`), by either
+        // side of an exchange.
+        let is_link = |p: &Parent| {
+            cstr(&p.name).is_ok_and(|n| {
+                nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), n.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
+                    .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+            })
+        };
+        let into_git = |p: &Parent| real_path(p.dir.as_fd()).map(|d| self.guard.in_git_dir(&d.join(os(&p.name))));
+        let exchange = flags.contains(nix::fcntl::RenameFlags::RENAME_EXCHANGE);
+        if (is_link(&o) && into_git(&n)?) || (exchange && is_link(&n) && into_git(&o)?) {
+            return Err(Errno::EACCES);
+        }
         let from = real_path(o.dir.as_fd())?.join(os(&o.name));
         if self.guard.holds_denied(&from) {
             return Err(Errno::EACCES);
