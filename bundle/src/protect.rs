@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 
 mod scan;
-pub use scan::{RootKind, ScanMemo, scan, scan_with};
+pub use scan::{RootKind, ScanMemo, is_git_directory, scan, scan_with};
 
 /// The name of the default list; it appears in reports and exported bundles.
 pub const PROTECT_V1: &str = "protect-v1";
@@ -302,6 +302,10 @@ pub enum CreateOp {
     Place,
 }
 
+/// The files of a git directory git takes commands or locations from (besides `hooks/`).
+pub const GIT_FILES: [&str; 6] =
+    ["config", "config.lock", "config.worktree", "config.worktree.lock", "commondir", "gitdir"];
+
 /// What of a git directory a path is (see [`CreationGuard::git_sensitive`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GitPart {
@@ -309,8 +313,9 @@ pub enum GitPart {
     Itself,
     /// A file git takes commands or locations from (`config`, `hooks/…`, `commondir`, …).
     File,
-    /// A linked worktree's directory (`worktrees/<name>`): new ones may be made (`git worktree
-    /// add`); one the run did not make is neither replaced nor moved.
+    /// A linked worktree's directory (`worktrees/<name>`), or `worktrees` itself: new ones may
+    /// be made (`git worktree add`); one the run did not make is neither replaced, moved nor
+    /// removed.
     Entry,
 }
 
@@ -380,6 +385,12 @@ impl CreationGuard {
             && self.denied.is_empty()
     }
 
+    /// Whether `path` lies in a directory private to the sandbox ([`CreationGuard::exempt`])
+    /// and not in an area or grant target bound there ([`CreationGuard::not_exempt`]).
+    pub fn is_exempt(&self, path: &Path) -> bool {
+        self.exempt.iter().any(|e| path.starts_with(e)) && !self.not_exempt.iter().any(|a| path.starts_with(a))
+    }
+
     /// Where `path` (absolute, resolved as the kernel would) is a file git takes commands or
     /// locations from (`config`, `config.worktree`, their locks, `commondir`, `gitdir`, anything
     /// beneath `hooks`) in a git directory, or is a `.git` itself (a gitfile is a location): the
@@ -390,9 +401,7 @@ impl CreationGuard {
     /// workspace, a worktree, a submodule's gitfile) was written by a waiting workload, and
     /// the host's next `git status` ran its `core.fsmonitor` (a red team, 5 December).
     pub fn git_sensitive(&self, path: &Path) -> Option<(PathBuf, GitPart)> {
-        let exempt =
-            self.exempt.iter().any(|e| path.starts_with(e)) && !self.not_exempt.iter().any(|a| path.starts_with(a));
-        if exempt {
+        if self.is_exempt(path) {
             return None;
         }
         let comps: Vec<&std::ffi::OsStr> = path.iter().collect();
@@ -405,16 +414,38 @@ impl CreationGuard {
         if *first == "refs" || *first == "logs" || *first == "objects" {
             return None;
         }
-        if *first == "worktrees" && rest.len() == 2 {
+        // `worktrees` itself too: a host's worktree directory inside it would move with it, and
+        // the name be free for one the run made (a red team, 5 December).
+        if *first == "worktrees" && rest.len() <= 2 {
             return Some((git, GitPart::Entry));
         }
         // Legacy remotes (`remotes/<name>`, `branches/<name>`) name where a push goes; a
         // `modules` directory made in a `.git` of the host's would hold a module's config.
         let legacy = *first == "remotes" || *first == "branches" || (*first == "modules" && rest.len() == 1);
-        const FILES: [&str; 6] =
-            ["config", "config.lock", "config.worktree", "config.worktree.lock", "commondir", "gitdir"];
-        let sensitive = legacy || rest.iter().any(|c| *c == "hooks") || FILES.iter().any(|f| *last == *f);
+        let sensitive = legacy || rest.iter().any(|c| *c == "hooks") || GIT_FILES.iter().any(|f| *last == *f);
         sensitive.then_some((git, GitPart::File))
+    }
+
+    /// The directories that `path` (absolute, resolved as the kernel would; outside any `.git`
+    /// and the exempt directories) would be a file git takes commands or locations from in, were
+    /// they git directories: the parent of a `config`, `commondir`, … ([`GIT_FILES`]), and the
+    /// directory holding a `hooks` on the way. The Linux guard refuses writing such a file in a
+    /// bare repository or separate git directory the run did not make
+    /// ([`crate::protect::is_git_directory`]): the host's `git clone --bare` or `git init
+    /// --separate-git-dir` during a run, whose hooks run at the host's next push to it.
+    pub fn bare_candidates(&self, path: &Path) -> Vec<PathBuf> {
+        if self.is_exempt(path) || path.iter().any(|c| c == ".git") {
+            return Vec::new();
+        }
+        let mut out: Vec<PathBuf> = path
+            .ancestors()
+            .filter(|a| a.file_name() == Some(std::ffi::OsStr::new("hooks")))
+            .filter_map(|a| a.parent().map(Path::to_path_buf))
+            .collect();
+        if path.file_name().is_some_and(|n| GIT_FILES.iter().any(|f| n == *f)) {
+            out.extend(path.parent().map(Path::to_path_buf));
+        }
+        out
     }
 
     /// Whether a symlink at `link` (absolute, resolved as the kernel would) with the text
@@ -435,9 +466,7 @@ impl CreationGuard {
     /// `COMMIT_EDITMSG`), onto any file the user may write, and a `worktrees` link out of
     /// `.git` took the host's next `git worktree add` elsewhere (a red team, 5 December).
     pub fn in_git_dir(&self, path: &Path) -> bool {
-        let exempt =
-            self.exempt.iter().any(|e| path.starts_with(e)) && !self.not_exempt.iter().any(|a| path.starts_with(a));
-        !exempt && path.parent().is_some_and(|p| p.iter().any(|c| c == ".git"))
+        !self.is_exempt(path) && path.parent().is_some_and(|p| p.iter().any(|c| c == ".git"))
     }
 
     /// Whether `path` (absolute, resolved as the kernel would) is, or lies beneath, a denied
@@ -517,8 +546,7 @@ impl CreationGuard {
                 _ => None,
             })
             .collect();
-        let exempt =
-            self.exempt.iter().any(|e| path.starts_with(e)) && !self.not_exempt.iter().any(|a| path.starts_with(a));
+        let exempt = self.is_exempt(path);
         for pattern in self.names.iter().filter(|_| !exempt) {
             let pat: Vec<&str> = pattern.split('/').filter(|c| !c.is_empty()).collect();
             if pat.is_empty() {
@@ -688,6 +716,7 @@ mod tests {
         some("/ws/p/.git/hooks/pre-commit", "/ws/p/.git", GitPart::File);
         some("/ws/p/.git/worktrees/wt/commondir", "/ws/p/.git", GitPart::File);
         some("/ws/p/.git/worktrees/wt", "/ws/p/.git", GitPart::Entry);
+        some("/ws/p/.git/worktrees", "/ws/p/.git", GitPart::Entry);
         some("/ws/p/.git/modules", "/ws/p/.git", GitPart::File);
         some("/ws/p/.git/remotes/origin", "/ws/p/.git", GitPart::File);
         some("/ws/p/.git/worktrees/logs/commondir", "/ws/p/.git", GitPart::File);
@@ -705,6 +734,14 @@ mod tests {
         }
         // A workspace inside an exempt directory is not exempt.
         some("/tmp/ws/.git/config", "/tmp/ws/.git", GitPart::File);
+        // Outside a `.git`: the directories that would hold them, were they git directories.
+        let dirs = |p: &str| g.bare_candidates(Path::new(p));
+        assert_eq!(dirs("/ws/r.git/config"), [PathBuf::from("/ws/r.git")]);
+        assert_eq!(dirs("/ws/r.git/hooks/pre-receive"), [PathBuf::from("/ws/r.git")]);
+        assert_eq!(dirs("/ws/hooks/hooks/x"), [PathBuf::from("/ws/hooks"), PathBuf::from("/ws")]);
+        for p in ["/ws/r.git/HEAD", "/ws/p/.git/refs/config", "/tmp/r.git/config", "/ws/src/main.rs"] {
+            assert!(dirs(p).is_empty(), "{p}");
+        }
     }
 
     /// Beneath a work tree, a symlink may not name a `.git` directory in its target.

@@ -620,6 +620,228 @@ print(r.stdout.strip(), r.stderr.strip())
         assert!(fs::read_to_string(d.ws.join("own/.git/config")).unwrap().contains("name = me"));
     }
 
+    /// What the host made or had is not removed or moved away to free its name for the run's
+    /// own (a red team, 5 December): a worktree directory the host added during the run,
+    /// emptied and removed, was made again as the run's own with a `commondir` of its choosing;
+    /// `worktrees` renamed away did the same to a worktree of the spawn; a directory holding
+    /// the host's new clone, renamed, left its name to a repository the run made; a protected
+    /// file the host created went. Nor does a symlink come into a `.git` as a second name of an
+    /// `O_PATH` descriptor (`AT_EMPTY_PATH`, `/proc/self/fd/N`). Controls in the same run: the
+    /// run's own repositories and worktree directories, plain files and directories, are
+    /// removed and moved, and a symlink is linked elsewhere by descriptor.
+    pub fn what_the_host_made_is_not_removed_or_moved_away() {
+        let d = TestDirs::new("sbx-guard");
+        let script = r##"
+import ctypes, errno, os, subprocess, time
+libc = ctypes.CDLL(None, use_errno=True)
+def wait_for(name):
+    end = time.time() + 30
+    while not os.path.exists(name) and time.time() < end:
+        time.sleep(0.02)
+def linkat(ofd, old, new, flags):
+    if libc.linkat(ofd, old.encode(), -100, new.encode(), flags) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+def write(t, flags):
+    fd = os.open(t, flags, 0o755)
+    try:
+        os.write(fd, b"# planted\n")
+    finally:
+        os.close(fd)
+os.symlink("/etc/passwd", "lnk")
+lfd = os.open("lnk", os.O_PATH | os.O_NOFOLLOW)
+# An empty directory, which the host's `git init --bare` takes.
+os.mkdir("pre.git")
+open("ready", "w").close()
+wait_for("done")
+AT_SYMLINK_FOLLOW, AT_EMPTY_PATH = 0x400, 0x1000
+attacks = [
+    ("unlink-commondir", lambda: os.unlink("proj/.git/worktrees/wt/commondir")),
+    ("rmdir-worktree", lambda: (os.unlink("proj/.git/worktrees/wt2/HEAD"), os.rmdir("proj/.git/worktrees/wt2"))),
+    ("rename-worktrees", lambda: os.rename("proj/.git/worktrees", "proj/.git/wt-old")),
+    ("rename-worktrees-of-spawn", lambda: os.rename("old/.git/worktrees", "old/.git/wt-old")),
+    ("unlink-gitfile", lambda: os.unlink("sub/.git")),
+    ("rmdir-dotgit", lambda: os.rmdir("proj/.git")),
+    ("unlink-config", lambda: os.unlink("proj/.git/config")),
+    ("unlink-hook", lambda: os.unlink("proj/.git/hooks/pre-push")),
+    ("unlink-envrc", lambda: os.unlink(".envrc")),
+    ("move-repo", lambda: os.rename("proj", "proj-old")),
+    ("move-repo-deep", lambda: os.rename("outer", "outer-old")),
+    ("move-gitfile-holder", lambda: os.rename("sub", "sub-old")),
+    ("move-repo-of-spawn", lambda: os.rename("keep", "keep-old")),
+    ("link-empty-path", lambda: linkat(lfd, "", "proj/.git/x", AT_EMPTY_PATH)),
+    ("link-proc-fd", lambda: linkat(-100, "/proc/self/fd/%d" % lfd, "proj/.git/y", AT_SYMLINK_FOLLOW)),
+    # A bare repository and a separate git directory the host made during the run.
+    ("bare-config", lambda: write("remote.git/config", os.O_WRONLY | os.O_APPEND)),
+    ("bare-config-lock", lambda: write("remote.git/config.lock", os.O_WRONLY | os.O_CREAT | os.O_EXCL)),
+    ("bare-hook", lambda: write("remote.git/hooks/pre-receive", os.O_WRONLY | os.O_CREAT)),
+    ("bare-unlink-config", lambda: os.unlink("remote.git/config")),
+    ("bare-move", lambda: os.rename("remote.git", "remote-old.git")),
+    ("bare-holder-move", lambda: os.rename("remotes", "remotes-old")),
+    ("sep-hook", lambda: write("sep.git/hooks/post-checkout", os.O_WRONLY | os.O_CREAT)),
+    ("sep-move", lambda: os.rename("sep.git", "sep-old.git")),
+    # Its `HEAD` moved away, then made again by the run: still the host's.
+    ("bare-head-moved", lambda: (os.rename("remote.git/HEAD", "remote.git/HEAD.x"), write("remote.git/hooks/post-receive", os.O_WRONLY | os.O_CREAT))),
+    ("bare-head-remade", lambda: (write("remote.git/HEAD", os.O_WRONLY | os.O_CREAT), write("remote.git/config", os.O_WRONLY | os.O_APPEND))),
+    ("bare-in-runs-directory", lambda: (os.rename("pre.git/HEAD", "pre.git/HEAD.x"), write("pre.git/HEAD", os.O_WRONLY | os.O_CREAT), write("pre.git/config", os.O_WRONLY | os.O_APPEND))),
+]
+for name, attack in attacks:
+    try:
+        attack()
+        print(name, "ok")
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+controls = """
+set -e
+git init -q own
+mv own own2
+rm -rf own2
+mkdir -p own3/in
+git init -q own3/in/r
+mv own3 own4
+rm -rf own4
+mkdir proj/.git/worktrees/mine
+echo x > proj/.git/worktrees/mine/HEAD
+rm -r proj/.git/worktrees/mine
+mkdir -p plain/a
+echo x > plain/a/f
+mv plain plain2
+rm -rf plain2
+echo x > f
+mv f g
+rm g
+git init -q --bare mine.git
+git -C mine.git config a.b c
+echo '#!/bin/sh' > mine.git/hooks/post-receive
+mkdir mine
+git -C mine init -q
+git -C mine -c user.name=u -c user.email=u@x commit -q --allow-empty -m m
+git -C mine push -q ../mine.git HEAD:refs/heads/main
+mv mine.git mine2.git
+rm -rf mine2.git
+echo controls-ok
+"""
+r = subprocess.run(controls, shell=True, capture_output=True, text=True)
+print(r.stdout.strip(), r.stderr.strip())
+try:
+    linkat(lfd, "", "lnk2", AT_EMPTY_PATH)
+    print("link-elsewhere-ok", os.readlink("lnk2"))
+except OSError as e:
+    print("link-elsewhere", errno.errorcode[e.errno])
+"##;
+        fs::write(d.ws.join("g.py"), script).unwrap();
+        let git = |args: &[&str]| {
+            let o = std::process::Command::new("git").args(args).current_dir(&d.ws).output().unwrap();
+            assert!(o.status.success(), "git {args:?}: {o:?}");
+        };
+        // Of the spawn: a repository with a worktree, and one nested in a plain directory.
+        git(&["init", "-q", "old"]);
+        fs::create_dir_all(d.ws.join("old/.git/worktrees/swt")).unwrap();
+        fs::write(d.ws.join("old/.git/worktrees/swt/commondir"), "../..\n").unwrap();
+        fs::create_dir(d.ws.join("keep")).unwrap();
+        git(&["init", "-q", "keep/inner"]);
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        let ws = d.ws.clone();
+        let host = std::thread::spawn(move || {
+            let end = Instant::now() + std::time::Duration::from_secs(30);
+            while !ws.join("ready").exists() && Instant::now() < end {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            for repo in ["proj", "outer/inner"] {
+                fs::create_dir_all(ws.join(repo)).unwrap();
+                let o = std::process::Command::new("git").args(["init", "-q", repo]).current_dir(&ws).output().unwrap();
+                assert!(o.status.success());
+            }
+            fs::write(ws.join("proj/.git/hooks/pre-push"), "#!/bin/sh\n").unwrap();
+            fs::create_dir_all(ws.join("proj/.git/worktrees/wt")).unwrap();
+            fs::write(ws.join("proj/.git/worktrees/wt/commondir"), "../..\n").unwrap();
+            fs::create_dir_all(ws.join("proj/.git/worktrees/wt2")).unwrap();
+            fs::write(ws.join("proj/.git/worktrees/wt2/HEAD"), "ref: refs/heads/x\n").unwrap();
+            fs::create_dir(ws.join("sub")).unwrap();
+            fs::write(ws.join("sub/.git"), "gitdir: ../proj/.git/worktrees/wt\n").unwrap();
+            for args in [
+                &["init", "-q", "--bare", "remote.git"][..],
+                &["init", "-q", "--bare", "pre.git"][..],
+                &["init", "-q", "--bare", "remotes/r.git"][..],
+                &["init", "-q", "--separate-git-dir", "sep.git", "wtree"][..],
+            ] {
+                let o = std::process::Command::new("git").args(args).current_dir(&ws).output().unwrap();
+                assert!(o.status.success(), "{o:?}");
+            }
+            fs::write(ws.join(".envrc"), "echo host\n").unwrap();
+            fs::write(ws.join("done"), "").unwrap();
+        });
+        let (code, out) = sh_in(&exec, &d.ws, "/usr/bin/python3 g.py");
+        host.join().unwrap();
+        println!("{out}");
+        assert_eq!(code, 0, "{out}");
+        for name in [
+            "unlink-commondir",
+            "rmdir-worktree",
+            "rename-worktrees",
+            "rename-worktrees-of-spawn",
+            "unlink-gitfile",
+            "rmdir-dotgit",
+            "unlink-config",
+            "unlink-hook",
+            "unlink-envrc",
+            "move-repo",
+            "move-repo-deep",
+            "move-gitfile-holder",
+            "move-repo-of-spawn",
+            "link-empty-path",
+            "link-proc-fd",
+            "bare-config",
+            "bare-config-lock",
+            "bare-hook",
+            "bare-unlink-config",
+            "bare-move",
+            "bare-holder-move",
+            "sep-hook",
+            "sep-move",
+            "bare-head-moved",
+            "bare-head-remade",
+            "bare-in-runs-directory",
+        ] {
+            assert!(out.contains(&format!("{name} EACCES\n")), "{name}: {out}");
+        }
+        assert!(out.contains("controls-ok") && out.contains("link-elsewhere-ok /etc/passwd"), "controls: {out}");
+        for kept in [
+            "proj/.git/worktrees/wt/commondir",
+            "proj/.git/worktrees/wt2",
+            "old/.git/worktrees/swt/commondir",
+            "sub/.git",
+            "proj/.git/config",
+            "proj/.git/hooks/pre-push",
+            ".envrc",
+            "outer/inner/.git",
+            "keep/inner/.git",
+            "remote.git/config",
+            "remotes/r.git/config",
+            "sep.git/config",
+        ] {
+            assert!(d.ws.join(kept).exists(), "{kept}: {out}");
+        }
+        for planted in ["remote.git/config", "sep.git/config", "wtree/.git", "pre.git/config"] {
+            assert!(!fs::read_to_string(d.ws.join(planted)).unwrap().contains("planted"), "{planted}");
+        }
+        for gone in [
+            "proj/.git/x",
+            "proj/.git/y",
+            "proj-old",
+            "own2",
+            "plain2",
+            "proj/.git/worktrees/mine",
+            "remote.git/hooks/pre-receive",
+            "remote.git/hooks/post-receive",
+            "sep.git/hooks/post-checkout",
+            "mine2.git",
+        ] {
+            assert!(fs::symlink_metadata(d.ws.join(gone)).is_err(), "{gone}: {out}");
+        }
+    }
+
     /// The cost, roughly: 1000 file creations with and without the guard, the best of three
     /// runs each (printed only: the machines that run the suite vary too much for a bound).
     pub fn cost_of_the_guard() {
@@ -676,6 +898,7 @@ fn main() -> std::process::ExitCode {
                 "git_directories_the_host_makes_during_a_run_are_protected",
                 git_directories_the_host_makes_during_a_run_are_protected,
             ),
+            ("what_the_host_made_is_not_removed_or_moved_away", what_the_host_made_is_not_removed_or_moved_away),
             ("cost_of_the_guard", cost_of_the_guard),
         ])
     }

@@ -5,7 +5,9 @@
 //! user-notification listener it hands to the init. The filter sends every call that brings a
 //! name into being or writes a named file to the init: `open`/`openat` with `O_CREAT` or for
 //! writing (`O_WRONLY`, `O_RDWR`, `O_TRUNC`; not `O_PATH` nor `O_TMPFILE`), `creat`,
-//! `truncate`, `mkdir(at)`, `mknod(at)`, `symlink(at)`, `link(at)`, `rename(at|at2)`; `openat2`
+//! `truncate`, `mkdir(at)`, `mknod(at)`, `symlink(at)`, `link(at)`, `rename(at|at2)`,
+//! `unlink(at)` and `rmdir` (a protected entry or a git directory the host made during the run
+//! is not removed to make room for one of the run's own); `openat2`
 //! (whose flags seccomp cannot see) answers ENOSYS so that libc falls back to `openat`. The
 //! writes are watched because a protected file's read-only bind covers only the file of the
 //! spawn: one the host replaces (git's `config.lock` renamed over `config`, an editor's save)
@@ -43,7 +45,7 @@ use std::sync::Arc;
 use nix::errno::Errno;
 use nix::fcntl::AtFlags;
 use nix::sys::stat::{Mode, SFlag};
-use sandbox_bundle::protect::GitPart;
+use sandbox_bundle::protect::{GIT_FILES, GitPart, is_git_directory};
 use sandbox_bundle::{CreateOp, CreationGuard};
 use seccompiler::sock_filter;
 
@@ -80,6 +82,9 @@ const NOTIFIED: &[libc::c_long] = &[
     libc::SYS_renameat,
     libc::SYS_renameat2,
     libc::SYS_truncate,
+    libc::SYS_unlink,
+    libc::SYS_unlinkat,
+    libc::SYS_rmdir,
 ];
 #[cfg(target_arch = "aarch64")]
 const NOTIFIED: &[libc::c_long] = &[
@@ -90,6 +95,7 @@ const NOTIFIED: &[libc::c_long] = &[
     libc::SYS_linkat,
     libc::SYS_renameat,
     libc::SYS_renameat2,
+    libc::SYS_unlinkat,
 ];
 
 /// The opens sent to the guard when their flags (this argument) carry `O_CREAT` or ask to
@@ -196,6 +202,7 @@ enum Call {
     Link { olddirfd: i32, old: u64, newdirfd: i32, new: u64, flags: i32 },
     Rename { olddirfd: i32, old: u64, newdirfd: i32, new: u64, flags: u32 },
     Truncate { path: u64, length: u64 },
+    Unlink { dirfd: i32, path: u64, flags: i32 },
 }
 
 /// An int argument: the low 32 bits, as the kernel reads them.
@@ -227,6 +234,8 @@ fn decode(n: libc::c_long, a: &[u64; 6]) -> Option<Call> {
             libc::SYS_symlink => Some(Call::Symlink { target: a[0], dirfd: FDCWD, path: a[1] }),
             libc::SYS_link => Some(Call::Link { olddirfd: FDCWD, old: a[0], newdirfd: FDCWD, new: a[1], flags: 0 }),
             libc::SYS_rename => Some(Call::Rename { olddirfd: FDCWD, old: a[0], newdirfd: FDCWD, new: a[1], flags: 0 }),
+            libc::SYS_unlink => Some(Call::Unlink { dirfd: FDCWD, path: a[0], flags: 0 }),
+            libc::SYS_rmdir => Some(Call::Unlink { dirfd: FDCWD, path: a[0], flags: libc::AT_REMOVEDIR }),
             _ => None,
         };
         if legacy.is_some() {
@@ -246,6 +255,7 @@ fn decode(n: libc::c_long, a: &[u64; 6]) -> Option<Call> {
             Call::Rename { olddirfd: int(a[0]), old: a[1], newdirfd: int(a[2]), new: a[3], flags: uint(a[4]) }
         }
         libc::SYS_truncate => Call::Truncate { path: a[0], length: a[1] },
+        libc::SYS_unlinkat => Call::Unlink { dirfd: int(a[0]), path: a[1], flags: int(a[2]) },
         _ => return None,
     })
 }
@@ -280,9 +290,22 @@ enum Outcome {
     Blocking(Box<dyn FnOnce() -> Answer + Send>),
 }
 
-/// What a run made that is its own to configure: `(st_dev, st_ino)` of each `.git` and worktree
-/// directory, with a handle that keeps the number from naming anything else.
-type Made = std::cell::RefCell<std::collections::HashMap<(u64, u64), OwnedFd>>;
+/// What a run made that is its own to configure (see [`Guard::made`]).
+#[derive(Default)]
+struct Owned {
+    /// `(st_dev, st_ino)` of each `.git`, worktree directory and bare git directory this run
+    /// made, with a handle that keeps the number from naming anything else.
+    own: std::collections::HashMap<(u64, u64), OwnedFd>,
+    /// The last [`RECENT`] directories this run made, held the same way: a `HEAD` the run
+    /// makes in one of them makes it a git directory of the run's own (`git init --bare`).
+    recent: std::collections::VecDeque<((u64, u64), OwnedFd)>,
+}
+
+type Made = std::cell::RefCell<Owned>;
+
+/// How many of the directories a run made last are remembered (see [`Owned::recent`]): `git
+/// init --bare` makes about ten before its `HEAD`.
+const RECENT: usize = 64;
 
 /// The most objects one run records as its own (see [`Guard::made`]).
 const MAX_MADE: usize = 256;
@@ -501,9 +524,11 @@ fn handle(guard: &CreationGuard, made: &Made, listener: BorrowedFd<'_>, req: &li
     };
     let read = |addr| read_string(mem.as_fd(), addr);
     let strings = match call {
-        Call::Open { path, .. } | Call::Mkdir { path, .. } | Call::Mknod { path, .. } | Call::Truncate { path, .. } => {
-            read(path).map(|p| (p, None))
-        }
+        Call::Open { path, .. }
+        | Call::Mkdir { path, .. }
+        | Call::Mknod { path, .. }
+        | Call::Truncate { path, .. }
+        | Call::Unlink { path, .. } => read(path).map(|p| (p, None)),
         Call::Symlink { target, path, .. } => read(target).and_then(|t| Ok((read(path)?, Some(t)))),
         Call::Link { old, new, .. } | Call::Rename { old, new, .. } => {
             read(new).and_then(|n| Ok((n, Some(read(old)?))))
@@ -528,6 +553,7 @@ fn handle(guard: &CreationGuard, made: &Made, listener: BorrowedFd<'_>, req: &li
         Call::Link { olddirfd, newdirfd, flags, .. } => g.link(olddirfd, &other, newdirfd, &path, flags),
         Call::Rename { olddirfd, newdirfd, flags, .. } => g.rename(olddirfd, &other, newdirfd, &path, flags),
         Call::Truncate { length, .. } => g.truncate(&path, length),
+        Call::Unlink { dirfd, flags, .. } => g.unlink(dirfd, &path, flags),
     };
     Outcome::Answer(match result {
         Ok(()) => Answer::Value(0),
@@ -573,6 +599,18 @@ fn new_name(p: &Parent) -> Result<(), Errno> {
     }
 }
 
+/// Whether `p` names a symlink (not followed).
+fn is_symlink(p: &Parent) -> bool {
+    cstr(&p.name).is_ok_and(|n| {
+        nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), n.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+    })
+}
+
+/// The most entries [`Guard::holds_foreign_git`] looks at in one directory tree; a bigger tree
+/// is not moved (closed).
+const MAX_MOVED_ENTRIES: usize = 200_000;
+
 struct Guard<'a> {
     guard: &'a CreationGuard,
     thread: &'a Thread,
@@ -596,15 +634,19 @@ impl Guard<'_> {
     /// during the run (a clone, `git init`, a worktree, a submodule's gitfile), which the spawn's
     /// scan could not know. A `.git` that does not exist yet may be made (where a repository may
     /// come into being at all, see `refuses`); the run's own repositories work as before.
+    ///
+    /// Outside a `.git`, the same files of a bare repository or separate git directory the run
+    /// did not make ([`CreationGuard::bare_candidates`], [`is_git_directory`]).
     fn check_git(&self, full: &std::path::Path, new: bool) -> Result<(), Errno> {
-        let made = |p: &std::path::Path| {
-            nix::sys::stat::lstat(p).is_ok_and(|st| self.made.borrow().contains_key(&(st.st_dev, st.st_ino)))
-        };
+        let made = |p: &std::path::Path| self.is_own(p);
         let bare_name = full.file_name() == Some(std::ffi::OsStr::new("HEAD")) && !full.iter().any(|c| c == ".git");
         if bare_name && self.beneath_foreign_work_tree(full) {
             return Err(Errno::EACCES);
         }
-        let Some((git, part)) = self.guard.git_sensitive(full) else { return Ok(()) };
+        let Some((git, part)) = self.guard.git_sensitive(full) else {
+            let foreign = self.guard.bare_candidates(full).iter().any(|d| is_git_directory(d) && !made(d));
+            return if foreign { Err(Errno::EACCES) } else { Ok(()) };
+        };
         if part == GitPart::Itself {
             return match nix::sys::stat::lstat(&git) {
                 Ok(_) if made(&git) => Ok(()),
@@ -635,9 +677,37 @@ impl Guard<'_> {
     fn beneath_foreign_work_tree(&self, path: &std::path::Path) -> bool {
         path.ancestors().skip(1).any(|dir| {
             let git = dir.join(".git");
-            git != path
-                && nix::sys::stat::lstat(&git).is_ok_and(|st| !self.made.borrow().contains_key(&(st.st_dev, st.st_ino)))
+            git != path && nix::sys::stat::lstat(&git).is_ok() && !self.is_own(&git)
         })
+    }
+
+    /// Whether `path` (not followed) is a git directory, `.git` or worktree directory this run
+    /// made (see [`Guard::made`]).
+    fn is_own(&self, path: &std::path::Path) -> bool {
+        nix::sys::stat::lstat(path).is_ok_and(|st| self.made.borrow().own.contains_key(&(st.st_dev, st.st_ino)))
+    }
+
+    /// Remembers `p`, a directory this run just made (outside the exempt directories), among
+    /// the last [`RECENT`] (see [`Owned::recent`]).
+    fn made_dir(&self, p: &Parent) {
+        let Ok(name) = cstr(&p.name) else { return };
+        let Ok(fd) = notify::open_at(
+            Some(p.dir.as_fd()),
+            &name,
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            0,
+        ) else {
+            return;
+        };
+        if real_path(fd.as_fd()).is_ok_and(|path| self.guard.is_exempt(&path)) {
+            return;
+        }
+        let Ok(st) = nix::sys::stat::fstat(fd.as_raw_fd()) else { return };
+        let mut made = self.made.borrow_mut();
+        if made.recent.len() >= RECENT {
+            made.recent.pop_front();
+        }
+        made.recent.push_back(((st.st_dev, st.st_ino), fd));
     }
 
     /// Records `p`, just made by this run, when it is a `.git` or a worktree directory (see
@@ -645,13 +715,39 @@ impl Guard<'_> {
     /// while it is held (a red team, 5 December: directories made and removed in a loop gave
     /// their numbers to the `.git` the host made next). At most [`MAX_MADE`]; beyond, nothing
     /// more is the run's own (closed).
+    ///
+    /// A `HEAD` or config (any of [`GIT_FILES`]) made in a directory the run made lately (and
+    /// that is no `.git`'s) makes that directory a git directory of the run's own: its `git
+    /// init --bare`, which writes its config before its `HEAD`), while it is no git directory
+    /// yet. The host's bare repository, one whose `HEAD` the run replaced, one the host cloned
+    /// into an empty directory the run made, and a directory the run made long ago are not
+    /// its own.
     fn made(&self, p: &Parent) {
         let full = match real_path(p.dir.as_fd()) {
             Ok(dir) => dir.join(os(&p.name)),
             Err(_) => return,
         };
+        let git_file = p.name == b"HEAD" || GIT_FILES.iter().any(|f| p.name == f.as_bytes());
+        if git_file && !full.iter().any(|c| c == ".git") {
+            // Only while it is no git directory yet: the host's `git clone --bare` into an
+            // empty directory the run made stays the host's, whatever the run makes in it.
+            if full.parent().is_none_or(is_git_directory) {
+                return;
+            }
+            let Ok(st) = nix::sys::stat::fstat(p.dir.as_raw_fd()) else { return };
+            let key = (st.st_dev, st.st_ino);
+            let mut made = self.made.borrow_mut();
+            if made.own.len() < MAX_MADE {
+                if let Some(at) = made.recent.iter().position(|(k, _)| *k == key) {
+                    if let Some((_, fd)) = made.recent.remove(at) {
+                        made.own.insert(key, fd);
+                    }
+                }
+            }
+            return;
+        }
         let entry = self.guard.git_sensitive(&full).is_some_and(|(_, part)| part == GitPart::Entry);
-        if (p.name != b".git" && !entry) || self.made.borrow().len() >= MAX_MADE {
+        if (p.name != b".git" && !entry) || self.made.borrow().own.len() >= MAX_MADE {
             return;
         }
         let Ok(name) = cstr(&p.name) else { return };
@@ -660,7 +756,7 @@ impl Guard<'_> {
             return;
         };
         if let Ok(st) = nix::sys::stat::fstat(fd.as_raw_fd()) {
-            self.made.borrow_mut().insert((st.st_dev, st.st_ino), fd);
+            self.made.borrow_mut().own.insert((st.st_dev, st.st_ino), fd);
         }
     }
 
@@ -780,6 +876,7 @@ impl Guard<'_> {
         let mode = Mode::from_bits_truncate((mode & 0o7777) as libc::mode_t);
         nix::sys::stat::mkdirat(Some(p.dir.as_raw_fd()), cstr(&p.name)?.as_c_str(), mode)?;
         self.made(&p);
+        self.made_dir(&p);
         Ok(())
     }
 
@@ -818,6 +915,11 @@ impl Guard<'_> {
         new_name(&p)?;
         self.check(&p, CreateOp::Place)?;
         let newname = p.kernel_name()?;
+        // A second name for a symlink inside a `.git` is a symlink there (see
+        // `CreationGuard::in_git_dir`), whichever way the symlink is named: by its path, or as
+        // an `O_PATH` descriptor (`AT_EMPTY_PATH`, or `/proc/self/fd/N` followed: a red team,
+        // 5 December).
+        let into_git = self.guard.in_git_dir(&real_path(p.dir.as_fd())?.join(os(&p.name)));
         let mut r = Resolver::new(self.thread);
         let object = if old.is_empty() {
             if flags & libc::AT_EMPTY_PATH == 0 {
@@ -830,14 +932,7 @@ impl Guard<'_> {
             let o = r.parent(olddirfd, old)?;
             // A second name for a protected file would be a writable one.
             self.check_content(&o)?;
-            // A second name for a symlink inside a `.git` is a symlink there.
-            let source_is_link = nix::sys::stat::fstatat(
-                Some(o.dir.as_raw_fd()),
-                o.kernel_name()?.as_c_str(),
-                AtFlags::AT_SYMLINK_NOFOLLOW,
-            )
-            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK);
-            if source_is_link && self.guard.in_git_dir(&real_path(p.dir.as_fd())?.join(os(&p.name))) {
+            if into_git && is_symlink(&o) {
                 return Err(Errno::EACCES);
             }
             return nix::unistd::linkat(
@@ -849,6 +944,11 @@ impl Guard<'_> {
             );
         };
         self.check_object(object.as_fd())?;
+        let object_is_link =
+            nix::sys::stat::fstat(object.as_raw_fd()).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK);
+        if into_git && object_is_link {
+            return Err(Errno::EACCES);
+        }
         let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
         nix::unistd::linkat(
             None,
@@ -883,16 +983,16 @@ impl Guard<'_> {
         self.check_content(&o)?;
         // No symlink comes to lie inside a `.git` (see `CreationGuard::in_git_dir`), by either
         // side of an exchange.
-        let is_link = |p: &Parent| {
-            cstr(&p.name).is_ok_and(|n| {
-                nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), n.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
-                    .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
-            })
-        };
         let into_git = |p: &Parent| real_path(p.dir.as_fd()).map(|d| self.guard.in_git_dir(&d.join(os(&p.name))));
         let exchange = flags.contains(nix::fcntl::RenameFlags::RENAME_EXCHANGE);
-        if (is_link(&o) && into_git(&n)?) || (exchange && is_link(&n) && into_git(&o)?) {
+        if (is_symlink(&o) && into_git(&n)?) || (exchange && is_symlink(&n) && into_git(&o)?) {
             return Err(Errno::EACCES);
+        }
+        // Nor does a git directory the run did not make move with a directory above it, nor
+        // (by an exchange) the one the new name holds.
+        self.holds_foreign_git(&o)?;
+        if exchange {
+            self.holds_foreign_git(&n)?;
         }
         let from = real_path(o.dir.as_fd())?.join(os(&o.name));
         if self.guard.holds_denied(&from) {
@@ -909,6 +1009,88 @@ impl Guard<'_> {
             flags,
         )?;
         self.made(&n);
+        Ok(())
+    }
+
+    /// `unlink(at)`/`rmdir`: a protected entry, a denied root (or a directory holding one), and
+    /// what git takes commands or locations from in a git directory the run did not make (the
+    /// `.git` itself, a worktree directory, `worktrees`) are not removed. The host's worktree
+    /// made during the run, emptied and removed, was made again as the run's own, with a
+    /// `commondir` of its choosing (a red team, 5 December); a protected file the host created
+    /// during the run is no mount point the kernel would keep. `.` and `..` go to the kernel,
+    /// which removes neither.
+    fn unlink(&self, dirfd: i32, path: &[u8], flags: i32) -> Result<(), Errno> {
+        if flags & !libc::AT_REMOVEDIR != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let p = Resolver::new(self.thread).parent(dirfd, path)?;
+        if !is_dot(&p.name) {
+            self.check_content(&p)?;
+            if self.guard.holds_denied(&real_path(p.dir.as_fd())?.join(os(&p.name))) {
+                return Err(Errno::EACCES);
+            }
+        }
+        let how = if flags & libc::AT_REMOVEDIR != 0 {
+            nix::unistd::UnlinkatFlags::RemoveDir
+        } else {
+            nix::unistd::UnlinkatFlags::NoRemoveDir
+        };
+        nix::unistd::unlinkat(Some(p.dir.as_raw_fd()), p.kernel_name()?.as_c_str(), how)
+    }
+
+    /// EACCES when `p` is a directory (outside the exempt directories) that holds, at any
+    /// depth, a `.git` this run did not make: moving it would free its name for a repository
+    /// of the run's own, which the user's next `git` there enters (the host's clone made
+    /// during the run, renamed away and replaced). The guard performs every rename, one at a
+    /// time, so no directory holding one moves while the tree is read. A tree of more than
+    /// [`MAX_MOVED_ENTRIES`] entries is not moved (closed); symlinks are not followed.
+    fn holds_foreign_git(&self, p: &Parent) -> Result<(), Errno> {
+        if is_dot(&p.name) || p.name == b".git" || self.guard.is_empty() {
+            return Ok(());
+        }
+        let name = cstr(&p.name)?;
+        let Ok(top) = notify::open_at(
+            Some(p.dir.as_fd()),
+            &name,
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0,
+        ) else {
+            // Not a directory (or gone: the kernel answers).
+            return Ok(());
+        };
+        if self.guard.is_exempt(&real_path(top.as_fd())?) {
+            return Ok(());
+        }
+        let root = std::path::PathBuf::from(format!("/proc/self/fd/{}", top.as_raw_fd()));
+        let mut pending = vec![root];
+        let mut seen = 0usize;
+        while let Some(dir) = pending.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            let mut marked = false;
+            for entry in entries {
+                let entry = entry.map_err(|_| Errno::EIO)?;
+                seen += 1;
+                if seen > MAX_MOVED_ENTRIES {
+                    return Err(Errno::EACCES);
+                }
+                let path = entry.path();
+                let name = entry.file_name();
+                if name == ".git" {
+                    if !self.is_own(&path) {
+                        return Err(Errno::EACCES);
+                    }
+                } else if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    pending.push(path);
+                }
+                marked |= name == "HEAD" || name == "config";
+            }
+            // A bare repository or separate git directory (its `HEAD` or config).
+            let own_dir =
+                nix::sys::stat::stat(&dir).is_ok_and(|st| self.made.borrow().own.contains_key(&(st.st_dev, st.st_ino)));
+            if marked && is_git_directory(&dir) && !own_dir {
+                return Err(Errno::EACCES);
+            }
+        }
         Ok(())
     }
 

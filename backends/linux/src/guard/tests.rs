@@ -76,7 +76,7 @@ fn the_filter_sends_creating_and_writing_calls_and_allows_the_rest() {
     for &call in NOTIFIED {
         assert_eq!(run(&p, n(call), NATIVE_ARCH, [0; 6]), notify, "{call}");
     }
-    for call in [libc::SYS_read, libc::SYS_write, libc::SYS_unlinkat, libc::SYS_close, libc::SYS_fchmodat] {
+    for call in [libc::SYS_read, libc::SYS_write, libc::SYS_close, libc::SYS_fchmodat] {
         assert_eq!(run(&p, n(call), NATIVE_ARCH, [creat; 6]), allow, "{call}");
     }
     assert_eq!(run(&p, n(libc::SYS_mkdirat), 0x4000_0003, [0; 6]), kill);
@@ -157,6 +157,21 @@ fn calls_decode_with_int_arguments_truncated() {
         Some(Call::Rename { olddirfd: 3, old: 1, newdirfd: 4, new: 2, flags: 2 })
     );
     assert_eq!(decode(libc::SYS_symlinkat, &[1, 5, 2, 0, 0, 0]), Some(Call::Symlink { target: 1, dirfd: 5, path: 2 }));
+    assert_eq!(
+        decode(libc::SYS_unlinkat, &[fdcwd, 9, u64::from(libc::AT_REMOVEDIR.cast_unsigned()) | (1 << 33), 0, 0, 0]),
+        Some(Call::Unlink { dirfd: libc::AT_FDCWD, path: 9, flags: libc::AT_REMOVEDIR })
+    );
+    #[cfg(target_arch = "x86_64")]
+    {
+        assert_eq!(
+            decode(libc::SYS_rmdir, &[9, 0, 0, 0, 0, 0]),
+            Some(Call::Unlink { dirfd: libc::AT_FDCWD, path: 9, flags: libc::AT_REMOVEDIR })
+        );
+        assert_eq!(
+            decode(libc::SYS_unlink, &[9, 0, 0, 0, 0, 0]),
+            Some(Call::Unlink { dirfd: libc::AT_FDCWD, path: 9, flags: 0 })
+        );
+    }
     assert_eq!(decode(libc::SYS_read, &[0; 6]), None);
 }
 
