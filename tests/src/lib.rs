@@ -187,6 +187,19 @@ pub fn allow_config(ws: &std::path::Path) -> sandbox::ProfileConfig {
     }
 }
 
+/// Waits (up to 30 s) for `path` to exist: a marker a workload writes in its workspace when
+/// it is ready for the host's next step. Whether it came.
+pub fn wait_for_marker(path: &std::path::Path) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !path.exists() {
+        if std::time::Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    true
+}
+
 /// The deadline of one test step: 60 s.
 pub fn deadline() -> sandbox::Deadline {
     sandbox::Deadline::after(std::time::Duration::from_secs(60))

@@ -39,6 +39,62 @@ mod linux {
         out
     }
 
+    /// What the scripts of the tests where the host acts during a run share: waiting for the
+    /// host's marker, writing a file, a libc call's error as an exception, and trying each of a
+    /// list of attacks (printing `<name> ok` or `<name> <errno name>`).
+    const PY_HOST_STEPS: &str = r##"
+import ctypes, errno, os, subprocess, time
+libc = ctypes.CDLL(None, use_errno=True)
+def wait_for(name):
+    end = time.time() + 30
+    while not os.path.exists(name) and time.time() < end:
+        time.sleep(0.02)
+def write(t, flags):
+    fd = os.open(t, flags, 0o755)
+    try:
+        os.write(fd, b"# planted\n")
+    finally:
+        os.close(fd)
+def checked(r):
+    if r != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+def attempt(attacks):
+    for name, attack in attacks:
+        try:
+            attack()
+            print(name, "ok")
+        except OSError as e:
+            print(name, errno.errorcode[e.errno])
+"##;
+
+    /// Runs `PY_HOST_STEPS` and `script` with python in the workspace of `exec` while `host`
+    /// acts on the host (given the workspace); the output, once both are done and the script
+    /// exited 0.
+    fn while_host_acts(exec: &Executor, ws: &Path, script: &str, host: impl FnOnce(&Path) + Send + 'static) -> String {
+        fs::write(ws.join("g.py"), format!("{PY_HOST_STEPS}{script}")).unwrap();
+        let at = ws.to_path_buf();
+        let host = std::thread::spawn(move || host(&at));
+        let (code, out) = sh_in(exec, ws, "/usr/bin/python3 g.py");
+        host.join().unwrap();
+        println!("{out}");
+        assert_eq!(code, 0, "{out}");
+        out
+    }
+
+    /// Runs the host's git in `dir`; it must succeed.
+    fn git_in(dir: &Path, args: &[&str]) {
+        let o = std::process::Command::new("git").args(args).current_dir(dir).output().unwrap();
+        assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+
+    /// Each of `names` printed `<name> EACCES` (see `PY_HOST_STEPS`).
+    fn assert_refused(out: &str, names: &[&str]) {
+        for name in names {
+            assert!(out.contains(&format!("{name} EACCES\n")), "{name}: {out}");
+        }
+    }
+
     /// The attacks: each prints `<name>=<exit code>` and its error text.
     const ATTACKS: &[(&str, &str)] = &[
         ("redirect", "echo x > .envrc"),
@@ -397,10 +453,7 @@ os._exit(3)
     /// them (`.git/description`) is written, a new file is made, and O_TMPFILE works.
     pub fn protected_files_the_host_replaces_or_creates_during_a_run_stay_read_only() {
         let d = TestDirs::new("sbx-guard");
-        let git = |args: &[&str]| {
-            let o = std::process::Command::new("git").args(args).current_dir(&d.ws).output().unwrap();
-            assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-        };
+        let git = |args: &[&str]| git_in(&d.ws, args);
         git(&["init", "-q", "."]);
         fs::remove_dir_all(d.ws.join(".git/hooks")).unwrap();
         fs::write(d.ws.join(".mcp.json"), "{}\n").unwrap();
@@ -451,17 +504,9 @@ for t in [".git/config", ".envrc", ".git/hooks/pre-commit", ".mcp.json", ".git/c
         let exec = set.executor("k").unwrap();
         let ws = d.ws.clone();
         let host = std::thread::spawn(move || {
-            let end = Instant::now() + std::time::Duration::from_secs(30);
-            while !ws.join("ready").exists() && Instant::now() < end {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
+            sandbox_tests::wait_for_marker(&ws.join("ready"));
             // git rewrites its config by renaming a new file over it.
-            let o = std::process::Command::new("git")
-                .args(["config", "user.name", "host"])
-                .current_dir(&ws)
-                .output()
-                .unwrap();
-            assert!(o.status.success());
+            git_in(&ws, &["config", "user.name", "host"]);
             // An editor's save of the bound `.mcp.json`, and files the host creates.
             fs::write(ws.join(".mcp.json.tmp"), "{\"host\": 1}\n").unwrap();
             fs::rename(ws.join(".mcp.json.tmp"), ws.join(".mcp.json")).unwrap();
@@ -510,29 +555,14 @@ for t in [".git/config", ".envrc", ".git/hooks/pre-commit", ".mcp.json", ".git/c
     pub fn git_directories_the_host_makes_during_a_run_are_protected() {
         let d = TestDirs::new("sbx-guard");
         let script = r##"
-import errno, os, subprocess, time
-def wait_for(name):
-    end = time.time() + 30
-    while not os.path.exists(name) and time.time() < end:
-        time.sleep(0.02)
 open("ready", "w").close()
 wait_for("stage1")
 # A `worktrees` the run makes in the host's `.git` before the host adds a worktree there.
 os.mkdir("proj/.git/worktrees")
 open("stage2", "w").close()
 wait_for("done")
-import ctypes
-libc = ctypes.CDLL(None, use_errno=True)
 def exchange(a, b):
-    if libc.renameat2(-100, a.encode(), -100, b.encode(), 2) != 0:
-        e = ctypes.get_errno()
-        raise OSError(e, os.strerror(e))
-def write(t, flags):
-    fd = os.open(t, flags, 0o755)
-    try:
-        os.write(fd, b"# planted\n")
-    finally:
-        os.close(fd)
+    checked(libc.renameat2(-100, a.encode(), -100, b.encode(), 2))
 attacks = [
     ("config", lambda: write("proj/.git/config", os.O_WRONLY | os.O_APPEND)),
     ("config-lock", lambda: write("proj/.git/config.lock", os.O_WRONLY | os.O_CREAT | os.O_EXCL)),
@@ -555,31 +585,18 @@ os.mkdir("proj/.git/worktrees/mine")
 write("proj/.git/worktrees/mine/commondir", os.O_WRONLY | os.O_CREAT)
 os.mkdir("proj/inner")
 print("new-worktree-ok")
-for name, attack in attacks:
-    try:
-        attack()
-        print(name, "ok")
-    except OSError as e:
-        print(name, errno.errorcode[e.errno])
+attempt(attacks)
 r = subprocess.run("git init -q own && git -C own config user.name me && echo '#!/bin/sh' > own/.git/hooks/post-commit && echo own-ok",
                    shell=True, capture_output=True, text=True)
 print(r.stdout.strip(), r.stderr.strip())
 "##;
-        fs::write(d.ws.join("g.py"), script).unwrap();
         let set = set_of(&d, d.allow_config());
         let exec = set.executor("k").unwrap();
-        let ws = d.ws.clone();
-        let host = std::thread::spawn(move || {
-            let end = Instant::now() + std::time::Duration::from_secs(30);
-            while !ws.join("ready").exists() && Instant::now() < end {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            let o = std::process::Command::new("git").args(["init", "-q", "proj"]).current_dir(&ws).output().unwrap();
-            assert!(o.status.success());
+        let out = while_host_acts(&exec, &d.ws, script, |ws| {
+            sandbox_tests::wait_for_marker(&ws.join("ready"));
+            git_in(ws, &["init", "-q", "proj"]);
             fs::write(ws.join("stage1"), "").unwrap();
-            while !ws.join("stage2").exists() && Instant::now() < end {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
+            sandbox_tests::wait_for_marker(&ws.join("stage2"));
             for wt in ["wt", "logs"] {
                 fs::create_dir_all(ws.join("proj/.git/worktrees").join(wt)).unwrap();
                 fs::write(ws.join("proj/.git/worktrees").join(wt).join("commondir"), "../..\n").unwrap();
@@ -588,29 +605,26 @@ print(r.stdout.strip(), r.stderr.strip())
             fs::write(ws.join("sub/.git"), "gitdir: ../proj/.git\n").unwrap();
             fs::write(ws.join("done"), "").unwrap();
         });
-        let (code, out) = sh_in(&exec, &d.ws, "/usr/bin/python3 g.py");
-        host.join().unwrap();
-        println!("{out}");
-        assert_eq!(code, 0, "{out}");
-        for name in [
-            "config",
-            "config-lock",
-            "hook",
-            "commondir",
-            "gitfile",
-            "gitfile-rename",
-            "dotgit-rename",
-            "worktree-move",
-            "worktree-exchange",
-            "nested-repo",
-            "nested-gitfile",
-            "bare-head",
-            "worktree-named-logs",
-            "legacy-remote",
-            "modules",
-        ] {
-            assert!(out.contains(&format!("{name} EACCES\n")), "{name}: {out}");
-        }
+        assert_refused(
+            &out,
+            &[
+                "config",
+                "config-lock",
+                "hook",
+                "commondir",
+                "gitfile",
+                "gitfile-rename",
+                "dotgit-rename",
+                "worktree-move",
+                "worktree-exchange",
+                "nested-repo",
+                "nested-gitfile",
+                "bare-head",
+                "worktree-named-logs",
+                "legacy-remote",
+                "modules",
+            ],
+        );
         assert!(out.contains("own-ok") && out.contains("new-worktree-ok"), "controls: {out}");
         let config = fs::read_to_string(d.ws.join("proj/.git/config")).unwrap();
         assert!(!config.contains("planted"), "{config}");
@@ -632,22 +646,8 @@ print(r.stdout.strip(), r.stderr.strip())
     pub fn what_the_host_made_is_not_removed_or_moved_away() {
         let d = TestDirs::new("sbx-guard");
         let script = r##"
-import ctypes, errno, os, subprocess, time
-libc = ctypes.CDLL(None, use_errno=True)
-def wait_for(name):
-    end = time.time() + 30
-    while not os.path.exists(name) and time.time() < end:
-        time.sleep(0.02)
 def linkat(ofd, old, new, flags):
-    if libc.linkat(ofd, old.encode(), -100, new.encode(), flags) != 0:
-        e = ctypes.get_errno()
-        raise OSError(e, os.strerror(e))
-def write(t, flags):
-    fd = os.open(t, flags, 0o755)
-    try:
-        os.write(fd, b"# planted\n")
-    finally:
-        os.close(fd)
+    checked(libc.linkat(ofd, old.encode(), -100, new.encode(), flags))
 os.symlink("/etc/passwd", "lnk")
 lfd = os.open("lnk", os.O_PATH | os.O_NOFOLLOW)
 # An empty directory, which the host's `git init --bare` takes.
@@ -685,12 +685,7 @@ attacks = [
     ("bare-head-remade", lambda: (write("remote.git/HEAD", os.O_WRONLY | os.O_CREAT), write("remote.git/config", os.O_WRONLY | os.O_APPEND))),
     ("bare-in-runs-directory", lambda: (os.rename("pre.git/HEAD", "pre.git/HEAD.x"), write("pre.git/HEAD", os.O_WRONLY | os.O_CREAT), write("pre.git/config", os.O_WRONLY | os.O_APPEND))),
 ]
-for name, attack in attacks:
-    try:
-        attack()
-        print(name, "ok")
-    except OSError as e:
-        print(name, errno.errorcode[e.errno])
+attempt(attacks)
 controls = """
 set -e
 git init -q own
@@ -729,11 +724,7 @@ try:
 except OSError as e:
     print("link-elsewhere", errno.errorcode[e.errno])
 "##;
-        fs::write(d.ws.join("g.py"), script).unwrap();
-        let git = |args: &[&str]| {
-            let o = std::process::Command::new("git").args(args).current_dir(&d.ws).output().unwrap();
-            assert!(o.status.success(), "git {args:?}: {o:?}");
-        };
+        let git = |args: &[&str]| git_in(&d.ws, args);
         // Of the spawn: a repository with a worktree, and one nested in a plain directory.
         git(&["init", "-q", "old"]);
         fs::create_dir_all(d.ws.join("old/.git/worktrees/swt")).unwrap();
@@ -742,16 +733,11 @@ except OSError as e:
         git(&["init", "-q", "keep/inner"]);
         let set = set_of(&d, d.allow_config());
         let exec = set.executor("k").unwrap();
-        let ws = d.ws.clone();
-        let host = std::thread::spawn(move || {
-            let end = Instant::now() + std::time::Duration::from_secs(30);
-            while !ws.join("ready").exists() && Instant::now() < end {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
+        let out = while_host_acts(&exec, &d.ws, script, |ws| {
+            sandbox_tests::wait_for_marker(&ws.join("ready"));
             for repo in ["proj", "outer/inner"] {
                 fs::create_dir_all(ws.join(repo)).unwrap();
-                let o = std::process::Command::new("git").args(["init", "-q", repo]).current_dir(&ws).output().unwrap();
-                assert!(o.status.success());
+                git_in(ws, &["init", "-q", repo]);
             }
             fs::write(ws.join("proj/.git/hooks/pre-push"), "#!/bin/sh\n").unwrap();
             fs::create_dir_all(ws.join("proj/.git/worktrees/wt")).unwrap();
@@ -766,46 +752,42 @@ except OSError as e:
                 &["init", "-q", "--bare", "remotes/r.git"][..],
                 &["init", "-q", "--separate-git-dir", "sep.git", "wtree"][..],
             ] {
-                let o = std::process::Command::new("git").args(args).current_dir(&ws).output().unwrap();
-                assert!(o.status.success(), "{o:?}");
+                git_in(ws, args);
             }
             fs::write(ws.join(".envrc"), "echo host\n").unwrap();
             fs::write(ws.join("done"), "").unwrap();
         });
-        let (code, out) = sh_in(&exec, &d.ws, "/usr/bin/python3 g.py");
-        host.join().unwrap();
-        println!("{out}");
-        assert_eq!(code, 0, "{out}");
-        for name in [
-            "unlink-commondir",
-            "rmdir-worktree",
-            "rename-worktrees",
-            "rename-worktrees-of-spawn",
-            "unlink-gitfile",
-            "rmdir-dotgit",
-            "unlink-config",
-            "unlink-hook",
-            "unlink-envrc",
-            "move-repo",
-            "move-repo-deep",
-            "move-gitfile-holder",
-            "move-repo-of-spawn",
-            "link-empty-path",
-            "link-proc-fd",
-            "bare-config",
-            "bare-config-lock",
-            "bare-hook",
-            "bare-unlink-config",
-            "bare-move",
-            "bare-holder-move",
-            "sep-hook",
-            "sep-move",
-            "bare-head-moved",
-            "bare-head-remade",
-            "bare-in-runs-directory",
-        ] {
-            assert!(out.contains(&format!("{name} EACCES\n")), "{name}: {out}");
-        }
+        assert_refused(
+            &out,
+            &[
+                "unlink-commondir",
+                "rmdir-worktree",
+                "rename-worktrees",
+                "rename-worktrees-of-spawn",
+                "unlink-gitfile",
+                "rmdir-dotgit",
+                "unlink-config",
+                "unlink-hook",
+                "unlink-envrc",
+                "move-repo",
+                "move-repo-deep",
+                "move-gitfile-holder",
+                "move-repo-of-spawn",
+                "link-empty-path",
+                "link-proc-fd",
+                "bare-config",
+                "bare-config-lock",
+                "bare-hook",
+                "bare-unlink-config",
+                "bare-move",
+                "bare-holder-move",
+                "sep-hook",
+                "sep-move",
+                "bare-head-moved",
+                "bare-head-remade",
+                "bare-in-runs-directory",
+            ],
+        );
         assert!(out.contains("controls-ok") && out.contains("link-elsewhere-ok /etc/passwd"), "controls: {out}");
         for kept in [
             "proj/.git/worktrees/wt/commondir",

@@ -1010,10 +1010,7 @@ print("new", read("new.txt"))
         let exec = set.executor("k").unwrap();
         let ws = d.ws.clone();
         let host = std::thread::spawn(move || {
-            let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
-            while !ws.join("ready").exists() && std::time::Instant::now() < end {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
+            sandbox_tests::wait_for_marker(&ws.join("ready"));
             fs::write(ws.join(".env.tmp"), "SECRET=rotated\n").unwrap();
             fs::rename(ws.join(".env.tmp"), ws.join(".env")).unwrap();
             fs::remove_dir_all(ws.join("cfg/secrets")).unwrap();
