@@ -669,6 +669,7 @@ attacks = [
     ("move-repo-deep", lambda: os.rename("outer", "outer-old")),
     ("move-gitfile-holder", lambda: os.rename("sub", "sub-old")),
     ("move-repo-of-spawn", lambda: os.rename("keep", "keep-old")),
+    ("move-unreadable-holder", lambda: (os.chmod("outer/inner", 0), os.rename("outer", "outer-old"))),
     ("link-empty-path", lambda: linkat(lfd, "", "proj/.git/x", AT_EMPTY_PATH)),
     ("link-proc-fd", lambda: linkat(-100, "/proc/self/fd/%d" % lfd, "proj/.git/y", AT_SYMLINK_FOLLOW)),
     # A bare repository and a separate git directory the host made during the run.
@@ -773,6 +774,7 @@ except OSError as e:
                 "move-repo-deep",
                 "move-gitfile-holder",
                 "move-repo-of-spawn",
+                "move-unreadable-holder",
                 "link-empty-path",
                 "link-proc-fd",
                 "bare-config",

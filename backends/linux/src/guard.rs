@@ -1043,7 +1043,8 @@ impl Guard<'_> {
     /// of the run's own, which the user's next `git` there enters (the host's clone made
     /// during the run, renamed away and replaced). The guard performs every rename, one at a
     /// time, so no directory holding one moves while the tree is read. A tree of more than
-    /// [`MAX_MOVED_ENTRIES`] entries is not moved (closed); symlinks are not followed.
+    /// [`MAX_MOVED_ENTRIES`] entries, or with a directory the guard cannot read, is not moved
+    /// (closed); symlinks are not followed.
     fn holds_foreign_git(&self, p: &Parent) -> Result<(), Errno> {
         if is_dot(&p.name) || p.name == b".git" || self.guard.is_empty() {
             return Ok(());
@@ -1065,7 +1066,9 @@ impl Guard<'_> {
         let mut pending = vec![root];
         let mut seen = 0usize;
         while let Some(dir) = pending.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            // A directory the guard cannot read (the workload's `chmod 000` above the host's
+            // repository) could hide one: refused.
+            let entries = std::fs::read_dir(&dir).map_err(|_| Errno::EACCES)?;
             let mut marked = false;
             for entry in entries {
                 let entry = entry.map_err(|_| Errno::EIO)?;
@@ -1079,7 +1082,7 @@ impl Guard<'_> {
                     if !self.is_own(&path) {
                         return Err(Errno::EACCES);
                     }
-                } else if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                } else if entry.file_type().map_err(|_| Errno::EACCES)?.is_dir() {
                     pending.push(path);
                 }
                 marked |= name == "HEAD" || name == "config";
