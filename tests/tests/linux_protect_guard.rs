@@ -557,8 +557,10 @@ for t in [".git/config", ".envrc", ".git/hooks/pre-commit", ".mcp.json", ".git/c
         let script = r##"
 open("ready", "w").close()
 wait_for("stage1")
-# A `worktrees` the run makes in the host's `.git` before the host adds a worktree there.
-os.mkdir("proj/.git/worktrees")
+# A `worktrees` the run would make in the host's new `.git` before the host adds a worktree
+# there (which made the host's worktree the run's own in a first version; now refused: the
+# directory is the host's, made during the run).
+attempt([("worktrees-first", lambda: os.mkdir("proj/.git/worktrees"))])
 open("stage2", "w").close()
 wait_for("done")
 def exchange(a, b):
@@ -608,6 +610,7 @@ print(r.stdout.strip(), r.stderr.strip())
         assert_refused(
             &out,
             &[
+                "worktrees-first",
                 "config",
                 "config-lock",
                 "hook",
@@ -655,6 +658,15 @@ os.mkdir("pre.git")
 open("ready", "w").close()
 wait_for("done")
 AT_SYMLINK_FOLLOW, AT_EMPTY_PATH = 0x400, 0x1000
+def launder():
+    # The host's bare repository moved onto a worktree name in a `.git` of the run's (which
+    # made what came there the run's own), then back.
+    os.makedirs("own9/.git/worktrees")
+    os.chmod("remote.git", 0o300)
+    try:
+        os.rename("remote.git", "own9/.git/worktrees/foo")
+    finally:
+        os.chmod("remote.git", 0o755)
 attacks = [
     ("unlink-commondir", lambda: os.unlink("proj/.git/worktrees/wt/commondir")),
     ("rmdir-worktree", lambda: (os.unlink("proj/.git/worktrees/wt2/HEAD"), os.rmdir("proj/.git/worktrees/wt2"))),
@@ -685,6 +697,12 @@ attacks = [
     ("bare-head-moved", lambda: (os.rename("remote.git/HEAD", "remote.git/HEAD.x"), write("remote.git/hooks/post-receive", os.O_WRONLY | os.O_CREAT))),
     ("bare-head-remade", lambda: (write("remote.git/HEAD", os.O_WRONLY | os.O_CREAT), write("remote.git/config", os.O_WRONLY | os.O_APPEND))),
     ("bare-in-runs-directory", lambda: (os.rename("pre.git/HEAD", "pre.git/HEAD.x"), write("pre.git/HEAD", os.O_WRONLY | os.O_CREAT), write("pre.git/config", os.O_WRONLY | os.O_APPEND))),
+    # A worktree of a bare repository (no `.git` in its path; its `HEAD` removed first).
+    ("bare-worktree-commondir", lambda: write("remote.git/worktrees/wt/commondir", os.O_WRONLY | os.O_TRUNC)),
+    ("bare-worktree-headless", lambda: (os.unlink("remote.git/worktrees/wt/HEAD"), write("remote.git/worktrees/wt/commondir", os.O_WRONLY | os.O_TRUNC))),
+    ("bare-worktree-move", lambda: os.rename("remote.git/worktrees/wt", "remote.git/worktrees/wt-old")),
+    ("move-unreadable-repo", lambda: (os.chmod("solo", 0), os.rename("solo", "solo-old"))),
+    ("launder-via-worktrees", launder),
 ]
 attempt(attacks)
 controls = """
@@ -736,7 +754,7 @@ except OSError as e:
         let exec = set.executor("k").unwrap();
         let out = while_host_acts(&exec, &d.ws, script, |ws| {
             sandbox_tests::wait_for_marker(&ws.join("ready"));
-            for repo in ["proj", "outer/inner"] {
+            for repo in ["proj", "outer/inner", "solo"] {
                 fs::create_dir_all(ws.join(repo)).unwrap();
                 git_in(ws, &["init", "-q", repo]);
             }
@@ -754,6 +772,12 @@ except OSError as e:
                 &["init", "-q", "--separate-git-dir", "sep.git", "wtree"][..],
             ] {
                 git_in(ws, args);
+            }
+            fs::create_dir_all(ws.join("remote.git/worktrees/wt")).unwrap();
+            for (f, text) in
+                [("HEAD", "ref: refs/heads/wt\n"), ("commondir", "../..\n"), ("gitdir", "/elsewhere/.git\n")]
+            {
+                fs::write(ws.join("remote.git/worktrees/wt").join(f), text).unwrap();
             }
             fs::write(ws.join(".envrc"), "echo host\n").unwrap();
             fs::write(ws.join("done"), "").unwrap();
@@ -788,6 +812,11 @@ except OSError as e:
                 "bare-head-moved",
                 "bare-head-remade",
                 "bare-in-runs-directory",
+                "bare-worktree-commondir",
+                "bare-worktree-headless",
+                "bare-worktree-move",
+                "move-unreadable-repo",
+                "launder-via-worktrees",
             ],
         );
         assert!(out.contains("controls-ok") && out.contains("link-elsewhere-ok /etc/passwd"), "controls: {out}");
@@ -804,9 +833,12 @@ except OSError as e:
             "remote.git/config",
             "remotes/r.git/config",
             "sep.git/config",
+            "solo/.git",
+            "remote.git/worktrees/wt",
         ] {
             assert!(d.ws.join(kept).exists(), "{kept}: {out}");
         }
+        assert_eq!(fs::read_to_string(d.ws.join("remote.git/worktrees/wt/commondir")).unwrap(), "../..\n");
         for planted in ["remote.git/config", "sep.git/config", "wtree/.git", "pre.git/config"] {
             assert!(!fs::read_to_string(d.ws.join(planted)).unwrap().contains("planted"), "{planted}");
         }
@@ -824,6 +856,87 @@ except OSError as e:
         ] {
             assert!(fs::symlink_metadata(d.ws.join(gone)).is_err(), "{gone}: {out}");
         }
+    }
+
+    /// What the host is making during a run stays the host's (a red team, 5 December): while
+    /// its git sets up a git directory (templates first, then the config, then `HEAD`) that
+    /// directory is none by its contents, and a config or hook the workload put there won the
+    /// race 5 times in 6 (`git init --bare`, `git init --separate-git-dir`). In a directory the
+    /// host made during the run, the workload makes no `.git`, `HEAD`, config, `commondir`,
+    /// `hooks`, `worktrees` or `modules`, and nothing in a `hooks`: first against a directory
+    /// the host leaves half made, then against the host's real `git init --bare` racing a
+    /// workload that tries without pause. Controls: other files in the host's new directory,
+    /// and the same names in a directory the workload made.
+    pub fn what_the_host_is_making_during_a_run_stays_the_hosts() {
+        let d = TestDirs::new("sbx-guard");
+        let script = r##"
+open("ready", "w").close()
+wait_for("done")
+attacks = [
+    ("config", lambda: write("half.git/config", os.O_WRONLY | os.O_CREAT | os.O_EXCL)),
+    ("config-lock", lambda: write("half.git/config.lock", os.O_WRONLY | os.O_CREAT)),
+    ("hook", lambda: write("half.git/hooks/pre-receive", os.O_WRONLY | os.O_CREAT)),
+    ("head", lambda: write("half.git/HEAD", os.O_WRONLY | os.O_CREAT)),
+    ("commondir", lambda: write("half.git/commondir", os.O_WRONLY | os.O_CREAT)),
+    ("worktrees", lambda: os.mkdir("half.git/worktrees")),
+    ("dotgit", lambda: os.mkdir("scaffold/.git")),
+    ("gitfile", lambda: write("scaffold/.git", os.O_WRONLY | os.O_CREAT)),
+    ("hooks-dir", lambda: os.mkdir("scaffold/hooks")),
+    ("moved-in", lambda: (os.makedirs("mine/hooks", exist_ok=True), os.rename("mine/hooks", "scaffold/hooks"))),
+]
+attempt(attacks)
+write("scaffold/notes.txt", os.O_WRONLY | os.O_CREAT)
+os.makedirs("mine2/hooks")
+write("mine2/config", os.O_WRONLY | os.O_CREAT)
+write("mine2/hooks/x", os.O_WRONLY | os.O_CREAT)
+os.mkdir("mine2/.git")
+print("controls-ok")
+# The host's own `git init --bare` while the workload tries without pause.
+open("race-go", "w").close()
+tries = {}
+end = time.time() + 20
+while not os.path.exists("race.git/HEAD") and time.time() < end:
+    for t in ("race.git/config", "race.git/hooks/pre-receive", "race.git/HEAD"):
+        try:
+            write(t, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            tries["made " + t] = tries.get("made " + t, 0) + 1
+        except OSError as e:
+            tries[errno.errorcode[e.errno]] = tries.get(errno.errorcode[e.errno], 0) + 1
+print("race", sorted(tries.items()))
+"##;
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        let out = while_host_acts(&exec, &d.ws, script, |ws| {
+            sandbox_tests::wait_for_marker(&ws.join("ready"));
+            // Half made, as `git init` leaves it after its templates.
+            fs::create_dir_all(ws.join("half.git/hooks")).unwrap();
+            fs::write(ws.join("half.git/description"), "Unnamed repository\n").unwrap();
+            fs::create_dir(ws.join("scaffold")).unwrap();
+            fs::write(ws.join("done"), "").unwrap();
+            sandbox_tests::wait_for_marker(&ws.join("race-go"));
+            git_in(ws, &["init", "-q", "--bare", "race.git"]);
+        });
+        assert_refused(
+            &out,
+            &[
+                "config",
+                "config-lock",
+                "hook",
+                "head",
+                "commondir",
+                "worktrees",
+                "dotgit",
+                "gitfile",
+                "hooks-dir",
+                "moved-in",
+            ],
+        );
+        assert!(out.contains("controls-ok"), "controls: {out}");
+        assert!(!out.contains("made race.git"), "{out}");
+        assert!(!d.ws.join("race.git/hooks/pre-receive").exists(), "{out}");
+        assert!(!fs::read_to_string(d.ws.join("race.git/config")).unwrap().contains("planted"), "{out}");
+        assert!(d.ws.join("mine2/.git").is_dir() && d.ws.join("scaffold/notes.txt").is_file());
+        assert!(!d.ws.join("half.git/config").exists() && !d.ws.join("scaffold/.git").exists());
     }
 
     /// The cost, roughly: 1000 file creations with and without the guard, the best of three
@@ -883,6 +996,10 @@ fn main() -> std::process::ExitCode {
                 git_directories_the_host_makes_during_a_run_are_protected,
             ),
             ("what_the_host_made_is_not_removed_or_moved_away", what_the_host_made_is_not_removed_or_moved_away),
+            (
+                "what_the_host_is_making_during_a_run_stays_the_hosts",
+                what_the_host_is_making_during_a_run_stays_the_hosts,
+            ),
             ("cost_of_the_guard", cost_of_the_guard),
         ])
     }

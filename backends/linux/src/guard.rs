@@ -290,22 +290,47 @@ enum Outcome {
     Blocking(Box<dyn FnOnce() -> Answer + Send>),
 }
 
-/// What a run made that is its own to configure (see [`Guard::made`]).
-#[derive(Default)]
+/// A directory's identity with its birth time: `(st_dev, st_ino, seconds, nanoseconds)`. An
+/// inode number a later object reuses comes with a later birth.
+type Born = (u64, u64, i64, u32);
+
+/// The identity and birth of the object `fd` refers to; None where the filesystem keeps no
+/// birth time.
+fn born(fd: &OwnedFd) -> Option<Born> {
+    let st = crate::sys::statx_identity(fd).ok()?;
+    let (sec, nsec) = st.btime?;
+    Some((st.dev, st.ino, sec, nsec))
+}
+
+/// What a run made that is its own to configure (see [`Guard::made`]), and what the host made
+/// during it.
 struct Owned {
     /// `(st_dev, st_ino)` of each `.git`, worktree directory and bare git directory this run
     /// made, with a handle that keeps the number from naming anything else.
     own: std::collections::HashMap<(u64, u64), OwnedFd>,
-    /// The last [`RECENT`] directories this run made, held the same way: a `HEAD` the run
-    /// makes in one of them makes it a git directory of the run's own (`git init --bare`).
-    recent: std::collections::VecDeque<((u64, u64), OwnedFd)>,
+    /// Every directory this run made outside the exempt directories (at most
+    /// [`MAX_RUN_DIRS`]; a directory made beyond counts as the host's: closed).
+    dirs: std::collections::HashSet<Born>,
+    /// When the run began: a directory born since that the run did not make, the host made
+    /// during the run (see [`Guard::check_host_made`]).
+    since: (i64, u32),
+}
+
+impl Owned {
+    fn new() -> Owned {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        Owned {
+            own: std::collections::HashMap::new(),
+            dirs: std::collections::HashSet::new(),
+            since: (i64::try_from(now.as_secs()).unwrap_or(i64::MAX), now.subsec_nanos()),
+        }
+    }
 }
 
 type Made = std::cell::RefCell<Owned>;
 
-/// How many of the directories a run made last are remembered (see [`Owned::recent`]): `git
-/// init --bare` makes about ten before its `HEAD`.
-const RECENT: usize = 64;
+/// The most directories one run records as made by it (see [`Owned::dirs`]): about 10 MiB.
+const MAX_RUN_DIRS: usize = 250_000;
 
 /// The most objects one run records as its own (see [`Guard::made`]).
 const MAX_MADE: usize = 256;
@@ -389,7 +414,7 @@ pub fn serve(listener: OwnedFd, mut watch: Watch) {
     }
     let listener = Arc::new(listener);
     // The `.git`s this run made: their config and hooks are the run's own (see `check_git`).
-    let made = Made::default();
+    let made = Made::new(Owned::new());
     loop {
         // The listener hangs up once no process uses the filter any more: the run is over
         // (a kept container's init joins this thread before its next run, issue 16).
@@ -626,6 +651,7 @@ impl Guard<'_> {
         if self.guard.refuses(&full, op) || self.guard.denies(&full) || placing_denied {
             return Err(Errno::EACCES);
         }
+        self.check_host_made(p, &full)?;
         self.check_git(&full, op == CreateOp::Create)
     }
 
@@ -687,8 +713,8 @@ impl Guard<'_> {
         nix::sys::stat::lstat(path).is_ok_and(|st| self.made.borrow().own.contains_key(&(st.st_dev, st.st_ino)))
     }
 
-    /// Remembers `p`, a directory this run just made (outside the exempt directories), among
-    /// the last [`RECENT`] (see [`Owned::recent`]).
+    /// Records `p`, a directory this run just made (outside the exempt directories), in
+    /// [`Owned::dirs`].
     fn made_dir(&self, p: &Parent) {
         let Ok(name) = cstr(&p.name) else { return };
         let Ok(fd) = notify::open_at(
@@ -702,12 +728,36 @@ impl Guard<'_> {
         if real_path(fd.as_fd()).is_ok_and(|path| self.guard.is_exempt(&path)) {
             return;
         }
-        let Ok(st) = nix::sys::stat::fstat(fd.as_raw_fd()) else { return };
+        let Some(b) = born(&fd) else { return };
         let mut made = self.made.borrow_mut();
-        if made.recent.len() >= RECENT {
-            made.recent.pop_front();
+        if made.dirs.len() < MAX_RUN_DIRS {
+            made.dirs.insert(b);
         }
-        made.recent.push_back(((st.st_dev, st.st_ino), fd));
+    }
+
+    /// Whether `dir` was made during the run, by the host: born since the run began, and not
+    /// by the run. False where the filesystem keeps no birth time.
+    fn host_made(&self, dir: &OwnedFd) -> bool {
+        let made = self.made.borrow();
+        born(dir).is_some_and(|b| (b.2, b.3) >= made.since && !made.dirs.contains(&b))
+    }
+
+    /// EACCES when `p` would bring a part of a git directory into being (a `.git`, `HEAD`, a
+    /// config or `commondir` …, `hooks`, `worktrees`, `modules`, or anything in a `hooks`) in a
+    /// directory the host made during the run. While the host's git sets up a git directory
+    /// (copying its templates, then writing its config, then `HEAD`), it is none by its
+    /// contents, and what the workload put there meanwhile became the host's: a config with a
+    /// `core.fsmonitor` that `git init --separate-git-dir` kept, a `pre-receive` in the
+    /// template's `hooks` of `git init --bare` (a red team, 5 December, won the race 5 times
+    /// in 6), a `.git` made first in the directory of the host's `git init`.
+    fn check_host_made(&self, p: &Parent, full: &std::path::Path) -> Result<(), Errno> {
+        const PARTS: [&str; 5] = [".git", "HEAD", "hooks", "worktrees", "modules"];
+        let in_hooks = full.parent().and_then(std::path::Path::file_name) == Some(std::ffi::OsStr::new("hooks"));
+        let part = in_hooks || PARTS.iter().chain(&GIT_FILES).any(|n| p.name == n.as_bytes());
+        if part && !self.guard.is_exempt(full) && self.host_made(&p.dir) {
+            return Err(Errno::EACCES);
+        }
+        Ok(())
     }
 
     /// Records `p`, just made by this run, when it is a `.git` or a worktree directory (see
@@ -716,34 +766,15 @@ impl Guard<'_> {
     /// their numbers to the `.git` the host made next). At most [`MAX_MADE`]; beyond, nothing
     /// more is the run's own (closed).
     ///
-    /// A `HEAD` or config (any of [`GIT_FILES`]) made in a directory the run made lately (and
-    /// that is no `.git`'s) makes that directory a git directory of the run's own: its `git
-    /// init --bare`, which writes its config before its `HEAD`), while it is no git directory
-    /// yet. The host's bare repository, one whose `HEAD` the run replaced, one the host cloned
-    /// into an empty directory the run made, and a directory the run made long ago are not
-    /// its own.
+    /// Only what the run made itself counts, never what it moved: a rename of the host's bare
+    /// repository onto a worktree name in a `.git` of the run's made it the run's own (a red
+    /// team, 5 December); see [`Guard::made_git_file`].
     fn made(&self, p: &Parent) {
         let full = match real_path(p.dir.as_fd()) {
             Ok(dir) => dir.join(os(&p.name)),
             Err(_) => return,
         };
-        let git_file = p.name == b"HEAD" || GIT_FILES.iter().any(|f| p.name == f.as_bytes());
-        if git_file && !full.iter().any(|c| c == ".git") {
-            // Only while it is no git directory yet: the host's `git clone --bare` into an
-            // empty directory the run made stays the host's, whatever the run makes in it.
-            if full.parent().is_none_or(is_git_directory) {
-                return;
-            }
-            let Ok(st) = nix::sys::stat::fstat(p.dir.as_raw_fd()) else { return };
-            let key = (st.st_dev, st.st_ino);
-            let mut made = self.made.borrow_mut();
-            if made.own.len() < MAX_MADE {
-                if let Some(at) = made.recent.iter().position(|(k, _)| *k == key) {
-                    if let Some((_, fd)) = made.recent.remove(at) {
-                        made.own.insert(key, fd);
-                    }
-                }
-            }
+        if self.made_git_file(p, &full) {
             return;
         }
         let entry = self.guard.git_sensitive(&full).is_some_and(|(_, part)| part == GitPart::Entry);
@@ -758,6 +789,28 @@ impl Guard<'_> {
         if let Ok(st) = nix::sys::stat::fstat(fd.as_raw_fd()) {
             self.made.borrow_mut().own.insert((st.st_dev, st.st_ino), fd);
         }
+    }
+
+    /// A `HEAD` or config (any of [`GIT_FILES`]) made or moved by the run into a directory it
+    /// made (outside any `.git`) makes that directory a git directory of the run's own (its
+    /// `git init --bare`, which writes its config before its `HEAD`), while it is no git
+    /// directory yet: the host's `git clone --bare` into an empty directory the run made stays
+    /// the host's, whatever the run puts there afterwards. Whether `p` names such a file.
+    fn made_git_file(&self, p: &Parent, full: &std::path::Path) -> bool {
+        let git_file = p.name == b"HEAD" || GIT_FILES.iter().any(|f| p.name == f.as_bytes());
+        if !git_file || full.iter().any(|c| c == ".git") {
+            return false;
+        }
+        if full.parent().is_none_or(is_git_directory) || self.made.borrow().own.len() >= MAX_MADE {
+            return true;
+        }
+        let Some(b) = born(&p.dir) else { return true };
+        if self.made.borrow().dirs.contains(&b) {
+            if let Ok(fd) = p.dir.try_clone() {
+                self.made.borrow_mut().own.insert((b.0, b.1), fd);
+            }
+        }
+        true
     }
 
     /// EACCES when the content of `p` is protected ([`CreationGuard::protects`]): a protected
@@ -1008,7 +1061,9 @@ impl Guard<'_> {
             n.kernel_name()?.as_c_str(),
             flags,
         )?;
-        self.made(&n);
+        if let Ok(dir) = real_path(n.dir.as_fd()) {
+            self.made_git_file(&n, &dir.join(os(&n.name)));
+        }
         Ok(())
     }
 
@@ -1050,15 +1105,20 @@ impl Guard<'_> {
             return Ok(());
         }
         let name = cstr(&p.name)?;
-        let Ok(top) = notify::open_at(
+        match nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => {}
+            // Not a directory, or nothing (the kernel answers).
+            _ => return Ok(()),
+        }
+        // A directory the guard cannot read (`chmod 000` of the host's repository itself) is
+        // not moved.
+        let top = notify::open_at(
             Some(p.dir.as_fd()),
             &name,
             libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
             0,
-        ) else {
-            // Not a directory (or gone: the kernel answers).
-            return Ok(());
-        };
+        )
+        .map_err(|_| Errno::EACCES)?;
         if self.guard.is_exempt(&real_path(top.as_fd())?) {
             return Ok(());
         }
@@ -1085,9 +1145,10 @@ impl Guard<'_> {
                 } else if entry.file_type().map_err(|_| Errno::EACCES)?.is_dir() {
                     pending.push(path);
                 }
-                marked |= name == "HEAD" || name == "config";
+                marked |= name == "HEAD" || name == "config" || name == "commondir";
             }
-            // A bare repository or separate git directory (its `HEAD` or config).
+            // A bare repository, a separate git directory or a worktree's (by what
+            // `is_git_directory` looks at).
             let own_dir =
                 nix::sys::stat::stat(&dir).is_ok_and(|st| self.made.borrow().own.contains_key(&(st.st_dev, st.st_ino)));
             if marked && is_git_directory(&dir) && !own_dir {

@@ -475,6 +475,8 @@ pub struct Statx {
     pub mount_root: Option<bool>,
     /// `ctime` (seconds, nanoseconds): a rename in a directory changes the directory's.
     pub ctime: (i64, u32),
+    /// The birth time (seconds, nanoseconds); None where the filesystem keeps none.
+    pub btime: Option<(i64, u32)>,
 }
 
 /// `statx` of an open object (`AT_EMPTY_PATH`).
@@ -483,8 +485,7 @@ pub fn statx_identity(fd: &std::os::fd::OwnedFd) -> io::Result<Statx> {
     let mut stx: libc::statx = unsafe { std::mem::zeroed() };
     // SAFETY: the descriptor is open, the empty path is a NUL-terminated literal and `stx` is a
     // live, writable statx for the duration of the call.
-    let rc =
-        unsafe { libc::statx(fd.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, libc::STATX_BASIC_STATS, &mut stx) };
+    let rc = unsafe { libc::statx(fd.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, STATX_MASK, &mut stx) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -494,8 +495,12 @@ pub fn statx_identity(fd: &std::os::fd::OwnedFd) -> io::Result<Statx> {
         ino: stx.stx_ino,
         mount_root: (stx.stx_attributes_mask & flag != 0).then_some(stx.stx_attributes & flag != 0),
         ctime: (stx.stx_ctime.tv_sec, stx.stx_ctime.tv_nsec),
+        btime: (stx.stx_mask & libc::STATX_BTIME != 0).then_some((stx.stx_btime.tv_sec, stx.stx_btime.tv_nsec)),
     })
 }
+
+/// What [`statx_identity`] asks for.
+const STATX_MASK: u32 = libc::STATX_BASIC_STATS | libc::STATX_BTIME;
 
 /// Whether the open object lies on a tmpfs (`fstatfs`).
 pub fn is_tmpfs(fd: &std::os::fd::OwnedFd) -> io::Result<bool> {

@@ -1184,14 +1184,15 @@ impl Walker<'_> {
 }
 
 /// Whether `dir` is a git directory by its contents, as git finds a bare repository (`HEAD`,
-/// `objects/`, `refs/`) or by its config ([`is_git_config`]), which stays when the others are
-/// renamed away. The Linux guard asks this about a directory whose `config`, `commondir` or
+/// `objects/`, `refs/`), by a `commondir` (a linked worktree's git directory, which stands for
+/// `objects/` and `refs/`; a red team found one in a bare repository's `worktrees`), or by its
+/// config ([`is_git_config`]): the last two stay when `HEAD` is renamed away. The Linux guard asks this about a directory whose `config`, `commondir` or
 /// hooks a run writes outside any `.git` (a bare repository or separate git directory the host
 /// made during the run, which the spawn's scan could not know).
 pub fn is_git_directory(dir: &Path) -> bool {
     let is_dir = |m: &str| std::fs::symlink_metadata(dir.join(m)).is_ok_and(|m| m.is_dir());
     let layout = std::fs::symlink_metadata(dir.join("HEAD")).is_ok() && is_dir("objects") && is_dir("refs");
-    layout || is_git_config(&dir.join("config"))
+    layout || std::fs::symlink_metadata(dir.join("commondir")).is_ok() || is_git_config(&dir.join("config"))
 }
 
 /// Whether `file` is a git directory's config: a regular file (at most 1 MiB) with a `[core]`
