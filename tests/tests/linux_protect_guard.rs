@@ -59,6 +59,8 @@ def checked(r):
     if r != 0:
         e = ctypes.get_errno()
         raise OSError(e, os.strerror(e))
+def exchange(a, b):
+    checked(libc.renameat2(-100, a.encode(), -100, b.encode(), 2))
 def attempt(attacks):
     for name, attack in attacks:
         try:
@@ -563,8 +565,6 @@ wait_for("stage1")
 attempt([("worktrees-first", lambda: os.mkdir("proj/.git/worktrees"))])
 open("stage2", "w").close()
 wait_for("done")
-def exchange(a, b):
-    checked(libc.renameat2(-100, a.encode(), -100, b.encode(), 2))
 attacks = [
     ("config", lambda: write("proj/.git/config", os.O_WRONLY | os.O_APPEND)),
     ("config-lock", lambda: write("proj/.git/config.lock", os.O_WRONLY | os.O_CREAT | os.O_EXCL)),
@@ -883,9 +883,20 @@ attacks = [
     ("gitfile", lambda: write("scaffold/.git", os.O_WRONLY | os.O_CREAT)),
     ("hooks-dir", lambda: os.mkdir("scaffold/hooks")),
     ("moved-in", lambda: (os.makedirs("mine/hooks", exist_ok=True), os.rename("mine/hooks", "scaffold/hooks"))),
+    # The host's new directory exchanged for, or replaced by, a repository of the workload's,
+    # removed, or moved with a directory above it.
+    ("exchange", lambda: exchange("W", "half.git")),
+    ("replace-empty", lambda: os.rename("W", "empty")),
+    ("rmdir", lambda: os.rmdir("empty")),
+    ("move-holder", lambda: os.rename("pre", "pre-old")),
 ]
+subprocess.run(["git", "init", "-q", "--bare", "W"], check=True)
 attempt(attacks)
 write("scaffold/notes.txt", os.O_WRONLY | os.O_CREAT)
+os.mkdir("W2")
+exchange("W", "W2")
+os.rename("W", "W3")
+os.rmdir("W3")
 os.makedirs("mine2/hooks")
 write("mine2/config", os.O_WRONLY | os.O_CREAT)
 write("mine2/hooks/x", os.O_WRONLY | os.O_CREAT)
@@ -896,18 +907,25 @@ open("race-go", "w").close()
 tries = {}
 end = time.time() + 20
 while not os.path.exists("race.git/HEAD") and time.time() < end:
-    for t in ("race.git/config", "race.git/hooks/pre-receive", "race.git/HEAD"):
+    for t in ("race.git/config", "race.git/hooks/pre-receive", "race.git/HEAD", "exchange"):
         try:
-            write(t, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            if t == "exchange":
+                exchange("W", "race.git")
+            else:
+                write(t, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
             tries["made " + t] = tries.get("made " + t, 0) + 1
         except OSError as e:
             tries[errno.errorcode[e.errno]] = tries.get(errno.errorcode[e.errno], 0) + 1
 print("race", sorted(tries.items()))
 "##;
+        fs::create_dir(d.ws.join("pre")).unwrap();
         let set = set_of(&d, d.allow_config());
         let exec = set.executor("k").unwrap();
         let out = while_host_acts(&exec, &d.ws, script, |ws| {
             sandbox_tests::wait_for_marker(&ws.join("ready"));
+            for dir in ["empty", "pre/new"] {
+                fs::create_dir(ws.join(dir)).unwrap();
+            }
             // Half made, as `git init` leaves it after its templates.
             fs::create_dir_all(ws.join("half.git/hooks")).unwrap();
             fs::write(ws.join("half.git/description"), "Unnamed repository\n").unwrap();
@@ -929,10 +947,14 @@ print("race", sorted(tries.items()))
                 "gitfile",
                 "hooks-dir",
                 "moved-in",
+                "exchange",
+                "replace-empty",
+                "rmdir",
+                "move-holder",
             ],
         );
         assert!(out.contains("controls-ok"), "controls: {out}");
-        assert!(!out.contains("made race.git"), "{out}");
+        assert!(!out.contains("made "), "{out}");
         assert!(!d.ws.join("race.git/hooks/pre-receive").exists(), "{out}");
         assert!(!fs::read_to_string(d.ws.join("race.git/config")).unwrap().contains("planted"), "{out}");
         assert!(d.ws.join("mine2/.git").is_dir() && d.ws.join("scaffold/notes.txt").is_file());

@@ -52,7 +52,7 @@ use seccompiler::sock_filter;
 use crate::notify;
 use crate::status::Direct;
 use direct::{NetCall, Verdict};
-use resolve::{Followed, Parent, Resolver, Thread, cstr, is_dot, os, real_path};
+use resolve::{Followed, Parent, Resolver, Thread, cstr, is_dot, open_path, os, real_path};
 
 /// `AUDIT_ARCH_*` of the native architecture (what `seccomp_data.arch` carries).
 #[cfg(target_arch = "x86_64")]
@@ -312,7 +312,10 @@ struct Owned {
     /// [`MAX_RUN_DIRS`]; a directory made beyond counts as the host's: closed).
     dirs: std::collections::HashSet<Born>,
     /// When the run began: a directory born since that the run did not make, the host made
-    /// during the run (see [`Guard::check_host_made`]).
+    /// during the run (see [`Guard::check_host_made`]). Birth times come from the kernel's
+    /// coarse clock, which lags this one by up to a tick: a directory the host makes in the
+    /// tick the run begins may read as older (never one made before as newer: no run is
+    /// refused what an older directory allows).
     since: (i64, u32),
 }
 
@@ -1041,12 +1044,12 @@ impl Guard<'_> {
         if (is_symlink(&o) && into_git(&n)?) || (exchange && is_symlink(&n) && into_git(&o)?) {
             return Err(Errno::EACCES);
         }
-        // Nor does a git directory the run did not make move with a directory above it, nor
-        // (by an exchange) the one the new name holds.
-        self.holds_foreign_git(&o)?;
-        if exchange {
-            self.holds_foreign_git(&n)?;
-        }
+        // Nor does a git directory the run did not make, or a directory the host made during
+        // the run, move with a directory above it, nor is one replaced by the new name (an
+        // empty directory: the host's `git clone` between its `mkdir` and its `.git`) or
+        // exchanged.
+        self.holds_foreign(&o)?;
+        self.holds_foreign(&n)?;
         let from = real_path(o.dir.as_fd())?.join(os(&o.name));
         if self.guard.holds_denied(&from) {
             return Err(Errno::EACCES);
@@ -1084,6 +1087,15 @@ impl Guard<'_> {
             if self.guard.holds_denied(&real_path(p.dir.as_fd())?.join(os(&p.name))) {
                 return Err(Errno::EACCES);
             }
+            // Nor is a directory the host made during the run removed (its name then free for
+            // one of the run's, while the host's git sets it up).
+            if flags & libc::AT_REMOVEDIR != 0 {
+                if let Ok(dir) = open_path(p.dir.as_fd(), &p.name, libc::O_NOFOLLOW | libc::O_DIRECTORY) {
+                    if self.host_made(&dir) && !self.guard.is_exempt(&real_path(dir.as_fd())?) {
+                        return Err(Errno::EACCES);
+                    }
+                }
+            }
         }
         let how = if flags & libc::AT_REMOVEDIR != 0 {
             nix::unistd::UnlinkatFlags::RemoveDir
@@ -1093,15 +1105,21 @@ impl Guard<'_> {
         nix::unistd::unlinkat(Some(p.dir.as_raw_fd()), p.kernel_name()?.as_c_str(), how)
     }
 
-    /// EACCES when `p` is a directory (outside the exempt directories) that holds, at any
-    /// depth, a `.git` this run did not make: moving it would free its name for a repository
-    /// of the run's own, which the user's next `git` there enters (the host's clone made
-    /// during the run, renamed away and replaced). The guard performs every rename, one at a
-    /// time, so no directory holding one moves while the tree is read. A tree of more than
+    /// EACCES when `p` is a directory (outside the exempt directories) that is, or holds at any
+    /// depth, something of the host's the run may not move, replace or take the name of: a
+    /// `.git` this run did not make, or a git directory by its contents (a bare repository, a
+    /// separate git directory, a worktree's), or a directory the host made during the run
+    /// ([`Guard::host_made`]). Moving one would free its name for a repository of the run's
+    /// own, which the user's next `git` there enters: the host's clone renamed away and
+    /// replaced; or, while the host's git still sets its new directory up (before it is a git
+    /// directory by its contents), that directory exchanged for a repository the workload made,
+    /// which the host's git then filled and took for its own (a red team, 5 December, won 5
+    /// times in 6 against `git clone --bare`). The guard performs every rename, one at a time,
+    /// so no directory holding one moves while the tree is read. A tree of more than
     /// [`MAX_MOVED_ENTRIES`] entries, or with a directory the guard cannot read, is not moved
     /// (closed); symlinks are not followed.
-    fn holds_foreign_git(&self, p: &Parent) -> Result<(), Errno> {
-        if is_dot(&p.name) || p.name == b".git" || self.guard.is_empty() {
+    fn holds_foreign(&self, p: &Parent) -> Result<(), Errno> {
+        if is_dot(&p.name) || p.name == b".git" {
             return Ok(());
         }
         let name = cstr(&p.name)?;
@@ -1110,48 +1128,46 @@ impl Guard<'_> {
             // Not a directory, or nothing (the kernel answers).
             _ => return Ok(()),
         }
-        // A directory the guard cannot read (`chmod 000` of the host's repository itself) is
-        // not moved.
-        let top = notify::open_at(
-            Some(p.dir.as_fd()),
-            &name,
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            0,
-        )
-        .map_err(|_| Errno::EACCES)?;
+        // A directory the guard cannot read (`chmod 000` of the host's repository itself, or
+        // of one above it) could hide one: it is not moved.
+        let open = |dir: Option<BorrowedFd<'_>>, name: &std::ffi::CStr| {
+            notify::open_at(dir, name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)
+                .map_err(|_| Errno::EACCES)
+        };
+        let top = open(Some(p.dir.as_fd()), &name)?;
         if self.guard.is_exempt(&real_path(top.as_fd())?) {
             return Ok(());
         }
-        let root = std::path::PathBuf::from(format!("/proc/self/fd/{}", top.as_raw_fd()));
-        let mut pending = vec![root];
+        let mut pending = vec![top];
         let mut seen = 0usize;
         while let Some(dir) = pending.pop() {
-            // A directory the guard cannot read (the workload's `chmod 000` above the host's
-            // repository) could hide one: refused.
-            let entries = std::fs::read_dir(&dir).map_err(|_| Errno::EACCES)?;
+            if self.host_made(&dir) {
+                return Err(Errno::EACCES);
+            }
+            let at = std::path::PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
             let mut marked = false;
-            for entry in entries {
+            for entry in std::fs::read_dir(&at).map_err(|_| Errno::EACCES)? {
                 let entry = entry.map_err(|_| Errno::EIO)?;
                 seen += 1;
                 if seen > MAX_MOVED_ENTRIES {
                     return Err(Errno::EACCES);
                 }
-                let path = entry.path();
                 let name = entry.file_name();
                 if name == ".git" {
-                    if !self.is_own(&path) {
+                    if !self.is_own(&entry.path()) {
                         return Err(Errno::EACCES);
                     }
                 } else if entry.file_type().map_err(|_| Errno::EACCES)?.is_dir() {
-                    pending.push(path);
+                    let sub = cstr(std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str()))?;
+                    pending.push(open(Some(dir.as_fd()), &sub)?);
                 }
                 marked |= name == "HEAD" || name == "config" || name == "commondir";
             }
             // A bare repository, a separate git directory or a worktree's (by what
             // `is_git_directory` looks at).
-            let own_dir =
-                nix::sys::stat::stat(&dir).is_ok_and(|st| self.made.borrow().own.contains_key(&(st.st_dev, st.st_ino)));
-            if marked && is_git_directory(&dir) && !own_dir {
+            let own_dir = nix::sys::stat::fstat(dir.as_raw_fd())
+                .is_ok_and(|st| self.made.borrow().own.contains_key(&(st.st_dev, st.st_ino)));
+            if marked && is_git_directory(&at) && !own_dir {
                 return Err(Errno::EACCES);
             }
         }

@@ -230,7 +230,7 @@ pub struct Resolver<'a> {
     links: u32,
 }
 
-fn open_path(dir: BorrowedFd<'_>, name: &[u8], flags: i32) -> Result<OwnedFd, Errno> {
+pub fn open_path(dir: BorrowedFd<'_>, name: &[u8], flags: i32) -> Result<OwnedFd, Errno> {
     notify::open_at(Some(dir), &cstr(name)?, flags | libc::O_PATH | libc::O_CLOEXEC, 0)
 }
 
