@@ -870,9 +870,16 @@ except OSError as e:
     pub fn what_the_host_is_making_during_a_run_stays_the_hosts() {
         let d = TestDirs::new("sbx-guard");
         let script = r##"
+# An empty directory of the run's, into which the host's git will set a repository up.
+os.mkdir("runs.git")
 open("ready", "w").close()
 wait_for("done")
 attacks = [
+    # Once the host's git began (its templates there), a config is the host's to make, in a
+    # directory that existed before the run and in one the run made.
+    ("existing-config", lambda: write("existing.git/config", os.O_WRONLY | os.O_CREAT | os.O_EXCL)),
+    ("runs-config", lambda: write("runs.git/config", os.O_WRONLY | os.O_CREAT | os.O_EXCL)),
+    ("runs-hook", lambda: write("runs.git/hooks/pre-receive", os.O_WRONLY | os.O_CREAT)),
     ("config", lambda: write("half.git/config", os.O_WRONLY | os.O_CREAT | os.O_EXCL)),
     ("config-lock", lambda: write("half.git/config.lock", os.O_WRONLY | os.O_CREAT)),
     ("hook", lambda: write("half.git/hooks/pre-receive", os.O_WRONLY | os.O_CREAT)),
@@ -918,7 +925,9 @@ while not os.path.exists("race.git/HEAD") and time.time() < end:
             tries[errno.errorcode[e.errno]] = tries.get(errno.errorcode[e.errno], 0) + 1
 print("race", sorted(tries.items()))
 "##;
-        fs::create_dir(d.ws.join("pre")).unwrap();
+        for dir in ["pre", "existing.git"] {
+            fs::create_dir(d.ws.join(dir)).unwrap();
+        }
         let set = set_of(&d, d.allow_config());
         let exec = set.executor("k").unwrap();
         let out = while_host_acts(&exec, &d.ws, script, |ws| {
@@ -927,8 +936,10 @@ print("race", sorted(tries.items()))
                 fs::create_dir(ws.join(dir)).unwrap();
             }
             // Half made, as `git init` leaves it after its templates.
-            fs::create_dir_all(ws.join("half.git/hooks")).unwrap();
-            fs::write(ws.join("half.git/description"), "Unnamed repository\n").unwrap();
+            for half in ["half.git", "existing.git", "runs.git"] {
+                fs::create_dir_all(ws.join(half).join("hooks")).unwrap();
+                fs::write(ws.join(half).join("description"), "Unnamed repository\n").unwrap();
+            }
             fs::create_dir(ws.join("scaffold")).unwrap();
             fs::write(ws.join("done"), "").unwrap();
             sandbox_tests::wait_for_marker(&ws.join("race-go"));
@@ -937,6 +948,9 @@ print("race", sorted(tries.items()))
         assert_refused(
             &out,
             &[
+                "existing-config",
+                "runs-config",
+                "runs-hook",
                 "config",
                 "config-lock",
                 "hook",

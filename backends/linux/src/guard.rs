@@ -308,7 +308,7 @@ struct Owned {
     /// `(st_dev, st_ino)` of each `.git`, worktree directory and bare git directory this run
     /// made, with a handle that keeps the number from naming anything else.
     own: std::collections::HashMap<(u64, u64), OwnedFd>,
-    /// Every directory this run made outside the exempt directories (at most
+    /// Every directory this run made (at most
     /// [`MAX_RUN_DIRS`]; a directory made beyond counts as the host's: closed).
     dirs: std::collections::HashSet<Born>,
     /// When the run began: a directory born since that the run did not make, the host made
@@ -331,6 +331,11 @@ impl Owned {
 }
 
 type Made = std::cell::RefCell<Owned>;
+
+/// What git's set-up of a git directory makes before (or beside) its config: its templates
+/// (`hooks`, `info`, `description`, `branches`), its config's lock, `HEAD`, `objects`, `refs`.
+const SETUP_MARKS: [&str; 9] =
+    ["hooks", "info", "description", "branches", "config.lock", "HEAD", "objects", "refs", "packed-refs"];
 
 /// The most directories one run records as made by it (see [`Owned::dirs`]): about 10 MiB.
 const MAX_RUN_DIRS: usize = 250_000;
@@ -673,7 +678,11 @@ impl Guard<'_> {
             return Err(Errno::EACCES);
         }
         let Some((git, part)) = self.guard.git_sensitive(full) else {
-            let foreign = self.guard.bare_candidates(full).iter().any(|d| is_git_directory(d) && !made(d));
+            let foreign = self
+                .guard
+                .bare_candidates(full)
+                .iter()
+                .any(|d| !made(d) && (is_git_directory(d) || self.host_setting_up(d)));
             return if foreign { Err(Errno::EACCES) } else { Ok(()) };
         };
         if part == GitPart::Itself {
@@ -716,8 +725,7 @@ impl Guard<'_> {
         nix::sys::stat::lstat(path).is_ok_and(|st| self.made.borrow().own.contains_key(&(st.st_dev, st.st_ino)))
     }
 
-    /// Records `p`, a directory this run just made (outside the exempt directories), in
-    /// [`Owned::dirs`].
+    /// Records `p`, a directory this run just made, in [`Owned::dirs`].
     fn made_dir(&self, p: &Parent) {
         let Ok(name) = cstr(&p.name) else { return };
         let Ok(fd) = notify::open_at(
@@ -728,9 +736,8 @@ impl Guard<'_> {
         ) else {
             return;
         };
-        if real_path(fd.as_fd()).is_ok_and(|path| self.guard.is_exempt(&path)) {
-            return;
-        }
+        // Also in the exempt directories: one made there and moved into the workspace (the
+        // same filesystem) stays the run's.
         let Some(b) = born(&fd) else { return };
         let mut made = self.made.borrow_mut();
         if made.dirs.len() < MAX_RUN_DIRS {
@@ -794,17 +801,30 @@ impl Guard<'_> {
         }
     }
 
-    /// A `HEAD` or config (any of [`GIT_FILES`]) made or moved by the run into a directory it
-    /// made (outside any `.git`) makes that directory a git directory of the run's own (its
-    /// `git init --bare`, which writes its config before its `HEAD`), while it is no git
-    /// directory yet: the host's `git clone --bare` into an empty directory the run made stays
+    /// A part of a git directory (a `HEAD`, a config: [`GIT_FILES`], [`SETUP_MARKS`]) made or
+    /// moved by the run into a directory it made (outside any `.git`) makes that directory a
+    /// git directory of the run's own (its `git init --bare`, which writes its templates, then
+    /// its config, then its `HEAD`), while it is no git directory yet: the host's `git clone --bare` into an empty directory the run made stays
     /// the host's, whatever the run puts there afterwards. Whether `p` names such a file.
+    ///
+    /// The first of them counts: git's set-up makes its templates (`hooks`, `info`,
+    /// `description`) before its config ([`SETUP_MARKS`]), and a directory the run made in
+    /// which another (the host's `git clone --bare` into it) made them first is not the run's,
+    /// whatever the run makes there next.
     fn made_git_file(&self, p: &Parent, full: &std::path::Path) -> bool {
-        let git_file = p.name == b"HEAD" || GIT_FILES.iter().any(|f| p.name == f.as_bytes());
+        let git_file = SETUP_MARKS.iter().chain(&GIT_FILES).any(|f| p.name == f.as_bytes());
         if !git_file || full.iter().any(|c| c == ".git") {
             return false;
         }
-        if full.parent().is_none_or(is_git_directory) || self.made.borrow().own.len() >= MAX_MADE {
+        let Some(dir) = full.parent() else { return true };
+        if self.is_own(dir) || is_git_directory(dir) || self.made.borrow().own.len() >= MAX_MADE {
+            return true;
+        }
+        let others = SETUP_MARKS
+            .iter()
+            .chain(&["config"])
+            .any(|m| m.as_bytes() != p.name.as_slice() && nix::sys::stat::lstat(&dir.join(m)).is_ok());
+        if others {
             return true;
         }
         let Some(b) = born(&p.dir) else { return true };
@@ -814,6 +834,23 @@ impl Guard<'_> {
             }
         }
         true
+    }
+
+    /// Whether a git directory is being set up in `dir` by another than this run: an entry git's
+    /// set-up makes ([`SETUP_MARKS`]) was born there during the run and not made by the run as
+    /// a directory. Until its config and `HEAD` exist it is no git directory by its contents,
+    /// and a config the workload made in the meantime was kept and merged by the host's `git
+    /// clone --bare` or `git init --separate-git-dir` into a directory that existed, or that the
+    /// run had made empty (a red team, 5 December, won 10 times in 13).
+    fn host_setting_up(&self, dir: &std::path::Path) -> bool {
+        SETUP_MARKS.iter().any(|m| {
+            let Ok(path) = cstr(std::os::unix::ffi::OsStrExt::as_bytes(dir.join(m).as_os_str())) else { return false };
+            let Ok(fd) = notify::open_at(None, &path, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0) else {
+                return false;
+            };
+            let made = self.made.borrow();
+            born(&fd).is_some_and(|b| (b.2, b.3) >= made.since && !made.dirs.contains(&b))
+        })
     }
 
     /// EACCES when the content of `p` is protected ([`CreationGuard::protects`]): a protected
