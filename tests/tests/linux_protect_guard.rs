@@ -658,6 +658,13 @@ os.mkdir("pre.git")
 open("ready", "w").close()
 wait_for("done")
 AT_SYMLINK_FOLLOW, AT_EMPTY_PATH = 0x400, 0x1000
+def unreadable(path, then):
+    # Mode 0 for `then` (the host's test, unprivileged in the rootless mode, reads it after).
+    os.chmod(path, 0)
+    try:
+        then()
+    finally:
+        os.chmod(path, 0o755)
 def launder():
     # The host's bare repository moved onto a worktree name in a `.git` of the run's (which
     # made what came there the run's own), then back.
@@ -681,7 +688,7 @@ attacks = [
     ("move-repo-deep", lambda: os.rename("outer", "outer-old")),
     ("move-gitfile-holder", lambda: os.rename("sub", "sub-old")),
     ("move-repo-of-spawn", lambda: os.rename("keep", "keep-old")),
-    ("move-unreadable-holder", lambda: (os.chmod("outer/inner", 0), os.rename("outer", "outer-old"))),
+    ("move-unreadable-holder", lambda: unreadable("outer/inner", lambda: os.rename("outer", "outer-old"))),
     ("link-empty-path", lambda: linkat(lfd, "", "proj/.git/x", AT_EMPTY_PATH)),
     ("link-proc-fd", lambda: linkat(-100, "/proc/self/fd/%d" % lfd, "proj/.git/y", AT_SYMLINK_FOLLOW)),
     # A bare repository and a separate git directory the host made during the run.
@@ -701,7 +708,7 @@ attacks = [
     ("bare-worktree-commondir", lambda: write("remote.git/worktrees/wt/commondir", os.O_WRONLY | os.O_TRUNC)),
     ("bare-worktree-headless", lambda: (os.unlink("remote.git/worktrees/wt/HEAD"), write("remote.git/worktrees/wt/commondir", os.O_WRONLY | os.O_TRUNC))),
     ("bare-worktree-move", lambda: os.rename("remote.git/worktrees/wt", "remote.git/worktrees/wt-old")),
-    ("move-unreadable-repo", lambda: (os.chmod("solo", 0), os.rename("solo", "solo-old"))),
+    ("move-unreadable-repo", lambda: unreadable("solo", lambda: os.rename("solo", "solo-old"))),
     ("launder-via-worktrees", launder),
 ]
 attempt(attacks)

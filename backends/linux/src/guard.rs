@@ -804,12 +804,11 @@ impl Guard<'_> {
     /// A part of a git directory (a `HEAD`, a config: [`GIT_FILES`], [`SETUP_MARKS`]) made or
     /// moved by the run into a directory it made (outside any `.git`) makes that directory a
     /// git directory of the run's own (its `git init --bare`, which writes its templates, then
-    /// its config, then its `HEAD`), while it is no git directory yet: the host's `git clone --bare` into an empty directory the run made stays
-    /// the host's, whatever the run puts there afterwards. Whether `p` names such a file.
+    /// its config, then its `HEAD`), while it is no git directory yet. Whether `p` names such a
+    /// part.
     ///
-    /// The first of them counts: git's set-up makes its templates (`hooks`, `info`,
-    /// `description`) before its config ([`SETUP_MARKS`]), and a directory the run made in
-    /// which another (the host's `git clone --bare` into it) made them first is not the run's,
+    /// Only the first part counts: a directory the run made in which another made one first
+    /// (the host's `git clone --bare` into an empty directory the run made) is not the run's,
     /// whatever the run makes there next.
     fn made_git_file(&self, p: &Parent, full: &std::path::Path) -> bool {
         let git_file = SETUP_MARKS.iter().chain(&GIT_FILES).any(|f| p.name == f.as_bytes());

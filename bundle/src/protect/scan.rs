@@ -1249,11 +1249,13 @@ fn read_first_line(file: &Path) -> Option<String> {
 fn read_small(file: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
+    // Not a terminal's controlling one either (a file swapped for a link to one after the
+    // caller looked: the Linux guard's init may be a session leader).
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    const O_NONBLOCK: i32 = 0o4000;
+    const FLAGS: i32 = 0o4000 | 0o400;
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    const O_NONBLOCK: i32 = 0x0004;
-    let f = std::fs::OpenOptions::new().read(true).custom_flags(O_NONBLOCK).open(file).ok()?;
+    const FLAGS: i32 = 0x0004 | 0x20000;
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(FLAGS).open(file).ok()?;
     if !f.metadata().ok()?.is_file() {
         return None;
     }
