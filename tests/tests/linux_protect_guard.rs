@@ -982,6 +982,78 @@ print("race", sorted(tries.items()))
         assert!(!d.ws.join("half.git/config").exists() && !d.ws.join("scaffold/.git").exists());
     }
 
+    /// An inode number the run frees (a directory it made and removed, or replaced by
+    /// renaming another over it) goes, on ext4, to the next directory anyone makes beside it:
+    /// by number and birth time the host's new directory could be one the run made, and the
+    /// workload would set a git directory up in it (hooks, config) before the host's git did.
+    /// Each round frees a number, the host makes its directory as soon as it sees that, and the
+    /// workload tries. The host's directory getting the number the run freed is the control
+    /// that the case arose (required on ext4). On this kernel (multigrain timestamps, Linux
+    /// 6.13 and later) the birth times differ as well once the guard has read the removed
+    /// directory's attributes; on older kernels they came from the same coarse tick, and only
+    /// the generation and the record of what the run removed tell the directories apart (see
+    /// the unit test `guard::tests::a_number_given_out_again_names_another_directory`).
+    pub fn a_number_the_run_freed_names_nothing_of_the_hosts() {
+        const ROUNDS: usize = 8;
+        let d = TestDirs::new("sbx-guard");
+        let script = r##"
+for i in range(8):
+    open("m%d" % i, "w").close()
+    if i % 2 == 0:
+        os.mkdir("x%d" % i)
+        freed = os.stat("x%d" % i).st_ino
+        os.rmdir("x%d" % i)
+    else:
+        os.mkdir("y%d" % i)
+        os.mkdir("x%d" % i)
+        freed = os.stat("x%d" % i).st_ino
+        os.rename("y%d" % i, "x%d" % i)
+    print("freed-ino", i, freed)
+    # A rename brings no inode into being: the marker takes no number from the host.
+    os.rename("m%d" % i, "freed%d" % i)
+    while not os.path.exists("r%d.git" % i):
+        pass
+    attempt([
+        ("hooks-dir-%d" % i, lambda: os.mkdir("r%d.git/hooks" % i)),
+        ("config-%d" % i, lambda: write("r%d.git/config" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL)),
+        ("head-%d" % i, lambda: write("r%d.git/HEAD" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL)),
+    ])
+    # Control: a directory of the run's own takes them.
+    os.makedirs("own%d.git/hooks" % i)
+    write("own%d.git/config" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    open("tried%d" % i, "w").close()
+print("controls-ok")
+"##;
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let out = while_host_acts(&exec, &d.ws, script, move |ws| {
+            use std::os::unix::fs::MetadataExt;
+            for i in 0..ROUNDS {
+                let freed = ws.join(format!("freed{i}"));
+                let end = Instant::now() + std::time::Duration::from_secs(30);
+                while !freed.exists() && Instant::now() < end {
+                    std::thread::yield_now();
+                }
+                let dir = ws.join(format!("r{i}.git"));
+                fs::create_dir(&dir).unwrap();
+                tx.send(fs::metadata(&dir).unwrap().ino()).unwrap();
+                sandbox_tests::wait_for_marker(&ws.join(format!("tried{i}")));
+            }
+        });
+        let hosts: Vec<u64> = rx.iter().collect();
+        let mut reused = 0;
+        for (i, ino) in hosts.iter().enumerate() {
+            reused += usize::from(out.contains(&format!("freed-ino {i} {ino}\n")));
+            assert_refused(&out, &[&format!("hooks-dir-{i}"), &format!("config-{i}"), &format!("head-{i}")]);
+            assert!(!d.ws.join(format!("r{i}.git/config")).exists(), "{out}");
+        }
+        assert!(out.contains("controls-ok"), "{out}");
+        println!("the host's directory took the number the run freed in {reused} of {ROUNDS} rounds");
+        let ext4 = nix::sys::statfs::statfs(&d.ws).unwrap().filesystem_type() == nix::sys::statfs::EXT4_SUPER_MAGIC;
+        assert!(!ext4 || reused > 0, "on ext4 no number was reused: the attack was not tried\n{out}");
+    }
+
     /// The cost, roughly: 1000 file creations with and without the guard, the best of three
     /// runs each (printed only: the machines that run the suite vary too much for a bound).
     pub fn cost_of_the_guard() {
@@ -1043,6 +1115,7 @@ fn main() -> std::process::ExitCode {
                 "what_the_host_is_making_during_a_run_stays_the_hosts",
                 what_the_host_is_making_during_a_run_stays_the_hosts,
             ),
+            ("a_number_the_run_freed_names_nothing_of_the_hosts", a_number_the_run_freed_names_nothing_of_the_hosts),
             ("cost_of_the_guard", cost_of_the_guard),
         ])
     }

@@ -290,16 +290,20 @@ enum Outcome {
     Blocking(Box<dyn FnOnce() -> Answer + Send>),
 }
 
-/// A directory's identity with its birth time: `(st_dev, st_ino, seconds, nanoseconds)`. An
-/// inode number a later object reuses comes with a later birth.
-type Born = (u64, u64, i64, u32);
+/// A directory's identity with its birth time and generation: `(st_dev, st_ino, seconds,
+/// nanoseconds, generation)`. An inode number is given out again at once (ext4 hands the
+/// number a removed directory freed to the next one made beside it), and often in the same
+/// tick of the clock birth times come from: the generation ([`crate::sys::dir_generation`])
+/// tells the two apart where the filesystem keeps one; where it keeps none, [`Owned::freed`]
+/// does for the numbers the run frees itself.
+type Born = (u64, u64, i64, u32, Option<u32>);
 
-/// The identity and birth of the object `fd` refers to; None where the filesystem keeps no
-/// birth time.
+/// The identity, birth and generation of the directory `fd` refers to (of a file: no
+/// generation); None where the filesystem keeps no birth time.
 fn born(fd: &OwnedFd) -> Option<Born> {
     let st = crate::sys::statx_identity(fd).ok()?;
     let (sec, nsec) = st.btime?;
-    Some((st.dev, st.ino, sec, nsec))
+    Some((st.dev, st.ino, sec, nsec, crate::sys::dir_generation(fd)))
 }
 
 /// What a run made that is its own to configure (see [`Guard::made`]), and what the host made
@@ -311,6 +315,12 @@ struct Owned {
     /// Every directory this run made (at most
     /// [`MAX_RUN_DIRS`]; a directory made beyond counts as the host's: closed).
     dirs: std::collections::HashSet<Born>,
+    /// `(st_dev, st_ino)` of each directory of [`Owned::dirs`] the run removed (or replaced by
+    /// a rename) since it made it: the next directory anyone makes there may get the number,
+    /// and on a filesystem without generations, in the same clock tick, the same [`Born`]. A
+    /// directory with such a number is not the run's unless the run made it after (a workload
+    /// made and removed directories in a loop while the host's git was about to make one).
+    freed: std::collections::HashSet<(u64, u64)>,
     /// When the run began: a directory born since that the run did not make, the host made
     /// during the run (see [`Guard::check_host_made`]). Birth times come from the kernel's
     /// coarse clock, which lags this one by up to a tick: a directory the host makes in the
@@ -320,11 +330,29 @@ struct Owned {
 }
 
 impl Owned {
+    /// Whether the directory born `b` was made by this run (and not removed by it since).
+    fn run_made(&self, b: &Born) -> bool {
+        self.dirs.contains(b) && !self.freed.contains(&(b.0, b.1))
+    }
+
+    /// Whether the directory born `b` was made during the run by another than the run.
+    fn host_born(&self, b: &Born) -> bool {
+        (b.2, b.3) >= self.since && !self.run_made(b)
+    }
+
+    /// Records that the run removed the directory born `b` (see [`Owned::freed`]).
+    fn removed(&mut self, b: &Born) {
+        if self.dirs.contains(b) {
+            self.freed.insert((b.0, b.1));
+        }
+    }
+
     fn new() -> Owned {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         Owned {
             own: std::collections::HashMap::new(),
             dirs: std::collections::HashSet::new(),
+            freed: std::collections::HashSet::new(),
             since: (i64::try_from(now.as_secs()).unwrap_or(i64::MAX), now.subsec_nanos()),
         }
     }
@@ -722,7 +750,12 @@ impl Guard<'_> {
     /// Whether `path` (not followed) is a git directory, `.git` or worktree directory this run
     /// made (see [`Guard::made`]).
     fn is_own(&self, path: &std::path::Path) -> bool {
-        nix::sys::stat::lstat(path).is_ok_and(|st| self.made.borrow().own.contains_key(&(st.st_dev, st.st_ino)))
+        nix::sys::stat::lstat(path).is_ok_and(|st| self.owns(&st))
+    }
+
+    /// Whether the object `st` describes is one of [`Owned::own`].
+    fn owns(&self, st: &nix::sys::stat::FileStat) -> bool {
+        self.made.borrow().own.contains_key(&(st.st_dev, st.st_ino))
     }
 
     /// Records `p`, a directory this run just made, in [`Owned::dirs`].
@@ -741,6 +774,7 @@ impl Guard<'_> {
         let Some(b) = born(&fd) else { return };
         let mut made = self.made.borrow_mut();
         if made.dirs.len() < MAX_RUN_DIRS {
+            made.freed.remove(&(b.0, b.1));
             made.dirs.insert(b);
         }
     }
@@ -748,8 +782,7 @@ impl Guard<'_> {
     /// Whether `dir` was made during the run, by the host: born since the run began, and not
     /// by the run. False where the filesystem keeps no birth time.
     fn host_made(&self, dir: &OwnedFd) -> bool {
-        let made = self.made.borrow();
-        born(dir).is_some_and(|b| (b.2, b.3) >= made.since && !made.dirs.contains(&b))
+        born(dir).is_some_and(|b| self.made.borrow().host_born(&b))
     }
 
     /// EACCES when `p` would bring a part of a git directory into being (a `.git`, `HEAD`, a
@@ -827,7 +860,7 @@ impl Guard<'_> {
             return true;
         }
         let Some(b) = born(&p.dir) else { return true };
-        if self.made.borrow().dirs.contains(&b) {
+        if self.made.borrow().run_made(&b) {
             if let Ok(fd) = p.dir.try_clone() {
                 self.made.borrow_mut().own.insert((b.0, b.1), fd);
             }
@@ -847,8 +880,7 @@ impl Guard<'_> {
             let Ok(fd) = notify::open_at(None, &path, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0) else {
                 return false;
             };
-            let made = self.made.borrow();
-            born(&fd).is_some_and(|b| (b.2, b.3) >= made.since && !made.dirs.contains(&b))
+            born(&fd).is_some_and(|b| self.made.borrow().host_born(&b))
         })
     }
 
@@ -1093,6 +1125,12 @@ impl Guard<'_> {
         if flags.contains(nix::fcntl::RenameFlags::RENAME_EXCHANGE) {
             self.check(&o, CreateOp::Place)?;
         }
+        // A directory the new name replaces is removed with the call.
+        let victim = (!flags
+            .intersects(nix::fcntl::RenameFlags::RENAME_EXCHANGE | nix::fcntl::RenameFlags::RENAME_NOREPLACE))
+        .then(|| open_path(n.dir.as_fd(), &n.name, libc::O_NOFOLLOW | libc::O_DIRECTORY).ok())
+        .flatten();
+        let gone = victim.as_ref().and_then(born);
         nix::fcntl::renameat2(
             Some(o.dir.as_raw_fd()),
             o.kernel_name()?.as_c_str(),
@@ -1100,6 +1138,7 @@ impl Guard<'_> {
             n.kernel_name()?.as_c_str(),
             flags,
         )?;
+        self.freed(victim, gone);
         if let Ok(dir) = real_path(n.dir.as_fd()) {
             self.made_git_file(&n, &dir.join(os(&n.name)));
         }
@@ -1118,6 +1157,7 @@ impl Guard<'_> {
             return Err(Errno::EINVAL);
         }
         let p = Resolver::new(self.thread).parent(dirfd, path)?;
+        let mut victim = None;
         if !is_dot(&p.name) {
             self.check_content(&p)?;
             if self.guard.holds_denied(&real_path(p.dir.as_fd())?.join(os(&p.name))) {
@@ -1130,6 +1170,7 @@ impl Guard<'_> {
                     if self.host_made(&dir) && !self.guard.is_exempt(&real_path(dir.as_fd())?) {
                         return Err(Errno::EACCES);
                     }
+                    victim = Some(dir);
                 }
             }
         }
@@ -1138,7 +1179,20 @@ impl Guard<'_> {
         } else {
             nix::unistd::UnlinkatFlags::NoRemoveDir
         };
-        nix::unistd::unlinkat(Some(p.dir.as_raw_fd()), p.kernel_name()?.as_c_str(), how)
+        let gone = victim.as_ref().and_then(born);
+        nix::unistd::unlinkat(Some(p.dir.as_raw_fd()), p.kernel_name()?.as_c_str(), how)?;
+        self.freed(victim, gone);
+        Ok(())
+    }
+
+    /// Records in [`Owned::freed`] the directory `victim` (born `gone`, read before the call
+    /// that removed or replaced it) once it is gone: no name links it any more. A directory
+    /// another thread swapped in under the name meanwhile is still linked: not recorded.
+    fn freed(&self, victim: Option<OwnedFd>, gone: Option<Born>) {
+        let (Some(victim), Some(gone)) = (victim, gone) else { return };
+        if nix::sys::stat::fstat(victim.as_raw_fd()).is_ok_and(|st| st.st_nlink == 0) {
+            self.made.borrow_mut().removed(&gone);
+        }
     }
 
     /// EACCES when `p` is a directory (outside the exempt directories) that is, or holds at any
@@ -1201,8 +1255,7 @@ impl Guard<'_> {
             }
             // A bare repository, a separate git directory or a worktree's (by what
             // `is_git_directory` looks at).
-            let own_dir = nix::sys::stat::fstat(dir.as_raw_fd())
-                .is_ok_and(|st| self.made.borrow().own.contains_key(&(st.st_dev, st.st_ino)));
+            let own_dir = nix::sys::stat::fstat(dir.as_raw_fd()).is_ok_and(|st| self.owns(&st));
             if marked && is_git_directory(&at) && !own_dir {
                 return Err(Errno::EACCES);
             }

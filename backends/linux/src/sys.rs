@@ -499,6 +499,29 @@ pub fn statx_identity(fd: &std::os::fd::OwnedFd) -> io::Result<Statx> {
     })
 }
 
+/// The inode's generation (`FS_IOC_GETVERSION`) of the directory `dir` refers to (an `O_PATH`
+/// descriptor will do): a number the filesystem draws anew each time it gives an inode number
+/// out again (ext4 and f2fs draw it at random, XFS and btrfs keep their own), so that
+/// `(st_dev, st_ino, generation)` names one object even across reuse of the number. None where
+/// the filesystem keeps none (tmpfs, overlayfs) or the directory cannot be opened for reading.
+pub fn dir_generation(dir: &std::os::fd::OwnedFd) -> Option<u32> {
+    // An ioctl needs a descriptor opened for reading: `.` of the directory, reopened.
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NOCTTY;
+    let reopened = open_at(std::os::fd::AsFd::as_fd(dir), ".", flags).ok()?;
+    let mut generation: libc::c_long = 0;
+    // SAFETY: the descriptor is open; FS_IOC_GETVERSION writes at most one `long` (ext4
+    // writes an `int` into its first bytes) into `generation`, alive for the call.
+    let rc = unsafe { libc::ioctl(reopened.as_raw_fd(), libc::FS_IOC_GETVERSION, &mut generation) };
+    if rc != 0 {
+        return None;
+    }
+    // The first four bytes, whichever width the filesystem wrote (little-endian targets only:
+    // x86_64 and aarch64).
+    let bytes = generation.to_ne_bytes();
+    Some(u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+}
+
 /// What [`statx_identity`] asks for.
 const STATX_MASK: u32 = libc::STATX_BASIC_STATS | libc::STATX_BTIME;
 

@@ -208,3 +208,64 @@ fn a_sockets_protocol_is_read_through_its_threads_proc_directory() {
     assert_eq!(name(1 << 20), None);
     assert_eq!(direct::transport(name(tcp.as_raw_fd()).as_deref()), crate::status::Transport::Tcp);
 }
+
+/// A directory number given out again at once (ext4 hands the number a removed directory freed
+/// to the next one made beside it, often in the same tick of the clock birth times come from)
+/// names another directory by [`born`]: the generation differs. The control: the numbers were
+/// the same (on ext4; elsewhere printed), and the birth times sometimes.
+#[test]
+fn a_number_given_out_again_names_another_directory() {
+    let area = std::path::PathBuf::from(format!("/var/tmp/sbx-born-{}", std::process::id()));
+    std::fs::create_dir(&area).unwrap();
+    let identity = |name: &str| {
+        let path = area.join(name);
+        std::fs::create_dir(&path).unwrap();
+        let fd = std::fs::File::open(&path).map(OwnedFd::from).unwrap();
+        let b = born(&fd);
+        drop(fd);
+        std::fs::remove_dir(&path).unwrap();
+        b
+    };
+    let (mut same_number, mut same_birth, mut same) = (0, 0, 0);
+    for _ in 0..200 {
+        let (Some(a), Some(b)) = (identity("a"), identity("b")) else {
+            println!("no birth times on /var/tmp: nothing to compare");
+            std::fs::remove_dir(&area).unwrap();
+            return;
+        };
+        same_number += usize::from((a.0, a.1) == (b.0, b.1));
+        same_birth += usize::from((a.0, a.1, a.2, a.3) == (b.0, b.1, b.2, b.3));
+        same += usize::from(a == b);
+    }
+    let ext4 = nix::sys::statfs::statfs(&area).unwrap().filesystem_type() == nix::sys::statfs::EXT4_SUPER_MAGIC;
+    std::fs::remove_dir(&area).unwrap();
+    println!(
+        "200 pairs: {same_number} with the same number, {same_birth} with the same birth too, {same} the same by born()"
+    );
+    assert_eq!(same, 0);
+    assert!(!ext4 || same_number > 0, "no number was given out again on ext4: nothing was compared");
+}
+
+/// A directory the run made and then removed is not the run's any more: another made with its
+/// number during the run is the host's, until the run makes one with it again.
+#[test]
+fn a_directory_the_run_removed_is_not_the_runs() {
+    let mut owned = Owned::new();
+    let later = (owned.since.0 + 1, 0);
+    let b: Born = (1, 42, later.0, later.1, None);
+    owned.dirs.insert(b);
+    assert!(owned.run_made(&b) && !owned.host_born(&b));
+    owned.removed(&b);
+    assert!(!owned.run_made(&b) && owned.host_born(&b));
+    // Removing a directory the run did not make records nothing.
+    let other: Born = (1, 43, later.0, later.1, None);
+    owned.removed(&other);
+    assert!(!owned.freed.contains(&(1, 43)));
+    // Made again by the run (see `Guard::made_dir`).
+    owned.freed.remove(&(b.0, b.1));
+    owned.dirs.insert(b);
+    assert!(owned.run_made(&b));
+    // Born before the run: never the host's of this run.
+    let old: Born = (1, 44, owned.since.0 - 1, 0, None);
+    assert!(!owned.host_born(&old));
+}
