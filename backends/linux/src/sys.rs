@@ -505,21 +505,24 @@ pub fn statx_identity(fd: &std::os::fd::OwnedFd) -> io::Result<Statx> {
 /// `(st_dev, st_ino, generation)` names one object even across reuse of the number. None where
 /// the filesystem keeps none (tmpfs, overlayfs) or the directory cannot be opened for reading.
 pub fn dir_generation(dir: &std::os::fd::OwnedFd) -> Option<u32> {
-    // An ioctl needs a descriptor opened for reading: `.` of the directory, reopened.
+    let ask = |fd: RawFd| {
+        let mut generation: libc::c_long = 0;
+        // SAFETY: the descriptor is open; FS_IOC_GETVERSION writes at most one `long` (ext4
+        // writes an `int` into its first bytes) into `generation`, alive for the call.
+        let rc = unsafe { libc::ioctl(fd, libc::FS_IOC_GETVERSION, &mut generation) };
+        // The first four bytes, whichever width the filesystem wrote (little-endian targets
+        // only: x86_64 and aarch64).
+        let bytes = generation.to_ne_bytes();
+        (rc == 0).then(|| u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+    };
+    if let Some(generation) = ask(dir.as_raw_fd()) {
+        return Some(generation);
+    }
+    // An `O_PATH` descriptor takes no ioctl: `.` of the directory, reopened for reading.
     use nix::fcntl::OFlag;
     let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NOCTTY;
     let reopened = open_at(std::os::fd::AsFd::as_fd(dir), ".", flags).ok()?;
-    let mut generation: libc::c_long = 0;
-    // SAFETY: the descriptor is open; FS_IOC_GETVERSION writes at most one `long` (ext4
-    // writes an `int` into its first bytes) into `generation`, alive for the call.
-    let rc = unsafe { libc::ioctl(reopened.as_raw_fd(), libc::FS_IOC_GETVERSION, &mut generation) };
-    if rc != 0 {
-        return None;
-    }
-    // The first four bytes, whichever width the filesystem wrote (little-endian targets only:
-    // x86_64 and aarch64).
-    let bytes = generation.to_ne_bytes();
-    Some(u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+    ask(reopened.as_raw_fd())
 }
 
 /// What [`statx_identity`] asks for.
