@@ -305,6 +305,7 @@ mod tests {
             "fsmount",
             "fspick",
             "mount_setattr",
+            "open_tree_attr",
             "unshare",
             "clone",
             "setns",

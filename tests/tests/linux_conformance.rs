@@ -323,6 +323,7 @@ mod linux {
                 s("uid"),
                 s("io-setup"),
                 s("sigpending"),
+                s("open-tree-attr"),
             ],
         );
         assert_eq!(
@@ -330,7 +331,7 @@ mod linux {
             "CapEff=0000000000000000 CapPrm=0000000000000000 CapBnd=0000000000000000 \
              CapAmb=0000000000000000 NoNewPrivs=1 Seccomp=2"
         );
-        for key in ["ptrace", "io-uring", "keyctl", "bpf", "unshare-user"] {
+        for key in ["ptrace", "io-uring", "keyctl", "bpf", "unshare-user", "open-tree-attr"] {
             assert_eq!(denied(&v, key).errno, Some(EACCES), "{key}: the seccomp policy answers EACCES");
         }
         assert_eq!(denied(&v, &format!("mount={}", f.ws.display())).errno, Some(EACCES));

@@ -98,6 +98,21 @@ mod linux {
         ("lefthook-local.yml", false),
         (".devcontainer", true),
         (".devcontainer.json", false),
+        (".gemini", true),
+        (".zed", true),
+        ("opencode.json", false),
+        ("opencode.jsonc", false),
+        (".opencode", true),
+        (".continue", true),
+        (".kiro", true),
+        (".roo", true),
+        (".amazonq", true),
+        (".aider.conf.yml", false),
+        ("mise.toml", false),
+        (".mise.toml", false),
+        ("mise.local.toml", false),
+        (".mise.local.toml", false),
+        (".mise", true),
     ];
 
     fn plant(base: &Path, entry: &str, dir: bool) {
@@ -757,7 +772,19 @@ mod linux {
         let d = TestDirs::new("sbx-protect");
         let ws = &d.ws;
         git(ws, &["init", "-q"]);
-        for dir in ["tools", ".claude/hooks", ".cursor", ".vscode", ".devcontainer"] {
+        for dir in [
+            "tools",
+            ".claude/hooks",
+            ".cursor",
+            ".vscode",
+            ".devcontainer",
+            ".gemini",
+            ".zed",
+            ".kiro/settings",
+            ".roo",
+            ".amazonq",
+            ".continue",
+        ] {
             fs::create_dir_all(ws.join(dir)).unwrap();
         }
         let script = |rel: &str, body: &str| {
@@ -778,6 +805,9 @@ mod linux {
         script("cursor.js", "// server\n");
         script("task.sh", "#!/bin/sh\n");
         script("init.sh", "#!/bin/sh\n");
+        for js in ["gemini.js", "oc.js", "zed.js", "kiro.js", "roo.js", "q.js", "cont.js"] {
+            script(js, "// server\n");
+        }
         git(ws, &["config", "core.fsmonitor", "./fsmon.sh"]);
         git(ws, &["config", "filter.strip.clean", "./tools/clean.sh %f"]);
         git(ws, &["config", "filter.bare.clean", "sh clean2.sh"]);
@@ -805,6 +835,21 @@ mod linux {
         )
         .unwrap();
         fs::write(ws.join(".devcontainer/devcontainer.json"), r#"{"initializeCommand": ["sh", "init.sh"]}"#).unwrap();
+        // Further agents' and editors' MCP servers, each in its own file's shape.
+        for (file, json) in [
+            (".gemini/settings.json", r#"{"mcpServers": {"g": {"command": "node", "args": ["gemini.js"]}}}"#),
+            ("opencode.json", r#"{"mcp": {"o": {"type": "local", "command": ["node", "oc.js"]}}}"#),
+            (".zed/settings.json", r#"{"context_servers": {"z": {"command": {"path": "node", "args": ["zed.js"]}}}}"#),
+            (".kiro/settings/mcp.json", r#"{"mcpServers": {"k": {"command": "node", "args": ["kiro.js"]}}}"#),
+            (".roo/mcp.json", r#"{"mcpServers": {"r": {"command": "node", "args": ["roo.js"]}}}"#),
+            (".amazonq/mcp.json", r#"{"mcpServers": {"q": {"command": "node", "args": ["q.js"]}}}"#),
+            (
+                ".continue/config.json",
+                r#"{"experimental": {"modelContextProtocolServers": [{"transport": {"type": "stdio", "command": "node", "args": ["cont.js"]}}]}}"#,
+            ),
+        ] {
+            fs::write(ws.join(file), json).unwrap();
+        }
         fs::write(ws.join("a.txt"), "hi\n").unwrap();
         git(ws, &["add", "-A"]);
         git(ws, &["commit", "-qm", "init"]);
@@ -826,6 +871,13 @@ mod linux {
             "cursor.js",
             "task.sh",
             "init.sh",
+            "gemini.js",
+            "oc.js",
+            "zed.js",
+            "kiro.js",
+            "roo.js",
+            "q.js",
+            "cont.js",
         ];
         for (i, rel) in named.iter().enumerate() {
             attacks.push((format!("write{i}"), format!("printf '#!/bin/sh\\ntouch {m}\\ncat\\n' > {rel}")));

@@ -58,6 +58,8 @@ pub fn syscall_number(name: &str) -> Option<i64> {
         "fsmount" => libc::SYS_fsmount,
         "fspick" => libc::SYS_fspick,
         "mount_setattr" => libc::SYS_mount_setattr,
+        // Linux 6.15, the same number on every architecture; not in libc yet.
+        "open_tree_attr" => 467,
         "unshare" => libc::SYS_unshare,
         "clone" => libc::SYS_clone,
         "clone3" => libc::SYS_clone3,

@@ -592,26 +592,39 @@ fn resolve(path: &Path) -> (PathBuf, Vec<PathBuf>) {
 }
 
 /// The project of an agent's JSON configuration that starts commands: the directory holding
-/// `.mcp.json` or `.devcontainer.json`, or the one holding the configuration directory for
-/// `.claude/settings.json`, `.claude/settings.local.json`, `.cursor/mcp.json`,
-/// `.vscode/mcp.json`, `.vscode/tasks.json` and `.devcontainer/devcontainer.json`.
+/// `.mcp.json`, `.devcontainer.json`, `opencode.json` or `opencode.jsonc`, or the one holding
+/// the configuration directory for `.claude/settings.json`, `.claude/settings.local.json`,
+/// `.cursor/mcp.json`, `.vscode/mcp.json`, `.vscode/tasks.json`,
+/// `.devcontainer/devcontainer.json`, `.gemini/settings.json`, `.zed/settings.json`,
+/// `.zed/tasks.json`, `.continue/config.json`, `.roo/mcp.json`, `.amazonq/mcp.json` and
+/// `.kiro/settings/mcp.json`.
 fn agent_project(file: &Path) -> Option<PathBuf> {
     let name = file.file_name()?.to_str()?;
     let dir = file.parent()?;
-    if name == ".mcp.json" || name == ".devcontainer.json" {
+    if [".mcp.json", ".devcontainer.json", "opencode.json", "opencode.jsonc"].contains(&name) {
         return Some(dir.to_path_buf());
     }
     let in_dir = |d: &str| dir.file_name() == Some(std::ffi::OsStr::new(d));
+    if in_dir("settings") && name == "mcp.json" {
+        let kiro = dir.parent()?;
+        return (kiro.file_name() == Some(std::ffi::OsStr::new(".kiro")))
+            .then(|| kiro.parent().map(Path::to_path_buf))?;
+    }
     let known = (in_dir(".claude") && (name == "settings.json" || name == "settings.local.json"))
-        || (in_dir(".cursor") && name == "mcp.json")
+        || ((in_dir(".cursor") || in_dir(".roo") || in_dir(".amazonq")) && name == "mcp.json")
         || (in_dir(".vscode") && (name == "mcp.json" || name == "tasks.json"))
-        || (in_dir(".devcontainer") && name == "devcontainer.json");
+        || (in_dir(".devcontainer") && name == "devcontainer.json")
+        || (in_dir(".gemini") && name == "settings.json")
+        || (in_dir(".zed") && (name == "settings.json" || name == "tasks.json"))
+        || (in_dir(".continue") && name == "config.json");
     known.then(|| dir.parent().map(Path::to_path_buf)).flatten()
 }
 
-/// The agent configurations inside a protected directory (`.cursor`, `.vscode`, `.devcontainer`)
-/// whose commands [`Walker::json_commands`] reads.
-const AGENT_FILES_IN_DIRS: &[&str] = &["mcp.json", "tasks.json", "devcontainer.json"];
+/// The agent configurations inside a protected directory (`.cursor`, `.vscode`, `.devcontainer`,
+/// `.gemini`, `.zed`, `.continue`, `.roo`, `.amazonq`, `.kiro`) whose commands
+/// [`Walker::json_commands`] reads.
+const AGENT_FILES_IN_DIRS: &[&str] =
+    &["mcp.json", "tasks.json", "devcontainer.json", "settings.json", "config.json", "settings/mcp.json"];
 
 /// JSON with comments and trailing commas (VS Code's and dev containers' files) as JSON:
 /// `//` and `/* */` comments outside strings removed, a comma before `}` or `]` dropped.
@@ -1593,6 +1606,17 @@ mod tests {
             ("/p/.cursor/mcp.json", Some("/p")),
             ("/p/.vscode/tasks.json", Some("/p")),
             ("/p/.devcontainer/devcontainer.json", Some("/p")),
+            ("/p/opencode.json", Some("/p")),
+            ("/p/opencode.jsonc", Some("/p")),
+            ("/p/.gemini/settings.json", Some("/p")),
+            ("/p/.zed/settings.json", Some("/p")),
+            ("/p/.zed/tasks.json", Some("/p")),
+            ("/p/.continue/config.json", Some("/p")),
+            ("/p/.roo/mcp.json", Some("/p")),
+            ("/p/.amazonq/mcp.json", Some("/p")),
+            ("/p/.kiro/settings/mcp.json", Some("/p")),
+            ("/p/other/settings/mcp.json", None),
+            ("/p/.gemini/config.json", None),
             ("/p/.vscode/launch.json", None),
             ("/p/settings.json", None),
         ] {

@@ -208,6 +208,15 @@ mod checks {
                 // SAFETY: perf_event_open reads a 128-byte attribute buffer we own.
                 from_ret(unsafe { libc::syscall(libc::SYS_perf_event_open, attr.as_mut_ptr(), 0, -1, -1, 0) })
             }
+            // open_tree_attr (Linux 6.15: 467 on every architecture) cloning `/` as a detached
+            // mount; no attributes.
+            "open-tree-attr" => {
+                // SAFETY: the path is a NUL-terminated literal; a null attribute pointer with size
+                // 0 asks for no attribute change; a returned descriptor is closed by the exit.
+                from_ret(unsafe {
+                    libc::syscall(467, libc::AT_FDCWD, c"/".as_ptr(), 1u32, std::ptr::null::<u8>(), 0usize)
+                })
+            }
             "mount" => {
                 let v =
                     nix::mount::mount(Some("tmpfs"), arg, Some("tmpfs"), nix::mount::MsFlags::empty(), None::<&str>);
