@@ -324,6 +324,9 @@ mod linux {
                 s("io-setup"),
                 s("sigpending"),
                 s("open-tree-attr"),
+                format!("get-generation={}", f.ws.display()),
+                format!("set-generation={}", f.ws.display()),
+                format!("ext4-set-generation={}", f.ws.display()),
             ],
         );
         assert_eq!(
@@ -335,6 +338,18 @@ mod linux {
             assert_eq!(denied(&v, key).errno, Some(EACCES), "{key}: the seccomp policy answers EACCES");
         }
         assert_eq!(denied(&v, &format!("mount={}", f.ws.display())).errno, Some(EACCES));
+        // An inode's generation is read (the creation guard tells directories apart by it) but
+        // not set, though the workload owns the workspace; the control reads it where the
+        // filesystem keeps one (ext4 here).
+        let ext4 = nix::sys::statfs::statfs(&f.ws).unwrap().filesystem_type() == nix::sys::statfs::EXT4_SUPER_MAGIC;
+        if ext4 {
+            allowed(&v, &format!("get-generation={}", f.ws.display()));
+            for key in ["set-generation", "ext4-set-generation"] {
+                assert_eq!(denied(&v, &format!("{key}={}", f.ws.display())).errno, Some(libc::EPERM), "{key}");
+            }
+        } else {
+            println!("the workspace is not on ext4: the generation's controls were not run");
+        }
         denied(&v, "perf-event");
         denied(&v, "unshare-mount");
         denied(&v, "chroot=/usr");

@@ -80,6 +80,7 @@ pub fn syscall_number(name: &str) -> Option<i64> {
         "mknodat" => libc::SYS_mknodat,
         "mkdirat" => libc::SYS_mkdirat,
         "fcntl" => libc::SYS_fcntl,
+        "ioctl" => libc::SYS_ioctl,
         "userfaultfd" => libc::SYS_userfaultfd,
         "perf_event_open" => libc::SYS_perf_event_open,
         "fanotify_init" => libc::SYS_fanotify_init,

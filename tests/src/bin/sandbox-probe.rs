@@ -208,6 +208,24 @@ mod checks {
                 // SAFETY: perf_event_open reads a 128-byte attribute buffer we own.
                 from_ret(unsafe { libc::syscall(libc::SYS_perf_event_open, attr.as_mut_ptr(), 0, -1, -1, 0) })
             }
+            // The generation of the directory `arg` (FS_IOC_GETVERSION), then setting it to what it
+            // is (FS_IOC_SETVERSION, and ext4's own request for it).
+            "get-generation" | "set-generation" | "ext4-set-generation" => {
+                use std::os::fd::AsRawFd;
+                let dir = match std::fs::File::open(arg) {
+                    Ok(d) => d,
+                    Err(e) => return Some(Verdict { ok: false, errno: e.raw_os_error(), detail: e.to_string() }),
+                };
+                let mut generation: libc::c_long = 0;
+                // SAFETY: the descriptor is open; the request writes one long into `generation`.
+                let got = unsafe { libc::ioctl(dir.as_raw_fd(), libc::FS_IOC_GETVERSION, &mut generation) };
+                if check == "get-generation" || got != 0 {
+                    return Some(from_ret(libc::c_long::from(got)));
+                }
+                let request: libc::Ioctl = if check == "set-generation" { 0x4008_7602 } else { 0x4008_6604 };
+                // SAFETY: the descriptor is open; the request reads one long from `generation`.
+                from_ret(libc::c_long::from(unsafe { libc::ioctl(dir.as_raw_fd(), request, &generation) }))
+            }
             // open_tree_attr (Linux 6.15: 467 on every architecture) cloning `/` as a detached
             // mount; no attributes.
             "open-tree-attr" => {
