@@ -992,7 +992,10 @@ print("race", sorted(tries.items()))
     /// 6.13 and later) the birth times differ as well once the guard has read the removed
     /// directory's attributes; on older kernels they came from the same coarse tick, and only
     /// the generation and the record of what the run removed tell the directories apart (see
-    /// the unit test `guard::tests::a_number_given_out_again_names_another_directory`).
+    /// the unit test `guard::tests::a_number_given_out_again_names_another_directory`). Four
+    /// more rounds remove a `.git` of the run's own, and the host makes its `.git` there with
+    /// the number: its config and hooks are the host's (the run's own `.git`s are no longer
+    /// held open for the whole run, which capped a run at 256 repositories).
     pub fn a_number_the_run_freed_names_nothing_of_the_hosts() {
         const ROUNDS: usize = 8;
         let d = TestDirs::new("sbx-guard");
@@ -1022,6 +1025,23 @@ for i in range(8):
     os.makedirs("own%d.git/hooks" % i)
     write("own%d.git/config" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     open("tried%d" % i, "w").close()
+# A `.git` of the run's own, removed: the host's `.git` made there next (with its number) is the
+# host's.
+for i in range(8, 12):
+    os.mkdir("o%d" % i)
+    open("m%d" % i, "w").close()
+    os.mkdir("o%d/.git" % i)
+    freed = os.stat("o%d/.git" % i).st_ino
+    os.rmdir("o%d/.git" % i)
+    print("freed-ino", i, freed)
+    os.rename("m%d" % i, "freed%d" % i)
+    while not os.path.exists("o%d/.git" % i):
+        pass
+    attempt([
+        ("own-config-%d" % i, lambda: write("o%d/.git/config" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL)),
+        ("own-hooks-%d" % i, lambda: os.mkdir("o%d/.git/hooks" % i)),
+    ])
+    open("tried%d" % i, "w").close()
 print("controls-ok")
 "##;
         let set = set_of(&d, d.allow_config());
@@ -1029,13 +1049,13 @@ print("controls-ok")
         let (tx, rx) = std::sync::mpsc::channel();
         let out = while_host_acts(&exec, &d.ws, script, move |ws| {
             use std::os::unix::fs::MetadataExt;
-            for i in 0..ROUNDS {
+            for i in 0..ROUNDS + 4 {
                 let freed = ws.join(format!("freed{i}"));
                 let end = Instant::now() + std::time::Duration::from_secs(30);
                 while !freed.exists() && Instant::now() < end {
                     std::thread::yield_now();
                 }
-                let dir = ws.join(format!("r{i}.git"));
+                let dir = if i < ROUNDS { ws.join(format!("r{i}.git")) } else { ws.join(format!("o{i}/.git")) };
                 fs::create_dir(&dir).unwrap();
                 tx.send(fs::metadata(&dir).unwrap().ino()).unwrap();
                 sandbox_tests::wait_for_marker(&ws.join(format!("tried{i}")));
@@ -1045,13 +1065,39 @@ print("controls-ok")
         let mut reused = 0;
         for (i, ino) in hosts.iter().enumerate() {
             reused += usize::from(out.contains(&format!("freed-ino {i} {ino}\n")));
-            assert_refused(&out, &[&format!("hooks-dir-{i}"), &format!("config-{i}"), &format!("head-{i}")]);
-            assert!(!d.ws.join(format!("r{i}.git/config")).exists(), "{out}");
+            if i < ROUNDS {
+                assert_refused(&out, &[&format!("hooks-dir-{i}"), &format!("config-{i}"), &format!("head-{i}")]);
+                assert!(!d.ws.join(format!("r{i}.git/config")).exists(), "{out}");
+            } else {
+                assert_refused(&out, &[&format!("own-config-{i}"), &format!("own-hooks-{i}")]);
+                assert!(!d.ws.join(format!("o{i}/.git/config")).exists(), "{out}");
+            }
         }
         assert!(out.contains("controls-ok"), "{out}");
-        println!("the host's directory took the number the run freed in {reused} of {ROUNDS} rounds");
+        println!("the host's directory took the number the run freed in {reused} of {} rounds", ROUNDS + 4);
         let ext4 = nix::sys::statfs::statfs(&d.ws).unwrap().filesystem_type() == nix::sys::statfs::EXT4_SUPER_MAGIC;
         assert!(!ext4 || reused > 0, "on ext4 no number was reused: the attack was not tried\n{out}");
+    }
+
+    /// A run makes as many repositories as it likes: 270 `git init`s with a commit each, and a
+    /// repository removed and made again 270 times under one name (a functional check of 5
+    /// December: the 257th repository of a run failed, its half-made `.git` left for the host
+    /// to remove). The control on the other side: every one of them is the run's own (its
+    /// config written by `git config`), and a repository the host made before the run still
+    /// refuses `git config`.
+    pub fn a_run_makes_as_many_repositories_as_it_likes() {
+        let d = TestDirs::new("sbx-guard");
+        git_in(&d.ws, &["init", "-q", "hosts"]);
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        let script = "set -e; g() { git -c user.name=t -c user.email=t@t \"$@\"; }; \
+            for i in $(seq 270); do git init -q r$i; g -C r$i commit -q --allow-empty -m x; done; \
+            for i in $(seq 270); do rm -rf again; git init -q again; g -C again commit -q --allow-empty -m x; done; \
+            git -C r270 config x.y z && git -C again config x.y z && echo MANY-OK; \
+            if git -C hosts config x.y z 2>/dev/null; then echo HOSTS-WRITTEN; else echo HOSTS-REFUSED; fi";
+        let out = sh_ok(&exec, &d.ws, script);
+        assert!(out.contains("MANY-OK") && out.contains("HOSTS-REFUSED"), "{out}");
+        assert_eq!(fs::read_dir(&d.ws).unwrap().count(), 272, "270 repositories, `again` and the host's");
     }
 
     /// The cost, roughly: 1000 file creations with and without the guard, the best of three
@@ -1116,6 +1162,7 @@ fn main() -> std::process::ExitCode {
                 what_the_host_is_making_during_a_run_stays_the_hosts,
             ),
             ("a_number_the_run_freed_names_nothing_of_the_hosts", a_number_the_run_freed_names_nothing_of_the_hosts),
+            ("a_run_makes_as_many_repositories_as_it_likes", a_run_makes_as_many_repositories_as_it_likes),
             ("cost_of_the_guard", cost_of_the_guard),
         ])
     }

@@ -298,20 +298,31 @@ enum Outcome {
 /// does for the numbers the run frees itself.
 type Born = (u64, u64, i64, u32, Option<u32>);
 
-/// The identity, birth and generation of the directory `fd` refers to (of a file: no
-/// generation); None where the filesystem keeps no birth time.
+/// The identity, birth and generation of the object `fd` refers to; None where the filesystem
+/// keeps no birth time.
 fn born(fd: &OwnedFd) -> Option<Born> {
+    identity(fd).and_then(|(b, birth)| birth.then_some(b))
+}
+
+/// The identity of the object `fd` refers to as [`Born`] (a birth of `(0, 0)` where the
+/// filesystem keeps none), and whether the filesystem keeps birth times.
+fn identity(fd: &OwnedFd) -> Option<(Born, bool)> {
     let st = crate::sys::statx_identity(fd).ok()?;
-    let (sec, nsec) = st.btime?;
-    Some((st.dev, st.ino, sec, nsec, crate::sys::dir_generation(fd)))
+    let (sec, nsec) = st.btime.unwrap_or((0, 0));
+    Some(((st.dev, st.ino, sec, nsec, crate::sys::generation(fd, st.mode)), st.btime.is_some()))
 }
 
 /// What a run made that is its own to configure (see [`Guard::made`]), and what the host made
 /// during it.
 struct Owned {
-    /// `(st_dev, st_ino)` of each `.git`, worktree directory and bare git directory this run
-    /// made, with a handle that keeps the number from naming anything else.
-    own: std::collections::HashMap<(u64, u64), OwnedFd>,
+    /// Each `.git`, worktree directory and bare git directory this run made (at most
+    /// [`MAX_RUN_DIRS`]; beyond, nothing more is the run's own: closed), by [`identity`], the
+    /// first [`MAX_HELD`] with a handle that keeps their numbers from naming anything else
+    /// while they are the run's (the rest are told from a later object with their number by
+    /// birth and generation). Removed when the run removes the object (see [`Owned::removed`]).
+    own: std::collections::HashMap<Born, Option<OwnedFd>>,
+    /// How many entries of [`Owned::own`] hold a handle.
+    held: usize,
     /// Every directory this run made (at most
     /// [`MAX_RUN_DIRS`]; a directory made beyond counts as the host's: closed).
     dirs: std::collections::HashSet<Born>,
@@ -340,17 +351,32 @@ impl Owned {
         (b.2, b.3) >= self.since && !self.run_made(b)
     }
 
-    /// Records that the run removed the directory born `b` (see [`Owned::freed`]).
+    /// Records that the run removed the object `b` (see [`Owned::freed`]): it is no longer the
+    /// run's own either, and its handle, if any, is let go.
     fn removed(&mut self, b: &Born) {
         if self.dirs.contains(b) {
             self.freed.insert((b.0, b.1));
         }
+        if let Some(handle) = self.own.remove(b) {
+            self.held -= usize::from(handle.is_some());
+        }
+    }
+
+    /// Records the object `b` (open as `fd`) as the run's own (see [`Owned::own`]).
+    fn make_own(&mut self, b: Born, fd: OwnedFd) {
+        if self.own.len() >= MAX_RUN_DIRS || self.own.contains_key(&b) {
+            return;
+        }
+        let handle = (self.held < MAX_HELD).then_some(fd);
+        self.held += usize::from(handle.is_some());
+        self.own.insert(b, handle);
     }
 
     fn new() -> Owned {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         Owned {
             own: std::collections::HashMap::new(),
+            held: 0,
             dirs: std::collections::HashSet::new(),
             freed: std::collections::HashSet::new(),
             since: (i64::try_from(now.as_secs()).unwrap_or(i64::MAX), now.subsec_nanos()),
@@ -368,8 +394,8 @@ const SETUP_MARKS: [&str; 9] =
 /// The most directories one run records as made by it (see [`Owned::dirs`]): about 10 MiB.
 const MAX_RUN_DIRS: usize = 250_000;
 
-/// The most objects one run records as its own (see [`Guard::made`]).
-const MAX_MADE: usize = 256;
+/// The most entries of [`Owned::own`] that hold a handle (each a descriptor of the init's).
+const MAX_HELD: usize = 256;
 
 /// The longest path the kernel accepts, its NUL included.
 const PATH_MAX: usize = 4096;
@@ -750,12 +776,15 @@ impl Guard<'_> {
     /// Whether `path` (not followed) is a git directory, `.git` or worktree directory this run
     /// made (see [`Guard::made`]).
     fn is_own(&self, path: &std::path::Path) -> bool {
-        nix::sys::stat::lstat(path).is_ok_and(|st| self.owns(&st))
+        use std::os::unix::ffi::OsStrExt as _;
+        let Ok(path) = cstr(path.as_os_str().as_bytes()) else { return false };
+        notify::open_at(None, &path, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)
+            .is_ok_and(|fd| self.owns(&fd))
     }
 
-    /// Whether the object `st` describes is one of [`Owned::own`].
-    fn owns(&self, st: &nix::sys::stat::FileStat) -> bool {
-        self.made.borrow().own.contains_key(&(st.st_dev, st.st_ino))
+    /// Whether the object `fd` refers to is one of [`Owned::own`].
+    fn owns(&self, fd: &OwnedFd) -> bool {
+        identity(fd).is_some_and(|(b, _)| self.made.borrow().own.contains_key(&b))
     }
 
     /// Records `p`, a directory this run just made, in [`Owned::dirs`].
@@ -804,10 +833,11 @@ impl Guard<'_> {
     }
 
     /// Records `p`, just made by this run, when it is a `.git` or a worktree directory (see
-    /// [`Guard::check_git`]), holding a handle on it: an inode number names the same object only
-    /// while it is held (a red team, 5 December: directories made and removed in a loop gave
-    /// their numbers to the `.git` the host made next). At most [`MAX_MADE`]; beyond, nothing
-    /// more is the run's own (closed).
+    /// [`Guard::check_git`]) in [`Owned::own`]: by identity, birth and generation, and for the
+    /// first [`MAX_HELD`] with a handle, since an inode number names the same object only while
+    /// it is held (a red team, 5 December: directories made and removed in a loop gave their
+    /// numbers to the `.git` the host made next). A run that made 256 repositories could make
+    /// no more (a functional check, 5 December: 300 `git init`s in a test loop).
     ///
     /// Only what the run made itself counts, never what it moved: a rename of the host's bare
     /// repository onto a worktree name in a `.git` of the run's made it the run's own (a red
@@ -821,7 +851,7 @@ impl Guard<'_> {
             return;
         }
         let entry = self.guard.git_sensitive(&full).is_some_and(|(_, part)| part == GitPart::Entry);
-        if (p.name != b".git" && !entry) || self.made.borrow().own.len() >= MAX_MADE {
+        if p.name != b".git" && !entry {
             return;
         }
         let Ok(name) = cstr(&p.name) else { return };
@@ -829,8 +859,8 @@ impl Guard<'_> {
         else {
             return;
         };
-        if let Ok(st) = nix::sys::stat::fstat(fd.as_raw_fd()) {
-            self.made.borrow_mut().own.insert((st.st_dev, st.st_ino), fd);
+        if let Some((b, _)) = identity(&fd) {
+            self.made.borrow_mut().make_own(b, fd);
         }
     }
 
@@ -849,7 +879,7 @@ impl Guard<'_> {
             return false;
         }
         let Some(dir) = full.parent() else { return true };
-        if self.is_own(dir) || is_git_directory(dir) || self.made.borrow().own.len() >= MAX_MADE {
+        if self.is_own(dir) || is_git_directory(dir) {
             return true;
         }
         let others = SETUP_MARKS
@@ -862,7 +892,7 @@ impl Guard<'_> {
         let Some(b) = born(&p.dir) else { return true };
         if self.made.borrow().run_made(&b) {
             if let Ok(fd) = p.dir.try_clone() {
-                self.made.borrow_mut().own.insert((b.0, b.1), fd);
+                self.made.borrow_mut().make_own(b, fd);
             }
         }
         true
@@ -1125,12 +1155,16 @@ impl Guard<'_> {
         if flags.contains(nix::fcntl::RenameFlags::RENAME_EXCHANGE) {
             self.check(&o, CreateOp::Place)?;
         }
-        // A directory the new name replaces is removed with the call.
+        // What the new name replaces is removed with the call.
         let victim = (!flags
             .intersects(nix::fcntl::RenameFlags::RENAME_EXCHANGE | nix::fcntl::RenameFlags::RENAME_NOREPLACE))
-        .then(|| open_path(n.dir.as_fd(), &n.name, libc::O_NOFOLLOW | libc::O_DIRECTORY).ok())
-        .flatten();
-        let gone = victim.as_ref().and_then(born);
+        .then(|| open_path(n.dir.as_fd(), &n.name, libc::O_NOFOLLOW).ok())
+        .flatten()
+        .filter(|v| {
+            n.name == b".git"
+                || nix::sys::stat::fstat(v.as_raw_fd()).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+        });
+        let gone = victim.as_ref().and_then(identity).map(|(b, _)| b);
         nix::fcntl::renameat2(
             Some(o.dir.as_raw_fd()),
             o.kernel_name()?.as_c_str(),
@@ -1165,13 +1199,19 @@ impl Guard<'_> {
             }
             // Nor is a directory the host made during the run removed (its name then free for
             // one of the run's, while the host's git sets it up).
-            if flags & libc::AT_REMOVEDIR != 0 {
-                if let Ok(dir) = open_path(p.dir.as_fd(), &p.name, libc::O_NOFOLLOW | libc::O_DIRECTORY) {
-                    if self.host_made(&dir) && !self.guard.is_exempt(&real_path(dir.as_fd())?) {
-                        return Err(Errno::EACCES);
-                    }
-                    victim = Some(dir);
+            if let Ok(object) = open_path(p.dir.as_fd(), &p.name, libc::O_NOFOLLOW) {
+                let dir = nix::sys::stat::fstat(object.as_raw_fd())
+                    .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+                if flags & libc::AT_REMOVEDIR != 0
+                    && dir
+                    && self.host_made(&object)
+                    && !self.guard.is_exempt(&real_path(object.as_fd())?)
+                {
+                    return Err(Errno::EACCES);
                 }
+                // What the run may have recorded: its directories, and `.git` files (see
+                // `Owned::own`).
+                victim = (dir || p.name == b".git").then_some(object);
             }
         }
         let how = if flags & libc::AT_REMOVEDIR != 0 {
@@ -1179,14 +1219,14 @@ impl Guard<'_> {
         } else {
             nix::unistd::UnlinkatFlags::NoRemoveDir
         };
-        let gone = victim.as_ref().and_then(born);
+        let gone = victim.as_ref().and_then(identity).map(|(b, _)| b);
         nix::unistd::unlinkat(Some(p.dir.as_raw_fd()), p.kernel_name()?.as_c_str(), how)?;
         self.freed(victim, gone);
         Ok(())
     }
 
-    /// Records in [`Owned::freed`] the directory `victim` (born `gone`, read before the call
-    /// that removed or replaced it) once it is gone: no name links it any more. A directory
+    /// Records ([`Owned::removed`]) the object `victim` (identity `gone`, read before the call
+    /// that removed or replaced it) once it is gone: no name links it any more. An object
     /// another thread swapped in under the name meanwhile is still linked: not recorded.
     fn freed(&self, victim: Option<OwnedFd>, gone: Option<Born>) {
         let (Some(victim), Some(gone)) = (victim, gone) else { return };
@@ -1255,7 +1295,7 @@ impl Guard<'_> {
             }
             // A bare repository, a separate git directory or a worktree's (by what
             // `is_git_directory` looks at).
-            let own_dir = nix::sys::stat::fstat(dir.as_raw_fd()).is_ok_and(|st| self.owns(&st));
+            let own_dir = self.owns(&dir);
             if marked && is_git_directory(&at) && !own_dir {
                 return Err(Errno::EACCES);
             }

@@ -477,6 +477,8 @@ pub struct Statx {
     pub ctime: (i64, u32),
     /// The birth time (seconds, nanoseconds); None where the filesystem keeps none.
     pub btime: Option<(i64, u32)>,
+    /// `st_mode` (type and permissions).
+    pub mode: u32,
 }
 
 /// `statx` of an open object (`AT_EMPTY_PATH`).
@@ -496,15 +498,17 @@ pub fn statx_identity(fd: &std::os::fd::OwnedFd) -> io::Result<Statx> {
         mount_root: (stx.stx_attributes_mask & flag != 0).then_some(stx.stx_attributes & flag != 0),
         ctime: (stx.stx_ctime.tv_sec, stx.stx_ctime.tv_nsec),
         btime: (stx.stx_mask & libc::STATX_BTIME != 0).then_some((stx.stx_btime.tv_sec, stx.stx_btime.tv_nsec)),
+        mode: u32::from(stx.stx_mode),
     })
 }
 
-/// The inode's generation (`FS_IOC_GETVERSION`) of the directory `dir` refers to (an `O_PATH`
-/// descriptor will do): a number the filesystem draws anew each time it gives an inode number
-/// out again (ext4 and f2fs draw it at random, XFS and btrfs keep their own), so that
-/// `(st_dev, st_ino, generation)` names one object even across reuse of the number. None where
-/// the filesystem keeps none (tmpfs, overlayfs) or the directory cannot be opened for reading.
-pub fn dir_generation(dir: &std::os::fd::OwnedFd) -> Option<u32> {
+/// The inode's generation (`FS_IOC_GETVERSION`) of the directory or regular file `fd` refers to
+/// (an `O_PATH` descriptor will do; `mode` is its `st_mode`): a number the filesystem draws anew
+/// each time it gives an inode number out again (ext4 and f2fs draw it at random, XFS and btrfs
+/// keep their own), so that `(st_dev, st_ino, generation)` names one object even across reuse of
+/// the number. None for other types, where the filesystem keeps none (tmpfs, overlayfs) or the
+/// object cannot be opened for reading.
+pub fn generation(fd: &std::os::fd::OwnedFd, mode: u32) -> Option<u32> {
     let ask = |fd: RawFd| {
         let mut generation: libc::c_long = 0;
         // SAFETY: the descriptor is open; FS_IOC_GETVERSION writes at most one `long` (ext4
@@ -515,13 +519,31 @@ pub fn dir_generation(dir: &std::os::fd::OwnedFd) -> Option<u32> {
         let bytes = generation.to_ne_bytes();
         (rc == 0).then(|| u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
     };
-    if let Some(generation) = ask(dir.as_raw_fd()) {
+    let kind = mode & libc::S_IFMT;
+    if kind != libc::S_IFDIR && kind != libc::S_IFREG {
+        return None;
+    }
+    if let Some(generation) = ask(fd.as_raw_fd()) {
         return Some(generation);
     }
-    // An `O_PATH` descriptor takes no ioctl: `.` of the directory, reopened for reading.
+    // An `O_PATH` descriptor takes no ioctl: opened again for reading, a directory as its `.`,
+    // a regular file through its descriptor's link (never blocking, never a terminal).
     use nix::fcntl::OFlag;
-    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NOCTTY;
-    let reopened = open_at(std::os::fd::AsFd::as_fd(dir), ".", flags).ok()?;
+    let reopened = if kind == libc::S_IFDIR {
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NOCTTY;
+        open_at(std::os::fd::AsFd::as_fd(fd), ".", flags).ok()?
+    } else {
+        let flags = OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC | OFlag::O_NOCTTY;
+        let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        let opened = nix::fcntl::open(link.as_str(), flags, nix::sys::stat::Mode::empty()).ok()?;
+        // SAFETY: open just returned this descriptor: it is open and nothing owns it yet.
+        unsafe { own_fd(opened) }
+    };
+    // The object reopened must be the one asked about (a link is a path, resolved again).
+    let same = |a: &std::os::fd::OwnedFd| statx_identity(a).ok().map(|s| (s.dev, s.ino));
+    if same(&reopened) != same(fd) {
+        return None;
+    }
     ask(reopened.as_raw_fd())
 }
 

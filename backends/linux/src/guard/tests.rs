@@ -269,3 +269,29 @@ fn a_directory_the_run_removed_is_not_the_runs() {
     let old: Born = (1, 44, owned.since.0 - 1, 0, None);
     assert!(!owned.host_born(&old));
 }
+
+/// What the run made its own holds a handle while there are handles to spare, counts without one
+/// beyond, and lets its handle go when the run removes it.
+#[test]
+fn the_runs_own_hold_handles_up_to_a_bound_and_let_them_go_when_removed() {
+    let mut owned = Owned::new();
+    let handle = || std::fs::File::open("/").map(OwnedFd::from).unwrap();
+    let key = |i: u64| -> Born { (1, i, 1, 0, Some(7)) };
+    for i in 0..(MAX_HELD as u64 + 10) {
+        owned.make_own(key(i), handle());
+    }
+    assert_eq!(owned.own.len(), MAX_HELD + 10);
+    assert_eq!(owned.held, MAX_HELD);
+    assert!(owned.own[&key(0)].is_some() && owned.own[&key(MAX_HELD as u64 + 1)].is_none());
+    // Recorded twice: once.
+    owned.make_own(key(0), handle());
+    assert_eq!((owned.own.len(), owned.held), (MAX_HELD + 10, MAX_HELD));
+    // Removed by the run: gone, its handle free for the next.
+    owned.removed(&key(0));
+    assert!(!owned.own.contains_key(&key(0)));
+    assert_eq!(owned.held, MAX_HELD - 1);
+    owned.make_own(key(100_000), handle());
+    assert!(owned.own[&key(100_000)].is_some());
+    // The same number with another generation (given out again) is not the run's own.
+    assert!(!owned.own.contains_key(&(1, 1, 1, 0, Some(8))));
+}
