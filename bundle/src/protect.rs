@@ -324,6 +324,16 @@ pub enum CreateOp {
     Place,
 }
 
+/// Whether a symlink at `link` with the text `target` is git's test of symlink support: named
+/// `t` and six letters or digits (git's `mkstemp`), directly in a `.git`, to `testing`.
+fn is_symlink_test(link: &Path, target: &[u8]) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    let in_dot_git = link.parent().and_then(Path::file_name) == Some(std::ffi::OsStr::new(".git"));
+    let name = link.file_name().map(std::ffi::OsStr::as_bytes).unwrap_or_default();
+    let temp = name.len() == 7 && name[0] == b't' && name[1..].iter().all(u8::is_ascii_alphanumeric);
+    target == b"testing" && in_dot_git && temp
+}
+
 /// The files of a git directory git takes commands or locations from (besides `hooks/`).
 pub const GIT_FILES: [&str; 6] =
     ["config", "config.lock", "config.worktree", "config.worktree.lock", "commondir", "gitdir"];
@@ -478,9 +488,15 @@ impl CreationGuard {
     /// repository of the user's next `git status` in `src`, which ran its `core.fsmonitor`
     /// (a red team, 5 December). A directory cannot be moved out of `.git` (a mount point), so
     /// a way into it from outside names it.
+    ///
+    /// git's own test of symlink support is let through: at `init` and `clone` it makes
+    /// `$GIT_DIR/tXXXXXX -> testing` and removes it; refused, every repository made inside got
+    /// `core.symlinks = false` and had its symlinks checked out as small files (a functional
+    /// check, 5 December). Such a link names a file in the same `.git` that git never writes.
     pub fn refuses_link(&self, link: &Path, target: &[u8]) -> bool {
         let names_git = target.split(|&b| b == b'/').any(|c| c == b".git");
-        (names_git && self.no_new_repositories.iter().any(|w| link.starts_with(w))) || self.in_git_dir(link)
+        (names_git && self.no_new_repositories.iter().any(|w| link.starts_with(w)))
+            || (self.in_git_dir(link) && !is_symlink_test(link, target))
     }
 
     /// Whether `path` lies inside a `.git` directory (outside the exempt directories). No
@@ -783,6 +799,19 @@ mod tests {
         }
         assert!(!g.refuses_link(Path::new("/ws/other/.git"), b"../gitdir"));
         assert!(!g.refuses_link(Path::new("/tmp/r/.git/logs/HEAD"), b"x"));
+        // git's test of symlink support, and nothing like it.
+        assert!(!g.refuses_link(Path::new("/ws/x/.git/tAb12Z9"), b"testing"));
+        for (l, t) in [
+            ("/ws/x/.git/tAb12Z9", "/home/u/.bashrc"),
+            ("/ws/x/.git/tAb12Z9", "testing/x"),
+            ("/ws/x/.git/logs/tAb12Z9", "testing"),
+            ("/ws/x/.git/tAb12Z", "testing"),
+            ("/ws/x/.git/tAb12Z9x", "testing"),
+            ("/ws/x/.git/xAb12Z9", "testing"),
+            ("/ws/x/.git/tAb.2Z9", "testing"),
+        ] {
+            assert!(g.refuses_link(Path::new(l), t.as_bytes()), "{l} -> {t}");
+        }
     }
 
     /// Beneath a repository's work tree no `.git` (nor a `HEAD` outside a `.git`) comes into

@@ -340,9 +340,18 @@ print("made", made > 0, "refused", refused > 0, "envrc", envrc)
              /usr/bin/git -c user.name=t -c user.email=t@example.invalid commit -q -m first && \
              /usr/bin/git checkout -q -b topic && echo two >> a.txt && \
              /usr/bin/git -c user.name=t -c user.email=t@example.invalid commit -q -am second && \
-             /usr/bin/git log --oneline | wc -l && ! (echo x > .envrc) 2>/dev/null && echo git-ok",
+             /usr/bin/git log --oneline | wc -l && ! (echo x > .envrc) 2>/dev/null && echo git-ok && \
+             ln -s a.txt link && /usr/bin/git add link && \
+             /usr/bin/git -c user.name=t -c user.email=t@example.invalid commit -q -m link && \
+             cd .. && /usr/bin/git clone -q repo clone && test -L clone/link && \
+             echo symlinks=$(/usr/bin/git -C clone config core.symlinks || echo unset) && \
+             ! ln -s /etc/passwd repo/.git/tAbc123 2>/dev/null && ! ln -s testing repo/.git/logs/tAbc123 2>/dev/null",
         );
-        assert!(out.ends_with("2\ngit-ok\n"), "{out}");
+        // git's test of symlink support passed at `init` and `clone` (a failed one writes
+        // `core.symlinks = false` and checks symlinks out as files); links like it elsewhere in
+        // a `.git` are refused.
+        assert!(out.ends_with("2\ngit-ok\nsymlinks=unset\n"), "{out}");
+        assert!(fs::symlink_metadata(d.ws.join("clone/link")).unwrap().file_type().is_symlink());
         assert!(d.ws.join("repo/.git/HEAD").exists());
         assert!(!d.ws.join("repo/.envrc").exists());
     }
