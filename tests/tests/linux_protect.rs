@@ -119,6 +119,11 @@ mod linux {
         (".roo", true),
         (".amazonq", true),
         (".aider.conf.yml", false),
+        (".qwen", true),
+        (".kilocode", true),
+        (".junie", true),
+        ("crush.json", false),
+        (".crush.json", false),
         ("mise.toml", false),
         (".mise.toml", false),
         ("mise.local.toml", false),
@@ -795,6 +800,10 @@ mod linux {
             ".roo",
             ".amazonq",
             ".continue",
+            ".qwen",
+            ".kilocode",
+            ".junie/mcp",
+            "sub",
         ] {
             fs::create_dir_all(ws.join(dir)).unwrap();
         }
@@ -816,7 +825,24 @@ mod linux {
         script("cursor.js", "// server\n");
         script("task.sh", "#!/bin/sh\n");
         script("init.sh", "#!/bin/sh\n");
-        for js in ["gemini.js", "oc.js", "zed.js", "kiro.js", "roo.js", "q.js", "cont.js"] {
+        for js in [
+            "gemini.js",
+            "oc.js",
+            "zed.js",
+            "kiro.js",
+            "roo.js",
+            "q.js",
+            "cont.js",
+            "qwen.js",
+            "kilo.js",
+            "junie.js",
+            "crush.js",
+            "srv5.js",
+            "sub/srv7.js",
+            "inj.js",
+            "mymod.py",
+            "imp.mjs",
+        ] {
             script(js, "// server\n");
         }
         git(ws, &["config", "core.fsmonitor", "./fsmon.sh"]);
@@ -854,6 +880,21 @@ mod linux {
             (".kiro/settings/mcp.json", r#"{"mcpServers": {"k": {"command": "node", "args": ["kiro.js"]}}}"#),
             (".roo/mcp.json", r#"{"mcpServers": {"r": {"command": "node", "args": ["roo.js"]}}}"#),
             (".amazonq/mcp.json", r#"{"mcpServers": {"q": {"command": "node", "args": ["q.js"]}}}"#),
+            (".qwen/settings.json", r#"{"mcpServers": {"w": {"command": "node", "args": ["qwen.js"]}}}"#),
+            (".kilocode/mcp.json", r#"{"mcpServers": {"k": {"command": "node", "args": ["kilo.js"]}}}"#),
+            (".junie/mcp/mcp.json", r#"{"mcpServers": {"j": {"command": "node", "args": ["junie.js"]}}}"#),
+            ("crush.json", r#"{"mcp": {"c": {"type": "stdio", "command": "node", "args": ["crush.js"]}}}"#),
+            // Forms a red team found unread (5 December): a shell default, a working directory,
+            // an environment that loads a file, a module, an option's value.
+            (
+                ".cursor/mcp.json",
+                r#"{"mcpServers": {"c": {"command": "node", "args": ["cursor.js"]},
+                    "b": {"command": "node ${NOPE:-srv5.js}"},
+                    "e": {"command": "node", "args": ["srv7.js"], "cwd": "sub"},
+                    "f": {"command": "node", "args": ["cursor.js"], "env": {"NODE_OPTIONS": "--require ./inj.js"}},
+                    "h": {"command": "python3 -m mymod"},
+                    "i": {"command": "node --import=./imp.mjs cursor.js"}}}"#,
+            ),
             (
                 ".continue/config.json",
                 r#"{"experimental": {"modelContextProtocolServers": [{"transport": {"type": "stdio", "command": "node", "args": ["cont.js"]}}]}}"#,
@@ -889,6 +930,15 @@ mod linux {
             "roo.js",
             "q.js",
             "cont.js",
+            "qwen.js",
+            "kilo.js",
+            "junie.js",
+            "crush.js",
+            "srv5.js",
+            "sub/srv7.js",
+            "inj.js",
+            "mymod.py",
+            "imp.mjs",
         ];
         for (i, rel) in named.iter().enumerate() {
             attacks.push((format!("write{i}"), format!("printf '#!/bin/sh\\ntouch {m}\\ncat\\n' > {rel}")));

@@ -596,35 +596,47 @@ fn resolve(path: &Path) -> (PathBuf, Vec<PathBuf>) {
 /// the configuration directory for `.claude/settings.json`, `.claude/settings.local.json`,
 /// `.cursor/mcp.json`, `.vscode/mcp.json`, `.vscode/tasks.json`,
 /// `.devcontainer/devcontainer.json`, `.gemini/settings.json`, `.zed/settings.json`,
-/// `.zed/tasks.json`, `.continue/config.json`, `.roo/mcp.json`, `.amazonq/mcp.json` and
-/// `.kiro/settings/mcp.json`.
+/// `.zed/tasks.json`, `.continue/config.json`, `.roo/mcp.json`, `.amazonq/mcp.json`,
+/// `.kilocode/mcp.json`, `.qwen/settings.json`, `.kiro/settings/mcp.json` and
+/// `.junie/mcp/mcp.json` (and `crush.json`, `.crush.json` beside the project).
 fn agent_project(file: &Path) -> Option<PathBuf> {
     let name = file.file_name()?.to_str()?;
     let dir = file.parent()?;
-    if [".mcp.json", ".devcontainer.json", "opencode.json", "opencode.jsonc"].contains(&name) {
+    if [".mcp.json", ".devcontainer.json", "opencode.json", "opencode.jsonc", "crush.json", ".crush.json"]
+        .contains(&name)
+    {
         return Some(dir.to_path_buf());
     }
     let in_dir = |d: &str| dir.file_name() == Some(std::ffi::OsStr::new(d));
-    if in_dir("settings") && name == "mcp.json" {
-        let kiro = dir.parent()?;
-        return (kiro.file_name() == Some(std::ffi::OsStr::new(".kiro")))
-            .then(|| kiro.parent().map(Path::to_path_buf))?;
+    // `.kiro/settings/mcp.json`, `.junie/mcp/mcp.json`.
+    if (in_dir("settings") || in_dir("mcp")) && name == "mcp.json" {
+        let tool = dir.parent()?;
+        let known = (in_dir("settings") && tool.file_name() == Some(std::ffi::OsStr::new(".kiro")))
+            || (in_dir("mcp") && tool.file_name() == Some(std::ffi::OsStr::new(".junie")));
+        return known.then(|| tool.parent().map(Path::to_path_buf))?;
     }
     let known = (in_dir(".claude") && (name == "settings.json" || name == "settings.local.json"))
-        || ((in_dir(".cursor") || in_dir(".roo") || in_dir(".amazonq")) && name == "mcp.json")
+        || ((in_dir(".cursor") || in_dir(".roo") || in_dir(".amazonq") || in_dir(".kilocode")) && name == "mcp.json")
         || (in_dir(".vscode") && (name == "mcp.json" || name == "tasks.json"))
         || (in_dir(".devcontainer") && name == "devcontainer.json")
-        || (in_dir(".gemini") && name == "settings.json")
+        || ((in_dir(".gemini") || in_dir(".qwen")) && name == "settings.json")
         || (in_dir(".zed") && (name == "settings.json" || name == "tasks.json"))
         || (in_dir(".continue") && name == "config.json");
     known.then(|| dir.parent().map(Path::to_path_buf)).flatten()
 }
 
 /// The agent configurations inside a protected directory (`.cursor`, `.vscode`, `.devcontainer`,
-/// `.gemini`, `.zed`, `.continue`, `.roo`, `.amazonq`, `.kiro`) whose commands
+/// `.gemini`, `.zed`, `.continue`, `.roo`, `.amazonq`, `.kiro`, `.qwen`, `.kilocode`, `.junie`) whose commands
 /// [`Walker::json_commands`] reads.
-const AGENT_FILES_IN_DIRS: &[&str] =
-    &["mcp.json", "tasks.json", "devcontainer.json", "settings.json", "config.json", "settings/mcp.json"];
+const AGENT_FILES_IN_DIRS: &[&str] = &[
+    "mcp.json",
+    "tasks.json",
+    "devcontainer.json",
+    "settings.json",
+    "config.json",
+    "settings/mcp.json",
+    "mcp/mcp.json",
+];
 
 /// JSON with comments and trailing commas (VS Code's and dev containers' files) as JSON:
 /// `//` and `/* */` comments outside strings removed, a comma before `}` or `]` dropped.
@@ -1108,31 +1120,43 @@ impl Walker<'_> {
             "postStartCommand",
             "postAttachCommand",
         ];
-        /// `(text, starts with a program)` of every command value.
-        fn collect(v: &serde_json::Value, key: Option<&str>, out: &mut Vec<(String, bool)>) {
+        /// `(text, starts with a program)` of every command value, and every working directory
+        /// (`cwd`) a server or task names. The values of an `env` are words too
+        /// (`NODE_OPTIONS: "--require ./inj.js"` runs `inj.js`: a red team, 5 December).
+        fn collect(v: &serde_json::Value, key: Option<&str>, out: &mut Vec<(String, bool)>, cwds: &mut Vec<String>) {
             let command = key.is_some_and(|k| COMMAND_KEYS.contains(&k));
             match v {
                 serde_json::Value::String(s) if command => out.push((s.clone(), true)),
                 serde_json::Value::String(s) if key == Some("args") => out.push((s.clone(), false)),
+                serde_json::Value::String(s) if key == Some("cwd") => cwds.push(s.clone()),
                 // The exec form (`["node", "server.js"]`) and parallel commands (`{"a": "…"}`).
                 serde_json::Value::Array(items) if command => {
-                    items.iter().for_each(|i| collect(i, Some("args"), out));
+                    items.iter().for_each(|i| collect(i, Some("args"), out, cwds));
                 }
-                serde_json::Value::Object(map) if command => map.values().for_each(|v| collect(v, key, out)),
-                serde_json::Value::Array(items) => items.iter().for_each(|i| collect(i, key, out)),
-                serde_json::Value::Object(map) => map.iter().for_each(|(k, v)| collect(v, Some(k), out)),
+                serde_json::Value::Object(map) if command => map.values().for_each(|v| collect(v, key, out, cwds)),
+                serde_json::Value::Object(map) if key == Some("env") => {
+                    map.values().for_each(|v| collect(v, Some("args"), out, cwds));
+                }
+                serde_json::Value::Array(items) => items.iter().for_each(|i| collect(i, key, out, cwds)),
+                serde_json::Value::Object(map) => map.iter().for_each(|(k, v)| collect(v, Some(k), out, cwds)),
                 _ => {}
             }
         }
         let Some(bytes) = read_small(file) else { return };
         let text = String::from_utf8_lossy(&bytes);
         let Ok(value) = serde_json::from_str::<serde_json::Value>(&strip_jsonc(&text)) else { return };
-        let mut commands = Vec::new();
-        collect(&value, None, &mut commands);
+        let (mut commands, mut cwds) = (Vec::new(), Vec::new());
+        collect(&value, None, &mut commands, &mut cwds);
+        // A relative word from the project, and from each working directory named (which
+        // server it belongs to is not followed: each is tried).
+        let mut bases = vec![project.to_path_buf()];
+        bases.extend(cwds.iter().filter_map(|c| self.expand(Path::new(c), project)));
         for (command, program) in commands {
             for word in command_paths(&command, Some(project), program) {
-                if let Some(path) = self.expand(&word, project) {
-                    self.command_file(&path);
+                for base in &bases {
+                    if let Some(path) = self.expand(&word, base) {
+                        self.command_file(&path);
+                    }
                 }
             }
         }
@@ -1387,6 +1411,35 @@ fn command_paths(command: &str, project: Option<&Path>, program: bool) -> Vec<Pa
         .collect();
     let program_word = first.filter(|_| program).map(|i| words[i].clone());
     words.extend(inner);
+    // What a shell expansion gives when its variable is unset (`${NOPE:-srv.js}`), an option's
+    // value (`--import=./imp.mjs`), and the files of a module Python runs (`-m pkg.mod`: the
+    // package's directory and `pkg/mod.py`) are words too (a red team, 5 December).
+    let mut more = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        let mut rest = w.as_str();
+        while let Some(at) = rest.find("${") {
+            let inner = &rest[at + 2..];
+            let Some(end) = inner.find('}') else { break };
+            if let Some((_, default)) = inner[..end].split_once([':', '-', '=', '+']) {
+                more.push(default.trim_start_matches([':', '-', '=', '+']).to_owned());
+            }
+            rest = &inner[end + 1..];
+        }
+        if w.starts_with('-') {
+            // A value that looks like a path (`--x=1` names no file).
+            if let Some((_, value)) = w.split_once('=').filter(|(_, v)| v.contains(['/', '.'])) {
+                more.push(value.to_owned());
+            }
+        }
+        if i > 0 && words[i - 1] == "-m" && !w.is_empty() && !w.starts_with('-') {
+            let module = w.replace('.', "/");
+            more.push(format!("{module}.py"));
+            if let Some((package, _)) = module.split_once('/') {
+                more.push(package.to_owned());
+            }
+        }
+    }
+    words.extend(more);
     let mut out = Vec::new();
     for (i, w) in words.into_iter().enumerate() {
         let w = if w.contains(['$', '`']) {
@@ -1615,6 +1668,13 @@ mod tests {
             ("/p/.roo/mcp.json", Some("/p")),
             ("/p/.amazonq/mcp.json", Some("/p")),
             ("/p/.kiro/settings/mcp.json", Some("/p")),
+            ("/p/.junie/mcp/mcp.json", Some("/p")),
+            ("/p/.qwen/settings.json", Some("/p")),
+            ("/p/.kilocode/mcp.json", Some("/p")),
+            ("/p/crush.json", Some("/p")),
+            ("/p/.crush.json", Some("/p")),
+            ("/p/.kiro/mcp/mcp.json", None),
+            ("/p/.junie/settings/mcp.json", None),
             ("/p/other/settings/mcp.json", None),
             ("/p/.gemini/config.json", None),
             ("/p/.vscode/launch.json", None),
@@ -1631,7 +1691,11 @@ mod tests {
         };
         assert_eq!(words("./fsmon.sh", None), ["./fsmon.sh"]);
         assert_eq!(words("sh fsmon.sh", None), ["fsmon.sh"]);
-        assert_eq!(words("python3 -m mcpsrv", None), ["mcpsrv"]);
+        assert_eq!(words("python3 -m mcpsrv", None), ["mcpsrv", "mcpsrv.py"]);
+        assert_eq!(words("python3 -m pkg.srv", None), ["pkg", "pkg/srv.py", "pkg.srv"]);
+        assert_eq!(words("node ${NOPE:-srv5.js}", None), ["srv5.js"]);
+        assert_eq!(words("node ${A-x/a.js} ${B:=b.js}", None), ["b.js", "x/a.js"]);
+        assert_eq!(words("node --import=./imp.mjs srv.js", None), ["./imp.mjs", "srv.js"]);
         assert_eq!(words("!sh tools/a.sh --x=1 && bin/b", None), ["bin/b", "tools/a.sh"]);
         assert_eq!(words("'my tools/c.sh' %f", None), ["my", "my tools/c.sh", "tools/c.sh"]);
         assert_eq!(words("sh -c './x.sh --fix; b/y'", None), ["./x.sh", "./x.sh --fix; b/y", "b/y"]);
