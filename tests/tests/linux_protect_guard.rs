@@ -1109,6 +1109,110 @@ print("controls-ok")
         assert_eq!(fs::read_dir(&d.ws).unwrap().count(), 272, "270 repositories, `again` and the host's");
     }
 
+    /// No symlink comes into a `.git` inside a directory: one renamed to `.git`, or moved into
+    /// a `.git`, or exchanged with one, holding a symlink at any depth (a red team, 5 December:
+    /// `mv y .git` with `y/COMMIT_EDITMSG -> <a host file>`, and the host's `git commit` wrote
+    /// the file). Controls: the same trees without the symlink become `.git` or move into one,
+    /// and a tree with a symlink moves anywhere else.
+    pub fn symlinks_do_not_come_into_a_git_directory_inside_a_directory() {
+        let d = TestDirs::new("sbx-guard");
+        let victim = d.root.join("victim.txt");
+        fs::write(&victim, "ORIGINAL\n").unwrap();
+        let v = victim.display();
+        let script = format!(
+            r##"
+for repo in ("own", "own2"):
+    subprocess.run(["git", "init", "-q", repo], check=True)
+os.makedirs("y/objects")
+os.makedirs("y/refs/heads")
+write("y/HEAD", os.O_WRONLY | os.O_CREAT)
+os.symlink("{v}", "y/COMMIT_EDITMSG")
+os.makedirs("x/logs")
+os.symlink("{v}", "x/logs/HEAD")
+os.mkdir("newB")
+os.makedirs("deep/a/b")
+os.symlink("{v}", "deep/a/b/c")
+os.mkdir("w")
+os.symlink("{v}", "w/COMMIT_EDITMSG")
+attempt([
+    ("renamed-to-dotgit", lambda: os.rename("y", ".git")),
+    ("into-new-dotgit", lambda: os.rename("x", "newB/.git")),
+    ("deep-into-own-dotgit", lambda: os.rename("deep", "own/.git/deep")),
+    ("exchanged-with-dotgit", lambda: exchange("w", "own2/.git")),
+])
+# Controls: without the symlink, and elsewhere.
+os.unlink("y/COMMIT_EDITMSG")
+os.rename("y", "plain-git")
+os.makedirs("made")
+os.rename("plain-git", "made/.git")
+os.unlink("deep/a/b/c")
+os.rename("deep", "own/.git/deep")
+os.rename("x", "x-moved")
+print("controls-ok")
+"##
+        );
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        let out = while_host_acts(&exec, &d.ws, &script, |_| {});
+        assert_refused(
+            &out,
+            &["renamed-to-dotgit", "into-new-dotgit", "deep-into-own-dotgit", "exchanged-with-dotgit"],
+        );
+        assert!(out.contains("controls-ok"), "{out}");
+        assert!(!d.ws.join(".git").exists() && !d.ws.join("newB/.git").exists(), "{out}");
+        assert!(fs::symlink_metadata(d.ws.join("x-moved/logs/HEAD")).unwrap().file_type().is_symlink());
+        // The host's git in the repositories the run made writes no file through a link.
+        for repo in ["own", "own2", "made"] {
+            let _ = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"])
+                .current_dir(d.ws.join(repo))
+                .output()
+                .unwrap();
+        }
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "ORIGINAL\n");
+    }
+
+    /// A `.git` (or a bare directory with `hooks`) the run made ahead, in which the host's
+    /// `git init` then sets a repository up during the run, is no longer the run's to
+    /// configure: its config and hooks are refused once an entry of git's set-up that the run
+    /// did not make is there (a red team, 5 December: the host's `git init newB` said
+    /// "Initialized empty Git repository", and the workload then set `core.fsmonitor` and a
+    /// `pre-commit`). Control: the run's own `git init` in a `.git` it made ahead works, and
+    /// writes its config.
+    pub fn a_git_directory_the_run_prepared_is_the_hosts_once_the_host_sets_it_up() {
+        let d = TestDirs::new("sbx-guard");
+        let script = r##"
+os.makedirs("newB/.git/hooks")
+os.makedirs("newE/hooks")
+os.makedirs("mine/.git")
+open("ready", "w").close()
+wait_for("done")
+attempt([
+    ("config", lambda: write("newB/.git/config", os.O_WRONLY | os.O_APPEND)),
+    ("hook", lambda: write("newB/.git/hooks/pre-commit", os.O_WRONLY | os.O_CREAT)),
+    ("bare-hook", lambda: write("newE/hooks/pre-receive", os.O_WRONLY | os.O_CREAT)),
+    ("bare-config", lambda: write("newE/config", os.O_WRONLY | os.O_APPEND)),
+])
+subprocess.run(["git", "init", "-q", "mine"], check=True)
+subprocess.run(["git", "-C", "mine", "config", "x.y", "z"], check=True)
+subprocess.run(["git", "init", "-q", "--bare", "mine.git"], check=True)
+subprocess.run(["git", "-C", "mine.git", "config", "x.y", "z"], check=True)
+print("controls-ok")
+"##;
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        let out = while_host_acts(&exec, &d.ws, script, |ws| {
+            sandbox_tests::wait_for_marker(&ws.join("ready"));
+            git_in(ws, &["init", "-q", "newB"]);
+            git_in(ws, &["init", "-q", "--bare", "newE"]);
+            fs::write(ws.join("done"), "").unwrap();
+        });
+        assert_refused(&out, &["config", "hook", "bare-hook", "bare-config"]);
+        assert!(out.contains("controls-ok"), "{out}");
+        assert!(!fs::read_to_string(d.ws.join("newB/.git/config")).unwrap().contains("planted"));
+        assert!(!d.ws.join("newB/.git/hooks/pre-commit").exists() && !d.ws.join("newE/hooks/pre-receive").exists());
+    }
+
     /// The cost, roughly: 1000 file creations with and without the guard, the best of three
     /// runs each (printed only: the machines that run the suite vary too much for a bound).
     pub fn cost_of_the_guard() {
@@ -1172,6 +1276,14 @@ fn main() -> std::process::ExitCode {
             ),
             ("a_number_the_run_freed_names_nothing_of_the_hosts", a_number_the_run_freed_names_nothing_of_the_hosts),
             ("a_run_makes_as_many_repositories_as_it_likes", a_run_makes_as_many_repositories_as_it_likes),
+            (
+                "symlinks_do_not_come_into_a_git_directory_inside_a_directory",
+                symlinks_do_not_come_into_a_git_directory_inside_a_directory,
+            ),
+            (
+                "a_git_directory_the_run_prepared_is_the_hosts_once_the_host_sets_it_up",
+                a_git_directory_the_run_prepared_is_the_hosts_once_the_host_sets_it_up,
+            ),
             ("cost_of_the_guard", cost_of_the_guard),
         ])
     }

@@ -736,7 +736,7 @@ impl Guard<'_> {
                 .guard
                 .bare_candidates(full)
                 .iter()
-                .any(|d| !made(d) && (is_git_directory(d) || self.host_setting_up(d)));
+                .any(|d| self.host_setting_up(d) || (!made(d) && is_git_directory(d)));
             return if foreign { Err(Errno::EACCES) } else { Ok(()) };
         };
         if part == GitPart::Itself {
@@ -758,7 +758,11 @@ impl Guard<'_> {
         // the run made in the host's `.git` does not make what the host puts there its own (a
         // red team, 5 December).
         let worktree = full.strip_prefix(git.join("worktrees")).ok().and_then(|r| r.iter().next());
-        let own = made(&git) || worktree.is_some_and(|n| made(&git.join("worktrees").join(n)));
+        // A `.git` the run made in which another began setting a repository up (the host's
+        // `git init` of a path the run prepared: its `HEAD`, `objects`, templates) is no longer
+        // the run's to configure.
+        let own = (made(&git) && !self.host_setting_up(&git))
+            || worktree.is_some_and(|n| made(&git.join("worktrees").join(n)));
         if own { Ok(()) } else { Err(Errno::EACCES) }
     }
 
@@ -843,6 +847,7 @@ impl Guard<'_> {
     /// repository onto a worktree name in a `.git` of the run's made it the run's own (a red
     /// team, 5 December); see [`Guard::made_git_file`].
     fn made(&self, p: &Parent) {
+        self.made_mark(p);
         let full = match real_path(p.dir.as_fd()) {
             Ok(dir) => dir.join(os(&p.name)),
             Err(_) => return,
@@ -861,6 +866,25 @@ impl Guard<'_> {
         };
         if let Some((b, _)) = identity(&fd) {
             self.made.borrow_mut().make_own(b, fd);
+        }
+    }
+
+    /// Records `p` in [`Owned::dirs`] when it is an entry of git's set-up ([`SETUP_MARKS`], or
+    /// the lock file git writes one through: `HEAD.lock`, renamed to `HEAD`) that the run just
+    /// made or moved there: [`Guard::host_setting_up`] then knows it for the run's. A `.git`
+    /// the run made, in which the host's `git init` then set a repository up, was the run's to
+    /// configure (a red team, 5 December).
+    fn made_mark(&self, p: &Parent) {
+        let stem = p.name.strip_suffix(b".lock").unwrap_or(&p.name);
+        if !SETUP_MARKS.iter().any(|m| m.as_bytes() == stem || m.as_bytes() == p.name.as_slice()) {
+            return;
+        }
+        let Ok(object) = open_path(p.dir.as_fd(), &p.name, libc::O_NOFOLLOW) else { return };
+        let Some(b) = born(&object) else { return };
+        let mut made = self.made.borrow_mut();
+        if made.dirs.len() < MAX_RUN_DIRS {
+            made.freed.remove(&(b.0, b.1));
+            made.dirs.insert(b);
         }
     }
 
@@ -1089,13 +1113,15 @@ impl Guard<'_> {
             if into_git && is_symlink(&o) {
                 return Err(Errno::EACCES);
             }
-            return nix::unistd::linkat(
+            nix::unistd::linkat(
                 Some(o.dir.as_raw_fd()),
                 o.kernel_name()?.as_c_str(),
                 Some(p.dir.as_raw_fd()),
                 newname.as_c_str(),
                 AtFlags::empty(),
-            );
+            )?;
+            self.made_mark(&p);
+            return Ok(());
         };
         self.check_object(object.as_fd())?;
         let object_is_link =
@@ -1110,7 +1136,9 @@ impl Guard<'_> {
             Some(p.dir.as_raw_fd()),
             newname.as_c_str(),
             AtFlags::AT_SYMLINK_FOLLOW,
-        )
+        )?;
+        self.made_mark(&p);
+        Ok(())
     }
 
     fn rename(&self, olddirfd: i32, old: &[u8], newdirfd: i32, new: &[u8], flags: u32) -> Result<(), Errno> {
@@ -1136,10 +1164,13 @@ impl Guard<'_> {
         // directory holding one) readable.
         self.check_content(&o)?;
         // No symlink comes to lie inside a `.git` (see `CreationGuard::in_git_dir`), by either
-        // side of an exchange.
-        let into_git = |p: &Parent| real_path(p.dir.as_fd()).map(|d| self.guard.in_git_dir(&d.join(os(&p.name))));
+        // side of an exchange: neither a symlink moved there nor one inside a directory moved
+        // there or renamed to `.git` (a red team, 5 December, renamed a directory holding
+        // `COMMIT_EDITMSG -> <a host file>` to `.git`; the host's `git commit` wrote the file).
+        let into_git =
+            |p: &Parent| real_path(p.dir.as_fd()).map(|d| self.guard.in_git_dir(&d.join(os(&p.name)).join("x")));
         let exchange = flags.contains(nix::fcntl::RenameFlags::RENAME_EXCHANGE);
-        if (is_symlink(&o) && into_git(&n)?) || (exchange && is_symlink(&n) && into_git(&o)?) {
+        if (into_git(&n)? && self.holds_symlink(&o)?) || (exchange && into_git(&o)? && self.holds_symlink(&n)?) {
             return Err(Errno::EACCES);
         }
         // Nor does a git directory the run did not make, or a directory the host made during
@@ -1173,6 +1204,7 @@ impl Guard<'_> {
             flags,
         )?;
         self.freed(victim, gone);
+        self.made_mark(&n);
         if let Ok(dir) = real_path(n.dir.as_fd()) {
             self.made_git_file(&n, &dir.join(os(&n.name)));
         }
@@ -1233,6 +1265,47 @@ impl Guard<'_> {
         if nix::sys::stat::fstat(victim.as_raw_fd()).is_ok_and(|st| st.st_nlink == 0) {
             self.made.borrow_mut().removed(&gone);
         }
+    }
+
+    /// Whether `p` is a symlink or a directory holding one at any depth (symlinks not followed).
+    /// A tree of more than [`MAX_MOVED_ENTRIES`] entries, or with a directory the guard cannot
+    /// read, counts as holding one (closed).
+    fn holds_symlink(&self, p: &Parent) -> Result<bool, Errno> {
+        if is_symlink(p) {
+            return Ok(true);
+        }
+        let name = cstr(&p.name)?;
+        let open = |dir: Option<BorrowedFd<'_>>, name: &std::ffi::CStr| {
+            notify::open_at(dir, name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)
+        };
+        let top = match open(Some(p.dir.as_fd()), &name) {
+            Ok(top) => top,
+            // Not a directory, or nothing (the kernel answers).
+            Err(Errno::ENOTDIR | Errno::ENOENT) => return Ok(false),
+            Err(_) => return Ok(true),
+        };
+        let mut pending = vec![top];
+        let mut seen = 0usize;
+        while let Some(dir) = pending.pop() {
+            let at = std::path::PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+            let Ok(entries) = std::fs::read_dir(&at) else { return Ok(true) };
+            for entry in entries {
+                let Ok(entry) = entry else { return Ok(true) };
+                seen += 1;
+                let Ok(kind) = entry.file_type() else { return Ok(true) };
+                if seen > MAX_MOVED_ENTRIES || kind.is_symlink() {
+                    return Ok(true);
+                }
+                if kind.is_dir() {
+                    let sub = cstr(std::os::unix::ffi::OsStrExt::as_bytes(entry.file_name().as_os_str()))?;
+                    match open(Some(dir.as_fd()), &sub) {
+                        Ok(sub) => pending.push(sub),
+                        Err(_) => return Ok(true),
+                    }
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// EACCES when `p` is a directory (outside the exempt directories) that is, or holds at any
