@@ -776,6 +776,28 @@ mod linux {
         assert!(!marker.exists(), "the host's commit ran what the workload wrote");
     }
 
+    /// The servers further agents' JSON configurations name (see
+    /// `files_that_protected_configs_name_as_commands_are_read_only`), each a file in the
+    /// workspace.
+    const SERVERS: [&str; 16] = [
+        "gemini.js",
+        "oc.js",
+        "zed.js",
+        "kiro.js",
+        "roo.js",
+        "q.js",
+        "cont.js",
+        "qwen.js",
+        "kilo.js",
+        "junie.js",
+        "crush.js",
+        "srv5.js",
+        "sub/srv7.js",
+        "inj.js",
+        "mymod.py",
+        "imp.mjs",
+    ];
+
     /// The red team of 4 December (night): the protected configuration names commands that live
     /// in the writable workspace (`core.fsmonitor = ./fsmon.sh`, a filter's `clean =
     /// tools/clean.sh`, a `!` alias, a Claude Code hook `"$CLAUDE_PROJECT_DIR"/.claude/hooks/fmt.sh`,
@@ -825,24 +847,7 @@ mod linux {
         script("cursor.js", "// server\n");
         script("task.sh", "#!/bin/sh\n");
         script("init.sh", "#!/bin/sh\n");
-        for js in [
-            "gemini.js",
-            "oc.js",
-            "zed.js",
-            "kiro.js",
-            "roo.js",
-            "q.js",
-            "cont.js",
-            "qwen.js",
-            "kilo.js",
-            "junie.js",
-            "crush.js",
-            "srv5.js",
-            "sub/srv7.js",
-            "inj.js",
-            "mymod.py",
-            "imp.mjs",
-        ] {
+        for js in SERVERS {
             script(js, "// server\n");
         }
         git(ws, &["config", "core.fsmonitor", "./fsmon.sh"]);
@@ -909,7 +914,7 @@ mod linux {
         let m = marker.display();
         let (_set, exec) = executor(&d, config(&d));
         let mut attacks = Vec::new();
-        let named = [
+        let named: Vec<&str> = [
             "fsmon.sh",
             "tools/clean.sh",
             "clean2.sh",
@@ -923,23 +928,10 @@ mod linux {
             "cursor.js",
             "task.sh",
             "init.sh",
-            "gemini.js",
-            "oc.js",
-            "zed.js",
-            "kiro.js",
-            "roo.js",
-            "q.js",
-            "cont.js",
-            "qwen.js",
-            "kilo.js",
-            "junie.js",
-            "crush.js",
-            "srv5.js",
-            "sub/srv7.js",
-            "inj.js",
-            "mymod.py",
-            "imp.mjs",
-        ];
+        ]
+        .into_iter()
+        .chain(SERVERS)
+        .collect();
         for (i, rel) in named.iter().enumerate() {
             attacks.push((format!("write{i}"), format!("printf '#!/bin/sh\\ntouch {m}\\ncat\\n' > {rel}")));
             attacks.push((
