@@ -1109,15 +1109,27 @@ print("controls-ok")
         assert_eq!(fs::read_dir(&d.ws).unwrap().count(), 272, "270 repositories, `again` and the host's");
     }
 
-    /// No symlink comes into a `.git` inside a directory: one renamed to `.git`, or moved into
-    /// a `.git`, or exchanged with one, holding a symlink at any depth (a red team, 5 December:
-    /// `mv y .git` with `y/COMMIT_EDITMSG -> <a host file>`, and the host's `git commit` wrote
-    /// the file). Controls: the same trees without the symlink become `.git` or move into one,
-    /// and a tree with a symlink moves anywhere else.
+    /// No symlink comes into a git directory: not inside a directory renamed to `.git`, moved
+    /// into a `.git` or exchanged with one (a red team, 5 December: `mv y .git` with
+    /// `y/COMMIT_EDITMSG -> <a host file>`, and the host's `git commit` wrote the file); not into
+    /// a git directory that is no `.git` (a bare repository, its worktree's directory, by
+    /// contents: `r.git/worktrees/wt/COMMIT_EDITMSG -> ../../config` had the host's commit
+    /// replace the config); and no directory holding one becomes a git directory (`HEAD`,
+    /// `objects` and `refs` completed, which a `.git` file `gitdir: evil` then named). Controls:
+    /// the same trees without the symlink become `.git`, move into one or complete a git
+    /// directory, and a tree with a symlink moves anywhere else.
     pub fn symlinks_do_not_come_into_a_git_directory_inside_a_directory() {
         let d = TestDirs::new("sbx-guard");
         let victim = d.root.join("victim.txt");
         fs::write(&victim, "ORIGINAL\n").unwrap();
+        // The host's bare repository with a worktree, made before the run.
+        git_in(&d.ws, &["init", "-q", "src"]);
+        git_in(
+            &d.ws,
+            &["-C", "src", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"],
+        );
+        git_in(&d.ws, &["clone", "-q", "--bare", "src", "hostbare.git"]);
+        git_in(&d.ws, &["-C", "hostbare.git", "worktree", "add", "-q", "../wt"]);
         let v = victim.display();
         let script = format!(
             r##"
@@ -1125,20 +1137,32 @@ for repo in ("own", "own2"):
     subprocess.run(["git", "init", "-q", repo], check=True)
 os.makedirs("y/objects")
 os.makedirs("y/refs/heads")
-write("y/HEAD", os.O_WRONLY | os.O_CREAT)
 os.symlink("{v}", "y/COMMIT_EDITMSG")
 os.makedirs("x/logs")
 os.symlink("{v}", "x/logs/HEAD")
 os.mkdir("newB")
-os.makedirs("deep/a/b")
-os.symlink("{v}", "deep/a/b/c")
+for tree in ("deep", "deep2"):
+    os.makedirs(tree + "/a/b")
+    os.symlink("{v}", tree + "/a/b/c")
 os.mkdir("w")
 os.symlink("{v}", "w/COMMIT_EDITMSG")
+os.makedirs("evil/refs/heads")
+os.makedirs("evil/objects")
+os.symlink("{v}", "evil/COMMIT_EDITMSG")
+os.makedirs("evil2/refs")
+write("evil2/HEAD", os.O_WRONLY | os.O_CREAT)
+wt = [n for n in os.listdir("hostbare.git/worktrees")][0]
 attempt([
     ("renamed-to-dotgit", lambda: os.rename("y", ".git")),
     ("into-new-dotgit", lambda: os.rename("x", "newB/.git")),
     ("deep-into-own-dotgit", lambda: os.rename("deep", "own/.git/deep")),
     ("exchanged-with-dotgit", lambda: exchange("w", "own2/.git")),
+    ("completed-with-head", lambda: write("evil/HEAD", os.O_WRONLY | os.O_CREAT)),
+    ("completed-with-objects-link", lambda: os.symlink("/tmp", "evil2/objects")),
+    ("bare-message-link", lambda: os.symlink("{v}", "hostbare.git/COMMIT_EDITMSG")),
+    ("bare-objects-link", lambda: os.symlink("/tmp", "hostbare.git/objects/ab")),
+    ("worktree-admin-link", lambda: os.symlink("../../config", "hostbare.git/worktrees/%s/COMMIT_EDITMSG" % wt)),
+    ("tree-into-bare", lambda: os.rename("deep2", "hostbare.git/objects/cd")),
 ])
 # Controls: without the symlink, and elsewhere.
 os.unlink("y/COMMIT_EDITMSG")
@@ -1148,6 +1172,8 @@ os.rename("plain-git", "made/.git")
 os.unlink("deep/a/b/c")
 os.rename("deep", "own/.git/deep")
 os.rename("x", "x-moved")
+os.unlink("evil/COMMIT_EDITMSG")
+write("evil/HEAD", os.O_WRONLY | os.O_CREAT)
 print("controls-ok")
 "##
         );
@@ -1156,13 +1182,25 @@ print("controls-ok")
         let out = while_host_acts(&exec, &d.ws, &script, |_| {});
         assert_refused(
             &out,
-            &["renamed-to-dotgit", "into-new-dotgit", "deep-into-own-dotgit", "exchanged-with-dotgit"],
+            &[
+                "renamed-to-dotgit",
+                "into-new-dotgit",
+                "deep-into-own-dotgit",
+                "exchanged-with-dotgit",
+                "completed-with-head",
+                "completed-with-objects-link",
+                "bare-message-link",
+                "bare-objects-link",
+                "worktree-admin-link",
+                "tree-into-bare",
+            ],
         );
         assert!(out.contains("controls-ok"), "{out}");
         assert!(!d.ws.join(".git").exists() && !d.ws.join("newB/.git").exists(), "{out}");
         assert!(fs::symlink_metadata(d.ws.join("x-moved/logs/HEAD")).unwrap().file_type().is_symlink());
-        // The host's git in the repositories the run made writes no file through a link.
-        for repo in ["own", "own2", "made"] {
+        // The host's git in the repositories the run made, and in the worktree of its bare
+        // repository, writes no file through a link.
+        for repo in ["own", "own2", "made", "wt"] {
             let _ = std::process::Command::new("git")
                 .args(["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"])
                 .current_dir(d.ws.join(repo))
@@ -1170,6 +1208,7 @@ print("controls-ok")
                 .unwrap();
         }
         assert_eq!(fs::read_to_string(&victim).unwrap(), "ORIGINAL\n");
+        assert!(fs::read_to_string(d.ws.join("hostbare.git/config")).unwrap().contains("bare"));
     }
 
     /// A `.git` (or a bare directory with `hooks`) the run made ahead, in which the host's

@@ -1050,6 +1050,7 @@ impl Guard<'_> {
         let p = Resolver::new(self.thread).parent(dirfd, path)?;
         new_name(&p)?;
         self.check(&p, CreateOp::Create)?;
+        self.check_completes_git_directory(&p, false)?;
         self.caller_umask()?;
         let mode = Mode::from_bits_truncate((mode & 0o7777) as libc::mode_t);
         nix::sys::stat::mkdirat(Some(p.dir.as_raw_fd()), cstr(&p.name)?.as_c_str(), mode)?;
@@ -1062,6 +1063,7 @@ impl Guard<'_> {
         let p = Resolver::new(self.thread).parent(dirfd, path)?;
         new_name(&p)?;
         self.check(&p, CreateOp::Create)?;
+        self.check_completes_git_directory(&p, false)?;
         self.caller_umask()?;
         let kind = SFlag::from_bits_truncate(mode as libc::mode_t & libc::S_IFMT);
         let perm = Mode::from_bits_truncate((mode & 0o7777) as libc::mode_t);
@@ -1077,9 +1079,17 @@ impl Guard<'_> {
         if target.is_empty() {
             return Err(Errno::ENOENT);
         }
-        if self.guard.refuses_link(&real_path(p.dir.as_fd())?.join(os(&p.name)), target) {
+        let full = real_path(p.dir.as_fd())?.join(os(&p.name));
+        // git's own test of symlink support (`tXXXXXX -> testing` in the git directory, removed
+        // at once: see `CreationGuard::refuses_link`) is let through here as there.
+        let test = p.name.len() == 7
+            && p.name[0] == b't'
+            && p.name[1..].iter().all(u8::is_ascii_alphanumeric)
+            && target == b"testing";
+        if self.guard.refuses_link(&full, target) || (!test && self.beneath_git_directory(&full)) {
             return Err(Errno::EACCES);
         }
+        self.check_completes_git_directory(&p, true)?;
         nix::unistd::symlinkat(cstr(target)?.as_c_str(), Some(p.dir.as_raw_fd()), p.kernel_name()?.as_c_str())?;
         self.made(&p);
         Ok(())
@@ -1097,7 +1107,8 @@ impl Guard<'_> {
         // `CreationGuard::in_git_dir`), whichever way the symlink is named: by its path, or as
         // an `O_PATH` descriptor (`AT_EMPTY_PATH`, or `/proc/self/fd/N` followed: a red team,
         // 5 December).
-        let into_git = self.guard.in_git_dir(&real_path(p.dir.as_fd())?.join(os(&p.name)));
+        let full = real_path(p.dir.as_fd())?.join(os(&p.name));
+        let into_git = self.guard.in_git_dir(&full) || self.beneath_git_directory(&full);
         let mut r = Resolver::new(self.thread);
         let object = if old.is_empty() {
             if flags & libc::AT_EMPTY_PATH == 0 {
@@ -1113,6 +1124,7 @@ impl Guard<'_> {
             if into_git && is_symlink(&o) {
                 return Err(Errno::EACCES);
             }
+            self.check_completes_git_directory(&p, is_symlink(&o))?;
             nix::unistd::linkat(
                 Some(o.dir.as_raw_fd()),
                 o.kernel_name()?.as_c_str(),
@@ -1129,6 +1141,7 @@ impl Guard<'_> {
         if into_git && object_is_link {
             return Err(Errno::EACCES);
         }
+        self.check_completes_git_directory(&p, object_is_link)?;
         let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
         nix::unistd::linkat(
             None,
@@ -1167,11 +1180,21 @@ impl Guard<'_> {
         // side of an exchange: neither a symlink moved there nor one inside a directory moved
         // there or renamed to `.git` (a red team, 5 December, renamed a directory holding
         // `COMMIT_EDITMSG -> <a host file>` to `.git`; the host's `git commit` wrote the file).
-        let into_git =
-            |p: &Parent| real_path(p.dir.as_fd()).map(|d| self.guard.in_git_dir(&d.join(os(&p.name)).join("x")));
+        let into_git = |p: &Parent| {
+            real_path(p.dir.as_fd()).map(|d| {
+                let full = d.join(os(&p.name));
+                self.guard.in_git_dir(&full.join("x")) || self.beneath_git_directory(&full)
+            })
+        };
         let exchange = flags.contains(nix::fcntl::RenameFlags::RENAME_EXCHANGE);
         if (into_git(&n)? && self.holds_symlink(&o)?) || (exchange && into_git(&o)? && self.holds_symlink(&n)?) {
             return Err(Errno::EACCES);
+        }
+        // Nor does a directory become a git directory by the name a rename brings while a
+        // symlink lies in it or in what comes.
+        self.check_completes_git_directory(&n, self.holds_symlink(&o)?)?;
+        if exchange {
+            self.check_completes_git_directory(&o, self.holds_symlink(&n)?)?;
         }
         // Nor does a git directory the run did not make, or a directory the host made during
         // the run, move with a directory above it, nor is one replaced by the new name (an
@@ -1284,6 +1307,66 @@ impl Guard<'_> {
             Err(Errno::ENOTDIR | Errno::ENOENT) => return Ok(false),
             Err(_) => return Ok(true),
         };
+        tree_holds_symlink(top)
+    }
+
+    /// Whether an object at `full` would lie inside a git directory that is no `.git` and
+    /// none's child: a bare repository, a separate git directory, a linked worktree's
+    /// (`r.git/worktrees/wt`), the host's or the run's; an ancestor is one by its contents
+    /// ([`is_git_directory`]), outside the exempt directories. The host's git writes through a
+    /// symlink there as in a `.git` (a red team, 5 December: `r.git/worktrees/wt/COMMIT_EDITMSG
+    /// -> ../../config`, and the host's next commit replaced the config with its message).
+    fn beneath_git_directory(&self, full: &std::path::Path) -> bool {
+        full.ancestors()
+            .skip(1)
+            .take_while(|a| a.parent().is_some())
+            .any(|a| !self.guard.is_exempt(a) && is_git_directory(a))
+    }
+
+    /// EACCES when `p`, about to be made (its object a symlink or not: `symlink`), would make
+    /// its directory a git directory by its contents (`HEAD`, `objects` and `refs` all there,
+    /// or a `commondir`) while a symlink lies anywhere in it: a directory `evil` with
+    /// `COMMIT_EDITMSG -> <a host file>`, then made a repository's git directory (a `.git` file
+    /// `gitdir: evil`), had the host's `git commit` write the file (a red team, 5 December). In
+    /// a `.git` no symlink comes to lie anyway.
+    fn check_completes_git_directory(&self, p: &Parent, symlink: bool) -> Result<(), Errno> {
+        const DEFINING: [&str; 3] = ["HEAD", "objects", "refs"];
+        let name = p.name.as_slice();
+        let trio = DEFINING.iter().any(|d| d.as_bytes() == name);
+        if !trio && name != b"commondir" {
+            return Ok(());
+        }
+        // Already there (git's `HEAD.lock` renamed over `HEAD`): the directory was one before.
+        if nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), cstr(name)?.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
+            .is_ok()
+        {
+            return Ok(());
+        }
+        let dir = real_path(p.dir.as_fd())?;
+        if self.guard.in_git_dir(&dir.join(os(&p.name))) || self.guard.is_exempt(&dir) {
+            return Ok(());
+        }
+        let others = |m: &&str| m.as_bytes() == name || nix::sys::stat::lstat(&dir.join(m)).is_ok();
+        if trio && !DEFINING.iter().all(others) {
+            return Ok(());
+        }
+        let here = notify::open_at(Some(p.dir.as_fd()), c".", libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)
+            .map_err(|_| Errno::EACCES)?;
+        if symlink || tree_holds_symlink(here)? {
+            return Err(Errno::EACCES);
+        }
+        Ok(())
+    }
+}
+
+/// Whether the directory tree `top` holds a symlink at any depth (symlinks not followed). A tree
+/// of more than [`MAX_MOVED_ENTRIES`] entries, or with a directory that cannot be read, counts
+/// as holding one (closed).
+fn tree_holds_symlink(top: OwnedFd) -> Result<bool, Errno> {
+    let open = |dir: BorrowedFd<'_>, name: &std::ffi::CStr| {
+        notify::open_at(Some(dir), name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)
+    };
+    {
         let mut pending = vec![top];
         let mut seen = 0usize;
         while let Some(dir) = pending.pop() {
@@ -1298,7 +1381,7 @@ impl Guard<'_> {
                 }
                 if kind.is_dir() {
                     let sub = cstr(std::os::unix::ffi::OsStrExt::as_bytes(entry.file_name().as_os_str()))?;
-                    match open(Some(dir.as_fd()), &sub) {
+                    match open(dir.as_fd(), &sub) {
                         Ok(sub) => pending.push(sub),
                         Err(_) => return Ok(true),
                     }
@@ -1307,7 +1390,9 @@ impl Guard<'_> {
         }
         Ok(false)
     }
+}
 
+impl Guard<'_> {
     /// EACCES when `p` is a directory (outside the exempt directories) that is, or holds at any
     /// depth, something of the host's the run may not move, replace or take the name of: a
     /// `.git` this run did not make, or a git directory by its contents (a bare repository, a
@@ -1443,6 +1528,7 @@ impl Guard<'_> {
                 Some(_) => notify::open_at(Some(p.dir.as_fd()), &name, base & !libc::O_CREAT, 0),
                 None if !creating => Err(Errno::ENOENT),
                 None => {
+                    self.check_completes_git_directory(&p, false)?;
                     self.caller_umask()?;
                     let made = notify::open_at(Some(p.dir.as_fd()), &name, base, mode);
                     if made.is_ok() {
