@@ -1151,6 +1151,10 @@ os.makedirs("evil/objects")
 os.symlink("{v}", "evil/COMMIT_EDITMSG")
 os.makedirs("evil2/refs")
 write("evil2/HEAD", os.O_WRONLY | os.O_CREAT)
+# git takes an executable file named `objects` (it asks only to search it) until it writes one.
+os.makedirs("evil3/refs")
+write("evil3/HEAD", os.O_WRONLY | os.O_CREAT)
+write("evil3/objects", os.O_WRONLY | os.O_CREAT)
 wt = [n for n in os.listdir("hostbare.git/worktrees")][0]
 attempt([
     ("renamed-to-dotgit", lambda: os.rename("y", ".git")),
@@ -1159,6 +1163,7 @@ attempt([
     ("exchanged-with-dotgit", lambda: exchange("w", "own2/.git")),
     ("completed-with-head", lambda: write("evil/HEAD", os.O_WRONLY | os.O_CREAT)),
     ("completed-with-objects-link", lambda: os.symlink("/tmp", "evil2/objects")),
+    ("link-beside-objects-file", lambda: os.symlink("{v}", "evil3/COMMIT_EDITMSG")),
     ("bare-message-link", lambda: os.symlink("{v}", "hostbare.git/COMMIT_EDITMSG")),
     ("bare-objects-link", lambda: os.symlink("/tmp", "hostbare.git/objects/ab")),
     ("worktree-admin-link", lambda: os.symlink("../../config", "hostbare.git/worktrees/%s/COMMIT_EDITMSG" % wt)),
@@ -1189,6 +1194,7 @@ print("controls-ok")
                 "exchanged-with-dotgit",
                 "completed-with-head",
                 "completed-with-objects-link",
+                "link-beside-objects-file",
                 "bare-message-link",
                 "bare-objects-link",
                 "worktree-admin-link",

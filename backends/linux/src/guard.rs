@@ -293,7 +293,7 @@ enum Outcome {
 /// A directory's identity with its birth time and generation: `(st_dev, st_ino, seconds,
 /// nanoseconds, generation)`. An inode number is given out again at once (ext4 hands the
 /// number a removed directory freed to the next one made beside it), and often in the same
-/// tick of the clock birth times come from: the generation ([`crate::sys::dir_generation`])
+/// tick of the clock birth times come from: the generation ([`crate::sys::generation`])
 /// tells the two apart where the filesystem keeps one; where it keeps none, [`Owned::freed`]
 /// does for the numbers the run frees itself.
 type Born = (u64, u64, i64, u32, Option<u32>);
@@ -1050,7 +1050,7 @@ impl Guard<'_> {
         let p = Resolver::new(self.thread).parent(dirfd, path)?;
         new_name(&p)?;
         self.check(&p, CreateOp::Create)?;
-        self.check_completes_git_directory(&p, false)?;
+        self.check_completes_git_directory(&p, || Ok(false))?;
         self.caller_umask()?;
         let mode = Mode::from_bits_truncate((mode & 0o7777) as libc::mode_t);
         nix::sys::stat::mkdirat(Some(p.dir.as_raw_fd()), cstr(&p.name)?.as_c_str(), mode)?;
@@ -1063,7 +1063,7 @@ impl Guard<'_> {
         let p = Resolver::new(self.thread).parent(dirfd, path)?;
         new_name(&p)?;
         self.check(&p, CreateOp::Create)?;
-        self.check_completes_git_directory(&p, false)?;
+        self.check_completes_git_directory(&p, || Ok(false))?;
         self.caller_umask()?;
         let kind = SFlag::from_bits_truncate(mode as libc::mode_t & libc::S_IFMT);
         let perm = Mode::from_bits_truncate((mode & 0o7777) as libc::mode_t);
@@ -1089,7 +1089,7 @@ impl Guard<'_> {
         if self.guard.refuses_link(&full, target) || (!test && self.beneath_git_directory(&full)) {
             return Err(Errno::EACCES);
         }
-        self.check_completes_git_directory(&p, true)?;
+        self.check_completes_git_directory(&p, || Ok(true))?;
         nix::unistd::symlinkat(cstr(target)?.as_c_str(), Some(p.dir.as_raw_fd()), p.kernel_name()?.as_c_str())?;
         self.made(&p);
         Ok(())
@@ -1124,7 +1124,7 @@ impl Guard<'_> {
             if into_git && is_symlink(&o) {
                 return Err(Errno::EACCES);
             }
-            self.check_completes_git_directory(&p, is_symlink(&o))?;
+            self.check_completes_git_directory(&p, || Ok(is_symlink(&o)))?;
             nix::unistd::linkat(
                 Some(o.dir.as_raw_fd()),
                 o.kernel_name()?.as_c_str(),
@@ -1141,7 +1141,7 @@ impl Guard<'_> {
         if into_git && object_is_link {
             return Err(Errno::EACCES);
         }
-        self.check_completes_git_directory(&p, object_is_link)?;
+        self.check_completes_git_directory(&p, || Ok(object_is_link))?;
         let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
         nix::unistd::linkat(
             None,
@@ -1192,9 +1192,9 @@ impl Guard<'_> {
         }
         // Nor does a directory become a git directory by the name a rename brings while a
         // symlink lies in it or in what comes.
-        self.check_completes_git_directory(&n, self.holds_symlink(&o)?)?;
+        self.check_completes_git_directory(&n, || self.holds_symlink(&o))?;
         if exchange {
-            self.check_completes_git_directory(&o, self.holds_symlink(&n)?)?;
+            self.check_completes_git_directory(&o, || self.holds_symlink(&n))?;
         }
         // Nor does a git directory the run did not make, or a directory the host made during
         // the run, move with a directory above it, nor is one replaced by the new name (an
@@ -1316,20 +1316,29 @@ impl Guard<'_> {
     /// ([`is_git_directory`]), outside the exempt directories. The host's git writes through a
     /// symlink there as in a `.git` (a red team, 5 December: `r.git/worktrees/wt/COMMIT_EDITMSG
     /// -> ../../config`, and the host's next commit replaced the config with its message).
+    ///
+    /// By git's own measure, looser than [`is_git_directory`]'s: `HEAD`, `objects` and `refs`
+    /// of any type (git asks only that it may search them: an executable file named `objects`,
+    /// or a symlink, will do until it writes an object; `COMMIT_EDITMSG` comes first).
     fn beneath_git_directory(&self, full: &std::path::Path) -> bool {
-        full.ancestors()
-            .skip(1)
-            .take_while(|a| a.parent().is_some())
-            .any(|a| !self.guard.is_exempt(a) && is_git_directory(a))
+        let git_like = |a: &std::path::Path| {
+            ["HEAD", "objects", "refs"].iter().all(|m| nix::sys::stat::lstat(&a.join(m)).is_ok()) || is_git_directory(a)
+        };
+        full.ancestors().skip(1).take_while(|a| a.parent().is_some()).any(|a| !self.guard.is_exempt(a) && git_like(a))
     }
 
-    /// EACCES when `p`, about to be made (its object a symlink or not: `symlink`), would make
+    /// EACCES when `p`, about to be made (its object a symlink or holding one: `symlink`, asked
+    /// only when it matters), would make
     /// its directory a git directory by its contents (`HEAD`, `objects` and `refs` all there,
     /// or a `commondir`) while a symlink lies anywhere in it: a directory `evil` with
     /// `COMMIT_EDITMSG -> <a host file>`, then made a repository's git directory (a `.git` file
     /// `gitdir: evil`), had the host's `git commit` write the file (a red team, 5 December). In
     /// a `.git` no symlink comes to lie anyway.
-    fn check_completes_git_directory(&self, p: &Parent, symlink: bool) -> Result<(), Errno> {
+    fn check_completes_git_directory(
+        &self,
+        p: &Parent,
+        symlink: impl FnOnce() -> Result<bool, Errno>,
+    ) -> Result<(), Errno> {
         const DEFINING: [&str; 3] = ["HEAD", "objects", "refs"];
         let name = p.name.as_slice();
         let trio = DEFINING.iter().any(|d| d.as_bytes() == name);
@@ -1352,7 +1361,7 @@ impl Guard<'_> {
         }
         let here = notify::open_at(Some(p.dir.as_fd()), c".", libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)
             .map_err(|_| Errno::EACCES)?;
-        if symlink || tree_holds_symlink(here)? {
+        if symlink()? || tree_holds_symlink(here)? {
             return Err(Errno::EACCES);
         }
         Ok(())
@@ -1528,7 +1537,7 @@ impl Guard<'_> {
                 Some(_) => notify::open_at(Some(p.dir.as_fd()), &name, base & !libc::O_CREAT, 0),
                 None if !creating => Err(Errno::ENOENT),
                 None => {
-                    self.check_completes_git_directory(&p, false)?;
+                    self.check_completes_git_directory(&p, || Ok(false))?;
                     self.caller_umask()?;
                     let made = notify::open_at(Some(p.dir.as_fd()), &name, base, mode);
                     if made.is_ok() {
