@@ -340,14 +340,19 @@ pub enum CreateOp {
     Place,
 }
 
-/// Whether a symlink at `link` with the text `target` is git's test of symlink support: named
-/// `t` and six letters or digits (git's `mkstemp`), directly in a `.git`, to `testing`.
+/// Whether a symlink at `link` with the text `target` is git's test of symlink support,
+/// directly in a `.git` (see [`is_git_symlink_test`]).
 fn is_symlink_test(link: &Path, target: &[u8]) -> bool {
     use std::os::unix::ffi::OsStrExt as _;
     let in_dot_git = link.parent().and_then(Path::file_name) == Some(std::ffi::OsStr::new(".git"));
-    let name = link.file_name().map(std::ffi::OsStr::as_bytes).unwrap_or_default();
-    let temp = name.len() == 7 && name[0] == b't' && name[1..].iter().all(u8::is_ascii_alphanumeric);
-    target == b"testing" && in_dot_git && temp
+    in_dot_git && is_git_symlink_test(link.file_name().map(std::ffi::OsStr::as_bytes).unwrap_or_default(), target)
+}
+
+/// Whether a symlink named `name` with the text `target` is git's test of symlink support, as
+/// `init` and `clone` make it in a git directory and remove it at once: `t` and six letters or
+/// digits (git's `mkstemp`), to `testing`.
+pub fn is_git_symlink_test(name: &[u8], target: &[u8]) -> bool {
+    name.len() == 7 && name[0] == b't' && name[1..].iter().all(u8::is_ascii_alphanumeric) && target == b"testing"
 }
 
 /// The files of a git directory git takes commands or locations from (besides `hooks/`).

@@ -45,7 +45,7 @@ use std::sync::Arc;
 use nix::errno::Errno;
 use nix::fcntl::AtFlags;
 use nix::sys::stat::{Mode, SFlag};
-use sandbox_bundle::protect::{GIT_FILES, GitPart, is_git_directory};
+use sandbox_bundle::protect::{GIT_FILES, GitPart, is_git_directory, is_git_symlink_test};
 use sandbox_bundle::{CreateOp, CreationGuard};
 use seccompiler::sock_filter;
 
@@ -359,6 +359,14 @@ impl Owned {
         }
         if let Some(handle) = self.own.remove(b) {
             self.held -= usize::from(handle.is_some());
+        }
+    }
+
+    /// Records `b` as made by the run in [`Owned::dirs`] (no longer freed, if its number was).
+    fn made_by_run(&mut self, b: Born) {
+        if self.dirs.len() < MAX_RUN_DIRS {
+            self.freed.remove(&(b.0, b.1));
+            self.dirs.insert(b);
         }
     }
 
@@ -804,11 +812,8 @@ impl Guard<'_> {
         };
         // Also in the exempt directories: one made there and moved into the workspace (the
         // same filesystem) stays the run's.
-        let Some(b) = born(&fd) else { return };
-        let mut made = self.made.borrow_mut();
-        if made.dirs.len() < MAX_RUN_DIRS {
-            made.freed.remove(&(b.0, b.1));
-            made.dirs.insert(b);
+        if let Some(b) = born(&fd) {
+            self.made.borrow_mut().made_by_run(b);
         }
     }
 
@@ -880,11 +885,8 @@ impl Guard<'_> {
             return;
         }
         let Ok(object) = open_path(p.dir.as_fd(), &p.name, libc::O_NOFOLLOW) else { return };
-        let Some(b) = born(&object) else { return };
-        let mut made = self.made.borrow_mut();
-        if made.dirs.len() < MAX_RUN_DIRS {
-            made.freed.remove(&(b.0, b.1));
-            made.dirs.insert(b);
+        if let Some(b) = born(&object) {
+            self.made.borrow_mut().made_by_run(b);
         }
     }
 
@@ -1082,10 +1084,7 @@ impl Guard<'_> {
         let full = real_path(p.dir.as_fd())?.join(os(&p.name));
         // git's own test of symlink support (`tXXXXXX -> testing` in the git directory, removed
         // at once: see `CreationGuard::refuses_link`) is let through here as there.
-        let test = p.name.len() == 7
-            && p.name[0] == b't'
-            && p.name[1..].iter().all(u8::is_ascii_alphanumeric)
-            && target == b"testing";
+        let test = is_git_symlink_test(&p.name, target);
         if self.guard.refuses_link(&full, target) || (!test && self.beneath_git_directory(&full)) {
             return Err(Errno::EACCES);
         }
