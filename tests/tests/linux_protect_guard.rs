@@ -1258,6 +1258,151 @@ print("controls-ok")
         assert!(!d.ws.join("newB/.git/hooks/pre-commit").exists() && !d.ws.join("newE/hooks/pre-receive").exists());
     }
 
+    /// A worktree entry the run adds to a repository it did not make (`git worktree add` in the
+    /// host's checkout, or in the host's bare repository) names that repository as its common
+    /// directory, whatever the workload writes there: a red team (5 December) wrote a
+    /// `commondir` naming a directory of its own with a `core.fsmonitor` and a branch's reflog
+    /// linked to a host file; after the user's `git worktree repair`, the host's `git commit`
+    /// in the worktree ran the one and wrote the other. Every way to bring other content under
+    /// that name is tried: writing it new, rewriting and appending to it, a rename, link or
+    /// exchange onto it, `mknod`, a symlink, a second name for it, a reopen through
+    /// `/proc/self/fd`, `truncate`, and a rename away and back. Controls: `git worktree add` in
+    /// both repositories, a commit in the new worktree, and the same writes in a repository of
+    /// the run's own, which keep what was written.
+    pub fn a_worktree_entry_names_the_repository_that_holds_it() {
+        let d = TestDirs::new("sbx-guard");
+        let victim = d.root.join("victim.txt");
+        fs::write(&victim, "ORIGINAL\n").unwrap();
+        let commit = ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"];
+        git_in(&d.ws, &["init", "-q", "-b", "main", "proj"]);
+        git_in(&d.ws.join("proj"), &commit);
+        git_in(&d.ws, &["clone", "-q", "--bare", "proj", "hb.git"]);
+        let (ws, v) = (d.ws.display(), victim.display());
+        let script = format!(
+            r##"
+import stat
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+def put(path, text):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, text.encode())
+    os.close(fd)
+def put_into(path, text, flags):
+    fd = os.open(path, flags, 0o644)
+    os.write(fd, text.encode())
+    os.close(fd)
+def reopen(path):
+    fd = os.open(path, os.O_PATH)
+    put_into("/proc/self/fd/%d" % fd, "{ws}/X\n", os.O_WRONLY | os.O_TRUNC)
+# Controls: worktrees in the host's checkout and bare repository, a commit in one.
+subprocess.run(GIT + ["-C", "proj", "worktree", "add", "-q", "-b", "wa", "../wtA"], check=True)
+subprocess.run(GIT + ["-C", "hb.git", "worktree", "add", "-q", "-b", "wb", "../wtB"], check=True)
+subprocess.run(GIT + ["-C", "wtA", "commit", "-q", "--allow-empty", "-m", "in-wtA"], check=True)
+# A common directory of the run's: no HEAD, a config with an fsmonitor, a reflog linked out.
+os.makedirs("X/refs/heads")
+os.makedirs("X/objects/info")
+os.makedirs("X/logs/refs/heads")
+put("X/objects/info/alternates", "{ws}/proj/.git/objects\n")
+os.symlink("{v}", "X/logs/refs/heads/side")
+# The config last: with it, X is a git directory by its contents, where no symlink may come.
+put("X/config", "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = {ws}/fsmon.sh\n")
+put("fsmon.sh", "#!/bin/sh\necho ran >> {ws}/FSMON\n")
+os.chmod("fsmon.sh", 0o755)
+main = open("proj/.git/refs/heads/main").read()
+put("X/refs/heads/side", main)
+# Inside the repository's `.git` (its own mount in the sandbox: a rename from outside crosses).
+put("proj/.git/cd2", "{ws}/X\n")
+E = "proj/.git/worktrees/"
+for n in ("sub", "e1", "e2", "e3", "e4", "e5"):
+    os.mkdir(E + n)
+put(E + "sub/gitdir", "{ws}/proj/sub/.git\n")
+put(E + "sub/HEAD", "ref: refs/heads/side\n")
+os.mkdir("proj/sub")
+os.mkdir("hb.git/worktrees/e6")
+attempt([
+    ("write-new", lambda: put(E + "sub/commondir", "../../../../X\n")),
+    ("rewrite", lambda: put_into(E + "wtA/commondir", "{ws}/X\n", os.O_WRONLY | os.O_TRUNC)),
+    ("append", lambda: put_into(E + "wtA/commondir", "X\n", os.O_WRONLY | os.O_APPEND)),
+    ("read-write", lambda: put_into(E + "wtA/commondir", "{ws}/X\n", os.O_RDWR)),
+    ("bare-write-new", lambda: put("hb.git/worktrees/e6/commondir", "{ws}/X\n")),
+    ("bare-rewrite", lambda: put_into("hb.git/worktrees/wtB/commondir", "{ws}/X\n", os.O_WRONLY | os.O_TRUNC)),
+])
+attempt([
+    ("rename-onto", lambda: os.rename("proj/.git/cd2", E + "e1/commondir")),
+    ("rename-over", lambda: os.rename("proj/.git/cd2", E + "wtA/commondir")),
+    ("link-onto", lambda: os.link("proj/.git/cd2", E + "e2/commondir")),
+    ("exchange", lambda: exchange("proj/.git/cd2", E + "wtA/commondir")),
+    ("mknod", lambda: os.mknod(E + "e3/commondir", 0o644 | stat.S_IFREG)),
+    ("symlink", lambda: os.symlink("{ws}/X", E + "e4/commondir")),
+    ("second-name", lambda: os.link(E + "wtA/commondir", E + "wtA/alias")),
+    ("proc-fd", lambda: reopen(E + "wtA/commondir")),
+    ("truncate", lambda: os.truncate(E + "wtA/commondir", 0)),
+])
+put(E + "e5/commondir", "ignored\n")
+os.rename(E + "e5/commondir", E + "e5/away")
+put(E + "e5/away", "{ws}/X\n")
+attempt([("back", lambda: os.rename(E + "e5/away", E + "e5/commondir"))])
+# The run's own repository: its worktree entries are its own to write.
+subprocess.run(GIT + ["init", "-q", "-b", "main", "own"], check=True)
+subprocess.run(GIT + ["-C", "own", "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+subprocess.run(GIT + ["-C", "own", "worktree", "add", "-q", "-b", "wo", "../wtO"], check=True)
+put("own/.git/worktrees/wtO/commondir", "../../own-kept\n")
+print("own-kept:", open("own/.git/worktrees/wtO/commondir").read().strip())
+subprocess.run(["rm", "-rf", "wtO"], check=True)
+subprocess.run(GIT + ["-C", "wtA", "status", "--short"], check=True)
+print("controls-ok")
+"##
+        );
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        let out = while_host_acts(&exec, &d.ws, &script, |_| {});
+        for name in ["write-new", "rewrite", "append", "read-write", "bare-write-new", "bare-rewrite"] {
+            assert!(out.contains(&format!("{name} ok\n")), "{name}: {out}");
+        }
+        assert_refused(
+            &out,
+            &[
+                "rename-onto",
+                "rename-over",
+                "link-onto",
+                "exchange",
+                "mknod",
+                "symlink",
+                "second-name",
+                "proc-fd",
+                "truncate",
+                "back",
+            ],
+        );
+        assert!(out.contains("own-kept: ../../own-kept\n") && out.contains("controls-ok"), "{out}");
+        for entry in
+            ["proj/.git/worktrees/sub", "proj/.git/worktrees/wtA", "hb.git/worktrees/e6", "hb.git/worktrees/wtB"]
+        {
+            let text = fs::read_to_string(d.ws.join(entry).join("commondir")).unwrap();
+            assert_eq!(text, "../..\n", "{entry}");
+        }
+        for entry in ["e1", "e2", "e3", "e4", "e5"] {
+            assert!(
+                fs::symlink_metadata(d.ws.join("proj/.git/worktrees").join(entry).join("commondir")).is_err(),
+                "{entry}"
+            );
+        }
+        // The user repairs the worktrees and commits in them: the workload's fsmonitor does not
+        // run, no file is written through its link, and both worktrees work.
+        let _ = std::process::Command::new("git").args(["worktree", "repair"]).current_dir(d.ws.join("proj")).output();
+        for wt in ["proj/sub", "wtA", "wtB"] {
+            let _ = std::process::Command::new("git").args(commit).current_dir(d.ws.join(wt)).output().unwrap();
+        }
+        assert!(!d.ws.join("FSMON").exists(), "the workload's fsmonitor ran");
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "ORIGINAL\n");
+        let log = std::process::Command::new("git")
+            .args(["log", "--oneline", "wa"])
+            .current_dir(d.ws.join("proj"))
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&log.stdout).contains("in-wtA"));
+        git_in(&d.ws.join("wtB"), &["status", "--short"]);
+    }
+
     /// The cost, roughly: 1000 file creations with and without the guard, the best of three
     /// runs each (printed only: the machines that run the suite vary too much for a bound).
     pub fn cost_of_the_guard() {
@@ -1328,6 +1473,10 @@ fn main() -> std::process::ExitCode {
             (
                 "a_git_directory_the_run_prepared_is_the_hosts_once_the_host_sets_it_up",
                 a_git_directory_the_run_prepared_is_the_hosts_once_the_host_sets_it_up,
+            ),
+            (
+                "a_worktree_entry_names_the_repository_that_holds_it",
+                a_worktree_entry_names_the_repository_that_holds_it,
             ),
             ("cost_of_the_guard", cost_of_the_guard),
         ])

@@ -717,12 +717,94 @@ impl Guard<'_> {
     /// EACCES when bringing `p` into being by `op` is refused.
     fn check(&self, p: &Parent, op: CreateOp) -> Result<(), Errno> {
         let full = real_path(p.dir.as_fd())?.join(os(&p.name));
-        let placing_denied = op == CreateOp::Place && self.guard.holds_denied(&full);
-        if self.guard.refuses(&full, op) || self.guard.denies(&full) || placing_denied {
+        // A worktree entry's `commondir` in a repository the run did not make comes into being
+        // only through [`Guard::stage_commondir`]: never made by another call, linked or
+        // renamed there.
+        if self.foreign_commondir(&full) {
             return Err(Errno::EACCES);
         }
-        self.check_host_made(p, &full)?;
-        self.check_git(&full, op == CreateOp::Create)
+        self.check_full(p, &full, op)
+    }
+
+    /// [`Guard::check`] for `p` at `full` (its real path), without the rule on a worktree
+    /// entry's `commondir`.
+    fn check_full(&self, p: &Parent, full: &std::path::Path, op: CreateOp) -> Result<(), Errno> {
+        let placing_denied = op == CreateOp::Place && self.guard.holds_denied(full);
+        if self.guard.refuses(full, op) || self.guard.denies(full) || placing_denied {
+            return Err(Errno::EACCES);
+        }
+        self.check_host_made(p, full)?;
+        self.check_git(full, op == CreateOp::Create)
+    }
+
+    /// Whether `full` (a real path) is the `commondir` of a worktree entry (`<G>/worktrees/<n>`)
+    /// of a git directory `G` the run did not make: a `.git`, or a bare repository or separate
+    /// git directory by its contents, outside the exempt directories. The entry itself may be
+    /// the run's (`git worktree add` in the host's repository makes one), but what its
+    /// `commondir` names is where the host's git takes its config and hooks from once it works
+    /// in that worktree: a red team (5 December) wrote one naming a directory of its own with a
+    /// `core.fsmonitor` and a reflog linked to a host file; after the user's `git worktree
+    /// repair`, the host's `git commit` ran the one and wrote the other.
+    fn foreign_commondir(&self, full: &std::path::Path) -> bool {
+        if full.file_name() != Some(std::ffi::OsStr::new("commondir")) || self.guard.is_exempt(full) {
+            return false;
+        }
+        let Some(worktrees) = full.parent().and_then(std::path::Path::parent) else { return false };
+        let Some(git) = worktrees.parent() else { return false };
+        if worktrees.file_name() != Some(std::ffi::OsStr::new("worktrees")) {
+            return false;
+        }
+        let git_dir = git.file_name() == Some(std::ffi::OsStr::new(".git")) || is_git_directory(git);
+        git_dir && (!self.is_own(git) || self.host_setting_up(git))
+    }
+
+    /// An open for writing (or creating) of a worktree entry's `commondir` in a repository the
+    /// run did not make ([`Guard::foreign_commondir`]): the file holds what git writes there,
+    /// `../..` (the repository that holds the entry), made here if it is not there yet, and the
+    /// caller's writes go to a file of its own with no name in the same directory, which is
+    /// dropped when the caller closes it. `git worktree add` works as before; no other common
+    /// directory can be named. An open that does not write gets the file itself.
+    fn stage_commondir(&self, p: &Parent, full: &std::path::Path, flags: i32, mode: u32) -> Result<Outcome, Errno> {
+        let creating = flags & libc::O_CREAT != 0;
+        if creating {
+            self.check_full(p, full, CreateOp::Create)?;
+        } else {
+            self.check_content(p)?;
+        }
+        let cloexec = flags & libc::O_CLOEXEC != 0;
+        let name = cstr(&p.name)?;
+        match nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(_) if creating && flags & libc::O_EXCL != 0 => return Err(Errno::EEXIST),
+            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG => {}
+            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => return Err(Errno::EISDIR),
+            Ok(_) => return Err(Errno::EACCES),
+            Err(Errno::ENOENT) if creating => {
+                self.check_completes_git_directory(p, || Ok(false))?;
+                self.caller_umask()?;
+                let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+                let file = notify::open_at(Some(p.dir.as_fd()), &name, flags, mode & 0o7777)?;
+                self.made(p);
+                if let Err(e) = nix::unistd::write(&file, b"../..\n") {
+                    drop(file);
+                    let _ = nix::unistd::unlinkat(
+                        Some(p.dir.as_raw_fd()),
+                        name.as_c_str(),
+                        nix::unistd::UnlinkatFlags::NoRemoveDir,
+                    );
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        let access = flags & libc::O_ACCMODE;
+        if access == libc::O_RDONLY {
+            let fd =
+                notify::open_at(Some(p.dir.as_fd()), &name, libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)?;
+            return Ok(Outcome::Answer(Answer::Fd(fd, cloexec)));
+        }
+        let own = libc::O_TMPFILE | access | (flags & libc::O_APPEND) | libc::O_CLOEXEC;
+        let fd = notify::open_at(Some(p.dir.as_fd()), c".", own, 0o600)?;
+        Ok(Outcome::Answer(Answer::Fd(fd, cloexec)))
     }
 
     /// EACCES when `full` is a file git takes commands or locations from, or a `.git`
@@ -954,7 +1036,7 @@ impl Guard<'_> {
     /// `AT_EMPTY_PATH` descriptor).
     fn check_object(&self, object: BorrowedFd<'_>) -> Result<(), Errno> {
         let path = real_path(object)?;
-        if self.guard.protects(&path) || self.guard.denies(&path) {
+        if self.guard.protects(&path) || self.guard.denies(&path) || self.foreign_commondir(&path) {
             return Err(Errno::EACCES);
         }
         self.check_git(&path, false)
@@ -1118,8 +1200,12 @@ impl Guard<'_> {
             r.object(olddirfd, old, true)?
         } else {
             let o = r.parent(olddirfd, old)?;
-            // A second name for a protected file would be a writable one.
+            // A second name for a protected file would be a writable one; so would one for a
+            // worktree entry's `commondir` (see `stage_commondir`).
             self.check_content(&o)?;
+            if o.name == b"commondir" && self.foreign_commondir(&real_path(o.dir.as_fd())?.join(os(&o.name))) {
+                return Err(Errno::EACCES);
+            }
             if into_git && is_symlink(&o) {
                 return Err(Errno::EACCES);
             }
@@ -1501,6 +1587,12 @@ impl Guard<'_> {
         loop {
             if p.slash || is_dot(&p.name) {
                 return Err(Errno::EISDIR);
+            }
+            if p.name == b"commondir" {
+                let full = real_path(p.dir.as_fd())?.join(os(&p.name));
+                if self.foreign_commondir(&full) {
+                    return self.stage_commondir(&p, &full, flags, mode);
+                }
             }
             if creating {
                 self.check(&p, CreateOp::Create)?;
