@@ -129,6 +129,10 @@ mod linux {
         ("mise.local.toml", false),
         (".mise.local.toml", false),
         (".mise", true),
+        (".helix", true),
+        (".nvim.lua", false),
+        (".nvimrc", false),
+        (".exrc", false),
     ];
 
     fn plant(base: &Path, entry: &str, dir: bool) {
