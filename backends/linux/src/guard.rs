@@ -1265,14 +1265,8 @@ impl Guard<'_> {
         // side of an exchange: neither a symlink moved there nor one inside a directory moved
         // there or renamed to `.git` (a red team, 5 December, renamed a directory holding
         // `COMMIT_EDITMSG -> <a host file>` to `.git`; the host's `git commit` wrote the file).
-        let into_git = |p: &Parent| {
-            real_path(p.dir.as_fd()).map(|d| {
-                let full = d.join(os(&p.name));
-                self.guard.in_git_dir(&full.join("x")) || self.beneath_git_directory(&full)
-            })
-        };
         let exchange = flags.contains(nix::fcntl::RenameFlags::RENAME_EXCHANGE);
-        if (into_git(&n)? && self.holds_symlink(&o)?) || (exchange && into_git(&o)? && self.holds_symlink(&n)?) {
+        if self.brings_symlink(&o, &n)? || (exchange && self.brings_symlink(&n, &o)?) {
             return Err(Errno::EACCES);
         }
         // Nor does a directory become a git directory by the name a rename brings while a
@@ -1373,6 +1367,28 @@ impl Guard<'_> {
         if nix::sys::stat::fstat(victim.as_raw_fd()).is_ok_and(|st| st.st_nlink == 0) {
             self.made.borrow_mut().removed(&gone);
         }
+    }
+
+    /// Whether renaming `moved` to the name of `to` brings a symlink into a git directory: a
+    /// `.git`'s inside, or beneath a git directory by its contents ([`Guard::beneath_git_directory`]).
+    /// Anything but a symlink or a directory (git's lock files, most renames) brings none, and
+    /// is asked nothing more.
+    fn brings_symlink(&self, moved: &Parent, to: &Parent) -> Result<bool, Errno> {
+        let kind = nix::sys::stat::fstatat(
+            Some(moved.dir.as_raw_fd()),
+            cstr(&moved.name)?.as_c_str(),
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .map(|st| st.st_mode & libc::S_IFMT);
+        match kind {
+            Ok(libc::S_IFLNK | libc::S_IFDIR) => {}
+            // Nothing there: the kernel answers. A name the guard cannot look at is asked on.
+            Ok(_) | Err(Errno::ENOENT) => return Ok(false),
+            Err(_) => {}
+        }
+        let full = real_path(to.dir.as_fd())?.join(os(&to.name));
+        let into_git = self.guard.in_git_dir(&full.join("x")) || self.beneath_git_directory(&full);
+        Ok(into_git && self.holds_symlink(moved)?)
     }
 
     /// Whether `p` is a symlink or a directory holding one at any depth (symlinks not followed).
