@@ -3244,3 +3244,43 @@ fn signals_to_the_cli_reach_the_workload() {
         assert_eq!((status.code(), rest.as_str()), (want, said), "SIG{signal} with {trap:?}");
     }
 }
+
+/// A `git worktree move` that is a one-shot run's last act still records the new place in the
+/// worktree's entry (the guard publishes a staged `gitdir` when the run ends, not only at its
+/// next call), and a `gitdir` that names a place the run may not write is not published even
+/// then (the host's `git worktree repair` would write a `.git` file there: red team X, 5
+/// December).
+#[test]
+fn a_worktree_entry_records_a_move_that_ends_the_run() {
+    if !sandbox_runs_here("a_worktree_entry_records_a_move_that_ends_the_run") {
+        return;
+    }
+    let area = Area::new();
+    let git = |args: &[&str]| {
+        let o = Command::new("git").current_dir(&area.ws).args(args).output().unwrap();
+        assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    };
+    git(&["init", "-q", "-b", "main", "proj"]);
+    git(&["-C", "proj", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"]);
+    let run = |script: &str| {
+        let o = area.sandbox(&refs(&[os("run"), os("--"), os("sh"), os("-c"), os(script)]));
+        assert_eq!(o.status.code(), Some(0), "{script}: {}", String::from_utf8_lossy(&o.stderr));
+    };
+    let gitdir =
+        |entry: &str| fs::read_to_string(area.ws.join("proj/.git/worktrees").join(entry).join("gitdir")).unwrap();
+    let names = |wt: &str| format!("{}/.git\n", area.ws.join(wt).display());
+    run("git -C proj worktree add -q -b a ../wtA");
+    assert_eq!(gitdir("wtA"), names("wtA"));
+    // In one run (a `.git` an earlier run made is the host's for the next, and not moved).
+    run("git -C proj worktree add -q -b c ../wtC && git -C proj worktree move ../wtC ../wtD");
+    assert_eq!(gitdir("wtC"), names("wtD"));
+    let outside = area.dir.path().join("outside");
+    fs::create_dir(&outside).unwrap();
+    run(&format!(
+        "git -C proj worktree add -q -b e ../wtE && printf '%s/.git\\n' '{}' > proj/.git/worktrees/wtE/gitdir",
+        outside.display()
+    ));
+    assert_eq!(gitdir("wtE"), names("wtE"));
+    git(&["-C", "proj", "worktree", "repair"]);
+    assert!(!outside.join(".git").exists());
+}

@@ -1277,7 +1277,8 @@ print("controls-ok")
         git_in(&d.ws, &["init", "-q", "-b", "main", "proj"]);
         git_in(&d.ws.join("proj"), &commit);
         git_in(&d.ws, &["clone", "-q", "--bare", "proj", "hb.git"]);
-        let (ws, v) = (d.ws.display(), victim.display());
+        fs::create_dir(d.root.join("outside")).unwrap();
+        let (ws, v, root) = (d.ws.display(), victim.display(), d.root.display());
         let script = format!(
             r##"
 import stat
@@ -1337,6 +1338,31 @@ attempt([
     ("proc-fd", lambda: reopen(E + "wtA/commondir")),
     ("truncate", lambda: os.truncate(E + "wtA/commondir", 0)),
 ])
+# Red team X: an entry without a `commondir` is a git directory of its own once it holds
+# `objects`; its `config` then counts. Nor is a `config.worktree` written; a `gitdir` naming a
+# place the run may not write (where the host's `git worktree repair` writes a `.git` file) is
+# not published, and none comes under the name by a rename.
+os.unlink(E + "sub/commondir")
+put("proj/.git/gd", "{root}/outside/.git\n")
+attempt([
+    ("entry-objects", lambda: os.mkdir(E + "sub/objects")),
+    ("entry-objects-file", lambda: put(E + "sub/objects", "x")),
+    ("entry-config", lambda: put(E + "sub/config", "[core]\n\tfsmonitor = {ws}/fsmon.sh\n")),
+    ("entry-config-worktree", lambda: put(E + "wtA/config.worktree", "[core]\n\tfsmonitor = {ws}/fsmon.sh\n")),
+    ("bare-entry-objects", lambda: os.mkdir("hb.git/worktrees/wtB/objects")),
+    ("bare-entry-config", lambda: put("hb.git/worktrees/wtB/config", "[core]\n\tfsmonitor = {ws}/fsmon.sh\n")),
+    ("gitdir-rename", lambda: os.rename("proj/.git/gd", E + "e1/gitdir")),
+])
+os.makedirs("/tmp/x")
+attempt([
+    ("gitdir-outside", lambda: put(E + "wtA/gitdir", "{root}/outside/.git\n")),
+    ("gitdir-private-tmp", lambda: put(E + "e1/gitdir", "/tmp/x/.git\n")),
+    ("gitdir-relative-outside", lambda: put(E + "e2/gitdir", "../../../../../outside/.git\n")),
+    ("gitdir-bare-outside", lambda: put("hb.git/worktrees/wtB/gitdir", "{root}/outside/.git\n")),
+])
+subprocess.run(GIT + ["-C", "proj", "worktree", "add", "-q", "-b", "wc", "../wtC"], check=True)
+subprocess.run(GIT + ["-C", "proj", "worktree", "move", "../wtC", "../wtD"], check=True)
+put("after-move", "x")
 put(E + "e5/commondir", "ignored\n")
 os.rename(E + "e5/commondir", E + "e5/away")
 put(E + "e5/away", "{ws}/X\n")
@@ -1371,12 +1397,31 @@ print("controls-ok")
                 "proc-fd",
                 "truncate",
                 "back",
+                "entry-objects",
+                "entry-objects-file",
+                "entry-config",
+                "entry-config-worktree",
+                "bare-entry-objects",
+                "bare-entry-config",
+                "gitdir-rename",
             ],
         );
-        assert!(out.contains("own-kept: ../../own-kept\n") && out.contains("controls-ok"), "{out}");
-        for entry in
-            ["proj/.git/worktrees/sub", "proj/.git/worktrees/wtA", "hb.git/worktrees/e6", "hb.git/worktrees/wtB"]
+        for name in ["gitdir-outside", "gitdir-private-tmp", "gitdir-relative-outside", "gitdir-bare-outside"] {
+            assert!(out.contains(&format!("{name} ok\n")), "{name}: {out}");
+        }
+        // What git wrote is published; what names a place the run may not write is not.
+        for (entry, wt) in
+            [("proj/.git/worktrees/wtA", "wtA"), ("hb.git/worktrees/wtB", "wtB"), ("proj/.git/worktrees/wtC", "wtD")]
         {
+            let text = fs::read_to_string(d.ws.join(entry).join("gitdir")).unwrap();
+            assert_eq!(text, format!("{}/.git\n", d.ws.join(wt).display()), "{entry}");
+        }
+        for entry in ["e1", "e2"] {
+            assert!(!d.ws.join("proj/.git/worktrees").join(entry).join("gitdir").exists(), "{entry}");
+        }
+        assert!(out.contains("own-kept: ../../own-kept\n") && out.contains("controls-ok"), "{out}");
+        // `sub`'s was removed (above): it is no git directory without `objects`.
+        for entry in ["proj/.git/worktrees/wtA", "hb.git/worktrees/e6", "hb.git/worktrees/wtB"] {
             let text = fs::read_to_string(d.ws.join(entry).join("commondir")).unwrap();
             assert_eq!(text, "../..\n", "{entry}");
         }
@@ -1392,7 +1437,9 @@ print("controls-ok")
         for wt in ["proj/sub", "wtA", "wtB"] {
             let _ = std::process::Command::new("git").args(commit).current_dir(d.ws.join(wt)).output().unwrap();
         }
+        let _ = std::process::Command::new("git").args(["status"]).current_dir(d.ws.join("proj/sub")).output().unwrap();
         assert!(!d.ws.join("FSMON").exists(), "the workload's fsmonitor ran");
+        assert!(!d.root.join("outside/.git").exists(), "the host's repair wrote outside the workspace");
         assert_eq!(fs::read_to_string(&victim).unwrap(), "ORIGINAL\n");
         let log = std::process::Command::new("git")
             .args(["log", "--oneline", "wa"])

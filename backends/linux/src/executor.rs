@@ -505,6 +505,7 @@ fn run_once(
             });
             let shared = Arc::new(Shared::new(status));
             let mut thread = None;
+            let staging = guard::Staging::default();
             if let Some((listener, sock)) = listener {
                 let direct: Option<guard::Record> = if run.watch_network {
                     let shared = Arc::clone(&shared);
@@ -512,13 +513,18 @@ fn run_once(
                 } else {
                     None
                 };
-                thread = start_guard(&shared, listener, guard::Watch { creation: run.creation_guard.clone(), direct });
+                let watch = guard::Watch { creation: run.creation_guard.clone(), direct, staging: staging.clone() };
+                thread = start_guard(&shared, listener, watch);
                 // The guard is served: the workload may start (see `install_guard`). A child
                 // that is gone already shows in its exit status.
                 let _ = sys::send_with_fds(sock.as_fd(), b"g", &[]);
             }
             let outcome = supervise(child);
             if !keep {
+                // What the run wrote to a worktree entry's `gitdir` since the guard's last call.
+                if let Some(creation) = run.creation_guard.as_ref() {
+                    staging.publish(creation);
+                }
                 shared.last(&outcome)
             }
             // Nothing of the run may outlive it: every process left is killed and reaped (the

@@ -340,6 +340,65 @@ struct Owned {
     since: (i64, u32),
 }
 
+/// The `gitdir` files of foreign worktree entries the run opened for writing (see
+/// [`Guard::stage_entry_file`]), at most [`MAX_STAGED`]: shared by the guard's thread, which
+/// publishes them before each call it serves and when the run is over, and the init, which
+/// publishes them a last time when it ends with the run ([`Staging::publish`]).
+#[derive(Clone, Default)]
+pub struct Staging(Arc<std::sync::Mutex<Vec<Staged>>>);
+
+impl std::fmt::Debug for Staging {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Staging").finish_non_exhaustive()
+    }
+}
+
+impl Staging {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Staged>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Puts what the workload wrote into each staged `gitdir` under the name in its entry,
+    /// where it changed since and names a `.git` in a directory the run may write
+    /// ([`gitdir_allowed`]); anything else is not published (the entry keeps what it had).
+    pub fn publish(&self, guard: &CreationGuard) {
+        let mut staged = self.lock();
+        for s in staged.iter_mut() {
+            s.publish(guard);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Adds `s`; the oldest goes, published a last time, when [`MAX_STAGED`] are there.
+    fn push(&self, guard: &CreationGuard, s: Staged) {
+        let mut staged = self.lock();
+        if staged.len() >= MAX_STAGED {
+            let mut oldest = staged.remove(0);
+            oldest.publish(guard);
+        }
+        staged.push(s);
+    }
+}
+
+/// A worktree entry's `gitdir` as the workload writes it: what it wrote goes to `file` (no
+/// name); [`Staging::publish`] puts it under the name in `entry` when it names a place the run
+/// may write.
+struct Staged {
+    /// The entry directory (an `O_PATH` handle).
+    entry: OwnedFd,
+    /// The caller's unnamed file (another handle of it).
+    file: OwnedFd,
+    /// What was last put under the name.
+    published: Option<Vec<u8>>,
+}
+
+/// The most staged `gitdir`s one run keeps; the oldest goes (published a last time) when another
+/// comes.
+const MAX_STAGED: usize = 64;
+
 impl Owned {
     /// Whether the directory born `b` was made by this run (and not removed by it since).
     fn run_made(&self, b: &Born) -> bool {
@@ -463,11 +522,17 @@ pub struct Watch {
     /// Where refused direct network calls are recorded (issue 17), before their caller gets
     /// its answer; None: no network call is sent.
     pub direct: Option<Record>,
+    /// The staged `gitdir`s of the run (see [`Staging`]): the init keeps a handle too.
+    pub staging: Staging,
 }
 
 impl std::fmt::Debug for Watch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Watch").field("creation", &self.creation).field("direct", &self.direct.is_some()).finish()
+        f.debug_struct("Watch")
+            .field("creation", &self.creation)
+            .field("direct", &self.direct.is_some())
+            .field("staging", &self.staging)
+            .finish()
     }
 }
 
@@ -485,6 +550,15 @@ pub fn serve(listener: OwnedFd, mut watch: Watch) {
     let listener = Arc::new(listener);
     // The `.git`s this run made: their config and hooks are the run's own (see `check_git`).
     let made = Made::new(Owned::new());
+    serve_calls(&listener, &mut watch, &made);
+    // What the run wrote last to a staged `gitdir`.
+    if let Some(guard) = watch.creation.as_ref() {
+        watch.staging.publish(guard);
+    }
+}
+
+/// The loop of [`serve`], until the listener hangs up or fails.
+fn serve_calls(listener: &Arc<OwnedFd>, watch: &mut Watch, made: &Made) {
     loop {
         // The listener hangs up once no process uses the filter any more: the run is over
         // (a kept container's init joins this thread before its next run, issue 16).
@@ -510,14 +584,14 @@ pub fn serve(listener: OwnedFd, mut watch: Watch) {
         let net = direct::decode(libc::c_long::from(req.data.nr), &req.data.args);
         let outcome = match (net, watch.direct.as_mut(), watch.creation.as_ref()) {
             (Some(call), Some(record), _) => handle_net(listener.as_fd(), &req, call, record.as_mut()),
-            (None, _, Some(guard)) => handle(guard, &made, listener.as_fd(), &req),
+            (None, _, Some(guard)) => handle(guard, made, &watch.staging, listener.as_fd(), &req),
             _ => Outcome::Answer(Answer::Error(Errno::ENOSYS)),
         };
         match outcome {
             Outcome::Answer(a) => answer(listener.as_fd(), req.id, a),
             Outcome::Gone => {}
             Outcome::Blocking(job) => {
-                let l = Arc::clone(&listener);
+                let l = Arc::clone(listener);
                 let id = req.id;
                 let spawned = std::thread::Builder::new().name("guard-open".into()).spawn(move || {
                     let a = job();
@@ -605,7 +679,16 @@ fn handle_net(
     }
 }
 
-fn handle(guard: &CreationGuard, made: &Made, listener: BorrowedFd<'_>, req: &libc::seccomp_notif) -> Outcome {
+fn handle(
+    guard: &CreationGuard,
+    made: &Made,
+    staging: &Staging,
+    listener: BorrowedFd<'_>,
+    req: &libc::seccomp_notif,
+) -> Outcome {
+    if !staging.is_empty() {
+        staging.publish(guard);
+    }
     let Some(call) = decode(libc::c_long::from(req.data.nr), &req.data.args) else {
         return Outcome::Answer(Answer::Error(Errno::ENOSYS));
     };
@@ -638,7 +721,7 @@ fn handle(guard: &CreationGuard, made: &Made, listener: BorrowedFd<'_>, req: &li
     if !notify::id_valid(listener, req.id) {
         return Outcome::Gone;
     }
-    let g = Guard { guard, thread: &thread, made };
+    let g = Guard { guard, thread: &thread, made, staging };
     let other = other.unwrap_or_default();
     let result = match call {
         Call::Open { dirfd, flags, mode, .. } => return g.open(dirfd, &path, flags, mode),
@@ -711,16 +794,18 @@ struct Guard<'a> {
     thread: &'a Thread,
     /// Every `.git` and worktree directory this run made, held (see [`Guard::made`]).
     made: &'a Made,
+    /// The run's staged `gitdir`s.
+    staging: &'a Staging,
 }
 
 impl Guard<'_> {
     /// EACCES when bringing `p` into being by `op` is refused.
     fn check(&self, p: &Parent, op: CreateOp) -> Result<(), Errno> {
         let full = real_path(p.dir.as_fd())?.join(os(&p.name));
-        // A worktree entry's `commondir` in a repository the run did not make comes into being
-        // only through [`Guard::stage_commondir`]: never made by another call, linked or
-        // renamed there.
-        if self.foreign_commondir(&full) {
+        // A worktree entry's `commondir` or `gitdir` in a repository the run did not make comes
+        // into being only through [`Guard::stage_entry_file`]: never made by another call,
+        // linked or renamed there.
+        if self.foreign_staged(&full) {
             return Err(Errno::EACCES);
         }
         self.check_full(p, &full, op)
@@ -737,64 +822,107 @@ impl Guard<'_> {
         self.check_git(full, op == CreateOp::Create)
     }
 
-    /// Whether `full` (a real path) is the `commondir` of a worktree entry (`<G>/worktrees/<n>`)
-    /// of a git directory `G` the run did not make: a `.git`, or a bare repository or separate
-    /// git directory by its contents, outside the exempt directories. The entry itself may be
-    /// the run's (`git worktree add` in the host's repository makes one), but what its
-    /// `commondir` names is where the host's git takes its config and hooks from once it works
-    /// in that worktree: a red team (5 December) wrote one naming a directory of its own with a
-    /// `core.fsmonitor` and a reflog linked to a host file; after the user's `git worktree
-    /// repair`, the host's `git commit` ran the one and wrote the other.
-    fn foreign_commondir(&self, full: &std::path::Path) -> bool {
-        if full.file_name() != Some(std::ffi::OsStr::new("commondir")) || self.guard.is_exempt(full) {
-            return false;
+    /// The part of `full` (a real path) inside a worktree entry (`<G>/worktrees/<n>/<part>`) of a
+    /// git directory `G` the run did not make: a `.git`, or a bare repository or separate git
+    /// directory by its contents, outside the exempt directories; `part` is the first name
+    /// below the entry. The entry itself may be the run's (`git worktree add` in the host's
+    /// repository makes one), but it is the host's repository's: what its `commondir` names is
+    /// where the host's git takes its config and hooks from once it works in that worktree, an
+    /// entry without one is a git directory of its own if it holds `objects`, and its `gitdir`
+    /// names where the host's `git worktree repair` writes a `.git` file (red teams W and X,
+    /// 5 December: a `commondir` naming a directory of the workload's with a `core.fsmonitor`; a
+    /// `commondir` removed and a `config` and `objects` put in the entry; a `gitdir` naming a
+    /// directory outside the workspace: the host's git ran the fsmonitor, or wrote the file).
+    fn foreign_entry_part<'p>(&self, full: &'p std::path::Path) -> Option<&'p std::ffi::OsStr> {
+        let comps: Vec<&std::ffi::OsStr> = full.iter().collect();
+        let at = comps.iter().rposition(|c| *c == "worktrees")?;
+        let part = *comps.get(at + 2)?;
+        let git: std::path::PathBuf = comps[..at].iter().collect();
+        if self.guard.is_exempt(full) || git.parent().is_none() {
+            return None;
         }
-        let Some(worktrees) = full.parent().and_then(std::path::Path::parent) else { return false };
-        let Some(git) = worktrees.parent() else { return false };
-        if worktrees.file_name() != Some(std::ffi::OsStr::new("worktrees")) {
-            return false;
-        }
-        let git_dir = git.file_name() == Some(std::ffi::OsStr::new(".git")) || is_git_directory(git);
-        git_dir && (!self.is_own(git) || self.host_setting_up(git))
+        let git_dir = git.file_name() == Some(std::ffi::OsStr::new(".git")) || is_git_directory(&git);
+        (git_dir && (!self.is_own(&git) || self.host_setting_up(&git))).then_some(part)
     }
 
-    /// An open for writing (or creating) of a worktree entry's `commondir` in a repository the
-    /// run did not make ([`Guard::foreign_commondir`]): the file holds what git writes there,
-    /// `../..` (the repository that holds the entry), made here if it is not there yet, and the
-    /// caller's writes go to a file of its own with no name in the same directory, which is
-    /// dropped when the caller closes it. `git worktree add` works as before; no other common
-    /// directory can be named. An open that does not write gets the file itself.
-    fn stage_commondir(&self, p: &Parent, full: &std::path::Path, flags: i32, mode: u32) -> Result<Outcome, Errno> {
+    /// Whether `full` is the `commondir` or `gitdir` of a foreign worktree entry
+    /// ([`Guard::foreign_entry_part`]): written only through [`Guard::stage_entry_file`].
+    fn foreign_staged(&self, full: &std::path::Path) -> bool {
+        let name = full.file_name();
+        let staged = name == Some(std::ffi::OsStr::new("commondir")) || name == Some(std::ffi::OsStr::new("gitdir"));
+        staged && self.foreign_entry_part(full) == name
+    }
+
+    /// EACCES when `full` would be, in a foreign worktree entry ([`Guard::foreign_entry_part`]),
+    /// an `objects` (of any type: with it and no `commondir` the entry is a git directory of
+    /// its own) or a config (`config`, `config.worktree`, their lock files: the worktree's own
+    /// configuration where the repository has `extensions.worktreeConfig`). `git worktree add`
+    /// makes none of them.
+    fn check_foreign_entry(&self, full: &std::path::Path) -> Result<(), Errno> {
+        const REFUSED: [&str; 5] = ["objects", "config", "config.lock", "config.worktree", "config.worktree.lock"];
+        let named = full.iter().any(|c| REFUSED.iter().any(|r| c == *r));
+        if named && self.foreign_entry_part(full).is_some_and(|p| REFUSED.iter().any(|r| p == *r)) {
+            return Err(Errno::EACCES);
+        }
+        Ok(())
+    }
+
+    /// An open for writing (or creating) of the `commondir` or `gitdir` of a foreign worktree
+    /// entry ([`Guard::foreign_staged`]). The caller's writes go to a file of its own with no
+    /// name in the same directory, which is dropped when the caller closes it; an open that
+    /// does not write gets the file itself.
+    /// - `commondir` holds what git writes there, `../..` (the repository that holds the
+    ///   entry), made here if it is not there yet: no other common directory can be named.
+    /// - `gitdir` gets what the caller wrote once it names a `.git` in a directory the run may
+    ///   write, outside the exempt directories ([`publish`], at the run's next call the guard
+    ///   serves and at its end): the host's `git worktree repair` writes a `.git` file there.
+    ///
+    /// `git worktree add`, `move` and `repair` work as before.
+    fn stage_entry_file(&self, p: &Parent, full: &std::path::Path, flags: i32, mode: u32) -> Result<Outcome, Errno> {
         let creating = flags & libc::O_CREAT != 0;
         if creating {
             self.check_full(p, full, CreateOp::Create)?;
         } else {
             self.check_content(p)?;
         }
-        let cloexec = flags & libc::O_CLOEXEC != 0;
-        let name = cstr(&p.name)?;
-        match nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
-            Ok(_) if creating && flags & libc::O_EXCL != 0 => return Err(Errno::EEXIST),
-            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG => {}
-            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => return Err(Errno::EISDIR),
-            Ok(_) => return Err(Errno::EACCES),
-            Err(Errno::ENOENT) if creating => {
-                self.check_completes_git_directory(p, || Ok(false))?;
-                self.caller_umask()?;
-                let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-                let file = notify::open_at(Some(p.dir.as_fd()), &name, flags, mode & 0o7777)?;
-                self.made(p);
-                if let Err(e) = nix::unistd::write(&file, b"../..\n") {
-                    drop(file);
-                    let _ = nix::unistd::unlinkat(
-                        Some(p.dir.as_raw_fd()),
-                        name.as_c_str(),
-                        nix::unistd::UnlinkatFlags::NoRemoveDir,
-                    );
-                    return Err(e);
+        // An entry the run made is its own as its first git file would make it (see
+        // `made_git_file`, which a `commondir` made here comes too late for: the entry is then a
+        // git directory by its contents).
+        if let Some(b) = born(&p.dir) {
+            let mut made = self.made.borrow_mut();
+            if made.run_made(&b) {
+                if let Ok(fd) = p.dir.try_clone() {
+                    made.make_own(b, fd);
                 }
             }
-            Err(e) => return Err(e),
+        }
+        let cloexec = flags & libc::O_CLOEXEC != 0;
+        let commondir = p.name == b"commondir";
+        let name = cstr(&p.name)?;
+        let exists =
+            match nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+                Ok(_) if creating && flags & libc::O_EXCL != 0 => return Err(Errno::EEXIST),
+                Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG => true,
+                Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => return Err(Errno::EISDIR),
+                Ok(_) => return Err(Errno::EACCES),
+                Err(Errno::ENOENT) if creating => false,
+                Err(e) => return Err(e),
+            };
+        if !exists && commondir {
+            self.check_completes_git_directory(p, || Ok(false))?;
+            self.caller_umask()?;
+            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+            let file = notify::open_at(Some(p.dir.as_fd()), &name, flags, mode & 0o7777)?;
+            self.made(p);
+            if let Err(e) = nix::unistd::write(&file, b"../..\n") {
+                drop(file);
+                let _ = nix::unistd::unlinkat(
+                    Some(p.dir.as_raw_fd()),
+                    name.as_c_str(),
+                    nix::unistd::UnlinkatFlags::NoRemoveDir,
+                );
+                return Err(e);
+            }
         }
         let access = flags & libc::O_ACCMODE;
         if access == libc::O_RDONLY {
@@ -804,6 +932,14 @@ impl Guard<'_> {
         }
         let own = libc::O_TMPFILE | access | (flags & libc::O_APPEND) | libc::O_CLOEXEC;
         let fd = notify::open_at(Some(p.dir.as_fd()), c".", own, 0o600)?;
+        if !commondir {
+            // A handle of the guard's own that reads what the caller writes (the caller's may
+            // not read).
+            let via = cstr(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_bytes())?;
+            let file = notify::open_at(None, &via, libc::O_RDONLY | libc::O_CLOEXEC, 0)?;
+            let staged = Staged { entry: p.dir.try_clone().map_err(|_| Errno::EMFILE)?, file, published: None };
+            self.staging.push(self.guard, staged);
+        }
         Ok(Outcome::Answer(Answer::Fd(fd, cloexec)))
     }
 
@@ -816,6 +952,7 @@ impl Guard<'_> {
     /// Outside a `.git`, the same files of a bare repository or separate git directory the run
     /// did not make ([`CreationGuard::bare_candidates`], [`is_git_directory`]).
     fn check_git(&self, full: &std::path::Path, new: bool) -> Result<(), Errno> {
+        self.check_foreign_entry(full)?;
         let made = |p: &std::path::Path| self.is_own(p);
         let bare_name = full.file_name() == Some(std::ffi::OsStr::new("HEAD")) && !full.iter().any(|c| c == ".git");
         if bare_name && self.beneath_foreign_work_tree(full) {
@@ -1036,7 +1173,7 @@ impl Guard<'_> {
     /// `AT_EMPTY_PATH` descriptor).
     fn check_object(&self, object: BorrowedFd<'_>) -> Result<(), Errno> {
         let path = real_path(object)?;
-        if self.guard.protects(&path) || self.guard.denies(&path) || self.foreign_commondir(&path) {
+        if self.guard.protects(&path) || self.guard.denies(&path) || self.foreign_staged(&path) {
             return Err(Errno::EACCES);
         }
         self.check_git(&path, false)
@@ -1201,9 +1338,9 @@ impl Guard<'_> {
         } else {
             let o = r.parent(olddirfd, old)?;
             // A second name for a protected file would be a writable one; so would one for a
-            // worktree entry's `commondir` (see `stage_commondir`).
+            // worktree entry's `commondir` or `gitdir` (see `stage_entry_file`).
             self.check_content(&o)?;
-            if o.name == b"commondir" && self.foreign_commondir(&real_path(o.dir.as_fd())?.join(os(&o.name))) {
+            if self.foreign_staged(&real_path(o.dir.as_fd())?.join(os(&o.name))) {
                 return Err(Errno::EACCES);
             }
             if into_git && is_symlink(&o) {
@@ -1469,6 +1606,47 @@ impl Guard<'_> {
     }
 }
 
+impl Staged {
+    /// Puts what the workload wrote under the name `gitdir` in the entry, where it changed since
+    /// and [`gitdir_allowed`] says so.
+    fn publish(&mut self, guard: &CreationGuard) {
+        let mut text = vec![0u8; PATH_MAX + 1];
+        let Ok(n) = nix::sys::uio::pread(&self.file, &mut text, 0) else { return };
+        text.truncate(n);
+        if n > PATH_MAX || self.published.as_ref() == Some(&text) || !gitdir_allowed(guard, self.entry.as_fd(), &text) {
+            return;
+        }
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        let Ok(file) = notify::open_at(Some(self.entry.as_fd()), c"gitdir", flags, 0o644) else { return };
+        if nix::unistd::write(&file, &text).is_ok_and(|w| w == text.len()) {
+            self.published = Some(text);
+        }
+    }
+}
+
+/// Whether `text`, written to the `gitdir` of the worktree entry `entry`, names a `.git` in a
+/// directory the run may write (as the kernel answers the guard, which has the workload's
+/// credentials and mounts: a read-only bind of the host is not), outside the exempt
+/// directories (the private `/tmp` and HOME are other places on the host). A relative path is
+/// taken from the entry, as git does.
+fn gitdir_allowed(guard: &CreationGuard, entry: BorrowedFd<'_>, text: &[u8]) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    let text = text.trim_ascii_end();
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(text));
+    if text.is_empty() || text.contains(&0) || path.file_name() != Some(std::ffi::OsStr::new(".git")) {
+        return false;
+    }
+    let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else { return false };
+    let Ok(dir) = cstr(dir.as_os_str().as_bytes()) else { return false };
+    let base = (!path.is_absolute()).then_some(entry);
+    let Ok(dir) = notify::open_at(base, &dir, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) else {
+        return false;
+    };
+    let Ok(real) = real_path(dir.as_fd()) else { return false };
+    let Ok(via) = cstr(format!("/proc/self/fd/{}", dir.as_raw_fd()).as_bytes()) else { return false };
+    !guard.is_exempt(&real.join(".git")) && nix::unistd::access(via.as_c_str(), nix::unistd::AccessFlags::W_OK).is_ok()
+}
+
 /// Whether the directory tree `top` holds a symlink at any depth (symlinks not followed). A tree
 /// of more than [`MAX_MOVED_ENTRIES`] entries, or with a directory that cannot be read, counts
 /// as holding one (closed).
@@ -1604,10 +1782,10 @@ impl Guard<'_> {
             if p.slash || is_dot(&p.name) {
                 return Err(Errno::EISDIR);
             }
-            if p.name == b"commondir" {
+            if p.name == b"commondir" || p.name == b"gitdir" {
                 let full = real_path(p.dir.as_fd())?.join(os(&p.name));
-                if self.foreign_commondir(&full) {
-                    return self.stage_commondir(&p, &full, flags, mode);
+                if self.foreign_staged(&full) {
+                    return self.stage_entry_file(&p, &full, flags, mode);
                 }
             }
             if creating {
