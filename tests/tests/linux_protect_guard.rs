@@ -1353,7 +1353,37 @@ attempt([
     ("bare-entry-config", lambda: put("hb.git/worktrees/wtB/config", "[core]\n\tfsmonitor = {ws}/fsmon.sh\n")),
     ("gitdir-rename", lambda: os.rename("proj/.git/gd", E + "e1/gitdir")),
 ])
+# An entry named `worktrees`; a tree built elsewhere in the `.git` (where `objects` is free) and
+# moved onto an entry by a rename over an empty one or an exchange.
+for n in ("worktrees", "m", "m2"):
+    os.mkdir(E + n)
+os.makedirs("proj/.git/tmpx/objects")
+attempt([
+    ("entry-named-worktrees-objects", lambda: os.mkdir(E + "worktrees/objects")),
+    ("entry-named-worktrees-config", lambda: put(E + "worktrees/config", "[core]\n")),
+    ("entry-hooks", lambda: os.mkdir(E + "m/hooks")),
+    ("tree-over-entry", lambda: os.rename("proj/.git/tmpx", E + "m2")),
+    ("tree-exchanged-with-entry", lambda: exchange("proj/.git/tmpx", E + "m")),
+])
 os.makedirs("/tmp/x")
+os.makedirs("real")
+os.symlink("real", "lnk")
+for n in ("e7", "e8", "e9", "e10"):
+    os.mkdir(E + n)
+# Red team Y: git 2.47 takes a relative `gitdir` from its own working directory; the sandbox's
+# `/dev` and `/proc` are its own; a symlink on the way leads elsewhere on the host. And no
+# worktree's `.git` is a symlink (the host's `git worktree repair` writes through it).
+put("{ws}/wtA-link-target", "x")
+attempt([
+    ("gitdir-relative", lambda: put(E + "e7/gitdir", "../../../../real/.git\n")),
+    ("gitdir-dev", lambda: put(E + "e8/gitdir", "/dev/.git\n")),
+    ("gitdir-through-link", lambda: put(E + "e9/gitdir", "{ws}/lnk/.git\n")),
+    ("gitdir-proc", lambda: put(E + "e10/gitdir", "/proc/self/cwd/.git\n")),
+    ("dotgit-symlink", lambda: (os.unlink("wtA/.git"), os.symlink("{v}", "wtA/.git"))),
+    ("dotgit-symlink-renamed", lambda: (os.symlink("{v}", "sl"), os.rename("sl", "real/.git"))),
+    ("dotgit-symlink-linked", lambda: (os.symlink("{v}", "sl2"), os.link("sl2", "real/.git"))),
+])
+put("wtA/.git", "gitdir: {ws}/proj/.git/worktrees/wtA\n")
 attempt([
     ("gitdir-outside", lambda: put(E + "wtA/gitdir", "{root}/outside/.git\n")),
     ("gitdir-private-tmp", lambda: put(E + "e1/gitdir", "/tmp/x/.git\n")),
@@ -1404,6 +1434,14 @@ print("controls-ok")
                 "bare-entry-objects",
                 "bare-entry-config",
                 "gitdir-rename",
+                "entry-named-worktrees-objects",
+                "entry-named-worktrees-config",
+                "entry-hooks",
+                "tree-over-entry",
+                "tree-exchanged-with-entry",
+                "dotgit-symlink",
+                "dotgit-symlink-renamed",
+                "dotgit-symlink-linked",
             ],
         );
         for name in ["gitdir-outside", "gitdir-private-tmp", "gitdir-relative-outside", "gitdir-bare-outside"] {
@@ -1416,8 +1454,11 @@ print("controls-ok")
             let text = fs::read_to_string(d.ws.join(entry).join("gitdir")).unwrap();
             assert_eq!(text, format!("{}/.git\n", d.ws.join(wt).display()), "{entry}");
         }
-        for entry in ["e1", "e2"] {
+        for entry in ["e1", "e2", "e7", "e8", "e9", "e10"] {
             assert!(!d.ws.join("proj/.git/worktrees").join(entry).join("gitdir").exists(), "{entry}");
+        }
+        for name in ["gitdir-relative", "gitdir-dev", "gitdir-through-link", "gitdir-proc"] {
+            assert!(out.contains(&format!("{name} ok\n")), "{name}: {out}");
         }
         assert!(out.contains("own-kept: ../../own-kept\n") && out.contains("controls-ok"), "{out}");
         // `sub`'s was removed (above): it is no git directory without `objects`.
@@ -1448,6 +1489,123 @@ print("controls-ok")
             .unwrap();
         assert!(String::from_utf8_lossy(&log.stdout).contains("in-wtA"));
         git_in(&d.ws.join("wtB"), &["status", "--short"]);
+    }
+
+    /// The index of a repository the run did not make holds only names git itself would let
+    /// into one: git trusts the index it reads, and an entry named by an absolute path or with
+    /// `..`, written into the host's index, was written there by the host's next `git restore .`
+    /// (red team Y, 5 December, 4 of 4). Every way in is tried: a direct write, git's own way
+    /// (`index.lock` renamed), a worktree entry's index, a link onto it, a second name for it,
+    /// and writing through a descriptor of `index.lock` kept after the rename. Controls: `git
+    /// add` and `git commit` in the host's repository and its worktree, and a malformed index
+    /// in a repository of the run's own.
+    pub fn the_index_of_a_host_repository_names_only_what_git_checks_out() {
+        let d = TestDirs::new("sbx-guard");
+        let victim = d.root.join("victim_rc");
+        fs::write(&victim, "original\n").unwrap();
+        git_in(&d.ws, &["init", "-q", "-b", "main", "proj"]);
+        fs::write(d.ws.join("proj/f"), "1\n").unwrap();
+        git_in(&d.ws.join("proj"), &["add", "f"]);
+        git_in(&d.ws.join("proj"), &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x"]);
+        let v = victim.display();
+        let script = format!(
+            r##"
+import hashlib, struct
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+def blob(repo, text):
+    return subprocess.run(["git", "-C", repo, "hash-object", "-w", "--stdin"], input=text, capture_output=True, text=True, check=True).stdout.strip()
+def mkindex(names, sha):
+    body = b"DIRC" + struct.pack(">II", 2, len(names))
+    for name in names:
+        n = name.encode()
+        e = struct.pack(">10I", 0, 0, 0, 0, 0, 0, 0o100644, 0, 0, 0) + bytes.fromhex(sha) + struct.pack(">H", min(len(n), 0xfff)) + n
+        e += b"\0" * (8 - len(e) % 8)
+        body += e
+    return body + hashlib.sha1(body).digest()
+def put_bytes(path, data, flags=os.O_WRONLY | os.O_CREAT | os.O_TRUNC):
+    fd = os.open(path, flags, 0o644)
+    os.write(fd, data)
+    os.close(fd)
+def via_lock(git_dir, data):
+    put_bytes(git_dir + "/index.lock", data, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        os.rename(git_dir + "/index.lock", git_dir + "/index")
+    finally:
+        if os.path.exists(git_dir + "/index.lock"):
+            os.unlink(git_dir + "/index.lock")
+def kept_fd():
+    fd = os.open("proj/.git/index.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    os.write(fd, good)
+    os.rename("proj/.git/index.lock", "proj/.git/index")
+    os.lseek(fd, 0, 0)
+    os.write(fd, bad)
+    os.close(fd)
+# Controls: git's own work in the host's repository and a worktree of it.
+subprocess.run(["sh", "-c", "cd proj && echo 2 >> f && git add f && git -c user.name=t -c user.email=t@t commit -qm two"], check=True)
+subprocess.run(GIT + ["-C", "proj", "worktree", "add", "-q", "-b", "wa", "../wtA"], check=True)
+subprocess.run(["sh", "-c", "cd wtA && echo w > g && git add g && git -c user.name=t -c user.email=t@t commit -qm in-wt"], check=True)
+sha = blob("proj", "echo planted\n")
+bad = mkindex(["f", "{v}"], sha)
+good = mkindex(["f"], sha)
+os.makedirs("proj/.git/tmp")
+put_bytes("proj/.git/tmp/bad", bad)
+attempt([
+    ("direct", lambda: put_bytes("proj/.git/index", bad)),
+    ("via-lock", lambda: via_lock("proj/.git", bad)),
+    ("via-lock-dotdot", lambda: via_lock("proj/.git", mkindex(["f", "../../x"], sha))),
+    ("via-lock-dotgit", lambda: via_lock("proj/.git", mkindex(["f", "sub/.Git/config"], sha))),
+    ("worktree-index", lambda: via_lock("proj/.git/worktrees/wtA", bad)),
+    ("link-onto", lambda: (os.unlink("proj/.git/worktrees/wtA/index"), os.link("proj/.git/tmp/bad", "proj/.git/worktrees/wtA/index"))),
+    ("second-name", lambda: os.link("proj/.git/index", "proj/.git/tmp/alias")),
+    ("exchange", lambda: exchange("proj/.git/tmp/bad", "proj/.git/index")),
+])
+kept_fd()
+print("kept-fd-done")
+subprocess.run(["sh", "-c", "cd proj && echo 3 >> f && git add f && git -c user.name=t -c user.email=t@t commit -qm three"], check=True)
+# The run's own repository: its index is its own.
+subprocess.run(GIT + ["init", "-q", "own"], check=True)
+put_bytes("own/.git/index", bad)
+print("controls-ok")
+"##
+        );
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        let out = while_host_acts(&exec, &d.ws, &script, |_| {});
+        assert_refused(
+            &out,
+            &[
+                "direct",
+                "via-lock",
+                "via-lock-dotdot",
+                "via-lock-dotgit",
+                "worktree-index",
+                "link-onto",
+                "second-name",
+                "exchange",
+            ],
+        );
+        assert!(out.contains("kept-fd-done") && out.contains("controls-ok"), "{out}");
+        // The user restores the work trees: nothing is written outside them.
+        for wt in ["proj", "wtA"] {
+            let _ =
+                std::process::Command::new("git").args(["restore", "."]).current_dir(d.ws.join(wt)).output().unwrap();
+            let _ = std::process::Command::new("git")
+                .args(["checkout", "--", "."])
+                .current_dir(d.ws.join(wt))
+                .output()
+                .unwrap();
+        }
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "original\n");
+        assert!(!d.root.join("x").exists() && !d.ws.join("x").exists());
+        let files =
+            std::process::Command::new("git").args(["ls-files"]).current_dir(d.ws.join("proj")).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&files.stdout), "f\n");
+        let log = std::process::Command::new("git")
+            .args(["log", "--oneline"])
+            .current_dir(d.ws.join("proj"))
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&log.stdout).contains("three"));
     }
 
     /// The cost, roughly: 1000 file creations with and without the guard, the best of three
@@ -1524,6 +1682,10 @@ fn main() -> std::process::ExitCode {
             (
                 "a_worktree_entry_names_the_repository_that_holds_it",
                 a_worktree_entry_names_the_repository_that_holds_it,
+            ),
+            (
+                "the_index_of_a_host_repository_names_only_what_git_checks_out",
+                the_index_of_a_host_repository_names_only_what_git_checks_out,
             ),
             ("cost_of_the_guard", cost_of_the_guard),
         ])

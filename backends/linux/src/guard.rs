@@ -37,6 +37,7 @@
 //! the spawn has.
 
 mod direct;
+mod index;
 mod resolve;
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -805,7 +806,7 @@ impl Guard<'_> {
         // A worktree entry's `commondir` or `gitdir` in a repository the run did not make comes
         // into being only through [`Guard::stage_entry_file`]: never made by another call,
         // linked or renamed there.
-        if self.foreign_staged(&full) {
+        if self.guarded_content(&full) || (op == CreateOp::Place && self.is_foreign_entry(&full)) {
             return Err(Errno::EACCES);
         }
         self.check_full(p, &full, op)
@@ -822,7 +823,7 @@ impl Guard<'_> {
         self.check_git(full, op == CreateOp::Create)
     }
 
-    /// The part of `full` (a real path) inside a worktree entry (`<G>/worktrees/<n>/<part>`) of a
+    /// The parts of `full` (a real path) inside a worktree entry (`<G>/worktrees/<n>/<part>`) of a
     /// git directory `G` the run did not make: a `.git`, or a bare repository or separate git
     /// directory by its contents, outside the exempt directories; `part` is the first name
     /// below the entry. The entry itself may be the run's (`git worktree add` in the host's
@@ -833,38 +834,159 @@ impl Guard<'_> {
     /// 5 December: a `commondir` naming a directory of the workload's with a `core.fsmonitor`; a
     /// `commondir` removed and a `config` and `objects` put in the entry; a `gitdir` naming a
     /// directory outside the workspace: the host's git ran the fsmonitor, or wrote the file).
-    fn foreign_entry_part<'p>(&self, full: &'p std::path::Path) -> Option<&'p std::ffi::OsStr> {
+    ///
+    /// Every `worktrees` on the way counts (an entry may itself be named `worktrees`); for each
+    /// whose `G` is foreign, the name below its entry, or None where `full` is the entry itself.
+    fn foreign_entry_parts<'p>(&self, full: &'p std::path::Path) -> Vec<Option<&'p std::ffi::OsStr>> {
         let comps: Vec<&std::ffi::OsStr> = full.iter().collect();
-        let at = comps.iter().rposition(|c| *c == "worktrees")?;
-        let part = *comps.get(at + 2)?;
-        let git: std::path::PathBuf = comps[..at].iter().collect();
-        if self.guard.is_exempt(full) || git.parent().is_none() {
-            return None;
+        let mut parts = Vec::new();
+        if !comps.contains(&std::ffi::OsStr::new("worktrees")) || self.guard.is_exempt(full) {
+            return parts;
         }
-        let git_dir = git.file_name() == Some(std::ffi::OsStr::new(".git")) || is_git_directory(&git);
-        (git_dir && (!self.is_own(&git) || self.host_setting_up(&git))).then_some(part)
+        for (at, _) in comps.iter().enumerate().filter(|(at, c)| **c == "worktrees" && at + 2 <= comps.len()) {
+            let git: std::path::PathBuf = comps[..at].iter().collect();
+            if git.parent().is_none() {
+                continue;
+            }
+            let git_dir = git.file_name() == Some(std::ffi::OsStr::new(".git")) || is_git_directory(&git);
+            if git_dir && (!self.is_own(&git) || self.host_setting_up(&git)) {
+                parts.push(comps.get(at + 2).copied());
+            }
+        }
+        parts
     }
 
     /// Whether `full` is the `commondir` or `gitdir` of a foreign worktree entry
-    /// ([`Guard::foreign_entry_part`]): written only through [`Guard::stage_entry_file`].
+    /// ([`Guard::foreign_entry_parts`]): written only through [`Guard::stage_entry_file`].
     fn foreign_staged(&self, full: &std::path::Path) -> bool {
         let name = full.file_name();
         let staged = name == Some(std::ffi::OsStr::new("commondir")) || name == Some(std::ffi::OsStr::new("gitdir"));
-        staged && self.foreign_entry_part(full) == name
+        staged && self.foreign_entry_parts(full).contains(&name)
     }
 
-    /// EACCES when `full` would be, in a foreign worktree entry ([`Guard::foreign_entry_part`]),
+    /// EACCES when `full` would be, in a foreign worktree entry ([`Guard::foreign_entry_parts`]),
     /// an `objects` (of any type: with it and no `commondir` the entry is a git directory of
-    /// its own) or a config (`config`, `config.worktree`, their lock files: the worktree's own
-    /// configuration where the repository has `extensions.worktreeConfig`). `git worktree add`
-    /// makes none of them.
+    /// its own), `hooks` (that git directory's), or a config (`config`, `config.worktree`,
+    /// their lock files: the worktree's own configuration where the repository has
+    /// `extensions.worktreeConfig`). `git worktree add` makes none of them.
     fn check_foreign_entry(&self, full: &std::path::Path) -> Result<(), Errno> {
-        const REFUSED: [&str; 5] = ["objects", "config", "config.lock", "config.worktree", "config.worktree.lock"];
+        const REFUSED: [&str; 6] =
+            ["objects", "hooks", "config", "config.lock", "config.worktree", "config.worktree.lock"];
         let named = full.iter().any(|c| REFUSED.iter().any(|r| c == *r));
-        if named && self.foreign_entry_part(full).is_some_and(|p| REFUSED.iter().any(|r| p == *r)) {
+        if named && self.foreign_entry_parts(full).iter().flatten().any(|p| REFUSED.iter().any(|r| p == r)) {
             return Err(Errno::EACCES);
         }
         Ok(())
+    }
+
+    /// Whether `full` is a foreign worktree entry itself ([`Guard::foreign_entry_parts`]): no
+    /// directory comes there by a rename (over an empty entry of the run's, or exchanged with
+    /// one), which would bring what it holds (an `objects` made elsewhere in the `.git`, where
+    /// the name is free) past [`Guard::check_foreign_entry`]. git never renames an entry.
+    fn is_foreign_entry(&self, full: &std::path::Path) -> bool {
+        full.parent().and_then(std::path::Path::file_name) == Some(std::ffi::OsStr::new("worktrees"))
+            && self.foreign_entry_parts(full).contains(&None)
+    }
+
+    /// Where `full` is the index (`index`, or a split index's `sharedindex.*`) of a git
+    /// directory the run did not make (a `.git`, a worktree entry of a foreign one, a bare
+    /// repository, a separate or a module's git directory), the length of that repository's
+    /// object names (20, or 32 for SHA-256). Such an index comes only by a rename that
+    /// [`Guard::place_index`] checks: git writes it so (`index.lock`, renamed).
+    fn foreign_index(&self, full: &std::path::Path) -> Option<usize> {
+        let name = full.file_name()?.as_encoded_bytes();
+        if name != b"index" && !name.starts_with(b"sharedindex.") {
+            return None;
+        }
+        let dir = full.parent()?;
+        if self.guard.is_exempt(full) {
+            return None;
+        }
+        let in_entry = self.foreign_entry_parts(full).contains(&full.file_name());
+        let git_dir = dir.file_name() == Some(std::ffi::OsStr::new(".git")) || is_git_directory(dir);
+        let foreign = in_entry || (git_dir && (!self.is_own(dir) || self.host_setting_up(dir)));
+        foreign.then(|| object_name_len(dir))
+    }
+
+    /// Whether `full` is written only through the guard's own paths: a foreign worktree
+    /// entry's `commondir` or `gitdir` ([`Guard::stage_entry_file`]), or a foreign index
+    /// ([`Guard::place_index`]). No other call makes, links, replaces or writes it, and no
+    /// second name is made for it.
+    fn guarded_content(&self, full: &std::path::Path) -> bool {
+        self.foreign_staged(full) || self.foreign_index(full).is_some()
+    }
+
+    /// A rename of `o` onto a foreign index `n` ([`Guard::foreign_index`]; `hash`: the length
+    /// of its repository's object names): every entry of the index must be named as git
+    /// itself would let it into one ([`index::check`]), and what comes under the name is a copy
+    /// the guard writes, so that a descriptor the workload kept of `o` writes nothing there.
+    /// `o` goes, as with any rename.
+    fn place_index(&self, o: &Parent, n: &Parent, hash: usize) -> Result<(), Errno> {
+        let to = real_path(n.dir.as_fd())?.join(os(&n.name));
+        self.check_full(n, &to, CreateOp::Place)?;
+        self.check_content(o)?;
+        let source = notify::open_at(
+            Some(o.dir.as_fd()),
+            &cstr(&o.name)?,
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0,
+        )
+        .map_err(|e| if e == Errno::ELOOP { Errno::EACCES } else { e })?;
+        let st = nix::sys::stat::fstat(source.as_raw_fd())?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size > MAX_INDEX {
+            return Err(Errno::EACCES);
+        }
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut std::fs::File::from(source), &mut data).map_err(|_| Errno::EIO)?;
+        if let Err(why) = index::check(&data, hash) {
+            tracing::debug!(index = %to.display(), why, "refused an index");
+            return Err(Errno::EACCES);
+        }
+        let mut attempt = 0u32;
+        let (temp, file) = loop {
+            let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            let temp = cstr(format!(".sandbox-index-{:x}-{attempt}", stamp.as_nanos()).as_bytes())?;
+            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+            match notify::open_at(Some(n.dir.as_fd()), &temp, flags, st.st_mode & 0o777) {
+                Ok(file) => break (temp, file),
+                Err(Errno::EEXIST) if attempt < 8 => attempt += 1,
+                Err(e) => return Err(e),
+            }
+        };
+        let gone = || {
+            let _ = nix::unistd::unlinkat(
+                Some(n.dir.as_raw_fd()),
+                temp.as_c_str(),
+                nix::unistd::UnlinkatFlags::NoRemoveDir,
+            );
+        };
+        let mut file = std::fs::File::from(file);
+        // The lock file's times too: git tells a racily clean entry by the index's mtime.
+        let times = [
+            nix::sys::time::TimeSpec::new(st.st_atime, st.st_atime_nsec),
+            nix::sys::time::TimeSpec::new(st.st_mtime, st.st_mtime_nsec),
+        ];
+        let written = std::io::Write::write_all(&mut file, &data).is_ok()
+            && nix::sys::stat::futimens(file.as_raw_fd(), &times[0], &times[1]).is_ok();
+        if !written {
+            gone();
+            return Err(Errno::EIO);
+        }
+        drop(file);
+        if let Err(e) = nix::fcntl::renameat(
+            Some(n.dir.as_raw_fd()),
+            temp.as_c_str(),
+            Some(n.dir.as_raw_fd()),
+            n.kernel_name()?.as_c_str(),
+        ) {
+            gone();
+            return Err(e);
+        }
+        nix::unistd::unlinkat(
+            Some(o.dir.as_raw_fd()),
+            o.kernel_name()?.as_c_str(),
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        )
     }
 
     /// An open for writing (or creating) of the `commondir` or `gitdir` of a foreign worktree
@@ -1173,7 +1295,7 @@ impl Guard<'_> {
     /// `AT_EMPTY_PATH` descriptor).
     fn check_object(&self, object: BorrowedFd<'_>) -> Result<(), Errno> {
         let path = real_path(object)?;
-        if self.guard.protects(&path) || self.guard.denies(&path) || self.foreign_staged(&path) {
+        if self.guard.protects(&path) || self.guard.denies(&path) || self.guarded_content(&path) {
             return Err(Errno::EACCES);
         }
         self.check_git(&path, false)
@@ -1301,6 +1423,12 @@ impl Guard<'_> {
             return Err(Errno::ENOENT);
         }
         let full = real_path(p.dir.as_fd())?.join(os(&p.name));
+        // No symlink is named `.git` outside the exempt directories: the host's `git worktree
+        // repair` writes a worktree's `.git` through one, wherever it leads (a red team, 5
+        // December: a shell start-up file got `gitdir: …;<command>;#`).
+        if p.name == b".git" && !self.guard.is_exempt(&full) {
+            return Err(Errno::EACCES);
+        }
         // git's own test of symlink support (`tXXXXXX -> testing` in the git directory, removed
         // at once: see `CreationGuard::refuses_link`) is let through here as there.
         let test = is_git_symlink_test(&p.name, target);
@@ -1326,7 +1454,9 @@ impl Guard<'_> {
         // an `O_PATH` descriptor (`AT_EMPTY_PATH`, or `/proc/self/fd/N` followed: a red team,
         // 5 December).
         let full = real_path(p.dir.as_fd())?.join(os(&p.name));
-        let into_git = self.guard.in_git_dir(&full) || self.beneath_git_directory(&full);
+        let into_git = self.guard.in_git_dir(&full)
+            || self.beneath_git_directory(&full)
+            || (p.name == b".git" && !self.guard.is_exempt(&full));
         let mut r = Resolver::new(self.thread);
         let object = if old.is_empty() {
             if flags & libc::AT_EMPTY_PATH == 0 {
@@ -1338,9 +1468,9 @@ impl Guard<'_> {
         } else {
             let o = r.parent(olddirfd, old)?;
             // A second name for a protected file would be a writable one; so would one for a
-            // worktree entry's `commondir` or `gitdir` (see `stage_entry_file`).
+            // worktree entry's `commondir` or `gitdir`, or a foreign index (`guarded_content`).
             self.check_content(&o)?;
-            if self.foreign_staged(&real_path(o.dir.as_fd())?.join(os(&o.name))) {
+            if self.guarded_content(&real_path(o.dir.as_fd())?.join(os(&o.name))) {
                 return Err(Errno::EACCES);
             }
             if into_git && is_symlink(&o) {
@@ -1394,6 +1524,19 @@ impl Guard<'_> {
         if is_dot(&n.name) || is_dot(&o.name) {
             return Err(Errno::EBUSY);
         }
+        let exchange = flags.contains(nix::fcntl::RenameFlags::RENAME_EXCHANGE);
+        // No symlink is named `.git` (see `symlink`), by either side of an exchange.
+        if (n.name == b".git" && is_symlink(&o)) || (exchange && o.name == b".git" && is_symlink(&n)) {
+            return Err(Errno::EACCES);
+        }
+        // git's `index.lock` renamed to a foreign index: checked and copied (an exchange with
+        // one is refused by `check`).
+        if !exchange && (n.name == b"index" || n.name.starts_with(b"sharedindex.")) {
+            let to = real_path(n.dir.as_fd())?.join(os(&n.name));
+            if let Some(hash) = self.foreign_index(&to) {
+                return self.place_index(&o, &n, hash);
+            }
+        }
         self.check(&n, CreateOp::Place)?;
         // A protected file moved elsewhere would be writable there; a denied root (or a
         // directory holding one) readable.
@@ -1402,7 +1545,6 @@ impl Guard<'_> {
         // side of an exchange: neither a symlink moved there nor one inside a directory moved
         // there or renamed to `.git` (a red team, 5 December, renamed a directory holding
         // `COMMIT_EDITMSG -> <a host file>` to `.git`; the host's `git commit` wrote the file).
-        let exchange = flags.contains(nix::fcntl::RenameFlags::RENAME_EXCHANGE);
         if self.brings_symlink(&o, &n)? || (exchange && self.brings_symlink(&n, &o)?) {
             return Err(Errno::EACCES);
         }
@@ -1613,7 +1755,7 @@ impl Staged {
         let mut text = vec![0u8; PATH_MAX + 1];
         let Ok(n) = nix::sys::uio::pread(&self.file, &mut text, 0) else { return };
         text.truncate(n);
-        if n > PATH_MAX || self.published.as_ref() == Some(&text) || !gitdir_allowed(guard, self.entry.as_fd(), &text) {
+        if n > PATH_MAX || self.published.as_ref() == Some(&text) || !gitdir_allowed(guard, &text) {
             return;
         }
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC;
@@ -1624,27 +1766,58 @@ impl Staged {
     }
 }
 
-/// Whether `text`, written to the `gitdir` of the worktree entry `entry`, names a `.git` in a
-/// directory the run may write (as the kernel answers the guard, which has the workload's
-/// credentials and mounts: a read-only bind of the host is not), outside the exempt
-/// directories (the private `/tmp` and HOME are other places on the host). A relative path is
-/// taken from the entry, as git does.
-fn gitdir_allowed(guard: &CreationGuard, entry: BorrowedFd<'_>, text: &[u8]) -> bool {
+/// Whether `text`, written to the `gitdir` of a worktree entry, names a `.git` in a directory
+/// the run may write (as the kernel answers the guard, which has the workload's credentials
+/// and mounts: a read-only bind of the host is not), by its canonical absolute path (no `.`,
+/// `..` or symlink on the way: git 2.47 takes a relative one from its own working directory,
+/// not from the entry, and a red team's `../../../../tmp/x/.git` had the host's `git worktree
+/// repair` write outside the workspace), outside the exempt directories (the private `/tmp`
+/// and HOME are other places on the host) and the sandbox's own `/dev`, `/proc`, `/sys` and
+/// `/run`.
+fn gitdir_allowed(guard: &CreationGuard, text: &[u8]) -> bool {
     use std::os::unix::ffi::OsStrExt as _;
-    let text = text.trim_ascii_end();
+    let text = text.strip_suffix(b"\n").unwrap_or(text);
     let path = std::path::Path::new(std::ffi::OsStr::from_bytes(text));
-    if text.is_empty() || text.contains(&0) || path.file_name() != Some(std::ffi::OsStr::new(".git")) {
+    if text.is_empty() || text.contains(&0) || text.contains(&b'\n') || !path.is_absolute() {
         return false;
     }
-    let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else { return false };
-    let Ok(dir) = cstr(dir.as_os_str().as_bytes()) else { return false };
-    let base = (!path.is_absolute()).then_some(entry);
-    let Ok(dir) = notify::open_at(base, &dir, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) else {
+    if path.file_name() != Some(std::ffi::OsStr::new(".git")) {
         return false;
-    };
-    let Ok(real) = real_path(dir.as_fd()) else { return false };
-    let Ok(via) = cstr(format!("/proc/self/fd/{}", dir.as_raw_fd()).as_bytes()) else { return false };
-    !guard.is_exempt(&real.join(".git")) && nix::unistd::access(via.as_c_str(), nix::unistd::AccessFlags::W_OK).is_ok()
+    }
+    let Some(dir) = path.parent() else { return false };
+    let plain = dir.components().all(|c| matches!(c, std::path::Component::RootDir | std::path::Component::Normal(_)));
+    let private = ["/dev", "/proc", "/sys", "/run"].iter().any(|p| dir.starts_with(p));
+    if !plain || private || dir.as_os_str().as_bytes().ends_with(b"/") || dir == std::path::Path::new("/") {
+        return false;
+    }
+    let Ok(name) = cstr(dir.as_os_str().as_bytes()) else { return false };
+    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    let Ok(opened) = notify::open_at(None, &name, flags, 0) else { return false };
+    let Ok(real) = real_path(opened.as_fd()) else { return false };
+    let Ok(via) = cstr(format!("/proc/self/fd/{}", opened.as_raw_fd()).as_bytes()) else { return false };
+    real == dir
+        && !guard.is_exempt(&real.join(".git"))
+        && nix::unistd::access(via.as_c_str(), nix::unistd::AccessFlags::W_OK).is_ok()
+}
+
+/// The largest index [`Guard::place_index`] reads (git's of a very large repository is a few
+/// hundred MiB; a larger one is refused: closed).
+const MAX_INDEX: i64 = 1 << 30;
+
+/// The length of the object names of the repository whose git directory is `dir`: 32 where
+/// its common directory's config says `objectFormat = sha256`, else 20.
+fn object_name_len(dir: &std::path::Path) -> usize {
+    let common = std::fs::read_to_string(dir.join("commondir"))
+        .ok()
+        .map(|c| dir.join(c.trim_end_matches('\n')))
+        .unwrap_or_else(|| dir.to_path_buf());
+    let config = std::fs::read(common.join("config")).unwrap_or_default();
+    let text = String::from_utf8_lossy(&config).to_ascii_lowercase();
+    let sha256 = text.lines().any(|l| {
+        let l: String = l.chars().filter(|c| !c.is_whitespace()).collect();
+        l.starts_with("objectformat=") && l.contains("sha256")
+    });
+    if sha256 { 32 } else { 20 }
 }
 
 /// Whether the directory tree `top` holds a symlink at any depth (symlinks not followed). A tree
@@ -1786,6 +1959,13 @@ impl Guard<'_> {
                 let full = real_path(p.dir.as_fd())?.join(os(&p.name));
                 if self.foreign_staged(&full) {
                     return self.stage_entry_file(&p, &full, flags, mode);
+                }
+            }
+            // A foreign index is written by a rename only (`place_index`).
+            if p.name == b"index" || p.name.starts_with(b"sharedindex.") {
+                let full = real_path(p.dir.as_fd())?.join(os(&p.name));
+                if self.foreign_index(&full).is_some() {
+                    return Err(Errno::EACCES);
                 }
             }
             if creating {

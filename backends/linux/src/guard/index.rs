@@ -1,0 +1,282 @@
+//! git's index file, read to check the names of its entries (red team Y, 5 December).
+//!
+//! git trusts the index it reads: an entry named `/home/user/.bashrc` or `../../x`, written
+//! into the index of the host's repository by a workload, was written to that path by the
+//! host's later `git restore .` or `git checkout -- .` (4 of 4), with content the workload
+//! chose. Names that come from trees are checked by git as it reads them (`git reset --hard`
+//! refused them); names read from the index are not. So an index a workload brings into a git
+//! directory it did not make ([`check`]) must hold only names git itself would have let into
+//! it: relative, without empty, `.` or `..` components, and without a component git refuses
+//! (`.git` in any case, with the trailing dots or spaces and the short name Windows ignores,
+//! which git refuses on every system by default).
+//!
+//! The format (git's `Documentation/gitformat-index.txt`): `DIRC`, a version (2, 3 or 4), the
+//! number of entries; each entry 40 bytes of stat data, the object name (20 bytes for SHA-1,
+//! 32 for SHA-256), 16 bits of flags (12 of them the name's length), 16 more with version 3's
+//! extended flag, then the name: NUL-terminated and padded to a multiple of 8 bytes (versions
+//! 2 and 3), or as a number of bytes to drop from the previous name and a NUL-terminated
+//! suffix (version 4). Extensions follow, then a checksum. An index that links a shared index
+//! (the `link` extension of `core.splitIndex`) names entries this reading does not see: refused.
+
+/// Why an index is refused.
+pub type Refusal = &'static str;
+
+/// The most entries an index may hold here (git's own limit is the file size).
+const MAX_ENTRIES: usize = 50_000_000;
+
+/// Checks the index `data` of a repository whose object names are `hash` bytes long (20 or
+/// 32): every entry's name is one git would let into an index, and no shared index is linked.
+pub fn check(data: &[u8], hash: usize) -> Result<(), Refusal> {
+    let mut r = Reader { data, at: 0 };
+    if r.take(4)? != b"DIRC" {
+        return Err("not an index");
+    }
+    let version = r.u32()?;
+    if !(2..=4).contains(&version) {
+        return Err("an index version git does not write");
+    }
+    let count = usize::try_from(r.u32()?).map_err(|_| "too many entries")?;
+    if count > MAX_ENTRIES {
+        return Err("too many entries");
+    }
+    let mut previous: Vec<u8> = Vec::new();
+    for _ in 0..count {
+        let start = r.at;
+        r.take(40 + hash)?;
+        let flags = r.u16()?;
+        if version >= 3 && flags & 0x4000 != 0 {
+            r.u16()?;
+        } else if flags & 0x4000 != 0 {
+            return Err("an extended entry in a version 2 index");
+        }
+        let name = if version == 4 {
+            let drop = r.varint()?;
+            let keep = previous.len().checked_sub(drop).ok_or("a name that drops more than there is")?;
+            let suffix = r.until_nul()?;
+            let mut name = previous[..keep].to_vec();
+            name.extend_from_slice(suffix);
+            name
+        } else {
+            let name = r.until_nul()?.to_vec();
+            // The entry, name and its NUL included, padded with NULs to a multiple of 8.
+            let len = r.at - start;
+            let padded = len.div_ceil(8) * 8;
+            let pad = r.take(padded - len)?;
+            if pad.iter().any(|b| *b != 0) {
+                return Err("an entry's padding is not NUL");
+            }
+            name
+        };
+        let stored = usize::from(flags & 0x0fff);
+        if stored != 0x0fff && stored != name.len() {
+            return Err("a name's length differs from its flags");
+        }
+        verify_path(&name)?;
+        previous = name;
+    }
+    // Extensions: a four-byte signature and a 32-bit size each, until the checksum.
+    while data.len().saturating_sub(r.at) > hash {
+        let signature = r.take(4)?;
+        let size = usize::try_from(r.u32()?).map_err(|_| "an extension too large")?;
+        if signature == b"link" {
+            return Err("a split index (its shared index is not read here)");
+        }
+        r.take(size)?;
+    }
+    if data.len() - r.at != hash {
+        return Err("no checksum where one belongs");
+    }
+    Ok(())
+}
+
+/// git's `verify_path` as it holds on every system by default (`core.protectNTFS` is on
+/// everywhere since git 2.24): a relative name of non-empty components, none of them `.`,
+/// `..`, or `.git` in any case, with any trailing dots or spaces, or `git~1`.
+pub fn verify_path(name: &[u8]) -> Result<(), Refusal> {
+    if name.is_empty() || name[0] == b'/' || name.last() == Some(&b'/') {
+        return Err("an entry named by an absolute or empty path");
+    }
+    for part in name.split(|b| *b == b'/') {
+        if part.is_empty() || part == b"." || part == b".." {
+            return Err("an entry named with an empty, . or .. component");
+        }
+        // What comes before a `:` (an NTFS stream: `.git::$INDEX_ALLOCATION`) names the same.
+        let base = part.split(|b| *b == b':').next().unwrap_or(part);
+        let trimmed = trim_dots_and_spaces(base);
+        if trimmed.eq_ignore_ascii_case(b".git") || trim_dots_and_spaces(base).eq_ignore_ascii_case(b"git~1") {
+            return Err("an entry named .git");
+        }
+        // A backslash separates components for git's NTFS check too.
+        for sub in part.split(|b| *b == b'\\') {
+            if sub == b".." || trim_dots_and_spaces(sub).eq_ignore_ascii_case(b".git") {
+                return Err("an entry named with .. or .git between backslashes");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn trim_dots_and_spaces(part: &[u8]) -> &[u8] {
+    let end = part.iter().rposition(|b| *b != b'.' && *b != b' ').map_or(0, |i| i + 1);
+    // `.git` itself keeps its leading dot.
+    if end == 0 { part } else { &part[..end] }
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Refusal> {
+        let end = self.at.checked_add(n).filter(|e| *e <= self.data.len()).ok_or("the index ends too soon")?;
+        let out = &self.data[self.at..end];
+        self.at = end;
+        Ok(out)
+    }
+
+    fn u16(&mut self) -> Result<u16, Refusal> {
+        let b = self.take(2)?;
+        Ok(u16::from_be_bytes([b[0], b[1]]))
+    }
+
+    fn u32(&mut self) -> Result<u32, Refusal> {
+        let b = self.take(4)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// git's offset varint (`decode_varint`): seven bits a byte, high bit set for more, each
+    /// continuation adding one.
+    fn varint(&mut self) -> Result<usize, Refusal> {
+        let mut byte = self.take(1)?[0];
+        let mut value = usize::from(byte & 0x7f);
+        while byte & 0x80 != 0 {
+            byte = self.take(1)?[0];
+            value = value
+                .checked_add(1)
+                .and_then(|v| v.checked_mul(128))
+                .and_then(|v| v.checked_add(usize::from(byte & 0x7f)))
+                .ok_or("a number too large")?;
+        }
+        Ok(value)
+    }
+
+    fn until_nul(&mut self) -> Result<&'a [u8], Refusal> {
+        let rest = &self.data[self.at..];
+        let len = rest.iter().position(|b| *b == 0).ok_or("a name without its NUL")?;
+        let name = &rest[..len];
+        self.at += len + 1;
+        Ok(name)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A version 2 or 3 index of `names` with SHA-1 object names, as git writes it.
+    fn index(version: u32, names: &[&str]) -> Vec<u8> {
+        let mut out = b"DIRC".to_vec();
+        out.extend_from_slice(&version.to_be_bytes());
+        out.extend_from_slice(&u32::try_from(names.len()).unwrap().to_be_bytes());
+        for name in names {
+            let start = out.len();
+            out.extend_from_slice(&[0u8; 40]);
+            out.extend_from_slice(&[0xab; 20]);
+            out.extend_from_slice(&u16::try_from(name.len().min(0xfff)).unwrap().to_be_bytes());
+            out.extend_from_slice(name.as_bytes());
+            out.push(0);
+            while !(out.len() - start).is_multiple_of(8) {
+                out.push(0);
+            }
+        }
+        out.extend_from_slice(&[0u8; 20]);
+        out
+    }
+
+    #[test]
+    fn names_git_writes_pass() {
+        for names in [vec![], vec!["f"], vec!["a/b/c.txt", "dir/.gitignore", ".github/x", "git~2", "..x/y", "a..b"]] {
+            assert_eq!(check(&index(2, &names), 20), Ok(()), "{names:?}");
+            assert_eq!(check(&index(3, &names), 20), Ok(()), "{names:?}");
+        }
+    }
+
+    #[test]
+    fn names_git_would_not_write_are_refused() {
+        for bad in [
+            "/tmp/x",
+            "../x",
+            "a/../../x",
+            "a//b",
+            "./a",
+            "a/",
+            ".git/hooks/pre-commit",
+            "sub/.GIT/config",
+            ".git./config",
+            ".git  /config",
+            "GIT~1/config",
+            "a\\..\\b",
+            "x\\.git\\config",
+            ".git::$INDEX_ALLOCATION/config",
+        ] {
+            assert!(check(&index(2, &["ok", bad]), 20).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_version_4_index_is_read_with_its_prefixes() {
+        // "dir/a", then "dir/b" (drop 1, add "b"), then "../x" written as drop 5 + "../x".
+        let mut out = b"DIRC".to_vec();
+        out.extend_from_slice(&4u32.to_be_bytes());
+        out.extend_from_slice(&3u32.to_be_bytes());
+        for (drop, suffix) in [(0u8, "dir/a"), (1, "b"), (5, "../x")] {
+            out.extend_from_slice(&[0u8; 60]);
+            let full = match suffix {
+                "dir/a" => 5,
+                "b" => 5,
+                _ => 4,
+            };
+            out.extend_from_slice(&u16::try_from(full).unwrap().to_be_bytes());
+            out.push(drop);
+            out.extend_from_slice(suffix.as_bytes());
+            out.push(0);
+        }
+        out.extend_from_slice(&[0u8; 20]);
+        assert_eq!(check(&out, 20), Err("an entry named with an empty, . or .. component"));
+        // Without the last entry it passes.
+        let mut good = b"DIRC".to_vec();
+        good.extend_from_slice(&4u32.to_be_bytes());
+        good.extend_from_slice(&2u32.to_be_bytes());
+        for (drop, suffix) in [(0u8, "dir/a"), (1, "b")] {
+            good.extend_from_slice(&[0u8; 60]);
+            good.extend_from_slice(&5u16.to_be_bytes());
+            good.push(drop);
+            good.extend_from_slice(suffix.as_bytes());
+            good.push(0);
+        }
+        good.extend_from_slice(&[0u8; 20]);
+        assert_eq!(check(&good, 20), Ok(()));
+    }
+
+    #[test]
+    fn broken_and_split_indexes_are_refused() {
+        let good = index(2, &["f"]);
+        assert!(check(&good[..good.len() - 1], 20).is_err());
+        assert!(check(&good, 32).is_err());
+        assert!(check(b"DIRX", 20).is_err());
+        let mut split = good[..good.len() - 20].to_vec();
+        split.extend_from_slice(b"link");
+        split.extend_from_slice(&20u32.to_be_bytes());
+        split.extend_from_slice(&[0u8; 20]);
+        split.extend_from_slice(&[0u8; 20]);
+        assert!(check(&split, 20).is_err());
+        let mut tree = good[..good.len() - 20].to_vec();
+        tree.extend_from_slice(b"TREE");
+        tree.extend_from_slice(&3u32.to_be_bytes());
+        tree.extend_from_slice(b"abc");
+        tree.extend_from_slice(&[0u8; 20]);
+        assert_eq!(check(&tree, 20), Ok(()));
+    }
+}
