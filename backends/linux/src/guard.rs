@@ -786,7 +786,7 @@ fn is_symlink(p: &Parent) -> bool {
     })
 }
 
-/// The most entries [`Guard::holds_foreign_git`] looks at in one directory tree; a bigger tree
+/// The most entries [`Guard::holds_foreign`] looks at in one directory tree; a bigger tree
 /// is not moved (closed).
 const MAX_MOVED_ENTRIES: usize = 200_000;
 
@@ -996,7 +996,7 @@ impl Guard<'_> {
     /// - `commondir` holds what git writes there, `../..` (the repository that holds the
     ///   entry), made here if it is not there yet: no other common directory can be named.
     /// - `gitdir` gets what the caller wrote once it names a `.git` in a directory the run may
-    ///   write, outside the exempt directories ([`publish`], at the run's next call the guard
+    ///   write, outside the exempt directories ([`Staging::publish`], at the run's next call the guard
     ///   serves and at its end): the host's `git worktree repair` writes a `.git` file there.
     ///
     /// `git worktree add`, `move` and `repair` work as before.
@@ -1800,9 +1800,9 @@ fn gitdir_allowed(guard: &CreationGuard, text: &[u8]) -> bool {
         && nix::unistd::access(via.as_c_str(), nix::unistd::AccessFlags::W_OK).is_ok()
 }
 
-/// The largest index [`Guard::place_index`] reads (git's of a very large repository is a few
-/// hundred MiB; a larger one is refused: closed).
-const MAX_INDEX: i64 = 1 << 30;
+/// The largest index [`Guard::place_index`] reads, 512 MiB (a repository of a few million
+/// files; a larger one is refused: closed).
+const MAX_INDEX: i64 = 1 << 29;
 
 /// The length of the object names of the repository whose git directory is `dir`: 32 where
 /// its common directory's config says `objectFormat = sha256`, else 20.
