@@ -1278,6 +1278,10 @@ print("controls-ok")
         git_in(&d.ws.join("proj"), &commit);
         git_in(&d.ws, &["clone", "-q", "--bare", "proj", "hb.git"]);
         fs::create_dir(d.root.join("outside")).unwrap();
+        // A host repository with a submodule (its git directory `super/.git/modules/sm`).
+        git_in(&d.ws, &["init", "-q", "-b", "main", "super"]);
+        git_in(&d.ws.join("super"), &["-c", "protocol.file.allow=always", "submodule", "add", "-q", "../hb.git", "sm"]);
+        git_in(&d.ws.join("super"), &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "sm"]);
         let (ws, v, root) = (d.ws.display(), victim.display(), d.root.display());
         let script = format!(
             r##"
@@ -1298,6 +1302,13 @@ def reopen(path):
 subprocess.run(GIT + ["-C", "proj", "worktree", "add", "-q", "-b", "wa", "../wtA"], check=True)
 subprocess.run(GIT + ["-C", "hb.git", "worktree", "add", "-q", "-b", "wb", "../wtB"], check=True)
 subprocess.run(GIT + ["-C", "wtA", "commit", "-q", "--allow-empty", "-m", "in-wtA"], check=True)
+subprocess.run(GIT + ["-C", "super/sm", "worktree", "add", "-q", "-b", "smw", "../../smwt"], check=True)
+subprocess.run(GIT + ["-C", "smwt", "commit", "-q", "--allow-empty", "-m", "in-smwt"], check=True)
+SM = "super/.git/modules/sm/worktrees/smwt/"
+attempt([
+    ("module-entry-config", lambda: put(SM + "config", "[core]\n\tfsmonitor = {ws}/fsmon.sh\n")),
+    ("module-entry-commondir", lambda: put(SM + "commondir", "{ws}/X\n")),
+])
 # A common directory of the run's: no HEAD, a config with an fsmonitor, a reflog linked out.
 os.makedirs("X/refs/heads")
 os.makedirs("X/objects/info")
@@ -1442,6 +1453,7 @@ print("controls-ok")
                 "dotgit-symlink",
                 "dotgit-symlink-renamed",
                 "dotgit-symlink-linked",
+                "module-entry-config",
             ],
         );
         for name in ["gitdir-outside", "gitdir-private-tmp", "gitdir-relative-outside", "gitdir-bare-outside"] {
@@ -1462,7 +1474,13 @@ print("controls-ok")
         }
         assert!(out.contains("own-kept: ../../own-kept\n") && out.contains("controls-ok"), "{out}");
         // `sub`'s was removed (above): it is no git directory without `objects`.
-        for entry in ["proj/.git/worktrees/wtA", "hb.git/worktrees/e6", "hb.git/worktrees/wtB"] {
+        assert!(out.contains("module-entry-commondir ok\n"), "{out}");
+        for entry in [
+            "proj/.git/worktrees/wtA",
+            "hb.git/worktrees/e6",
+            "hb.git/worktrees/wtB",
+            "super/.git/modules/sm/worktrees/smwt",
+        ] {
             let text = fs::read_to_string(d.ws.join(entry).join("commondir")).unwrap();
             assert_eq!(text, "../..\n", "{entry}");
         }

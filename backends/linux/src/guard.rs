@@ -1111,8 +1111,24 @@ impl Guard<'_> {
         // `git init` of a path the run prepared: its `HEAD`, `objects`, templates) is no longer
         // the run's to configure.
         let own = (made(&git) && !self.host_setting_up(&git))
-            || worktree.is_some_and(|n| made(&git.join("worktrees").join(n)));
+            || worktree.is_some_and(|n| made(&git.join("worktrees").join(n)))
+            || self.in_own_entry(full);
         if own { Ok(()) } else { Err(Errno::EACCES) }
+    }
+
+    /// Whether `full` lies in a worktree entry the run made (`<G>/worktrees/<n>`, `G` a git
+    /// directory: a module's too, `.git/modules/<m>/worktrees/<n>`, where a red team's `git
+    /// worktree add` in a host submodule failed). What such an entry of a repository the run
+    /// did not make may hold is narrowed by [`Guard::check_foreign_entry`] and
+    /// [`Guard::stage_entry_file`].
+    fn in_own_entry(&self, full: &std::path::Path) -> bool {
+        full.ancestors().skip(1).any(|entry| {
+            let Some(worktrees) = entry.parent() else { return false };
+            let Some(git) = worktrees.parent() else { return false };
+            worktrees.file_name() == Some(std::ffi::OsStr::new("worktrees"))
+                && (git.file_name() == Some(std::ffi::OsStr::new(".git")) || is_git_directory(git))
+                && self.is_own(entry)
+        })
     }
 
     /// Whether a directory above `path` holds a `.git` this run did not make: a work tree the
@@ -1201,7 +1217,8 @@ impl Guard<'_> {
         if self.made_git_file(p, &full) {
             return;
         }
-        let entry = self.guard.git_sensitive(&full).is_some_and(|(_, part)| part == GitPart::Entry);
+        let entry = self.guard.git_sensitive(&full).is_some_and(|(_, part)| part == GitPart::Entry)
+            || self.foreign_entry_parts(&full).contains(&None);
         if p.name != b".git" && !entry {
             return;
         }
