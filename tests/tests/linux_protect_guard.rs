@@ -84,6 +84,14 @@ def attempt(attacks):
         out
     }
 
+    /// Runs `PY_HOST_STEPS` and `script` in the workspace of `d` with the allow profile, the host
+    /// doing nothing meanwhile (see [`while_host_acts`]).
+    fn attacks(d: &TestDirs, script: &str) -> String {
+        let set = set_of(d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        while_host_acts(&exec, &d.ws, script, |_| {})
+    }
+
     /// Runs the host's git in `dir`; it must succeed.
     fn git_in(dir: &Path, args: &[&str]) {
         let o = std::process::Command::new("git").args(args).current_dir(dir).output().unwrap();
@@ -1182,9 +1190,7 @@ write("evil/HEAD", os.O_WRONLY | os.O_CREAT)
 print("controls-ok")
 "##
         );
-        let set = set_of(&d, d.allow_config());
-        let exec = set.executor("k").unwrap();
-        let out = while_host_acts(&exec, &d.ws, &script, |_| {});
+        let out = attacks(&d, &script);
         assert_refused(
             &out,
             &[
@@ -1419,9 +1425,7 @@ subprocess.run(GIT + ["-C", "wtA", "status", "--short"], check=True)
 print("controls-ok")
 "##
         );
-        let set = set_of(&d, d.allow_config());
-        let exec = set.executor("k").unwrap();
-        let out = while_host_acts(&exec, &d.ws, &script, |_| {});
+        let out = attacks(&d, &script);
         for name in ["write-new", "rewrite", "append", "read-write", "bare-write-new", "bare-rewrite"] {
             assert!(out.contains(&format!("{name} ok\n")), "{name}: {out}");
         }
@@ -1586,9 +1590,7 @@ put_bytes("own/.git/index", bad)
 print("controls-ok")
 "##
         );
-        let set = set_of(&d, d.allow_config());
-        let exec = set.executor("k").unwrap();
-        let out = while_host_acts(&exec, &d.ws, &script, |_| {});
+        let out = attacks(&d, &script);
         assert_refused(
             &out,
             &[
