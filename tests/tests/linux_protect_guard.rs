@@ -1385,7 +1385,7 @@ attempt([
 os.makedirs("/tmp/x")
 os.makedirs("real")
 os.symlink("real", "lnk")
-for n in ("e7", "e8", "e9", "e10"):
+for n in ("e7", "e8", "e9", "e10", "e11"):
     os.mkdir(E + n)
 # Red team Y: git 2.47 takes a relative `gitdir` from its own working directory; the sandbox's
 # `/dev` and `/proc` are its own; a symlink on the way leads elsewhere on the host. And no
@@ -1396,6 +1396,9 @@ attempt([
     ("gitdir-dev", lambda: put(E + "e8/gitdir", "/dev/.git\n")),
     ("gitdir-through-link", lambda: put(E + "e9/gitdir", "{ws}/lnk/.git\n")),
     ("gitdir-proc", lambda: put(E + "e10/gitdir", "/proc/self/cwd/.git\n")),
+    # Red team Z: a directory with no `.git` naming the entry back may be swapped for a symlink
+    # by a later run; the host's repair then writes through it.
+    ("gitdir-no-dotgit", lambda: put(E + "e11/gitdir", "{ws}/real/.git\n")),
     ("dotgit-symlink", lambda: (os.unlink("wtA/.git"), os.symlink("{v}", "wtA/.git"))),
     ("dotgit-symlink-renamed", lambda: (os.symlink("{v}", "sl"), os.rename("sl", "real/.git"))),
     ("dotgit-symlink-linked", lambda: (os.symlink("{v}", "sl2"), os.link("sl2", "real/.git"))),
@@ -1470,10 +1473,10 @@ print("controls-ok")
             let text = fs::read_to_string(d.ws.join(entry).join("gitdir")).unwrap();
             assert_eq!(text, format!("{}/.git\n", d.ws.join(wt).display()), "{entry}");
         }
-        for entry in ["e1", "e2", "e7", "e8", "e9", "e10"] {
+        for entry in ["e1", "e2", "e7", "e8", "e9", "e10", "e11"] {
             assert!(!d.ws.join("proj/.git/worktrees").join(entry).join("gitdir").exists(), "{entry}");
         }
-        for name in ["gitdir-relative", "gitdir-dev", "gitdir-through-link", "gitdir-proc"] {
+        for name in ["gitdir-relative", "gitdir-dev", "gitdir-through-link", "gitdir-proc", "gitdir-no-dotgit"] {
             assert!(out.contains(&format!("{name} ok\n")), "{name}: {out}");
         }
         assert!(out.contains("own-kept: ../../own-kept\n") && out.contains("controls-ok"), "{out}");
@@ -1529,6 +1532,19 @@ print("controls-ok")
         fs::write(d.ws.join("proj/f"), "1\n").unwrap();
         git_in(&d.ws.join("proj"), &["add", "f"]);
         git_in(&d.ws.join("proj"), &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x"]);
+        for (repo, version) in [("thr2", "2"), ("thr4", "4")] {
+            git_in(&d.ws, &["init", "-q", repo]);
+            for (key, value) in [
+                ("index.threads", "4"),
+                ("index.recordOffsetTable", "true"),
+                ("index.recordEndOfIndexEntries", "true"),
+                ("index.version", version),
+                ("core.untrackedCache", "true"),
+            ] {
+                git_in(&d.ws.join(repo), &["config", key, value]);
+            }
+        }
+        git_in(&d.ws, &["init", "-q", "--object-format=sha256", "r256"]);
         let v = victim.display();
         let script = format!(
             r##"
@@ -1555,6 +1571,15 @@ def via_lock(git_dir, data):
     finally:
         if os.path.exists(git_dir + "/index.lock"):
             os.unlink(git_dir + "/index.lock")
+def with_ext(index, exts):
+    body = index[:-20]
+    for sig, data in exts:
+        body += sig + struct.pack(">I", len(data)) + data
+    return body + hashlib.sha1(body).digest()
+def entry(name, sha):
+    n = name.encode()
+    e = struct.pack(">10I", 0, 0, 0, 0, 0, 0, 0o100644, 0, 0, 0) + bytes.fromhex(sha) + struct.pack(">H", len(n)) + n
+    return e + b"\0" * (8 - len(e) % 8)
 def kept_fd():
     fd = os.open("proj/.git/index.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
     os.write(fd, good)
@@ -1571,6 +1596,16 @@ bad = mkindex(["f", "{v}"], sha)
 good = mkindex(["f"], sha)
 os.makedirs("proj/.git/tmp")
 put_bytes("proj/.git/tmp/bad", bad)
+# Red team Z: git's threads read from an offset table (`index.threads`); one pointing into an
+# extension git ignores, where a `../x` entry waits, and an end-of-entries record that agrees.
+three = mkindex(["f", "g", "h"], sha)
+hidden = entry("../x", sha)
+ends = len(three) - 20
+ieot = struct.pack(">IIIII", 1, ends + 8, 1, 12 + 64, 2)
+threaded = with_ext(three, [(b"ZZZZ", hidden), (b"IEOT", ieot), (b"EOIE", struct.pack(">I", ends) + b"\0" * 20)])
+# `git cherry-pick --continue` reads `sequencer/opts`: a strategy with a slash is a path.
+os.makedirs("proj/.git/sequencer", exist_ok=True)
+put_bytes("proj/.git/tmp/opts", b"[options]\n\tstrategy = x/../.git/info/evil\n")
 attempt([
     ("direct", lambda: put_bytes("proj/.git/index", bad)),
     ("via-lock", lambda: via_lock("proj/.git", bad)),
@@ -1580,7 +1615,20 @@ attempt([
     ("link-onto", lambda: (os.unlink("proj/.git/worktrees/wtA/index"), os.link("proj/.git/tmp/bad", "proj/.git/worktrees/wtA/index"))),
     ("second-name", lambda: os.link("proj/.git/index", "proj/.git/tmp/alias")),
     ("exchange", lambda: exchange("proj/.git/tmp/bad", "proj/.git/index")),
+    ("offset-table", lambda: via_lock("proj/.git", threaded)),
+    ("opts-rename", lambda: os.rename("proj/.git/tmp/opts", "proj/.git/sequencer/opts")),
+    ("opts-direct", lambda: put_bytes("proj/.git/sequencer/opts", b"[options]\n\tstrategy = x/../evil\n")),
 ])
+os.rmdir("proj/.git/sequencer")
+# Controls: git's own threaded indexes (versions 2 and 4, offset tables, untracked cache) and a
+# SHA-256 repository of the host's take the workload's `git add`; a cherry-pick that stops on a
+# conflict writes its `sequencer/opts`, and is aborted.
+for repo in ("thr2", "thr4", "r256"):
+    subprocess.run(["sh", "-c", "cd %s && mkdir -p d && for i in $(seq 2000); do echo $i > d/f$i; done && git add . && git -c user.name=t -c user.email=t@t commit -qm x" % repo], check=True)
+subprocess.run(["sh", "-c", "cd proj && git checkout -q -b side && echo s > f && git -c user.name=t -c user.email=t@t commit -qam s1 && echo t > g && git add g && git -c user.name=t -c user.email=t@t commit -qm s2 && git checkout -q main && echo m > f && git -c user.name=t -c user.email=t@t commit -qam m1"], check=True)
+r = subprocess.run(GIT + ["-C", "proj", "cherry-pick", "--strategy", "ort", "-X", "patience", "side~1", "side"], capture_output=True, text=True)
+print("cherry-pick:", r.returncode, os.path.exists("proj/.git/sequencer/opts"))
+subprocess.run(GIT + ["-C", "proj", "cherry-pick", "--abort"], capture_output=True)
 kept_fd()
 print("kept-fd-done")
 subprocess.run(["sh", "-c", "cd proj && echo 3 >> f && git add f && git -c user.name=t -c user.email=t@t commit -qm three"], check=True)
@@ -1602,9 +1650,13 @@ print("controls-ok")
                 "link-onto",
                 "second-name",
                 "exchange",
+                "offset-table",
+                "opts-rename",
+                "opts-direct",
             ],
         );
         assert!(out.contains("kept-fd-done") && out.contains("controls-ok"), "{out}");
+        assert!(out.contains("cherry-pick: 1 True\n"), "{out}");
         // The user restores the work trees: nothing is written outside them.
         for wt in ["proj", "wtA"] {
             let _ =

@@ -909,19 +909,59 @@ impl Guard<'_> {
     }
 
     /// Whether `full` is written only through the guard's own paths: a foreign worktree
-    /// entry's `commondir` or `gitdir` ([`Guard::stage_entry_file`]), or a foreign index
-    /// ([`Guard::place_index`]). No other call makes, links, replaces or writes it, and no
+    /// entry's `commondir` or `gitdir` ([`Guard::stage_entry_file`]), a foreign index
+    /// ([`Guard::place_index`]) or `sequencer/opts` ([`Guard::place_sequencer_opts`]). No other call makes, links, replaces or writes it, and no
     /// second name is made for it.
     fn guarded_content(&self, full: &std::path::Path) -> bool {
-        self.foreign_staged(full) || self.foreign_index(full).is_some()
+        self.foreign_staged(full) || self.foreign_index(full).is_some() || self.foreign_sequencer_opts(full)
+    }
+
+    /// Whether `full` is the `sequencer/opts` of a git directory the run did not make (or of a
+    /// foreign worktree entry): a file in git's config format, with no checks at all, that
+    /// `git cherry-pick --continue` and `git revert --continue` read; its `strategy` names the
+    /// program git runs as `git-merge-<strategy>`, and a name with a slash is a path (a red
+    /// team, 5 December: `x/../.git/info/evil` ran a script of the workload's on the host).
+    fn foreign_sequencer_opts(&self, full: &std::path::Path) -> bool {
+        let Some(sequencer) = full.parent() else { return false };
+        let Some(git) = sequencer.parent() else { return false };
+        if full.file_name() != Some(std::ffi::OsStr::new("opts"))
+            || sequencer.file_name() != Some(std::ffi::OsStr::new("sequencer"))
+            || self.guard.is_exempt(full)
+        {
+            return false;
+        }
+        let in_entry = self.foreign_entry_parts(full).contains(&sequencer.file_name());
+        let git_dir = git.file_name() == Some(std::ffi::OsStr::new(".git")) || is_git_directory(git);
+        in_entry || (git_dir && (!self.is_own(git) || self.host_setting_up(git)))
     }
 
     /// A rename of `o` onto a foreign index `n` ([`Guard::foreign_index`]; `hash`: the length
     /// of its repository's object names): every entry of the index must be named as git
-    /// itself would let it into one ([`index::check`]), and what comes under the name is a copy
-    /// the guard writes, so that a descriptor the workload kept of `o` writes nothing there.
-    /// `o` goes, as with any rename.
+    /// itself would let it into one ([`index::check`]).
     fn place_index(&self, o: &Parent, n: &Parent, hash: usize) -> Result<(), Errno> {
+        self.place_checked(o, n, MAX_INDEX, &|data| index::check(data, hash))
+    }
+
+    /// A rename of `o` onto a foreign `sequencer/opts` ([`Guard::foreign_sequencer_opts`]): no
+    /// slash or backslash anywhere in it (a strategy is a name on git's path, never a path;
+    /// a value cannot hide one from this: git's escapes make no slash).
+    fn place_sequencer_opts(&self, o: &Parent, n: &Parent) -> Result<(), Errno> {
+        self.place_checked(o, n, MAX_OPTS, &|data| {
+            if data.iter().any(|b| *b == b'/' || *b == b'\\') { Err("a slash in sequencer/opts") } else { Ok(()) }
+        })
+    }
+
+    /// A rename of `o` onto `n`, a name written only through the guard ([`Guard::guarded_content`]):
+    /// `o` (a regular file of at most `max` bytes) must pass `valid`, and what comes under the
+    /// name is a copy the guard writes (with `o`'s mode and times), so that a descriptor the
+    /// workload kept of `o` writes nothing there. `o` goes, as with any rename.
+    fn place_checked(
+        &self,
+        o: &Parent,
+        n: &Parent,
+        max: i64,
+        valid: &dyn Fn(&[u8]) -> Result<(), index::Refusal>,
+    ) -> Result<(), Errno> {
         let to = real_path(n.dir.as_fd())?.join(os(&n.name));
         self.check_full(n, &to, CreateOp::Place)?;
         self.check_content(o)?;
@@ -933,19 +973,19 @@ impl Guard<'_> {
         )
         .map_err(|e| if e == Errno::ELOOP { Errno::EACCES } else { e })?;
         let st = nix::sys::stat::fstat(source.as_raw_fd())?;
-        if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size > MAX_INDEX {
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size > max {
             return Err(Errno::EACCES);
         }
         let mut data = Vec::new();
         std::io::Read::read_to_end(&mut std::fs::File::from(source), &mut data).map_err(|_| Errno::EIO)?;
-        if let Err(why) = index::check(&data, hash) {
-            tracing::debug!(index = %to.display(), why, "refused an index");
+        if let Err(why) = valid(&data) {
+            tracing::debug!(file = %to.display(), why, "refused a rename");
             return Err(Errno::EACCES);
         }
         let mut attempt = 0u32;
         let (temp, file) = loop {
             let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-            let temp = cstr(format!(".sandbox-index-{:x}-{attempt}", stamp.as_nanos()).as_bytes())?;
+            let temp = cstr(format!(".sandbox-copy-{:x}-{attempt}", stamp.as_nanos()).as_bytes())?;
             let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
             match notify::open_at(Some(n.dir.as_fd()), &temp, flags, st.st_mode & 0o777) {
                 Ok(file) => break (temp, file),
@@ -1554,6 +1594,12 @@ impl Guard<'_> {
                 return self.place_index(&o, &n, hash);
             }
         }
+        if !exchange && n.name == b"opts" {
+            let to = real_path(n.dir.as_fd())?.join(os(&n.name));
+            if self.foreign_sequencer_opts(&to) {
+                return self.place_sequencer_opts(&o, &n);
+            }
+        }
         self.check(&n, CreateOp::Place)?;
         // A protected file moved elsewhere would be writable there; a denied root (or a
         // directory holding one) readable.
@@ -1772,7 +1818,7 @@ impl Staged {
         let mut text = vec![0u8; PATH_MAX + 1];
         let Ok(n) = nix::sys::uio::pread(&self.file, &mut text, 0) else { return };
         text.truncate(n);
-        if n > PATH_MAX || self.published.as_ref() == Some(&text) || !gitdir_allowed(guard, &text) {
+        if n > PATH_MAX || self.published.as_ref() == Some(&text) || !gitdir_allowed(guard, self.entry.as_fd(), &text) {
             return;
         }
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_CLOEXEC;
@@ -1790,8 +1836,12 @@ impl Staged {
 /// not from the entry, and a red team's `../../../../tmp/x/.git` had the host's `git worktree
 /// repair` write outside the workspace), outside the exempt directories (the private `/tmp`
 /// and HOME are other places on the host) and the sandbox's own `/dev`, `/proc`, `/sys` and
-/// `/run`.
-fn gitdir_allowed(guard: &CreationGuard, text: &[u8]) -> bool {
+/// `/run`; and that `.git` is there already, a file naming `entry` back (git writes it first).
+/// A `.git` in a directory keeps the directory where it is for the runs after (a directory
+/// holding a `.git` they did not make is neither removed, renamed nor replaced): without one, a
+/// later run swapped the directory for a symlink to elsewhere, and the host's `git worktree
+/// repair` wrote a `.git` there (a red team, 5 December).
+fn gitdir_allowed(guard: &CreationGuard, entry: BorrowedFd<'_>, text: &[u8]) -> bool {
     use std::os::unix::ffi::OsStrExt as _;
     let text = text.strip_suffix(b"\n").unwrap_or(text);
     let path = std::path::Path::new(std::ffi::OsStr::from_bytes(text));
@@ -1812,14 +1862,30 @@ fn gitdir_allowed(guard: &CreationGuard, text: &[u8]) -> bool {
     let Ok(opened) = notify::open_at(None, &name, flags, 0) else { return false };
     let Ok(real) = real_path(opened.as_fd()) else { return false };
     let Ok(via) = cstr(format!("/proc/self/fd/{}", opened.as_raw_fd()).as_bytes()) else { return false };
+    let names_back = || {
+        // Not waiting on a FIFO named `.git`: only a regular file is read.
+        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+        let Ok(file) = notify::open_at(Some(opened.as_fd()), c".git", flags, 0) else { return false };
+        if !nix::sys::stat::fstat(file.as_raw_fd()).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG) {
+            return false;
+        }
+        let mut back = Vec::new();
+        let read = std::io::Read::read_to_end(&mut std::io::Read::take(std::fs::File::from(file), 4096), &mut back);
+        let entry = real_path(entry).map(|e| format!("gitdir: {}", e.display()));
+        read.is_ok() && entry.is_ok_and(|e| back.trim_ascii_end() == e.as_bytes())
+    };
     real == dir
         && !guard.is_exempt(&real.join(".git"))
         && nix::unistd::access(via.as_c_str(), nix::unistd::AccessFlags::W_OK).is_ok()
+        && names_back()
 }
 
 /// The largest index [`Guard::place_index`] reads, 512 MiB (a repository of a few million
 /// files; a larger one is refused: closed).
 const MAX_INDEX: i64 = 1 << 29;
+
+/// The largest `sequencer/opts` [`Guard::place_sequencer_opts`] reads (git's holds a few lines).
+const MAX_OPTS: i64 = 1 << 16;
 
 /// The length of the object names of the repository whose git directory is `dir`: 32 where
 /// its common directory's config says `objectFormat = sha256`, else 20.
@@ -1978,10 +2044,10 @@ impl Guard<'_> {
                     return self.stage_entry_file(&p, &full, flags, mode);
                 }
             }
-            // A foreign index is written by a rename only (`place_index`).
-            if p.name == b"index" || p.name.starts_with(b"sharedindex.") {
+            // A foreign index or `sequencer/opts` is written by a rename only (`place_checked`).
+            if p.name == b"index" || p.name.starts_with(b"sharedindex.") || p.name == b"opts" {
                 let full = real_path(p.dir.as_fd())?.join(os(&p.name));
-                if self.foreign_index(&full).is_some() {
+                if self.foreign_index(&full).is_some() || self.foreign_sequencer_opts(&full) {
                     return Err(Errno::EACCES);
                 }
             }

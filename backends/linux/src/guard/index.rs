@@ -40,9 +40,15 @@ pub fn check(data: &[u8], hash: usize) -> Result<(), Refusal> {
         return Err("too many entries");
     }
     let mut previous: Vec<u8> = Vec::new();
+    // Where each entry starts, and (version 4) whether its name keeps a part of the previous
+    // one: to hold an offset table (`IEOT`) to this reading.
+    let mut starts: Vec<u32> = Vec::with_capacity(count.min(1 << 20));
+    let mut keeps: Vec<bool> = Vec::new();
     for _ in 0..count {
         let start = r.at;
-        r.take(40 + hash)?;
+        starts.push(u32::try_from(start).map_err(|_| "an index too large")?);
+        let stat = r.take(40 + hash)?;
+        let mode = u32::from_be_bytes([stat[24], stat[25], stat[26], stat[27]]);
         let flags = r.u16()?;
         if version >= 3 && flags & 0x4000 != 0 {
             r.u16()?;
@@ -52,6 +58,7 @@ pub fn check(data: &[u8], hash: usize) -> Result<(), Refusal> {
         let name = if version == 4 {
             let drop = r.varint()?;
             let keep = previous.len().checked_sub(drop).ok_or("a name that drops more than there is")?;
+            keeps.push(keep != 0);
             let suffix = r.until_nul()?;
             let mut name = previous[..keep].to_vec();
             name.extend_from_slice(suffix);
@@ -71,20 +78,75 @@ pub fn check(data: &[u8], hash: usize) -> Result<(), Refusal> {
         if stored != 0x0fff && stored != name.len() {
             return Err("a name's length differs from its flags");
         }
-        verify_path(&name)?;
+        // A sparse index's directory entry (`sdir`): its name ends with a slash.
+        match name.strip_suffix(b"/") {
+            Some(dir) if mode == SPARSE_DIRECTORY => verify_path(dir)?,
+            _ => verify_path(&name)?,
+        }
         previous = name;
     }
+    let end_of_entries = r.at;
     // Extensions: a four-byte signature and a 32-bit size each, until the checksum.
+    let mut last = None;
     while data.len().saturating_sub(r.at) > hash {
         let signature = r.take(4)?;
         let size = usize::try_from(r.u32()?).map_err(|_| "an extension too large")?;
-        if signature == b"link" {
-            return Err("a split index (its shared index is not read here)");
+        let body = r.take(size)?;
+        match signature {
+            b"link" => return Err("a split index (its shared index is not read here)"),
+            // git reads with threads from the offsets these give (`index.threads`): they must
+            // be where this reading found the entries and their end, or git would read other
+            // entries than the ones checked here (a red team, 5 December: an offset into an
+            // extension git ignores held `../x`).
+            b"EOIE" => {
+                let offset = body.get(..4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                if offset.and_then(|o| usize::try_from(o).ok()) != Some(end_of_entries) {
+                    return Err("an end-of-entries offset elsewhere than the entries' end");
+                }
+            }
+            b"IEOT" => check_offset_table(body, &starts, &keeps)?,
+            _ => {}
         }
-        r.take(size)?;
+        last = Some(signature);
     }
     if data.len() - r.at != hash {
         return Err("no checksum where one belongs");
+    }
+    // git finds `EOIE` at a fixed place from the end: only where this reading found it there.
+    let eoie_at = data.len().checked_sub(hash + 8 + 4 + hash);
+    if eoie_at.is_some_and(|at| at >= end_of_entries && &data[at..at + 4] == b"EOIE")
+        && last != Some(b"EOIE".as_slice())
+    {
+        return Err("an end-of-entries record inside another extension");
+    }
+    Ok(())
+}
+
+/// The mode of a sparse index's directory entry.
+const SPARSE_DIRECTORY: u32 = 0o040_000;
+
+/// An offset table (`IEOT`: a version, then an offset and a count per block of entries): every
+/// block starts at an entry this reading found, in order, and the blocks cover every entry
+/// once. In a version 4 index git starts each block without a previous name (and writes the
+/// block's first name whole, dropping all of the previous one): a first entry that keeps a part
+/// of the previous name would be read as another name by git's threads, and is refused.
+fn check_offset_table(body: &[u8], starts: &[u32], keeps: &[bool]) -> Result<(), Refusal> {
+    let bad = "an offset table that does not match the entries";
+    let (version, blocks) = body.split_at_checked(4).ok_or(bad)?;
+    if version != 1u32.to_be_bytes() || blocks.len() % 8 != 0 {
+        return Err(bad);
+    }
+    let mut next = 0usize;
+    for block in blocks.chunks_exact(8) {
+        let offset = u32::from_be_bytes([block[0], block[1], block[2], block[3]]);
+        let count = usize::try_from(u32::from_be_bytes([block[4], block[5], block[6], block[7]])).map_err(|_| bad)?;
+        if starts.get(next) != Some(&offset) || keeps.get(next).copied().unwrap_or(false) {
+            return Err(bad);
+        }
+        next = next.checked_add(count).ok_or(bad)?;
+    }
+    if next != starts.len() {
+        return Err(bad);
     }
     Ok(())
 }
@@ -258,6 +320,67 @@ mod tests {
         }
         good.extend_from_slice(&[0u8; 20]);
         assert_eq!(check(&good, 20), Ok(()));
+    }
+
+    /// `good` with `extensions` (signature, body) added before its checksum.
+    fn with_extensions(good: &[u8], extensions: &[(&[u8; 4], Vec<u8>)]) -> Vec<u8> {
+        let mut out = good[..good.len() - 20].to_vec();
+        for (signature, body) in extensions {
+            out.extend_from_slice(*signature);
+            out.extend_from_slice(&u32::try_from(body.len()).unwrap().to_be_bytes());
+            out.extend_from_slice(body);
+        }
+        out.extend_from_slice(&[0u8; 20]);
+        out
+    }
+
+    fn be(values: &[u32]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_be_bytes()).collect()
+    }
+
+    #[test]
+    fn offset_tables_must_match_the_entries() {
+        let good = index(2, &["a", "b", "c"]);
+        // Entries of 64 bytes each from offset 12; their end at 204.
+        let eoie = |at: u32| [be(&[at]), vec![0u8; 20]].concat();
+        let ok = with_extensions(&good, &[(b"IEOT", be(&[1, 12, 2, 140, 1])), (b"EOIE", eoie(204))]);
+        assert_eq!(check(&ok, 20), Ok(()));
+        for bad in [
+            with_extensions(&good, &[(b"IEOT", be(&[1, 12, 2, 141, 1])), (b"EOIE", eoie(204))]),
+            with_extensions(&good, &[(b"IEOT", be(&[1, 12, 2])), (b"EOIE", eoie(204))]),
+            with_extensions(&good, &[(b"IEOT", be(&[1, 12, 3, 140, 1]))]),
+            with_extensions(&good, &[(b"EOIE", eoie(200))]),
+            // An end-of-entries record hidden at the end of another extension's body.
+            with_extensions(&good, &[(b"ZZZZ", [b"EOIE".to_vec(), be(&[24]), eoie(12)].concat())]),
+        ] {
+            assert!(check(&bad, 20).is_err());
+        }
+    }
+
+    #[test]
+    fn a_sparse_directory_entry_keeps_its_slash() {
+        let sparse = |name: &[u8]| {
+            let mut out = b"DIRC".to_vec();
+            out.extend_from_slice(&be(&[2, 1]));
+            let start = out.len();
+            out.extend_from_slice(&[0u8; 24]);
+            out.extend_from_slice(&be(&[0o040_000]));
+            out.extend_from_slice(&[0u8; 12]);
+            out.extend_from_slice(&[0xab; 20]);
+            out.extend_from_slice(&u16::try_from(name.len()).unwrap().to_be_bytes());
+            out.extend_from_slice(name);
+            out.push(0);
+            while !(out.len() - start).is_multiple_of(8) {
+                out.push(0);
+            }
+            out.extend_from_slice(&[0u8; 20]);
+            out
+        };
+        assert_eq!(check(&sparse(b"dir/"), 20), Ok(()));
+        assert_eq!(check(&sparse(b"a/b/"), 20), Ok(()));
+        for bad in [b"../".as_slice(), b"/", b".git/", b"a//"] {
+            assert!(check(&sparse(bad), 20).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]
