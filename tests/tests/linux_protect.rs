@@ -1005,9 +1005,14 @@ mod linux {
         fs::create_dir_all(ws.join("d/inner")).unwrap();
         git(&ws.join("d/inner"), &["init", "-q"]);
         let (_set, exec) = executor(&d, config(&d));
-        // Run 1: hide `d` from a scan that cannot read what it cannot list.
-        // And hide the bare repository from a scan that recognised it by `objects/` alone.
-        sh_ok(&exec, ws, "chmod 0311 d && mv remote.git/objects remote.git/objects-aside");
+        // Run 1: hide `d` from a scan that cannot read what it cannot list. Moving the bare
+        // repository's `objects` away (to hide it from a scan that recognised it by `objects/`
+        // alone) is refused now (no directory moves within a git directory the run did not
+        // make); the host does it instead, and the scan must still know the repository.
+        let (code, said) = sh_in(&exec, ws, "mv remote.git/objects remote.git/objects-aside").unwrap();
+        assert_ne!(code, 0, "{said}");
+        sh_ok(&exec, ws, "chmod 0311 d");
+        fs::rename(ws.join("remote.git/objects"), ws.join("remote.git/objects-aside")).unwrap();
         let mut script = String::new();
         let attacks = [
             ("commondir", "mkdir -p evil/hooks && echo ../evil > repo/.git/commondir"),

@@ -1606,6 +1606,22 @@ threaded = with_ext(three, [(b"ZZZZ", hidden), (b"IEOT", ieot), (b"EOIE", struct
 # `git cherry-pick --continue` reads `sequencer/opts`: a strategy with a slash is a path.
 os.makedirs("proj/.git/sequencer", exist_ok=True)
 put_bytes("proj/.git/tmp/opts", b"[options]\n\tstrategy = x/../.git/info/evil\n")
+# Red team AA: a whole `sequencer` built elsewhere and moved in; rerere's `MERGE_RR` naming
+# `.git/config`, a file outside or a protected name (the host's next `git commit` writes the
+# recorded resolution there); replace refs and grafts (what every git command shows instead).
+os.makedirs("proj/.git/tmp/seq")
+put_bytes("proj/.git/tmp/seq/opts", b"[options]\n\tstrategy = x/y\n")
+H = "89abcdef0123456789abcdef0123456789abcdef"
+for tag, path in (("config", ".git/config"), ("absolute", "{v}"), ("protected", ".envrc"), ("dotdot", "../x"), ("ok", "f")):
+    put_bytes("proj/.git/tmp/rr-" + tag, ("%s.-1\t%s\0" % (H, path)).encode())
+put_bytes("proj/.git/tmp/packed", b"# pack-refs with: peeled fully-peeled sorted \n%s refs/replace/%s\n" % (sha.encode(), sha.encode()))
+def git_or_eacces(args):
+    r = subprocess.run(GIT + args, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise PermissionError(errno.EACCES, r.stderr)
+def rename_back(src, dst):
+    os.rename(src, dst)
+    os.unlink(dst)
 attempt([
     ("direct", lambda: put_bytes("proj/.git/index", bad)),
     ("via-lock", lambda: via_lock("proj/.git", bad)),
@@ -1618,9 +1634,22 @@ attempt([
     ("offset-table", lambda: via_lock("proj/.git", threaded)),
     ("opts-rename", lambda: os.rename("proj/.git/tmp/opts", "proj/.git/sequencer/opts")),
     ("opts-direct", lambda: put_bytes("proj/.git/sequencer/opts", b"[options]\n\tstrategy = x/../evil\n")),
+    ("sequencer-dir", lambda: (os.rmdir("proj/.git/sequencer"), os.rename("proj/.git/tmp/seq", "proj/.git/sequencer"))),
+    ("merge-rr-config", lambda: os.rename("proj/.git/tmp/rr-config", "proj/.git/MERGE_RR")),
+    ("merge-rr-absolute", lambda: os.rename("proj/.git/tmp/rr-absolute", "proj/.git/MERGE_RR")),
+    ("merge-rr-protected", lambda: os.rename("proj/.git/tmp/rr-protected", "proj/.git/MERGE_RR")),
+    ("merge-rr-dotdot", lambda: os.rename("proj/.git/tmp/rr-dotdot", "proj/.git/MERGE_RR")),
+    ("merge-rr-direct", lambda: put_bytes("proj/.git/MERGE_RR", b"x.-1\t.git/config\0")),
+    ("replace-ref", lambda: os.makedirs("proj/.git/refs/replace")),
+    ("replace-ref-git", lambda: git_or_eacces(["-C", "proj", "replace", "-f", "HEAD", "HEAD~1"])),
+    ("packed-replace", lambda: os.rename("proj/.git/tmp/packed", "proj/.git/packed-refs")),
+    ("grafts", lambda: put_bytes("proj/.git/info/grafts", b"x\n")),
+    ("merge-rr-ok", lambda: rename_back("proj/.git/tmp/rr-ok", "proj/.git/MERGE_RR")),
 ])
+subprocess.run(GIT + ["-C", "proj", "pack-refs", "--all"], check=True)
+os.makedirs("proj/.git/sequencer", exist_ok=True)
 os.rmdir("proj/.git/sequencer")
-# Controls: git's own threaded indexes (versions 2 and 4, offset tables, untracked cache) and a
+# Controls: `git pack-refs` above; git's own threaded indexes (versions 2 and 4, offset tables, untracked cache) and a
 # SHA-256 repository of the host's take the workload's `git add`; a cherry-pick that stops on a
 # conflict writes its `sequencer/opts`, and is aborted.
 for repo in ("thr2", "thr4", "r256"):
@@ -1653,10 +1682,20 @@ print("controls-ok")
                 "offset-table",
                 "opts-rename",
                 "opts-direct",
+                "sequencer-dir",
+                "merge-rr-config",
+                "merge-rr-absolute",
+                "merge-rr-protected",
+                "merge-rr-dotdot",
+                "merge-rr-direct",
+                "replace-ref",
+                "replace-ref-git",
+                "packed-replace",
+                "grafts",
             ],
         );
         assert!(out.contains("kept-fd-done") && out.contains("controls-ok"), "{out}");
-        assert!(out.contains("cherry-pick: 1 True\n"), "{out}");
+        assert!(out.contains("cherry-pick: 1 True\n") && out.contains("merge-rr-ok ok\n"), "{out}");
         // The user restores the work trees: nothing is written outside them.
         for wt in ["proj", "wtA"] {
             let _ =

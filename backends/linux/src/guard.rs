@@ -806,7 +806,10 @@ impl Guard<'_> {
         // A worktree entry's `commondir` or `gitdir` in a repository the run did not make comes
         // into being only through [`Guard::stage_entry_file`]: never made by another call,
         // linked or renamed there.
-        if self.guarded_content(&full) || (op == CreateOp::Place && self.is_foreign_entry(&full)) {
+        if self.guarded_content(&full)
+            || (op == CreateOp::Place && self.is_foreign_entry(&full))
+            || self.replaces_history(&full)
+        {
             return Err(Errno::EACCES);
         }
         self.check_full(p, &full, op)
@@ -899,13 +902,73 @@ impl Guard<'_> {
             return None;
         }
         let dir = full.parent()?;
-        if self.guard.is_exempt(full) {
+        self.foreign_git_dir(dir).then(|| object_name_len(dir))
+    }
+
+    /// Whether `dir` is a git directory the run did not make (or one the host began setting
+    /// up in it), outside the exempt directories: a `.git`, a bare, separate or module git
+    /// directory by its contents, or a foreign worktree entry ([`Guard::foreign_entry_parts`]).
+    fn foreign_git_dir(&self, dir: &std::path::Path) -> bool {
+        if self.guard.is_exempt(dir) || dir.parent().is_none() {
+            return false;
+        }
+        let git_dir = dir.file_name() == Some(std::ffi::OsStr::new(".git")) || is_git_directory(dir);
+        (git_dir && (!self.is_own(dir) || self.host_setting_up(dir))) || self.foreign_entry_parts(dir).contains(&None)
+    }
+
+    /// Where `full` is the `MERGE_RR` of a foreign git directory ([`Guard::foreign_git_dir`]):
+    /// Some(the work tree its paths are relative to: the `.git`'s parent), or Some(None) where
+    /// there is none the guard knows (a bare repository, a worktree entry). git's rerere writes
+    /// the resolution it recorded for each path `MERGE_RR` names into that path at the user's
+    /// next `git commit` (or merge, cherry-pick, rebase), unchecked, and copies a resolved
+    /// file's content into `rr-cache`: a red team (5 December) had it rewrite `.git/config`
+    /// with a `core.fsmonitor` and a file outside the workspace. It comes only by a rename the
+    /// guard checks ([`Guard::place_merge_rr`]), as git writes it (`MERGE_RR.lock`).
+    fn foreign_merge_rr(&self, full: &std::path::Path) -> Option<Option<std::path::PathBuf>> {
+        if full.file_name() != Some(std::ffi::OsStr::new("MERGE_RR")) {
             return None;
         }
-        let in_entry = self.foreign_entry_parts(full).contains(&full.file_name());
-        let git_dir = dir.file_name() == Some(std::ffi::OsStr::new(".git")) || is_git_directory(dir);
-        let foreign = in_entry || (git_dir && (!self.is_own(dir) || self.host_setting_up(dir)));
-        foreign.then(|| object_name_len(dir))
+        let dir = full.parent()?;
+        let root = (dir.file_name() == Some(std::ffi::OsStr::new(".git")))
+            .then(|| dir.parent().map(std::path::Path::to_path_buf))
+            .flatten();
+        self.foreign_git_dir(dir).then_some(root)
+    }
+
+    /// Whether `full` is the `packed-refs` of a foreign git directory: it comes only by a
+    /// rename the guard checks (no replace ref: see [`Guard::replaces_history`]).
+    fn foreign_packed_refs(&self, full: &std::path::Path) -> bool {
+        full.file_name() == Some(std::ffi::OsStr::new("packed-refs"))
+            && full.parent().is_some_and(|d| self.foreign_git_dir(d))
+    }
+
+    /// Whether `full` is, or lies beneath, the `refs/replace` of a foreign git directory, or is
+    /// its `info/grafts`: what replaces a commit with another for every git command. A red team
+    /// (5 December) hid a change to a tracked file from the host's `git status`, `git diff` and
+    /// `git log` with a replace ref, and the user's next `git commit -a` carried it.
+    fn replaces_history(&self, full: &std::path::Path) -> bool {
+        let grafts = full.file_name() == Some(std::ffi::OsStr::new("grafts"))
+            && full.parent().is_some_and(|info| {
+                info.file_name() == Some(std::ffi::OsStr::new("info"))
+                    && info.parent().is_some_and(|g| self.foreign_git_dir(g))
+            });
+        grafts
+            || full.ancestors().any(|a| {
+                a.file_name() == Some(std::ffi::OsStr::new("replace"))
+                    && a.parent().is_some_and(|refs| {
+                        refs.file_name() == Some(std::ffi::OsStr::new("refs"))
+                            && refs.parent().is_some_and(|g| self.foreign_git_dir(g))
+                    })
+            })
+    }
+
+    /// Whether a directory renamed to `full` would come to lie inside a foreign git directory
+    /// ([`Guard::foreign_git_dir`]). git makes the directories of its administrative state
+    /// there with `mkdir`, never by a rename; a directory built elsewhere and moved in brings
+    /// its files past every check on their names (a red team, 5 December: a `sequencer`
+    /// holding an `opts` with a strategy path, moved into the host's `.git`).
+    fn lies_in_foreign_git_dir(&self, full: &std::path::Path) -> bool {
+        full.ancestors().skip(1).any(|a| self.foreign_git_dir(a))
     }
 
     /// Whether `full` is written only through the guard's own paths: a foreign worktree
@@ -913,7 +976,11 @@ impl Guard<'_> {
     /// ([`Guard::place_index`]) or `sequencer/opts` ([`Guard::place_sequencer_opts`]). No other call makes, links, replaces or writes it, and no
     /// second name is made for it.
     fn guarded_content(&self, full: &std::path::Path) -> bool {
-        self.foreign_staged(full) || self.foreign_index(full).is_some() || self.foreign_sequencer_opts(full)
+        self.foreign_staged(full)
+            || self.foreign_index(full).is_some()
+            || self.foreign_sequencer_opts(full)
+            || self.foreign_merge_rr(full).is_some()
+            || self.foreign_packed_refs(full)
     }
 
     /// Whether `full` is the `sequencer/opts` of a git directory the run did not make (or of a
@@ -924,15 +991,9 @@ impl Guard<'_> {
     fn foreign_sequencer_opts(&self, full: &std::path::Path) -> bool {
         let Some(sequencer) = full.parent() else { return false };
         let Some(git) = sequencer.parent() else { return false };
-        if full.file_name() != Some(std::ffi::OsStr::new("opts"))
-            || sequencer.file_name() != Some(std::ffi::OsStr::new("sequencer"))
-            || self.guard.is_exempt(full)
-        {
-            return false;
-        }
-        let in_entry = self.foreign_entry_parts(full).contains(&sequencer.file_name());
-        let git_dir = git.file_name() == Some(std::ffi::OsStr::new(".git")) || is_git_directory(git);
-        in_entry || (git_dir && (!self.is_own(git) || self.host_setting_up(git)))
+        full.file_name() == Some(std::ffi::OsStr::new("opts"))
+            && sequencer.file_name() == Some(std::ffi::OsStr::new("sequencer"))
+            && self.foreign_git_dir(git)
     }
 
     /// A rename of `o` onto a foreign index `n` ([`Guard::foreign_index`]; `hash`: the length
@@ -948,6 +1009,39 @@ impl Guard<'_> {
     fn place_sequencer_opts(&self, o: &Parent, n: &Parent) -> Result<(), Errno> {
         self.place_checked(o, n, MAX_OPTS, &|data| {
             if data.iter().any(|b| *b == b'/' || *b == b'\\') { Err("a slash in sequencer/opts") } else { Ok(()) }
+        })
+    }
+
+    /// A rename of `o` onto a foreign `MERGE_RR` ([`Guard::foreign_merge_rr`]; `root`: the work
+    /// tree): every path it names is one git would check out ([`index::verify_path`]) and,
+    /// in the work tree, neither protected nor denied; where the guard knows no work tree, it
+    /// names none.
+    fn place_merge_rr(&self, o: &Parent, n: &Parent, root: Option<&std::path::Path>) -> Result<(), Errno> {
+        self.place_checked(o, n, MAX_MERGE_RR, &|data| {
+            for record in data.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+                let tab = record.iter().position(|b| *b == b'\t').ok_or("a MERGE_RR record without a path")?;
+                let path = &record[tab + 1..];
+                index::verify_path(path)?;
+                let root = root.ok_or("a MERGE_RR where no work tree is known")?;
+                let full = root.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path));
+                if self.guard.protects(&full) || self.guard.denies(&full) || self.guard.refuses(&full, CreateOp::Create)
+                {
+                    return Err("a MERGE_RR path that is protected or denied");
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// A rename of `o` onto a foreign `packed-refs` ([`Guard::foreign_packed_refs`]): no replace
+    /// ref in it ([`Guard::replaces_history`]).
+    fn place_packed_refs(&self, o: &Parent, n: &Parent) -> Result<(), Errno> {
+        self.place_checked(o, n, MAX_INDEX, &|data| {
+            if data.split(|b| *b == b'\n').any(|l| l.windows(13).any(|w| w == b"refs/replace/")) {
+                Err("a replace ref in packed-refs")
+            } else {
+                Ok(())
+            }
         })
     }
 
@@ -1594,11 +1688,31 @@ impl Guard<'_> {
                 return self.place_index(&o, &n, hash);
             }
         }
-        if !exchange && n.name == b"opts" {
+        if !exchange && (n.name == b"opts" || n.name == b"MERGE_RR" || n.name == b"packed-refs") {
             let to = real_path(n.dir.as_fd())?.join(os(&n.name));
             if self.foreign_sequencer_opts(&to) {
                 return self.place_sequencer_opts(&o, &n);
             }
+            if let Some(root) = self.foreign_merge_rr(&to) {
+                return self.place_merge_rr(&o, &n, root.as_deref());
+            }
+            if self.foreign_packed_refs(&to) {
+                return self.place_packed_refs(&o, &n);
+            }
+        }
+        // No directory comes into a foreign git directory by a rename, by either side of an
+        // exchange (`lies_in_foreign_git_dir`).
+        let is_dir = |p: &Parent| {
+            cstr(&p.name).is_ok_and(|name| {
+                nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
+                    .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+            })
+        };
+        let dir_into = |moved: &Parent, to: &Parent| -> Result<bool, Errno> {
+            Ok(is_dir(moved) && self.lies_in_foreign_git_dir(&real_path(to.dir.as_fd())?.join(os(&to.name))))
+        };
+        if dir_into(&o, &n)? || (exchange && dir_into(&n, &o)?) {
+            return Err(Errno::EACCES);
         }
         self.check(&n, CreateOp::Place)?;
         // A protected file moved elsewhere would be writable there; a denied root (or a
@@ -1887,6 +2001,9 @@ const MAX_INDEX: i64 = 1 << 29;
 /// The largest `sequencer/opts` [`Guard::place_sequencer_opts`] reads (git's holds a few lines).
 const MAX_OPTS: i64 = 1 << 16;
 
+/// The largest `MERGE_RR` [`Guard::place_merge_rr`] reads (a line per conflicted path).
+const MAX_MERGE_RR: i64 = 1 << 24;
+
 /// The length of the object names of the repository whose git directory is `dir`: 32 where
 /// its common directory's config says `objectFormat = sha256`, else 20.
 fn object_name_len(dir: &std::path::Path) -> usize {
@@ -2045,9 +2162,10 @@ impl Guard<'_> {
                 }
             }
             // A foreign index or `sequencer/opts` is written by a rename only (`place_checked`).
-            if p.name == b"index" || p.name.starts_with(b"sharedindex.") || p.name == b"opts" {
+            const RENAMED_ONLY: [&[u8]; 4] = [b"index", b"opts", b"MERGE_RR", b"packed-refs"];
+            if RENAMED_ONLY.contains(&p.name.as_slice()) || p.name.starts_with(b"sharedindex.") {
                 let full = real_path(p.dir.as_fd())?.join(os(&p.name));
-                if self.foreign_index(&full).is_some() || self.foreign_sequencer_opts(&full) {
+                if self.guarded_content(&full) {
                     return Err(Errno::EACCES);
                 }
             }
