@@ -1680,6 +1680,14 @@ impl Guard<'_> {
         if (n.name == b".git" && is_symlink(&o)) || (exchange && o.name == b".git" && is_symlink(&n)) {
             return Err(Errno::EACCES);
         }
+        // What `place_checked` does replaces the name: with RENAME_NOREPLACE, an existing one
+        // answers as the kernel would.
+        if flags.contains(nix::fcntl::RenameFlags::RENAME_NOREPLACE)
+            && nix::sys::stat::fstatat(Some(n.dir.as_raw_fd()), cstr(&n.name)?.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
+                .is_ok()
+        {
+            return Err(Errno::EEXIST);
+        }
         // git's `index.lock` renamed to a foreign index: checked and copied (an exchange with
         // one is refused by `check`).
         if !exchange && (n.name == b"index" || n.name.starts_with(b"sharedindex.")) {
