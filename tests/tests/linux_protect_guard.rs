@@ -1612,16 +1612,17 @@ put_bytes("proj/.git/tmp/opts", b"[options]\n\tstrategy = x/../.git/info/evil\n"
 os.makedirs("proj/.git/tmp/seq")
 put_bytes("proj/.git/tmp/seq/opts", b"[options]\n\tstrategy = x/y\n")
 H = "89abcdef0123456789abcdef0123456789abcdef"
-for tag, path in (("config", ".git/config"), ("absolute", "{v}"), ("protected", ".envrc"), ("dotdot", "../x"), ("ok", "f")):
+for tag, path in (("config", ".git/config"), ("absolute", "{v}"), ("protected", ".envrc"), ("dotdot", "../x"), ("any", "f")):
     put_bytes("proj/.git/tmp/rr-" + tag, ("%s.-1\t%s\0" % (H, path)).encode())
+# Red team AB: git reads the variant with `strtol` (a tab before it passes a check of the path),
+# and rerere writes through a work-tree symlink: a host repository's rerere state is the host's.
+put_bytes("proj/.git/tmp/rr-tab", ("%s.\t-1\t.git/config\0" % H).encode())
+os.symlink("{v}", "proj/victim-link")
 put_bytes("proj/.git/tmp/packed", b"# pack-refs with: peeled fully-peeled sorted \n%s refs/replace/%s\n" % (sha.encode(), sha.encode()))
 def git_or_eacces(args):
     r = subprocess.run(GIT + args, capture_output=True, text=True)
     if r.returncode != 0:
         raise PermissionError(errno.EACCES, r.stderr)
-def rename_back(src, dst):
-    os.rename(src, dst)
-    os.unlink(dst)
 attempt([
     ("direct", lambda: put_bytes("proj/.git/index", bad)),
     ("via-lock", lambda: via_lock("proj/.git", bad)),
@@ -1640,12 +1641,20 @@ attempt([
     ("merge-rr-protected", lambda: os.rename("proj/.git/tmp/rr-protected", "proj/.git/MERGE_RR")),
     ("merge-rr-dotdot", lambda: os.rename("proj/.git/tmp/rr-dotdot", "proj/.git/MERGE_RR")),
     ("merge-rr-direct", lambda: put_bytes("proj/.git/MERGE_RR", b"x.-1\t.git/config\0")),
+    ("merge-rr-tab", lambda: os.rename("proj/.git/tmp/rr-tab", "proj/.git/MERGE_RR")),
+    ("merge-rr-any", lambda: os.rename("proj/.git/tmp/rr-any", "proj/.git/MERGE_RR")),
+    ("merge-rr-lock", lambda: put_bytes("proj/.git/MERGE_RR.lock", b"")),
+    ("rr-cache", lambda: os.makedirs("proj/.git/rr-cache/" + H)),
     ("replace-ref", lambda: os.makedirs("proj/.git/refs/replace")),
     ("replace-ref-git", lambda: git_or_eacces(["-C", "proj", "replace", "-f", "HEAD", "HEAD~1"])),
     ("packed-replace", lambda: os.rename("proj/.git/tmp/packed", "proj/.git/packed-refs")),
     ("grafts", lambda: put_bytes("proj/.git/info/grafts", b"x\n")),
-    ("merge-rr-ok", lambda: rename_back("proj/.git/tmp/rr-ok", "proj/.git/MERGE_RR")),
 ])
+# The run's own repository: its rerere state is its own.
+subprocess.run(GIT + ["init", "-q", "rr-own"], check=True)
+os.makedirs("rr-own/.git/rr-cache/" + H)
+put_bytes("rr-own/.git/MERGE_RR", ("%s.-1\tf\0" % H).encode())
+print("rerere-own-ok")
 subprocess.run(GIT + ["-C", "proj", "pack-refs", "--all"], check=True)
 os.makedirs("proj/.git/sequencer", exist_ok=True)
 os.rmdir("proj/.git/sequencer")
@@ -1688,6 +1697,10 @@ print("controls-ok")
                 "merge-rr-protected",
                 "merge-rr-dotdot",
                 "merge-rr-direct",
+                "merge-rr-tab",
+                "merge-rr-any",
+                "merge-rr-lock",
+                "rr-cache",
                 "replace-ref",
                 "replace-ref-git",
                 "packed-replace",
@@ -1695,7 +1708,7 @@ print("controls-ok")
             ],
         );
         assert!(out.contains("kept-fd-done") && out.contains("controls-ok"), "{out}");
-        assert!(out.contains("cherry-pick: 1 True\n") && out.contains("merge-rr-ok ok\n"), "{out}");
+        assert!(out.contains("cherry-pick: 1 True\n") && out.contains("rerere-own-ok\n"), "{out}");
         // The user restores the work trees: nothing is written outside them.
         for wt in ["proj", "wtA"] {
             let _ =

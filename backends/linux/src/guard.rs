@@ -916,23 +916,27 @@ impl Guard<'_> {
         (git_dir && (!self.is_own(dir) || self.host_setting_up(dir))) || self.foreign_entry_parts(dir).contains(&None)
     }
 
-    /// Where `full` is the `MERGE_RR` of a foreign git directory ([`Guard::foreign_git_dir`]):
-    /// Some(the work tree its paths are relative to: the `.git`'s parent), or Some(None) where
-    /// there is none the guard knows (a bare repository, a worktree entry). git's rerere writes
+    /// Whether `full` is rerere's state in a foreign git directory ([`Guard::foreign_git_dir`]):
+    /// its `MERGE_RR` (and lock), or its `rr-cache` or anything beneath it. git's rerere writes
     /// the resolution it recorded for each path `MERGE_RR` names into that path at the user's
-    /// next `git commit` (or merge, cherry-pick, rebase), unchecked, and copies a resolved
-    /// file's content into `rr-cache`: a red team (5 December) had it rewrite `.git/config`
-    /// with a `core.fsmonitor` and a file outside the workspace. It comes only by a rename the
-    /// guard checks ([`Guard::place_merge_rr`]), as git writes it (`MERGE_RR.lock`).
-    fn foreign_merge_rr(&self, full: &std::path::Path) -> Option<Option<std::path::PathBuf>> {
-        if full.file_name() != Some(std::ffi::OsStr::new("MERGE_RR")) {
-            return None;
+    /// next `git commit` (or merge, cherry-pick, rebase, `git rerere`), with `fopen`, which
+    /// follows a symlink anywhere in the work tree, and copies a file into `rr-cache`; an
+    /// `rr-cache` that exists turns rerere on where the host's config does not say. Red teams
+    /// (5 December) had it rewrite `.git/config` with a `core.fsmonitor`, write files outside
+    /// the workspace and into protected ones through work-tree symlinks, read a file the sandbox
+    /// hides, and pass a check of the paths by a variant git reads with `strtol` (a tab before
+    /// it). A host repository's rerere state is the host's: the run makes, writes, moves and
+    /// removes none of it (a merge of the workload's in a host repository with rerere on fails
+    /// to record its conflicts).
+    fn rerere_state(&self, full: &std::path::Path) -> bool {
+        let merge_rr = |name: &std::ffi::OsStr| name == "MERGE_RR" || name == "MERGE_RR.lock";
+        if full.file_name().is_some_and(merge_rr) && full.parent().is_some_and(|d| self.foreign_git_dir(d)) {
+            return true;
         }
-        let dir = full.parent()?;
-        let root = (dir.file_name() == Some(std::ffi::OsStr::new(".git")))
-            .then(|| dir.parent().map(std::path::Path::to_path_buf))
-            .flatten();
-        self.foreign_git_dir(dir).then_some(root)
+        full.ancestors().any(|a| {
+            a.file_name() == Some(std::ffi::OsStr::new("rr-cache"))
+                && a.parent().is_some_and(|g| self.foreign_git_dir(g))
+        })
     }
 
     /// Whether `full` is the `packed-refs` of a foreign git directory: it comes only by a
@@ -979,7 +983,6 @@ impl Guard<'_> {
         self.foreign_staged(full)
             || self.foreign_index(full).is_some()
             || self.foreign_sequencer_opts(full)
-            || self.foreign_merge_rr(full).is_some()
             || self.foreign_packed_refs(full)
     }
 
@@ -1009,27 +1012,6 @@ impl Guard<'_> {
     fn place_sequencer_opts(&self, o: &Parent, n: &Parent) -> Result<(), Errno> {
         self.place_checked(o, n, MAX_OPTS, &|data| {
             if data.iter().any(|b| *b == b'/' || *b == b'\\') { Err("a slash in sequencer/opts") } else { Ok(()) }
-        })
-    }
-
-    /// A rename of `o` onto a foreign `MERGE_RR` ([`Guard::foreign_merge_rr`]; `root`: the work
-    /// tree): every path it names is one git would check out ([`index::verify_path`]) and,
-    /// in the work tree, neither protected nor denied; where the guard knows no work tree, it
-    /// names none.
-    fn place_merge_rr(&self, o: &Parent, n: &Parent, root: Option<&std::path::Path>) -> Result<(), Errno> {
-        self.place_checked(o, n, MAX_MERGE_RR, &|data| {
-            for record in data.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-                let tab = record.iter().position(|b| *b == b'\t').ok_or("a MERGE_RR record without a path")?;
-                let path = &record[tab + 1..];
-                index::verify_path(path)?;
-                let root = root.ok_or("a MERGE_RR where no work tree is known")?;
-                let full = root.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path));
-                if self.guard.protects(&full) || self.guard.denies(&full) || self.guard.refuses(&full, CreateOp::Create)
-                {
-                    return Err("a MERGE_RR path that is protected or denied");
-                }
-            }
-            Ok(())
         })
     }
 
@@ -1209,6 +1191,9 @@ impl Guard<'_> {
     /// did not make ([`CreationGuard::bare_candidates`], [`is_git_directory`]).
     fn check_git(&self, full: &std::path::Path, new: bool) -> Result<(), Errno> {
         self.check_foreign_entry(full)?;
+        if self.rerere_state(full) {
+            return Err(Errno::EACCES);
+        }
         let made = |p: &std::path::Path| self.is_own(p);
         let bare_name = full.file_name() == Some(std::ffi::OsStr::new("HEAD")) && !full.iter().any(|c| c == ".git");
         if bare_name && self.beneath_foreign_work_tree(full) {
@@ -1696,13 +1681,10 @@ impl Guard<'_> {
                 return self.place_index(&o, &n, hash);
             }
         }
-        if !exchange && (n.name == b"opts" || n.name == b"MERGE_RR" || n.name == b"packed-refs") {
+        if !exchange && (n.name == b"opts" || n.name == b"packed-refs") {
             let to = real_path(n.dir.as_fd())?.join(os(&n.name));
             if self.foreign_sequencer_opts(&to) {
                 return self.place_sequencer_opts(&o, &n);
-            }
-            if let Some(root) = self.foreign_merge_rr(&to) {
-                return self.place_merge_rr(&o, &n, root.as_deref());
             }
             if self.foreign_packed_refs(&to) {
                 return self.place_packed_refs(&o, &n);
@@ -2009,9 +1991,6 @@ const MAX_INDEX: i64 = 1 << 29;
 /// The largest `sequencer/opts` [`Guard::place_sequencer_opts`] reads (git's holds a few lines).
 const MAX_OPTS: i64 = 1 << 16;
 
-/// The largest `MERGE_RR` [`Guard::place_merge_rr`] reads (a line per conflicted path).
-const MAX_MERGE_RR: i64 = 1 << 24;
-
 /// The length of the object names of the repository whose git directory is `dir`: 32 where
 /// its common directory's config says `objectFormat = sha256`, else 20.
 fn object_name_len(dir: &std::path::Path) -> usize {
@@ -2170,7 +2149,7 @@ impl Guard<'_> {
                 }
             }
             // A foreign index or `sequencer/opts` is written by a rename only (`place_checked`).
-            const RENAMED_ONLY: [&[u8]; 4] = [b"index", b"opts", b"MERGE_RR", b"packed-refs"];
+            const RENAMED_ONLY: [&[u8]; 3] = [b"index", b"opts", b"packed-refs"];
             if RENAMED_ONLY.contains(&p.name.as_slice()) || p.name.starts_with(b"sharedindex.") {
                 let full = real_path(p.dir.as_fd())?.join(os(&p.name));
                 if self.guarded_content(&full) {
