@@ -1545,6 +1545,32 @@ print("controls-ok")
             }
         }
         git_in(&d.ws, &["init", "-q", "--object-format=sha256", "r256"]);
+        // The user's rebase, stopped on a conflict before the run; a repository with the same
+        // history where the workload starts its own.
+        for repo in ["rb", "rb2"] {
+            let r = d.ws.join(repo);
+            let id = ["-c", "user.name=t", "-c", "user.email=t@t"];
+            git_in(&d.ws, &["init", "-q", "-b", "main", repo]);
+            fs::write(r.join("f"), "a\n").unwrap();
+            git_in(&r, &["add", "f"]);
+            git_in(&r, &[&id[..], &["commit", "-qm", "a"]].concat());
+            git_in(&r, &["checkout", "-qb", "topic"]);
+            for (file, text) in [("f", "topic\n"), ("t2", "2\n"), ("t3", "3\n")] {
+                fs::write(r.join(file), text).unwrap();
+                git_in(&r, &["add", file]);
+                git_in(&r, &[&id[..], &["commit", "-qm", file]].concat());
+            }
+            git_in(&r, &["checkout", "-q", "main"]);
+            fs::write(r.join("f"), "main\n").unwrap();
+            git_in(&r, &[&id[..], &["commit", "-qam", "m"]].concat());
+            git_in(&r, &["checkout", "-q", "topic"]);
+        }
+        let stopped = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t", "rebase", "-q", "main"])
+            .current_dir(d.ws.join("rb"))
+            .output()
+            .unwrap();
+        assert!(!stopped.status.success() && d.ws.join("rb/.git/rebase-merge").is_dir());
         let v = victim.display();
         let script = format!(
             r##"
@@ -1650,6 +1676,24 @@ attempt([
     ("packed-replace", lambda: os.rename("proj/.git/tmp/packed", "proj/.git/packed-refs")),
     ("grafts", lambda: put_bytes("proj/.git/info/grafts", b"x\n")),
 ])
+# Red team AC: the user's rebase stopped on a conflict runs what its state says at `git rebase
+# --continue`: a strategy path, a todo `exec`. The workload resolves and stages; the user goes on.
+os.makedirs("git-merge-..", exist_ok=True)
+put_bytes("git-merge-../evil", b"#!/bin/sh\necho ran > strategy-ran\nexit 2\n")
+os.chmod("git-merge-../evil", 0o755)
+attempt([
+    ("rebase-strategy", lambda: put_bytes("rb/.git/rebase-merge/strategy", b"../evil\n")),
+    ("rebase-todo-exec", lambda: put_bytes("rb/.git/rebase-merge/git-rebase-todo", b"exec touch exec-ran\n", os.O_WRONLY | os.O_APPEND)),
+    ("rebase-state-removed", lambda: os.unlink("rb/.git/rebase-merge/git-rebase-todo")),
+    ("rebase-state-moved", lambda: os.rename("rb/.git/rebase-merge", "rb/.git/old-rebase")),
+])
+put_bytes("rb/f", b"resolved\n")
+subprocess.run(GIT + ["-C", "rb", "add", "f"], check=True)
+# The workload's own rebase in a host repository: its state is its own.
+r = subprocess.run(GIT + ["-C", "rb2", "rebase", "-q", "main"], capture_output=True)
+put_bytes("rb2/.git/rebase-merge/strategy", b"ort\n")
+subprocess.run(GIT + ["-C", "rb2", "rebase", "--abort"], check=True)
+print("own-rebase-ok", r.returncode != 0)
 # The run's own repository: its rerere state is its own.
 subprocess.run(GIT + ["init", "-q", "rr-own"], check=True)
 os.makedirs("rr-own/.git/rr-cache/" + H)
@@ -1701,6 +1745,10 @@ print("controls-ok")
                 "merge-rr-any",
                 "merge-rr-lock",
                 "rr-cache",
+                "rebase-strategy",
+                "rebase-todo-exec",
+                "rebase-state-removed",
+                "rebase-state-moved",
                 "replace-ref",
                 "replace-ref-git",
                 "packed-replace",
@@ -1709,6 +1757,14 @@ print("controls-ok")
         );
         assert!(out.contains("kept-fd-done") && out.contains("controls-ok"), "{out}");
         assert!(out.contains("cherry-pick: 1 True\n") && out.contains("rerere-own-ok\n"), "{out}");
+        assert!(out.contains("own-rebase-ok True\n"), "{out}");
+        // The user continues the rebase: nothing of the workload's runs.
+        let _ = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "core.editor=true", "rebase", "--continue"])
+            .current_dir(d.ws.join("rb"))
+            .output()
+            .unwrap();
+        assert!(!d.ws.join("rb/strategy-ran").exists() && !d.ws.join("rb/exec-ran").exists());
         // The user restores the work trees: nothing is written outside them.
         for wt in ["proj", "wtA"] {
             let _ =

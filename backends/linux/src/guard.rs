@@ -939,6 +939,28 @@ impl Guard<'_> {
         })
     }
 
+    /// Whether `full` is, or lies in, the state of an operation in progress that another than
+    /// the run began in a foreign git directory: its `rebase-merge`, `rebase-apply` or
+    /// `sequencer` directory that existed before the run or that the host made during it (one
+    /// the run makes is its own: the workload's own rebase or cherry-pick works, and one it
+    /// leaves in progress is continued by the user at the user's word). The user's `git rebase
+    /// --continue` runs what that state says: a red team (5 December) wrote `../evil` into the
+    /// `strategy` of the user's rebase stopped on a conflict, and git ran `git-merge-../evil`, a
+    /// script in the work tree; its todo's `exec` lines, `rebase-apply/apply-opt` for `git am`
+    /// (`--unsafe-paths`), the same. The workload may resolve the conflict's files and stage
+    /// them; the user continues.
+    fn in_hosts_operation(&self, full: &std::path::Path) -> bool {
+        const STATE: [&str; 3] = ["rebase-merge", "rebase-apply", "sequencer"];
+        full.ancestors().any(|a| {
+            let named = a.file_name().is_some_and(|n| STATE.iter().any(|s| n == *s));
+            named
+                && a.parent().is_some_and(|g| self.foreign_git_dir(g))
+                && cstr(std::os::unix::ffi::OsStrExt::as_bytes(a.as_os_str()))
+                    .and_then(|c| notify::open_at(None, &c, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0))
+                    .is_ok_and(|dir| !born(&dir).is_some_and(|b| self.made.borrow().run_made(&b)))
+        })
+    }
+
     /// Whether `full` is the `packed-refs` of a foreign git directory: it comes only by a
     /// rename the guard checks (no replace ref: see [`Guard::replaces_history`]).
     fn foreign_packed_refs(&self, full: &std::path::Path) -> bool {
@@ -1191,7 +1213,7 @@ impl Guard<'_> {
     /// did not make ([`CreationGuard::bare_candidates`], [`is_git_directory`]).
     fn check_git(&self, full: &std::path::Path, new: bool) -> Result<(), Errno> {
         self.check_foreign_entry(full)?;
-        if self.rerere_state(full) {
+        if self.rerere_state(full) || self.in_hosts_operation(full) {
             return Err(Errno::EACCES);
         }
         let made = |p: &std::path::Path| self.is_own(p);
