@@ -851,8 +851,7 @@ impl Guard<'_> {
             if git.parent().is_none() {
                 continue;
             }
-            let git_dir = git.file_name() == Some(std::ffi::OsStr::new(".git")) || is_git_directory(&git);
-            if git_dir && (!self.is_own(&git) || self.host_setting_up(&git)) {
+            if self.unmade_git_dir(&git) {
                 parts.push(comps.get(at + 2).copied());
             }
         }
@@ -912,8 +911,13 @@ impl Guard<'_> {
         if self.guard.is_exempt(dir) || dir.parent().is_none() {
             return false;
         }
-        let git_dir = dir.file_name() == Some(std::ffi::OsStr::new(".git")) || is_git_directory(dir);
-        (git_dir && (!self.is_own(dir) || self.host_setting_up(dir))) || self.foreign_entry_parts(dir).contains(&None)
+        self.unmade_git_dir(dir) || self.foreign_entry_parts(dir).contains(&None)
+    }
+
+    /// Whether `dir` is a git directory ([`named_or_git_directory`]) the run did not make, or
+    /// one another began setting up in a directory the run made ([`Guard::host_setting_up`]).
+    fn unmade_git_dir(&self, dir: &std::path::Path) -> bool {
+        named_or_git_directory(dir) && (!self.is_own(dir) || self.host_setting_up(dir))
     }
 
     /// Whether `full` is rerere's state in a foreign git directory ([`Guard::foreign_git_dir`]):
@@ -1267,7 +1271,7 @@ impl Guard<'_> {
             let Some(worktrees) = entry.parent() else { return false };
             let Some(git) = worktrees.parent() else { return false };
             worktrees.file_name() == Some(std::ffi::OsStr::new("worktrees"))
-                && (git.file_name() == Some(std::ffi::OsStr::new(".git")) || is_git_directory(git))
+                && named_or_git_directory(git)
                 && self.is_own(entry)
         })
     }
@@ -2004,6 +2008,12 @@ fn gitdir_allowed(guard: &CreationGuard, entry: BorrowedFd<'_>, text: &[u8]) -> 
         && !guard.is_exempt(&real.join(".git"))
         && nix::unistd::access(via.as_c_str(), nix::unistd::AccessFlags::W_OK).is_ok()
         && names_back()
+}
+
+/// Whether `dir` is a `.git` by its name, or a git directory by its contents
+/// ([`is_git_directory`]: a bare, separate, module git directory or worktree entry).
+fn named_or_git_directory(dir: &std::path::Path) -> bool {
+    dir.file_name() == Some(std::ffi::OsStr::new(".git")) || is_git_directory(dir)
 }
 
 /// The largest index [`Guard::place_index`] reads, 512 MiB (a repository of a few million
