@@ -1788,6 +1788,161 @@ print("controls-ok")
         assert!(String::from_utf8_lossy(&log.stdout).contains("three"));
     }
 
+    /// The object store of a repository the run did not make takes loose objects only, each
+    /// named by its content: git reads an object without comparing it with its name, so a blob
+    /// replaced by another's, or planted ahead under the name a later content will have, or a
+    /// pack, commit graph or `alternates` of the workload's, made the host's `git checkout`
+    /// write the workload's content into a tracked file while `git diff` showed nothing (found
+    /// on 5 December). Every way in is tried (a direct write, git's rename and link of a
+    /// temporary, an unnamed file linked, a SHA-256 store, a bare repository's, a kept
+    /// descriptor); controls: the workload's `git commit` in the host's repositories, its `git
+    /// push` into the host's bare repository (git's quarantine), and `git gc` in its own.
+    pub fn the_object_store_of_a_host_repository_takes_only_objects_named_by_their_content() {
+        let d = TestDirs::new("sbx-guard");
+        let id = ["-c", "user.name=t", "-c", "user.email=t@t"];
+        git_in(&d.ws, &["init", "-q", "-b", "main", "proj"]);
+        fs::write(d.ws.join("proj/f"), "original\n").unwrap();
+        git_in(&d.ws.join("proj"), &["add", "f"]);
+        git_in(&d.ws.join("proj"), &[&id[..], &["commit", "-qm", "one"]].concat());
+        git_in(&d.ws, &["clone", "-q", "--bare", "proj", "bare.git"]);
+        git_in(&d.ws, &["init", "-q", "-b", "main", "--object-format=sha256", "r256"]);
+        fs::write(d.ws.join("r256/f"), "original\n").unwrap();
+        git_in(&d.ws.join("r256"), &["add", "f"]);
+        git_in(&d.ws.join("r256"), &[&id[..], &["commit", "-qm", "one"]].concat());
+        let blob_of = |repo: &str| {
+            let o =
+                std::process::Command::new("git").args(["rev-parse", "HEAD:f"]).current_dir(d.ws.join(repo)).output();
+            String::from_utf8(o.unwrap().stdout).unwrap().trim().to_string()
+        };
+        let (blob, blob256) = (blob_of("proj"), blob_of("r256"));
+        let script = format!(
+            r##"
+import hashlib, zlib
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+def put_bytes(path, data, flags=os.O_WRONLY | os.O_CREAT | os.O_TRUNC):
+    fd = os.open(path, flags, 0o644)
+    os.write(fd, data)
+    os.close(fd)
+def loose(text):
+    return zlib.compress(b"blob %d\0" % len(text) + text)
+def name(text, h=hashlib.sha1):
+    return h(b"blob %d\0" % len(text) + text).hexdigest()
+def at(objects, n):
+    return "%s/%s/%s" % (objects, n[:2], n[2:])
+def temp(objects, n, data, tag="evil"):
+    os.makedirs("%s/%s" % (objects, n[:2]), exist_ok=True)
+    path = "%s/%s/tmp_obj_%s" % (objects, n[:2], tag)
+    put_bytes(path, data)
+    return path
+def tmpfile_link(objects, n, data):
+    fd = os.open("%s/%s" % (objects, n[:2]), os.O_TMPFILE | os.O_WRONLY, 0o444)
+    os.write(fd, data)
+    checked(libc.linkat(fd, b"", -100, at(objects, n).encode(), 0x1000))
+def git_or_eacces(args):
+    r = subprocess.run(GIT + args, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise PermissionError(errno.EACCES, r.stderr)
+P = "proj/.git/objects"
+B = "bare.git/objects"
+blob = "{blob}"
+evil = loose(b"evil\n")
+ahead = name(b"future\n")
+ahead256 = name(b"future\n", hashlib.sha256)
+os.chmod(at(P, blob), 0o644)
+os.makedirs(P + "/pack", exist_ok=True)
+put_bytes(P + "/pack/tmp_pack_x", b"PACK")
+attempt([
+    ("object-write", lambda: put_bytes(at(P, blob), evil)),
+    ("object-append", lambda: put_bytes(at(P, blob), b"x", os.O_WRONLY | os.O_APPEND)),
+    ("object-truncate", lambda: os.truncate(at(P, blob), 0)),
+    ("object-rename", lambda: os.rename(temp(P, blob, evil), at(P, blob))),
+    ("ahead-rename", lambda: os.rename(temp(P, ahead, evil), at(P, ahead))),
+    ("ahead-link", lambda: os.link(temp(P, ahead, evil), at(P, ahead))),
+    ("ahead-create", lambda: put_bytes(at(P, ahead), evil)),
+    ("ahead-tmpfile", lambda: tmpfile_link(P, ahead, evil)),
+    ("ahead-trailing", lambda: os.rename(temp(P, ahead, loose(b"future\n") + b"x"), at(P, ahead))),
+    ("ahead-from-outside", lambda: (put_bytes("outside", evil), os.link("outside", at(P, ahead)))),
+    ("second-name", lambda: os.link(at(P, blob), "alias")),
+    ("moved-out", lambda: os.rename(at(P, blob), "moved")),
+    ("pack", lambda: put_bytes(P + "/pack/pack-%s.pack" % ahead, b"PACK")),
+    ("pack-index-rename", lambda: os.rename(P + "/pack/tmp_pack_x", P + "/pack/pack-%s.idx" % ahead)),
+    ("multi-pack-index", lambda: put_bytes(P + "/pack/multi-pack-index", b"MIDX")),
+    ("alternates", lambda: put_bytes(P + "/info/alternates", b"/tmp/store\n")),
+    ("commit-graph", lambda: put_bytes(P + "/info/commit-graph", b"CGPH")),
+    ("repack", lambda: git_or_eacces(["-C", "proj", "repack", "-a", "-d"])),
+    ("bare-ahead", lambda: os.rename(temp(B, ahead, evil), at(B, ahead))),
+    ("bare-alternates", lambda: put_bytes(B + "/info/alternates", b"/tmp/store\n")),
+    ("sha256-ahead", lambda: os.rename(temp("r256/.git/objects", ahead256, evil), at("r256/.git/objects", ahead256))),
+])
+# git's own way with a descriptor kept of the temporary: the name gets what was checked.
+kept = name(b"kept\n")
+os.makedirs("%s/%s" % (P, kept[:2]), exist_ok=True)
+fd = os.open("%s/%s/tmp_obj_kept" % (P, kept[:2]), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o444)
+os.write(fd, loose(b"kept\n"))
+os.link("%s/%s/tmp_obj_kept" % (P, kept[:2]), at(P, kept))
+os.unlink("%s/%s/tmp_obj_kept" % (P, kept[:2]))
+os.lseek(fd, 0, 0)
+os.write(fd, zlib.compress(b"blob 5\0evil\n"))
+os.close(fd)
+r = subprocess.run(["git", "-C", "proj", "cat-file", "blob", kept], capture_output=True, text=True)
+print("kept:", r.stdout.strip())
+# Controls: git's own writes in the host's repositories (loose objects linked and renamed,
+# `git hash-object -w`), a push into the host's bare repository (a quarantine moved object by
+# object), a SHA-256 repository, and `git gc` (packs) in the run's own repository.
+subprocess.run(["sh", "-c", "cd proj && echo 2 >> f && echo n > new && git add f new && git -c user.name=t -c user.email=t@t commit -qm two && echo future | git hash-object -w --stdin >/dev/null"], check=True)
+subprocess.run(["sh", "-c", "git clone -q bare.git c && cd c && echo p > p && git add p && git -c user.name=t -c user.email=t@t commit -qm pushed && git push -q origin HEAD:main"], check=True)
+subprocess.run(["sh", "-c", "cd r256 && echo 2 >> f && git add f && git -c user.name=t -c user.email=t@t commit -qm two"], check=True)
+subprocess.run(["sh", "-c", "git init -q own && cd own && echo o > o && git add o && git -c user.name=t -c user.email=t@t commit -qm o && git gc -q && ls .git/objects/pack | grep -q pack-"], check=True)
+subprocess.run(["git", "-C", "proj", "fsck", "--no-dangling"], check=True)
+print("controls-ok")
+"##,
+            blob = blob,
+        );
+        let out = attacks(&d, &script);
+        assert_refused(
+            &out,
+            &[
+                "object-write",
+                "object-append",
+                "object-truncate",
+                "object-rename",
+                "ahead-rename",
+                "ahead-link",
+                "ahead-create",
+                "ahead-tmpfile",
+                "ahead-trailing",
+                "ahead-from-outside",
+                "second-name",
+                "moved-out",
+                "pack",
+                "pack-index-rename",
+                "multi-pack-index",
+                "alternates",
+                "commit-graph",
+                "repack",
+                "bare-ahead",
+                "bare-alternates",
+                "sha256-ahead",
+            ],
+        );
+        assert!(out.contains("kept: kept\n") && out.contains("controls-ok"), "{out}");
+        // On the host: every object is its name, and the history holds what was committed.
+        for repo in ["proj", "bare.git", "r256"] {
+            git_in(&d.ws.join(repo), &["fsck", "--no-dangling"]);
+        }
+        let show = |repo: &str, what: &str| {
+            let o =
+                std::process::Command::new("git").args(["cat-file", "-p", what]).current_dir(d.ws.join(repo)).output();
+            String::from_utf8_lossy(&o.unwrap().stdout).into_owned()
+        };
+        assert_eq!(show("proj", &blob), "original\n");
+        assert_eq!(show("r256", &blob256), "original\n");
+        assert_eq!(show("proj", "HEAD:f"), "original\n2\n");
+        assert_eq!(show("bare.git", "main:p"), "p\n");
+        git_in(&d.ws.join("proj"), &["checkout", "HEAD~1", "--", "f"]);
+        assert_eq!(fs::read_to_string(d.ws.join("proj/f")).unwrap(), "original\n");
+    }
+
     /// The cost, roughly: 1000 file creations with and without the guard, the best of three
     /// runs each (printed only: the machines that run the suite vary too much for a bound).
     pub fn cost_of_the_guard() {
@@ -1866,6 +2021,10 @@ fn main() -> std::process::ExitCode {
             (
                 "the_index_of_a_host_repository_names_only_what_git_checks_out",
                 the_index_of_a_host_repository_names_only_what_git_checks_out,
+            ),
+            (
+                "the_object_store_of_a_host_repository_takes_only_objects_named_by_their_content",
+                the_object_store_of_a_host_repository_takes_only_objects_named_by_their_content,
             ),
             ("cost_of_the_guard", cost_of_the_guard),
         ])

@@ -38,6 +38,7 @@
 
 mod direct;
 mod index;
+mod object;
 mod resolve;
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -53,6 +54,7 @@ use seccompiler::sock_filter;
 use crate::notify;
 use crate::status::Direct;
 use direct::{NetCall, Verdict};
+use object::StorePath;
 use resolve::{Followed, Parent, Resolver, Thread, cstr, is_dot, open_path, os, real_path};
 
 /// `AUDIT_ARCH_*` of the native architecture (what `seccomp_data.arch` carries).
@@ -1067,13 +1069,7 @@ impl Guard<'_> {
         let to = real_path(n.dir.as_fd())?.join(os(&n.name));
         self.check_full(n, &to, CreateOp::Place)?;
         self.check_content(o)?;
-        let source = notify::open_at(
-            Some(o.dir.as_fd()),
-            &cstr(&o.name)?,
-            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            0,
-        )
-        .map_err(|e| if e == Errno::ELOOP { Errno::EACCES } else { e })?;
+        let source = open_source(o)?;
         let st = nix::sys::stat::fstat(source.as_raw_fd())?;
         if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size > max {
             return Err(Errno::EACCES);
@@ -1084,51 +1080,87 @@ impl Guard<'_> {
             tracing::debug!(file = %to.display(), why, "refused a rename");
             return Err(Errno::EACCES);
         }
-        let mut attempt = 0u32;
-        let (temp, file) = loop {
-            let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-            let temp = cstr(format!(".sandbox-copy-{:x}-{attempt}", stamp.as_nanos()).as_bytes())?;
-            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-            match notify::open_at(Some(n.dir.as_fd()), &temp, flags, st.st_mode & 0o777) {
-                Ok(file) => break (temp, file),
-                Err(Errno::EEXIST) if attempt < 8 => attempt += 1,
-                Err(e) => return Err(e),
-            }
-        };
-        let gone = || {
-            let _ = nix::unistd::unlinkat(
-                Some(n.dir.as_raw_fd()),
-                temp.as_c_str(),
-                nix::unistd::UnlinkatFlags::NoRemoveDir,
-            );
-        };
-        let mut file = std::fs::File::from(file);
-        // The lock file's times too: git tells a racily clean entry by the index's mtime.
-        let times = [
-            nix::sys::time::TimeSpec::new(st.st_atime, st.st_atime_nsec),
-            nix::sys::time::TimeSpec::new(st.st_mtime, st.st_mtime_nsec),
-        ];
-        let written = std::io::Write::write_all(&mut file, &data).is_ok()
-            && nix::sys::stat::futimens(file.as_raw_fd(), &times[0], &times[1]).is_ok();
-        if !written {
-            gone();
-            return Err(Errno::EIO);
-        }
-        drop(file);
-        if let Err(e) = nix::fcntl::renameat(
-            Some(n.dir.as_raw_fd()),
-            temp.as_c_str(),
-            Some(n.dir.as_raw_fd()),
-            n.kernel_name()?.as_c_str(),
-        ) {
-            gone();
-            return Err(e);
-        }
+        put_copy(n, &st, false, &mut |file| std::io::Write::write_all(file, &data).map_err(|_| Errno::EIO))?;
         nix::unistd::unlinkat(
             Some(o.dir.as_raw_fd()),
             o.kernel_name()?.as_c_str(),
             nix::unistd::UnlinkatFlags::NoRemoveDir,
         )
+    }
+
+    /// EACCES when a loose object may not come to `to` (`n`'s real path) whatever its content:
+    /// what [`Guard::check_full`] asks of any new name but the store's own rule.
+    fn check_loose_target(&self, n: &Parent, to: &std::path::Path) -> Result<(), Errno> {
+        if self.guard.refuses(to, CreateOp::Place) || self.guard.denies(to) || self.guard.holds_denied(to) {
+            return Err(Errno::EACCES);
+        }
+        self.check_host_made(n, to)?;
+        self.check_foreign_entry(to)?;
+        if self.rerere_state(to) || self.in_hosts_operation(to) || self.replaces_history(to) {
+            return Err(Errno::EACCES);
+        }
+        Ok(())
+    }
+
+    /// Where `full` (a real path) lies in the object store of a foreign git directory
+    /// (`<G>/objects/...`, [`Guard::foreign_git_dir`], the deepest such `G`): what it is there
+    /// ([`object::classify`]) and the length of the repository's object names.
+    fn in_foreign_store(&self, full: &std::path::Path) -> Option<(StorePath, usize)> {
+        use std::os::unix::ffi::OsStrExt as _;
+        if !full.iter().any(|c| c == "objects") || self.guard.is_exempt(full) {
+            return None;
+        }
+        let store = full.ancestors().skip(1).find(|a| {
+            a.file_name() == Some(std::ffi::OsStr::new("objects"))
+                && a.parent().is_some_and(|g| self.foreign_git_dir(g))
+        })?;
+        let hash = object_name_len(store.parent()?);
+        let rel: Vec<&[u8]> = full.strip_prefix(store).ok()?.iter().map(|c| c.as_bytes()).collect();
+        Some((object::classify(&rel, hash), hash))
+    }
+
+    /// A loose object brought under its name `n` (at `to`, [`StorePath::Loose`]) in a foreign
+    /// object store, from `source` (opened for reading): checked as `git index-pack` would
+    /// ([`object::copy_loose`]: its content hashes to its name) while it is copied, and the
+    /// copy is what comes under the name (with `source`'s mode and times), so that a descriptor
+    /// the workload kept of the source writes nothing there. `noreplace`: an existing name
+    /// answers EEXIST (a link; git's own way, which takes EEXIST for "already there").
+    fn place_object(
+        &self,
+        source: OwnedFd,
+        n: &Parent,
+        to: &std::path::Path,
+        hash: usize,
+        noreplace: bool,
+    ) -> Result<(), Errno> {
+        use std::os::unix::ffi::OsStrExt as _;
+        let st = nix::sys::stat::fstat(source.as_raw_fd())?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return Err(Errno::EACCES);
+        }
+        if noreplace
+            && nix::sys::stat::fstatat(Some(n.dir.as_raw_fd()), cstr(&n.name)?.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
+                .is_ok()
+        {
+            return Err(Errno::EEXIST);
+        }
+        let dir = to.parent().and_then(std::path::Path::file_name).ok_or(Errno::EACCES)?;
+        let name = [dir.as_bytes(), &n.name].concat();
+        let mut source = std::fs::File::from(source);
+        let mut refused = None;
+        let placed =
+            put_copy(n, &st, noreplace, &mut |file| match object::copy_loose(&mut source, file, &name, hash) {
+                Ok(()) => Ok(()),
+                Err(object::Failure::Io) => Err(Errno::EIO),
+                Err(object::Failure::Refused(why)) => {
+                    refused = Some(why);
+                    Err(Errno::EACCES)
+                }
+            });
+        if let Some(why) = refused {
+            tracing::debug!(file = %to.display(), why, "refused an object");
+        }
+        placed
     }
 
     /// An open for writing (or creating) of the `commondir` or `gitdir` of a foreign worktree
@@ -1217,6 +1249,11 @@ impl Guard<'_> {
     /// did not make ([`CreationGuard::bare_candidates`], [`is_git_directory`]).
     fn check_git(&self, full: &std::path::Path, new: bool) -> Result<(), Errno> {
         self.check_foreign_entry(full)?;
+        // In a foreign object store only temporaries are made or written by a call of the
+        // workload's own; a loose object comes by a checked rename or link (`place_object`).
+        if self.in_foreign_store(full).is_some_and(|(part, _)| part != StorePath::Free) {
+            return Err(Errno::EACCES);
+        }
         if self.rerere_state(full) || self.in_hosts_operation(full) {
             return Err(Errno::EACCES);
         }
@@ -1609,6 +1646,30 @@ impl Guard<'_> {
         }
         let p = Resolver::new(self.thread).parent(newdirfd, new)?;
         new_name(&p)?;
+        // git's way to a loose object (`tmp_obj_*` linked to its name, EEXIST taken for "already
+        // there"): in a foreign object store, checked and copied.
+        if p.name.len() > 30 {
+            let to = real_path(p.dir.as_fd())?.join(os(&p.name));
+            if let Some((StorePath::Loose, hash)) = self.in_foreign_store(&to) {
+                self.check_loose_target(&p, &to)?;
+                let mut r = Resolver::new(self.thread);
+                let object = if old.is_empty() {
+                    if flags & libc::AT_EMPTY_PATH == 0 {
+                        return Err(Errno::ENOENT);
+                    }
+                    r.base(olddirfd)?
+                } else {
+                    r.object(olddirfd, old, flags & libc::AT_SYMLINK_FOLLOW != 0)?
+                };
+                self.check_object(object.as_fd())?;
+                if nix::sys::stat::fstat(object.as_raw_fd())?.st_mode & libc::S_IFMT != libc::S_IFREG {
+                    return Err(Errno::EACCES);
+                }
+                let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
+                let source = notify::open_at(None, &via, libc::O_RDONLY | libc::O_CLOEXEC, 0)?;
+                return self.place_object(source, &p, &to, hash, true);
+            }
+        }
         self.check(&p, CreateOp::Place)?;
         let newname = p.kernel_name()?;
         // A second name for a symlink inside a `.git` is a symlink there (see
@@ -1698,6 +1759,21 @@ impl Guard<'_> {
                 .is_ok()
         {
             return Err(Errno::EEXIST);
+        }
+        // A loose object renamed to its name in a foreign object store (git's `tmp_obj_*`):
+        // checked and copied (an exchange with one is refused by `check`).
+        if !exchange && n.name.len() > 30 {
+            let to = real_path(n.dir.as_fd())?.join(os(&n.name));
+            if let Some((StorePath::Loose, hash)) = self.in_foreign_store(&to) {
+                self.check_loose_target(&n, &to)?;
+                self.check_content(&o)?;
+                self.place_object(open_source(&o)?, &n, &to, hash, false)?;
+                return nix::unistd::unlinkat(
+                    Some(o.dir.as_raw_fd()),
+                    o.kernel_name()?.as_c_str(),
+                    nix::unistd::UnlinkatFlags::NoRemoveDir,
+                );
+            }
         }
         // git's `index.lock` renamed to a foreign index: checked and copied (an exchange with
         // one is refused by `check`).
@@ -2037,6 +2113,62 @@ fn object_name_len(dir: &std::path::Path) -> usize {
         l.starts_with("objectformat=") && l.contains("sha256")
     });
     if sha256 { 32 } else { 20 }
+}
+
+/// `o` opened for reading, not followed (a symlink: EACCES).
+fn open_source(o: &Parent) -> Result<OwnedFd, Errno> {
+    notify::open_at(Some(o.dir.as_fd()), &cstr(&o.name)?, libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)
+        .map_err(|e| if e == Errno::ELOOP { Errno::EACCES } else { e })
+}
+
+/// Puts a file the guard writes under the name `n`: a new file in `n`'s directory with the mode
+/// and times of `st` (git tells a racily clean index entry by the index's mtime), filled by
+/// `fill`, renamed over the name (`noreplace`: an existing name answers EEXIST). On failure
+/// nothing stays.
+fn put_copy(
+    n: &Parent,
+    st: &libc::stat,
+    noreplace: bool,
+    fill: &mut dyn FnMut(&mut std::fs::File) -> Result<(), Errno>,
+) -> Result<(), Errno> {
+    let mut attempt = 0u32;
+    let (temp, file) = loop {
+        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let temp = cstr(format!(".sandbox-copy-{:x}-{attempt}", stamp.as_nanos()).as_bytes())?;
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        match notify::open_at(Some(n.dir.as_fd()), &temp, flags, st.st_mode & 0o777) {
+            Ok(file) => break (temp, file),
+            Err(Errno::EEXIST) if attempt < 8 => attempt += 1,
+            Err(e) => return Err(e),
+        }
+    };
+    let gone = || {
+        let _ =
+            nix::unistd::unlinkat(Some(n.dir.as_raw_fd()), temp.as_c_str(), nix::unistd::UnlinkatFlags::NoRemoveDir);
+    };
+    let mut file = std::fs::File::from(file);
+    let times = [
+        nix::sys::time::TimeSpec::new(st.st_atime, st.st_atime_nsec),
+        nix::sys::time::TimeSpec::new(st.st_mtime, st.st_mtime_nsec),
+    ];
+    let written = fill(&mut file).and_then(|()| nix::sys::stat::futimens(file.as_raw_fd(), &times[0], &times[1]));
+    if let Err(e) = written {
+        gone();
+        return Err(e);
+    }
+    drop(file);
+    let flags = if noreplace { nix::fcntl::RenameFlags::RENAME_NOREPLACE } else { nix::fcntl::RenameFlags::empty() };
+    if let Err(e) = nix::fcntl::renameat2(
+        Some(n.dir.as_raw_fd()),
+        temp.as_c_str(),
+        Some(n.dir.as_raw_fd()),
+        n.kernel_name()?.as_c_str(),
+        flags,
+    ) {
+        gone();
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// Whether the directory tree `top` holds a symlink at any depth (symlinks not followed). A tree
