@@ -423,8 +423,9 @@ pub struct CreationGuard {
     /// guard, and no directory holding one is renamed. The mask of the spawn covers only what
     /// was there at spawn: a root the host replaces during the run (an editor's save of a
     /// denied `.env`, a denied directory removed and made again) is no mount point in the run's
-    /// view, and the workload read the new secret (a red team, 5 December). With any, every
-    /// open goes to the guard, reads too.
+    /// view, and the workload read the new secret (a red team, 5 December). Also the
+    /// `rr-cache` of each git directory the scan found ([`ProtectScan::unreadable`]), which no
+    /// mount covers. With any, every open goes to the guard, reads too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub denied: Vec<PathBuf>,
     /// Areas and grant targets bound inside a denied root: beneath them the root's denial
@@ -678,6 +679,11 @@ pub struct ProtectScan {
     /// entry or pin with a symlink between scan and mount bound the symlink's target, a host
     /// directory outside every area, read-write). The Linux backend adds its placeholder.
     pub identities: Vec<(PathBuf, u64, u64)>,
+    /// The `rr-cache` directories of the git directories found (canonical): denied to the run,
+    /// reads too, through [`CreationGuard::denied`]. git's rerere copies a conflicted file into
+    /// it at the user's `git commit`, with `fopen`, which follows a symlink the workload put in
+    /// the work tree: a later run read a host file that way (a red team, 5 December).
+    pub unreadable: Vec<PathBuf>,
 }
 
 /// `(st_dev, st_ino)` of what `path` names, looked up without following a symlink in any

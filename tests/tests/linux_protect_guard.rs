@@ -14,7 +14,7 @@ mod linux {
     use std::path::Path;
     use std::time::Instant;
 
-    use sandbox::{Access, Executor, ExecutorSet, ExitStatus, Profile, ProfileConfig, Protection};
+    use sandbox::{Access, Executor, ExecutorSet, ExitStatus, Profile, ProfileConfig, Protection, RootAccess};
     use sandbox_tests::TestDirs;
 
     pub use sandbox_tests::deadline as dl;
@@ -1943,6 +1943,99 @@ print("controls-ok")
         assert_eq!(fs::read_to_string(d.ws.join("proj/f")).unwrap(), "original\n");
     }
 
+    /// A host repository's `rr-cache` is unreadable to runs (red team AC, 5 December): where
+    /// the host turned rerere on, a conflicted file the workload replaced with a symlink to a
+    /// file it may not read was copied by the user's `git commit` into `rr-cache/<id>/postimage`,
+    /// which a later run read. The attack end to end, in a kept container and in a fresh one;
+    /// every way to the copy is tried (a read, a listing, `O_PATH` reopened, a link, a copy of
+    /// the directory, `git rerere` itself); controls: the repository's other files, the
+    /// workload's own repository's `rr-cache`.
+    pub fn a_host_repositorys_rerere_cache_is_unreadable_to_runs() {
+        let d = TestDirs::new("sbx-guard");
+        let secret = d.root.join("secret");
+        fs::create_dir(&secret).unwrap();
+        fs::write(secret.join("key"), "TOPSECRET\n").unwrap();
+        let id = ["-c", "user.name=t", "-c", "user.email=t@t"];
+        let rr = d.ws.join("rr");
+        git_in(&d.ws, &["init", "-q", "-b", "main", "rr"]);
+        git_in(&rr, &["config", "rerere.enabled", "true"]);
+        fs::write(rr.join("f"), "base\n").unwrap();
+        git_in(&rr, &["add", "f"]);
+        git_in(&rr, &[&id[..], &["commit", "-qm", "base"]].concat());
+        git_in(&rr, &["checkout", "-qb", "other"]);
+        fs::write(rr.join("f"), "other\n").unwrap();
+        git_in(&rr, &[&id[..], &["commit", "-qam", "other"]].concat());
+        git_in(&rr, &["checkout", "-q", "main"]);
+        fs::write(rr.join("f"), "mine\n").unwrap();
+        git_in(&rr, &[&id[..], &["commit", "-qam", "mine"]].concat());
+        let merge = std::process::Command::new("git").args(["merge", "-q", "other"]).current_dir(&rr).output().unwrap();
+        assert!(!merge.status.success(), "the merge stops on a conflict");
+        let config = ProfileConfig {
+            additional_roots: vec![RootAccess { path: secret.clone(), read: Access::Deny, write: Access::Deny }],
+            ..d.allow_config()
+        };
+        let set = set_of(&d, config.clone());
+        let exec = set.executor("k").unwrap();
+        let key = secret.join("key");
+        let k = key.display();
+        let out = sh_ok(
+            &exec,
+            &rr,
+            &format!("cat {k} 2>/dev/null && echo read-directly; rm f && ln -s {k} f && echo linked"),
+        );
+        assert!(out.contains("linked") && !out.contains("read-directly"), "{out}");
+        // The user concludes the merge; rerere records f's resolution through the symlink.
+        git_in(&rr, &["add", "f"]);
+        git_in(&rr, &[&id[..], &["commit", "-qm", "merged"]].concat());
+        let recorded = fs::read_dir(rr.join(".git/rr-cache"))
+            .unwrap()
+            .flatten()
+            .any(|e| fs::read_to_string(e.path().join("postimage")).is_ok_and(|t| t.contains("TOPSECRET")));
+        assert!(recorded, "control: rerere copied the file into rr-cache");
+        let ids: Vec<String> = fs::read_dir(rr.join(".git/rr-cache"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        let script = r#"
+cd rr
+for p in $IDS; do cat ".git/rr-cache/$p/postimage"; done; echo "cat=$?"
+ls .git/rr-cache; echo "ls=$?"
+grep -r TOPSECRET .git; echo "grep=$?"
+cp -r .git/rr-cache /tmp/copy && cat /tmp/copy/*/postimage; echo "cp=$?"
+git rerere diff; echo "rerere=$?"
+python3 -c '
+import os
+for p in [".git/rr-cache/%s/postimage" % i for i in os.environ["IDS"].split()]:
+    for way in ("path", "reopen", "link"):
+        try:
+            if way == "path":
+                data = open(p).read()
+            elif way == "reopen":
+                fd = os.open(p, os.O_PATH)
+                data = open("/proc/self/fd/%d" % fd).read()
+            else:
+                os.link(p, "alias")
+                data = open("alias").read()
+            print(way, "read", data)
+        except OSError as e:
+            print(way, "refused", e.strerror)
+'
+test "$(cat .git/HEAD)" = "ref: refs/heads/main" && echo head-ok
+cd .. && git init -q own && mkdir -p own/.git/rr-cache/x && echo mine > own/.git/rr-cache/x/postimage && cat own/.git/rr-cache/x/postimage
+"#;
+        for (which, exec) in [("kept", &exec), ("fresh", &set_of(&d, config.clone()).executor("k").unwrap())] {
+            let (_, out) = sh_in(exec, &d.ws, &format!("IDS='{}'; export IDS; {script}", ids.join(" ")));
+            println!("{which}: {out}");
+            assert!(!out.contains("TOPSECRET"), "{which}: the secret was read: {out}");
+            for way in ["path", "reopen", "link"] {
+                assert!(out.contains(&format!("{way} refused Permission denied")), "{which}, {way}: {out}");
+            }
+            assert!(out.contains("head-ok") && out.contains("mine\n"), "{which}: controls: {out}");
+            fs::remove_dir_all(d.ws.join("own")).unwrap();
+        }
+    }
+
     /// The cost, roughly: 1000 file creations with and without the guard, the best of three
     /// runs each (printed only: the machines that run the suite vary too much for a bound).
     pub fn cost_of_the_guard() {
@@ -2025,6 +2118,10 @@ fn main() -> std::process::ExitCode {
             (
                 "the_object_store_of_a_host_repository_takes_only_objects_named_by_their_content",
                 the_object_store_of_a_host_repository_takes_only_objects_named_by_their_content,
+            ),
+            (
+                "a_host_repositorys_rerere_cache_is_unreadable_to_runs",
+                a_host_repositorys_rerere_cache_is_unreadable_to_runs,
             ),
             ("cost_of_the_guard", cost_of_the_guard),
         ])

@@ -889,6 +889,18 @@ impl Walker<'_> {
         }
     }
 
+    /// The `rr-cache` of `gitdir`, where it is a directory: unreadable to the run
+    /// ([`ProtectScan::unreadable`]).
+    fn rerere_cache(&mut self, gitdir: &Path) {
+        let cache = gitdir.join("rr-cache");
+        if std::fs::symlink_metadata(&cache).is_ok_and(|m| m.is_dir()) {
+            let cache = std::fs::canonicalize(&cache).unwrap_or(cache);
+            if !self.out.unreadable.contains(&cache) {
+                self.out.unreadable.push(cache);
+            }
+        }
+    }
+
     /// A directory the scan cannot read (a workload can `chmod` its own directories to hide
     /// what lies beneath from a scan that runs as the caller): bound read-only as a whole, so
     /// that nothing beneath it can be written, instead of skipped.
@@ -956,6 +968,7 @@ impl Walker<'_> {
         for legacy in LEGACY_REMOTES {
             self.entry(&gitdir.join(legacy));
         }
+        self.rerere_cache(gitdir);
         if parts.contains(&"config") {
             self.entry(&gitdir.join("config.worktree"));
         }
@@ -1212,6 +1225,7 @@ impl Walker<'_> {
                 for legacy in LEGACY_REMOTES {
                     self.entry(&path.join(legacy));
                 }
+                self.rerere_cache(&path);
                 self.modules(&path.join("modules"), parts, depth + 1);
             } else if depth < 8 {
                 self.modules(&path, parts, depth + 1);
@@ -1968,6 +1982,29 @@ mod tests {
         assert!(found.missing.contains(&ws.join(".claude")) && found.missing.contains(&ws.join("pkg/.claude")));
         assert!(!found.existing.iter().any(|(p, _)| p.ends_with("plain")), "{found:?}");
         assert!(found.narrowed.iter().any(|n| n.contains("claude-config")), "{found:?}");
+    }
+
+    #[test]
+    fn the_rerere_caches_of_the_git_directories_found_are_unreadable() {
+        let (_dir, ws, profile) = writable_workspace();
+        let mk = |p: &str| std::fs::create_dir_all(ws.join(p)).unwrap_or_else(|e| panic!("{e}"));
+        let put = |p: &str, t: &str| std::fs::write(ws.join(p), t).unwrap_or_else(|e| panic!("{e}"));
+        mk("a/.git/rr-cache/x");
+        mk("a/.git/modules/m/rr-cache");
+        put("a/.git/modules/m/HEAD", "ref: refs/heads/main\n");
+        for d in ["b.git/objects", "b.git/refs", "b.git/rr-cache"] {
+            mk(d);
+        }
+        put("b.git/HEAD", "ref: refs/heads/main\n");
+        // A file named rr-cache, and a directory of that name outside any git directory.
+        mk("c/.git");
+        put("c/.git/rr-cache", "x");
+        mk("d/rr-cache");
+        let found = scan(&profile, None);
+        let mut got = found.unreadable.clone();
+        got.sort();
+        let want = ["a/.git/modules/m/rr-cache", "a/.git/rr-cache", "b.git/rr-cache"].map(|p| ws.join(p));
+        assert_eq!(got, want, "{found:?}");
     }
 
     #[test]
