@@ -2036,6 +2036,104 @@ cd .. && git init -q own && mkdir -p own/.git/rr-cache/x && echo mine > own/.git
         }
     }
 
+    /// A change the workload makes to a host repository's tracked files is never hidden from
+    /// the user's `git status` and `git diff` by the index it writes (found on 5 December): git
+    /// takes a file whose stat data match its entry for unchanged without reading it, skips an
+    /// entry marked "assume unchanged" or "skip worktree", and builds its next commit's trees
+    /// from the cache tree. Each attack is tried after changing a tracked file; controls: the
+    /// workload's own `git add` and `git commit` there, and the marks in its own repository.
+    pub fn a_change_to_a_tracked_file_is_never_hidden_by_the_index() {
+        let d = TestDirs::new("sbx-guard");
+        let id = ["-c", "user.name=t", "-c", "user.email=t@t"];
+        let repo = d.ws.join("proj");
+        git_in(&d.ws, &["init", "-q", "-b", "main", "proj"]);
+        fs::create_dir(repo.join("sub")).unwrap();
+        for f in ["stat", "assume", "skip", "sub/f", "kept"] {
+            fs::write(repo.join(f), "original\n").unwrap();
+        }
+        git_in(&repo, &["add", "."]);
+        git_in(&repo, &[&id[..], &["commit", "-qm", "one"]].concat());
+        let script = r##"
+import hashlib, struct
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+def git(*args):
+    return subprocess.run(GIT + list(args), cwd="proj", check=True, capture_output=True, text=True).stdout.strip()
+def entries(data):
+    n = struct.unpack(">I", data[8:12])[0]
+    at, out = 12, {}
+    for _ in range(n):
+        name = at + 62 + (2 if struct.unpack(">H", data[at + 60:at + 62])[0] & 0x4000 else 0)
+        end = data.index(b"\0", name)
+        out[data[name:end].decode()] = at
+        at += ((end + 1 - at) + 7) // 8 * 8
+    return out, at
+def put_index(data):
+    body = data[:-20]
+    fd = os.open("proj/.git/index.lock", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    os.write(fd, body + hashlib.sha1(body).digest())
+    os.close(fd)
+    os.rename("proj/.git/index.lock", "proj/.git/index")
+# The stat cache: f changed (same size), its entry given the changed file's stat data.
+with open("proj/stat", "w") as f:
+    f.write("CHANGED!\n")
+git("update-index", "--index-version", "2")
+data = bytearray(open("proj/.git/index", "rb").read())
+at = entries(data)[0]["stat"]
+# Dated back: git reads a file whose mtime is not before the index's ("racily clean").
+os.utime("proj/stat", (1700000000, 1700000000))
+st = os.stat("proj/stat")
+data[at:at + 40] = struct.pack(">10I", int(st.st_ctime), st.st_ctime_ns % 10**9, int(st.st_mtime), st.st_mtime_ns % 10**9, st.st_dev & 0xffffffff, st.st_ino & 0xffffffff, 0o100644, st.st_uid, st.st_gid, st.st_size)
+put_index(bytes(data))
+# The marks: a changed file marked so that git does not look at it.
+with open("proj/assume", "w") as f:
+    f.write("CHANGED!\n")
+git("update-index", "--assume-unchanged", "assume")
+with open("proj/skip", "w") as f:
+    f.write("CHANGED!\n")
+git("update-index", "--skip-worktree", "skip")
+# The cache tree: sub's tree as one with the workload's content, the entries as they were.
+evil = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd="proj", input="EVIL\n", capture_output=True, text=True, check=True).stdout.strip()
+tree = subprocess.run(["git", "mktree"], cwd="proj", input="100644 blob %s\tf\n" % evil, capture_output=True, text=True, check=True).stdout.strip()
+data = open("proj/.git/index", "rb").read()
+_, end = entries(data)
+cache = b"\0-1 1\n" + b"sub\0" + b"1 0\n" + bytes.fromhex(tree)
+exts, at = b"", end
+while at < len(data) - 20:
+    size = struct.unpack(">I", data[at + 4:at + 8])[0]
+    if data[at:at + 4] != b"TREE":
+        exts += data[at:at + 8 + size]
+    at += 8 + size
+put_index(data[:end] + b"TREE" + struct.pack(">I", len(cache)) + cache + exts + b"\0" * 20)
+print("ls-files:", git("ls-files", "-v").replace("\n", " "))
+# Controls: the workload's own add and commit; the marks in its own repository.
+with open("proj/kept", "w") as f:
+    f.write("committed\n")
+git("add", "kept")
+git("commit", "-qm", "by the run")
+subprocess.run(["sh", "-c", "git init -q own && cd own && echo a > a && git add a && git update-index --assume-unchanged a && git ls-files -v | grep -q '^h a' && echo own-marks-ok"], check=True)
+"##;
+        let out = attacks(&d, script);
+        assert!(out.contains("own-marks-ok"), "{out}");
+        // The user looks: every change shows, nothing is marked, the cache tree is gone.
+        let run = |args: &[&str]| {
+            let o = std::process::Command::new("git").args(args).current_dir(&repo).output().unwrap();
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        };
+        let status = run(&["status", "--porcelain"]);
+        for f in ["stat", "assume", "skip"] {
+            assert!(status.contains(&format!(" M {f}\n")), "{f} hidden: {status}");
+        }
+        assert!(!status.contains("kept") && !status.contains("sub/"), "{status}");
+        let marks = run(&["ls-files", "-v"]);
+        assert!(marks.lines().all(|l| l.starts_with("H ")), "{marks}");
+        assert!(run(&["log", "--oneline"]).contains("by the run"));
+        // The user's next commit of another change carries sub/f as the index has it.
+        fs::write(repo.join("other"), "x\n").unwrap();
+        git_in(&repo, &["add", "other"]);
+        git_in(&repo, &[&id[..], &["commit", "-qm", "user"]].concat());
+        assert_eq!(run(&["show", "HEAD:sub/f"]), "original\n");
+    }
+
     /// The cost, roughly: 1000 file creations with and without the guard, the best of three
     /// runs each (printed only: the machines that run the suite vary too much for a bound).
     pub fn cost_of_the_guard() {
@@ -2122,6 +2220,10 @@ fn main() -> std::process::ExitCode {
             (
                 "a_host_repositorys_rerere_cache_is_unreadable_to_runs",
                 a_host_repositorys_rerere_cache_is_unreadable_to_runs,
+            ),
+            (
+                "a_change_to_a_tracked_file_is_never_hidden_by_the_index",
+                a_change_to_a_tracked_file_is_never_hidden_by_the_index,
             ),
             ("cost_of_the_guard", cost_of_the_guard),
         ])

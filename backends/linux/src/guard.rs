@@ -1030,41 +1030,70 @@ impl Guard<'_> {
     /// A rename of `o` onto a foreign index `n` ([`Guard::foreign_index`]; `hash`: the length
     /// of its repository's object names): every entry of the index must be named as git
     /// itself would let it into one ([`index::check`]).
+    ///
+    /// What comes under the name is [`index::sanitize`]d against the index it replaces: no
+    /// entry the run changed keeps stat data that would let git take the file for unchanged
+    /// without reading it, nor an "assume unchanged" or "skip worktree" mark the host had not
+    /// set, and no cache tree, untracked cache or fsmonitor record of the run's comes along.
     fn place_index(&self, o: &Parent, n: &Parent, hash: usize) -> Result<(), Errno> {
-        self.place_checked(o, n, MAX_INDEX, &|data| index::check(data, hash))
+        let old = notify::open_at(
+            Some(n.dir.as_fd()),
+            &cstr(&n.name)?,
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            0,
+        )
+        .ok()
+        .map(std::fs::File::from)
+        .filter(|f| f.metadata().is_ok_and(|m| m.is_file() && m.len() <= MAX_INDEX.unsigned_abs()))
+        .and_then(|mut f| {
+            let mut data = Vec::new();
+            std::io::Read::read_to_end(&mut f, &mut data).ok().map(|_| data)
+        });
+        // The work tree, opened once: an entry the run changed is kept where the file there
+        // has its stat data and content (`entry_matches`), and nothing the guard denies is read.
+        let git = real_path(n.dir.as_fd())?;
+        let tree = work_tree_of(&git).and_then(|t| {
+            let path = cstr(std::os::unix::ffi::OsStrExt::as_bytes(t.as_os_str())).ok()?;
+            notify::open_at(None, &path, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0).ok()
+        });
+        let mut honest = |name: &[u8], mode: u32, stat: &[u8], oid: &[u8]| {
+            tree.as_ref().is_some_and(|t| entry_matches(self.guard, t.as_fd(), name, mode, stat, oid))
+        };
+        self.place_checked(o, n, MAX_INDEX, &mut |data| index::sanitize(&data, old.as_deref(), hash, &mut honest))
     }
 
     /// A rename of `o` onto a foreign `sequencer/opts` ([`Guard::foreign_sequencer_opts`]): no
     /// slash or backslash anywhere in it (a strategy is a name on git's path, never a path;
     /// a value cannot hide one from this: git's escapes make no slash).
     fn place_sequencer_opts(&self, o: &Parent, n: &Parent) -> Result<(), Errno> {
-        self.place_checked(o, n, MAX_OPTS, &|data| {
-            if data.iter().any(|b| *b == b'/' || *b == b'\\') { Err("a slash in sequencer/opts") } else { Ok(()) }
+        self.place_checked(o, n, MAX_OPTS, &mut |data| {
+            if data.iter().any(|b| *b == b'/' || *b == b'\\') { Err("a slash in sequencer/opts") } else { Ok(data) }
         })
     }
 
     /// A rename of `o` onto a foreign `packed-refs` ([`Guard::foreign_packed_refs`]): no replace
     /// ref in it ([`Guard::replaces_history`]).
     fn place_packed_refs(&self, o: &Parent, n: &Parent) -> Result<(), Errno> {
-        self.place_checked(o, n, MAX_INDEX, &|data| {
+        self.place_checked(o, n, MAX_INDEX, &mut |data| {
             if data.split(|b| *b == b'\n').any(|l| l.windows(13).any(|w| w == b"refs/replace/")) {
                 Err("a replace ref in packed-refs")
             } else {
-                Ok(())
+                Ok(data)
             }
         })
     }
 
     /// A rename of `o` onto `n`, a name written only through the guard ([`Guard::guarded_content`]):
     /// `o` (a regular file of at most `max` bytes) must pass `valid`, and what comes under the
-    /// name is a copy the guard writes (with `o`'s mode and times), so that a descriptor the
-    /// workload kept of `o` writes nothing there. `o` goes, as with any rename.
+    /// name is a copy of what `valid` returns that the guard writes (with `o`'s mode and times),
+    /// so that a descriptor the workload kept of `o` writes nothing there. `o` goes, as with
+    /// any rename.
     fn place_checked(
         &self,
         o: &Parent,
         n: &Parent,
         max: i64,
-        valid: &dyn Fn(&[u8]) -> Result<(), index::Refusal>,
+        valid: &mut dyn FnMut(Vec<u8>) -> Result<Vec<u8>, index::Refusal>,
     ) -> Result<(), Errno> {
         let to = real_path(n.dir.as_fd())?.join(os(&n.name));
         self.check_full(n, &to, CreateOp::Place)?;
@@ -1076,10 +1105,13 @@ impl Guard<'_> {
         }
         let mut data = Vec::new();
         std::io::Read::read_to_end(&mut std::fs::File::from(source), &mut data).map_err(|_| Errno::EIO)?;
-        if let Err(why) = valid(&data) {
-            tracing::debug!(file = %to.display(), why, "refused a rename");
-            return Err(Errno::EACCES);
-        }
+        let data = match valid(data) {
+            Ok(data) => data,
+            Err(why) => {
+                tracing::debug!(file = %to.display(), why, "refused a rename");
+                return Err(Errno::EACCES);
+            }
+        };
         put_copy(n, &st, false, &mut |file| std::io::Write::write_all(file, &data).map_err(|_| Errno::EIO))?;
         nix::unistd::unlinkat(
             Some(o.dir.as_raw_fd()),
@@ -2113,6 +2145,107 @@ fn object_name_len(dir: &std::path::Path) -> usize {
         l.starts_with("objectformat=") && l.contains("sha256")
     });
     if sha256 { 32 } else { 20 }
+}
+
+/// The work tree of the git directory `git` (a real path), as git finds it from there: a
+/// `core.worktree` in its config (a module's, relative to it), the directory holding a `.git`,
+/// or the one a worktree entry's `gitdir` names the `.git` of. None for a bare repository or a
+/// separate git directory (whose work tree git finds from the work tree's side): its index
+/// keeps no entry the run changed unsmudged.
+fn work_tree_of(git: &std::path::Path) -> Option<std::path::PathBuf> {
+    let config = std::fs::read_to_string(git.join("config")).unwrap_or_default();
+    let mut in_core = false;
+    for line in config.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_core = line.to_ascii_lowercase().starts_with("[core]");
+        } else if in_core {
+            if let Some((key, value)) = line.split_once('=') {
+                if key.trim().eq_ignore_ascii_case("worktree") {
+                    return std::fs::canonicalize(git.join(value.trim())).ok();
+                }
+            }
+        }
+    }
+    if git.file_name() == Some(std::ffi::OsStr::new(".git")) {
+        return git.parent().map(std::path::Path::to_path_buf);
+    }
+    if git.parent().and_then(std::path::Path::file_name) == Some(std::ffi::OsStr::new("worktrees")) {
+        let named = std::fs::read_to_string(git.join("gitdir")).ok()?;
+        let dot_git = std::path::PathBuf::from(named.trim_end_matches('\n'));
+        return dot_git.is_absolute().then(|| dot_git.parent().map(std::path::Path::to_path_buf)).flatten();
+    }
+    None
+}
+
+/// Whether the file `name` beneath the work tree `tree` (its real path beneath the tree's, not
+/// denied to the run) has the stat data `stat` of an index entry of mode
+/// `mode` (as git records them: the nanoseconds where recorded) and the content whose blob's
+/// name is `oid`: an entry git would take for the file without reading it, honestly.
+fn entry_matches(guard: &CreationGuard, tree: BorrowedFd<'_>, name: &[u8], mode: u32, stat: &[u8], oid: &[u8]) -> bool {
+    let field = |i: usize| u32::from_be_bytes([stat[4 * i], stat[4 * i + 1], stat[4 * i + 2], stat[4 * i + 3]]);
+    let Ok(name) = cstr(name) else { return false };
+    let Ok(object) = notify::open_at(Some(tree), &name, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0) else {
+        return false;
+    };
+    // Beneath the work tree, by the way it was reached (a symlink on the way may lead
+    // anywhere, `/proc/<pid>/fd/N` to a descriptor), and not denied to the run.
+    let (Ok(top), Ok(at)) = (real_path(tree), real_path(object.as_fd())) else { return false };
+    if !at.starts_with(&top) || guard.denies(&at) {
+        return false;
+    }
+    let Ok(st) = nix::sys::stat::fstat(object.as_raw_fd()) else { return false };
+    let kind = st.st_mode & libc::S_IFMT;
+    let link = mode & 0o170_000 == 0o120_000;
+    if kind != if link { libc::S_IFLNK } else { libc::S_IFREG } {
+        return false;
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "git keeps the low 32 bits")]
+    let now = [
+        st.st_ctime as u32,
+        st.st_ctime_nsec as u32,
+        st.st_mtime as u32,
+        st.st_mtime_nsec as u32,
+        st.st_dev as u32,
+        st.st_ino as u32,
+        0,
+        st.st_uid,
+        st.st_gid,
+        st.st_size as u32,
+    ];
+    let same = (0..10).all(|i| i == 6 || field(i) == now[i] || ((i == 1 || i == 3) && field(i) == 0));
+    if !same {
+        return false;
+    }
+    let content = if link {
+        match nix::fcntl::readlinkat(Some(object.as_raw_fd()), "") {
+            Ok(target) => std::os::unix::ffi::OsStringExt::into_vec(target),
+            Err(_) => return false,
+        }
+    } else {
+        let Ok(via) = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes()) else { return false };
+        let Ok(file) = notify::open_at(None, &via, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC, 0) else {
+            return false;
+        };
+        let mut data = Vec::new();
+        if std::io::Read::read_to_end(&mut std::fs::File::from(file), &mut data).is_err() {
+            return false;
+        }
+        data
+    };
+    let header = format!("blob {}\0", content.len());
+    let digest: Vec<u8> = if oid.len() == 20 {
+        let mut h = <sha1::Sha1 as sha1::Digest>::new();
+        sha1::Digest::update(&mut h, header.as_bytes());
+        sha1::Digest::update(&mut h, &content);
+        sha1::Digest::finalize(h).to_vec()
+    } else {
+        let mut h = <sha2::Sha256 as sha2::Digest>::new();
+        sha2::Digest::update(&mut h, header.as_bytes());
+        sha2::Digest::update(&mut h, &content);
+        sha2::Digest::finalize(h).to_vec()
+    };
+    digest == oid
 }
 
 /// `o` opened for reading, not followed (a symlink: EACCES).

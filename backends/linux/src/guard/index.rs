@@ -24,9 +24,27 @@ pub type Refusal = &'static str;
 /// The most entries an index may hold here (git's own limit is the file size).
 const MAX_ENTRIES: usize = 50_000_000;
 
-/// Checks the index `data` of a repository whose object names are `hash` bytes long (20 or
-/// 32): every entry's name is one git would let into an index, and no shared index is linked.
-pub fn check(data: &[u8], hash: usize) -> Result<(), Refusal> {
+/// One entry of an index as read: where its stat data starts (the object name follows it),
+/// its flags, where its extended flags are (version 3 and later), and its name.
+struct Entry {
+    at: usize,
+    flags: u16,
+    ext_at: Option<usize>,
+    name: Vec<u8>,
+}
+
+/// An index's entries as read, and where they end.
+struct Parsed {
+    entries: Vec<Entry>,
+    end: usize,
+    /// Where each entry starts, and (version 4) whether its name keeps a part of the previous
+    /// one: to hold an offset table (`IEOT`) to this reading.
+    starts: Vec<u32>,
+    keeps: Vec<bool>,
+}
+
+/// Reads the header and entries of the index `data` (object names `hash` bytes long).
+fn parse(data: &[u8], hash: usize) -> Result<Parsed, Refusal> {
     let mut r = Reader { data, at: 0 };
     if r.take(4)? != b"DIRC" {
         return Err("not an index");
@@ -40,19 +58,19 @@ pub fn check(data: &[u8], hash: usize) -> Result<(), Refusal> {
         return Err("too many entries");
     }
     let mut previous: Vec<u8> = Vec::new();
-    // Where each entry starts, and (version 4) whether its name keeps a part of the previous
-    // one: to hold an offset table (`IEOT`) to this reading.
+    let mut entries = Vec::with_capacity(count.min(1 << 20));
     let mut starts: Vec<u32> = Vec::with_capacity(count.min(1 << 20));
     let mut keeps: Vec<bool> = Vec::new();
     for _ in 0..count {
         let start = r.at;
         starts.push(u32::try_from(start).map_err(|_| "an index too large")?);
-        let stat = r.take(40 + hash)?;
-        let mode = u32::from_be_bytes([stat[24], stat[25], stat[26], stat[27]]);
+        r.take(40 + hash)?;
         let flags = r.u16()?;
-        if version >= 3 && flags & 0x4000 != 0 {
+        let mut ext_at = None;
+        if version >= 3 && flags & EXTENDED != 0 {
+            ext_at = Some(r.at);
             r.u16()?;
-        } else if flags & 0x4000 != 0 {
+        } else if flags & EXTENDED != 0 {
             return Err("an extended entry in a version 2 index");
         }
         let name = if version == 4 {
@@ -78,14 +96,30 @@ pub fn check(data: &[u8], hash: usize) -> Result<(), Refusal> {
         if stored != 0x0fff && stored != name.len() {
             return Err("a name's length differs from its flags");
         }
-        // A sparse index's directory entry (`sdir`): its name ends with a slash.
-        match name.strip_suffix(b"/") {
-            Some(dir) if mode == SPARSE_DIRECTORY => verify_path(dir)?,
-            _ => verify_path(&name)?,
-        }
-        previous = name;
+        previous.clone_from(&name);
+        entries.push(Entry { at: start, flags, ext_at, name });
     }
-    let end_of_entries = r.at;
+    Ok(Parsed { entries, end: r.at, starts, keeps })
+}
+
+/// An entry's mode (in its stat data).
+fn mode_of(data: &[u8], e: &Entry) -> u32 {
+    u32::from_be_bytes([data[e.at + 24], data[e.at + 25], data[e.at + 26], data[e.at + 27]])
+}
+
+/// Checks the index `data` of a repository whose object names are `hash` bytes long (20 or
+/// 32): every entry's name is one git would let into an index, and no shared index is linked.
+pub fn check(data: &[u8], hash: usize) -> Result<(), Refusal> {
+    let parsed = parse(data, hash)?;
+    for e in &parsed.entries {
+        // A sparse index's directory entry (`sdir`): its name ends with a slash.
+        match e.name.strip_suffix(b"/") {
+            Some(dir) if mode_of(data, e) == SPARSE_DIRECTORY => verify_path(dir)?,
+            _ => verify_path(&e.name)?,
+        }
+    }
+    let end_of_entries = parsed.end;
+    let mut r = Reader { data, at: end_of_entries };
     // Extensions: a four-byte signature and a 32-bit size each, until the checksum.
     let mut last = None;
     while data.len().saturating_sub(r.at) > hash {
@@ -104,7 +138,7 @@ pub fn check(data: &[u8], hash: usize) -> Result<(), Refusal> {
                     return Err("an end-of-entries offset elsewhere than the entries' end");
                 }
             }
-            b"IEOT" => check_offset_table(body, &starts, &keeps)?,
+            b"IEOT" => check_offset_table(body, &parsed.starts, &parsed.keeps)?,
             _ => {}
         }
         last = Some(signature);
@@ -120,6 +154,106 @@ pub fn check(data: &[u8], hash: usize) -> Result<(), Refusal> {
         return Err("an end-of-entries record inside another extension");
     }
     Ok(())
+}
+
+/// An entry's flag: version 3's extended flags follow.
+const EXTENDED: u16 = 0x4000;
+/// An entry's flag: "assume unchanged" (`git update-index --assume-unchanged`).
+const ASSUME_VALID: u16 = 0x8000;
+/// An entry's flag bits: its merge stage.
+const STAGE: u16 = 0x3000;
+/// An extended flag: "skip worktree" (sparse checkout, `git update-index --skip-worktree`).
+const SKIP_WORKTREE: u16 = 0x4000;
+/// The file type bits of an entry's mode, and a submodule's (a gitlink).
+const TYPE_BITS: u32 = 0o170_000;
+const GITLINK: u32 = 0o160_000;
+
+/// The extensions [`sanitize`] leaves out: what git takes instead of looking at the work
+/// tree or the entries (the cache tree, the untracked cache, fsmonitor's record) and the
+/// offsets of threaded reading, which point into what is rewritten. git makes each again.
+const DROPPED: [&[u8; 4]; 5] = [b"TREE", b"UNTR", b"FSMN", b"EOIE", b"IEOT"];
+
+/// Whether an entry's file is as the entry says: given its name, mode, stat data and object name.
+pub type Honest<'a> = dyn FnMut(&[u8], u32, &[u8], &[u8]) -> bool + 'a;
+
+/// The index a workload brings into a git directory it did not make, as it is put in place:
+/// [`check`]ed, and with nothing in it that tells the host's git not to look at a file. git
+/// trusts an entry whose stat data (times, inode, size) match the file without reading the
+/// file, an entry marked "assume unchanged" or "skip worktree" without looking at it at all, a
+/// cache tree for the trees of its next commit, an untracked cache for the files it does not
+/// track, and fsmonitor's record for what changed: a workload that changed a tracked file and
+/// wrote an index saying otherwise hid the change from the user's `git status` and `git diff`
+/// (found on 5 December), and a cache tree let a commit carry what no diff showed. So:
+/// - an entry (at stage 0, a file or symlink) whose stat data or object name differ from those
+///   of the same name in `old` (the index it replaces; all of them where there is none) is kept
+///   only where `honest` says so (given its name, mode, stat data and object name: the file in
+///   the work tree has those stat data now and that content), else it loses its times and
+///   size, which makes git compare the file's content with the object (git's own "racily
+///   clean" smudge, times too); one the host wrote, and one git smudged itself (a size of 0),
+///   is kept as it is;
+/// - "assume unchanged" and "skip worktree" stay only where `old` had them on that name;
+/// - the [`DROPPED`] extensions are left out, every other is kept;
+/// - the checksum is computed again (all zero where it was: `index.skipHash`).
+pub fn sanitize(new: &[u8], old: Option<&[u8]>, hash: usize, honest: &mut Honest<'_>) -> Result<Vec<u8>, Refusal> {
+    check(new, hash)?;
+    let parsed = parse(new, hash)?;
+    let old_parsed = old.and_then(|o| check(o, hash).ok().and(parse(o, hash).ok()).map(|p| (o, p)));
+    let mut before: std::collections::HashMap<&[u8], (&[u8], u16, u16)> = std::collections::HashMap::new();
+    if let Some((o, p)) = &old_parsed {
+        for e in &p.entries {
+            let ext = e.ext_at.map_or(0, |x| u16::from_be_bytes([o[x], o[x + 1]]));
+            before.insert(&e.name, (&o[e.at..e.at + 40 + hash], e.flags, ext));
+        }
+    }
+    let mut out = new[..parsed.end].to_vec();
+    for e in &parsed.entries {
+        let mode = mode_of(new, e);
+        if e.flags & STAGE != 0 || mode == SPARSE_DIRECTORY || mode & TYPE_BITS == GITLINK {
+            continue;
+        }
+        let prev = before.get(e.name.as_slice());
+        let flag_at = e.at + 40 + hash;
+        if e.flags & ASSUME_VALID != 0 && prev.is_none_or(|p| p.1 & ASSUME_VALID == 0) {
+            let cleared = (e.flags & !ASSUME_VALID).to_be_bytes();
+            out[flag_at..flag_at + 2].copy_from_slice(&cleared);
+        }
+        if let Some(x) = e.ext_at {
+            let ext = u16::from_be_bytes([new[x], new[x + 1]]);
+            if ext & SKIP_WORKTREE != 0 && prev.is_none_or(|p| p.2 & SKIP_WORKTREE == 0) {
+                out[x..x + 2].copy_from_slice(&(ext & !SKIP_WORKTREE).to_be_bytes());
+            }
+        }
+        let record = &new[e.at..e.at + 40 + hash];
+        // A size of 0 is git's own smudge of a racily clean entry: git reads the file before it
+        // takes such an entry for unchanged (or finds it changed), whatever the times say.
+        let smudged = record[36..40] == [0; 4];
+        if !smudged && prev.is_none_or(|p| p.0 != record) && !honest(&e.name, mode, &record[..40], &record[40..]) {
+            // ctime and mtime (seconds and nanoseconds), and the size.
+            out[e.at..e.at + 16].fill(0);
+            out[e.at + 36..e.at + 40].fill(0);
+        }
+    }
+    let mut r = Reader { data: new, at: parsed.end };
+    while new.len().saturating_sub(r.at) > hash {
+        let at = r.at;
+        let signature = r.take(4)?;
+        let size = usize::try_from(r.u32()?).map_err(|_| "an extension too large")?;
+        r.take(size)?;
+        if !DROPPED.iter().any(|d| d.as_slice() == signature) {
+            out.extend_from_slice(&new[at..r.at]);
+        }
+    }
+    let trailer = &new[new.len() - hash..];
+    if trailer.iter().all(|b| *b == 0) {
+        out.extend_from_slice(trailer);
+    } else if hash == 20 {
+        let digest = <sha1::Sha1 as sha1::Digest>::digest(&out);
+        out.extend_from_slice(&digest);
+    } else {
+        let digest = <sha2::Sha256 as sha2::Digest>::digest(&out);
+        out.extend_from_slice(&digest);
+    }
+    Ok(out)
 }
 
 /// The mode of a sparse index's directory entry.
@@ -255,6 +389,57 @@ mod tests {
         }
         out.extend_from_slice(&[0u8; 20]);
         out
+    }
+
+    /// `index(2, names)` with each entry's stat data filled with `stat[i]` and its flags or'ed
+    /// with `flags[i]`, and the extensions given, checksummed.
+    fn index_with(names: &[&str], stat: &[u8], flags: &[u16], extensions: &[(&[u8; 4], &[u8])]) -> Vec<u8> {
+        let mut out = index(2, names);
+        out.truncate(out.len() - 20);
+        let mut at = 12;
+        for (i, name) in names.iter().enumerate() {
+            out[at..at + 40].fill(stat[i]);
+            out[at + 24..at + 28].copy_from_slice(&0o100_644u32.to_be_bytes());
+            let f = u16::from_be_bytes([out[at + 60], out[at + 61]]) | flags[i];
+            out[at + 60..at + 62].copy_from_slice(&f.to_be_bytes());
+            at += (62 + name.len() + 1).div_ceil(8) * 8;
+        }
+        for (sig, body) in extensions {
+            out.extend_from_slice(*sig);
+            out.extend_from_slice(&u32::try_from(body.len()).unwrap().to_be_bytes());
+            out.extend_from_slice(body);
+        }
+        let digest = <sha1::Sha1 as sha1::Digest>::digest(&out);
+        out.extend_from_slice(&digest);
+        out
+    }
+
+    #[test]
+    fn an_index_keeps_what_the_host_wrote_and_loses_what_would_hide_a_change() {
+        let old = index_with(&["a", "b"], &[0x11, 0x22], &[0, ASSUME_VALID], &[]);
+        // Unchanged: the same bytes.
+        assert_eq!(sanitize(&old, Some(&old), 20, &mut |_, _, _, _| false).unwrap(), old);
+        // b's stat data changed, a marked "assume unchanged": b loses its times and size, a
+        // its mark; b keeps the mark the host had set; the cache tree goes, `REUC` stays.
+        let new =
+            index_with(&["a", "b"], &[0x11, 0x33], &[ASSUME_VALID, ASSUME_VALID], &[(b"TREE", b"x"), (b"REUC", b"y")]);
+        let out = sanitize(&new, Some(&old), 20, &mut |_, _, _, _| false).unwrap();
+        assert_eq!(check(&out, 20), Ok(()));
+        let want = index_with(&["a", "b"], &[0x11, 0x33], &[0, ASSUME_VALID], &[(b"REUC", b"y")]);
+        let mut want = want[..want.len() - 20].to_vec();
+        want[76..92].fill(0);
+        want[112..116].fill(0);
+        let digest = <sha1::Sha1 as sha1::Digest>::digest(&want);
+        want.extend_from_slice(&digest);
+        assert_eq!(out, want);
+        // Without an index before: every entry loses its times and size.
+        let out = sanitize(&old, None, 20, &mut |_, _, _, _| false).unwrap();
+        for at in [12, 76] {
+            assert!(out[at..at + 16].iter().chain(&out[at + 36..at + 40]).all(|b| *b == 0));
+            assert_eq!(out[at + 16..at + 36], old[at + 16..at + 36], "dev, ino, mode, uid, gid kept");
+        }
+        // A name it refuses, refused.
+        assert!(sanitize(&index(2, &["../x"]), Some(&old), 20, &mut |_, _, _, _| true).is_err());
     }
 
     #[test]
