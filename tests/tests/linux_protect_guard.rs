@@ -2053,6 +2053,11 @@ cd .. && git init -q own && mkdir -p own/.git/rr-cache/x && echo mine > own/.git
         }
         git_in(&repo, &["add", "."]);
         git_in(&repo, &[&id[..], &["commit", "-qm", "one"]].concat());
+        let rt = d.ws.join("rt");
+        git_in(&d.ws, &["init", "-q", "-b", "main", "--ref-format=reftable", "rt"]);
+        fs::write(rt.join("f"), "original\n").unwrap();
+        git_in(&rt, &["add", "f"]);
+        git_in(&rt, &[&id[..], &["commit", "-qm", "one"]].concat());
         let script = r##"
 import hashlib, struct
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
@@ -2105,6 +2110,28 @@ while at < len(data) - 20:
     at += 8 + size
 put_index(data[:end] + b"TREE" + struct.pack(">I", len(cache)) + cache + exts + b"\0" * 20)
 print("ls-files:", git("ls-files", "-v").replace("\n", " "))
+# What git takes rules and refs from without showing them: `info/exclude` (a new file hidden),
+# `info/attributes` (a change's content hidden from `git diff`), a reftable's replace refs.
+def put(path, data):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.write(fd, data)
+    os.close(fd)
+with open("proj/sitecustomize.py", "w") as f:
+    f.write("import os\n")
+def replace_in(repo, tree):
+    r = subprocess.run(GIT + ["-C", repo, "replace", "-f", "HEAD^{tree}", tree], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise PermissionError(errno.EACCES, r.stderr)
+tree_rt = subprocess.run(["git", "-C", "rt", "mktree"], input="100644 blob %s\tf\n" % subprocess.run(["git", "-C", "rt", "hash-object", "-w", "--stdin"], input="EVIL\n", capture_output=True, text=True, check=True).stdout.strip(), capture_output=True, text=True, check=True).stdout.strip()
+attempt([
+    ("info-exclude", lambda: put("proj/.git/info/exclude", b"sitecustomize.py\n")),
+    ("info-attributes", lambda: put("proj/.git/info/attributes", b"* -diff\n")),
+    ("info-renamed", lambda: (put("proj/.git/attrs", b"* -diff\n"), os.rename("proj/.git/attrs", "proj/.git/info/attributes"))),
+    ("reftable-replace", lambda: replace_in("rt", tree_rt)),
+])
+r = subprocess.run(["git", "-C", "rt", "replace", "-l"], capture_output=True, text=True)
+print("rt-replaced:", repr(r.stdout))
+subprocess.run(["sh", "-c", "git init -q --ref-format=reftable own-rt && cd own-rt && echo a > a && git add a && git -c user.name=t -c user.email=t@t commit -qm a && git replace -f HEAD^{tree} $(git write-tree) && echo own-reftable-ok"], check=True)
 # Controls: the workload's own add and commit; the marks in its own repository.
 with open("proj/kept", "w") as f:
     f.write("committed\n")
@@ -2113,7 +2140,9 @@ git("commit", "-qm", "by the run")
 subprocess.run(["sh", "-c", "git init -q own && cd own && echo a > a && git add a && git update-index --assume-unchanged a && git ls-files -v | grep -q '^h a' && echo own-marks-ok"], check=True)
 "##;
         let out = attacks(&d, script);
-        assert!(out.contains("own-marks-ok"), "{out}");
+        assert!(out.contains("own-marks-ok") && out.contains("own-reftable-ok"), "{out}");
+        assert_refused(&out, &["info-exclude", "info-attributes", "info-renamed"]);
+        assert!(out.contains("rt-replaced: ''\n"), "{out}");
         // The user looks: every change shows, nothing is marked, the cache tree is gone.
         let run = |args: &[&str]| {
             let o = std::process::Command::new("git").args(args).current_dir(&repo).output().unwrap();
@@ -2123,6 +2152,10 @@ subprocess.run(["sh", "-c", "git init -q own && cd own && echo a > a && git add 
         for f in ["stat", "assume", "skip"] {
             assert!(status.contains(&format!(" M {f}\n")), "{f} hidden: {status}");
         }
+        assert!(status.contains("?? sitecustomize.py\n"), "{status}");
+        assert!(run(&["diff"]).contains("+CHANGED!"), "the diff shows the content");
+        let o = std::process::Command::new("git").args(["show", "HEAD:f"]).current_dir(&rt).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "original\n");
         assert!(!status.contains("kept") && !status.contains("sub/"), "{status}");
         let marks = run(&["ls-files", "-v"]);
         assert!(marks.lines().all(|l| l.starts_with("H ")), "{marks}");

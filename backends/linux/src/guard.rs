@@ -945,6 +945,21 @@ impl Guard<'_> {
         })
     }
 
+    /// Whether `full` is, or lies beneath, the `info` or `reftable` directory of a foreign git
+    /// directory ([`Guard::foreign_git_dir`]): what the host's git takes rules and refs from
+    /// without showing them. `info/exclude` hid a new file from the user's `git status`,
+    /// `info/attributes` can hide a change's content from `git diff` (`-diff`), and a reftable
+    /// (`extensions.refStorage = reftable`) holds `refs/replace/` records as any other ref: a
+    /// red team (AD, 5 December) had `git replace` make the host's `git checkout` write the
+    /// workload's content under the user's commit. Nothing there is made, written or moved by
+    /// the run (in a reftable repository of the host's the run updates no ref).
+    fn hosts_only(&self, full: &std::path::Path) -> bool {
+        full.ancestors().any(|a| {
+            a.file_name().is_some_and(|n| n == "info" || n == "reftable")
+                && a.parent().is_some_and(|g| self.foreign_git_dir(g))
+        })
+    }
+
     /// Whether `full` is, or lies in, the state of an operation in progress that another than
     /// the run began in a foreign git directory: its `rebase-merge`, `rebase-apply` or
     /// `sequencer` directory that existed before the run or that the host made during it (one
@@ -1283,7 +1298,7 @@ impl Guard<'_> {
         self.check_foreign_entry(full)?;
         // In a foreign object store only temporaries are made or written by a call of the
         // workload's own; a loose object comes by a checked rename or link (`place_object`).
-        if self.in_foreign_store(full).is_some_and(|(part, _)| part != StorePath::Free) {
+        if self.in_foreign_store(full).is_some_and(|(part, _)| part != StorePath::Free) || self.hosts_only(full) {
             return Err(Errno::EACCES);
         }
         if self.rerere_state(full) || self.in_hosts_operation(full) {
