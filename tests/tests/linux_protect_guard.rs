@@ -1795,7 +1795,7 @@ print("controls-ok")
     /// write the workload's content into a tracked file while `git diff` showed nothing (found
     /// on 5 December). Every way in is tried (a direct write, git's rename and link of a
     /// temporary, an unnamed file linked, a SHA-256 store, a bare repository's, a kept
-    /// descriptor); controls: the workload's `git commit` in the host's repositories, its `git
+    /// descriptor, Git LFS's store, whose objects are named by their SHA-256); controls: the workload's `git commit` in the host's repositories, its `git
     /// push` into the host's bare repository (git's quarantine), and `git gc` in its own.
     pub fn the_object_store_of_a_host_repository_takes_only_objects_named_by_their_content() {
         let d = TestDirs::new("sbx-guard");
@@ -1842,6 +1842,13 @@ def git_or_eacces(args):
     r = subprocess.run(GIT + args, capture_output=True, text=True)
     if r.returncode != 0:
         raise PermissionError(errno.EACCES, r.stderr)
+def lfs_at(oid):
+    return "proj/.git/lfs/objects/%s/%s/%s" % (oid[:2], oid[2:4], oid)
+def lfs_put(oid, data):
+    os.makedirs(os.path.dirname(lfs_at(oid)), exist_ok=True)
+    os.makedirs("proj/.git/lfs/tmp", exist_ok=True)
+    put_bytes("proj/.git/lfs/tmp/obj", data)
+    os.rename("proj/.git/lfs/tmp/obj", lfs_at(oid))
 P = "proj/.git/objects"
 B = "bare.git/objects"
 blob = "{blob}"
@@ -1873,7 +1880,12 @@ attempt([
     ("bare-ahead", lambda: os.rename(temp(B, ahead, evil), at(B, ahead))),
     ("bare-alternates", lambda: put_bytes(B + "/info/alternates", b"/tmp/store\n")),
     ("sha256-ahead", lambda: os.rename(temp("r256/.git/objects", ahead256, evil), at("r256/.git/objects", ahead256))),
+    ("lfs-forged", lambda: lfs_put(hashlib.sha256(b"large\n").hexdigest(), b"EVIL\n")),
+    ("lfs-create", lambda: put_bytes(lfs_at(hashlib.sha256(b"large\n").hexdigest()), b"EVIL\n")),
 ])
+# Git LFS's own way (a temporary renamed to its SHA-256): the right content goes in.
+lfs_put(hashlib.sha256(b"large\n").hexdigest(), b"large\n")
+print("lfs-ok", open(lfs_at(hashlib.sha256(b"large\n").hexdigest()), "rb").read() == b"large\n")
 # git's own way with a descriptor kept of the temporary: the name gets what was checked.
 kept = name(b"kept\n")
 os.makedirs("%s/%s" % (P, kept[:2]), exist_ok=True)
@@ -1923,9 +1935,12 @@ print("controls-ok")
                 "bare-ahead",
                 "bare-alternates",
                 "sha256-ahead",
+                "lfs-forged",
+                "lfs-create",
             ],
         );
         assert!(out.contains("kept: kept\n") && out.contains("controls-ok"), "{out}");
+        assert!(out.contains("lfs-ok True\n"), "{out}");
         // On the host: every object is its name, and the history holds what was committed.
         for repo in ["proj", "bare.git", "r256"] {
             git_in(&d.ws.join(repo), &["fsck", "--no-dangling"]);

@@ -54,7 +54,7 @@ use seccompiler::sock_filter;
 use crate::notify;
 use crate::status::Direct;
 use direct::{NetCall, Verdict};
-use object::StorePath;
+use object::{Store, StorePath};
 use resolve::{Followed, Parent, Resolver, Thread, cstr, is_dot, open_path, os, real_path};
 
 /// `AUDIT_ARCH_*` of the native architecture (what `seccomp_data.arch` carries).
@@ -1149,26 +1149,35 @@ impl Guard<'_> {
         Ok(())
     }
 
-    /// Where `full` (a real path) lies in the object store of a foreign git directory
-    /// (`<G>/objects/...`, [`Guard::foreign_git_dir`], the deepest such `G`): what it is there
-    /// ([`object::classify`]) and the length of the repository's object names.
-    fn in_foreign_store(&self, full: &std::path::Path) -> Option<(StorePath, usize)> {
+    /// Where `full` (a real path) lies in an object store of a foreign git directory `G`
+    /// ([`Guard::foreign_git_dir`], the deepest such): git's (`<G>/objects/...`, its object
+    /// names' length read from the repository) or Git LFS's (`<G>/lfs/objects/...`), and what
+    /// it is there ([`object::classify`]).
+    fn in_foreign_store(&self, full: &std::path::Path) -> Option<(StorePath, Store)> {
         use std::os::unix::ffi::OsStrExt as _;
         if !full.iter().any(|c| c == "objects") || self.guard.is_exempt(full) {
             return None;
         }
-        let store = full.ancestors().skip(1).find(|a| {
-            a.file_name() == Some(std::ffi::OsStr::new("objects"))
-                && a.parent().is_some_and(|g| self.foreign_git_dir(g))
+        let (dir, store) = full.ancestors().skip(1).find_map(|a| {
+            if a.file_name() != Some(std::ffi::OsStr::new("objects")) {
+                return None;
+            }
+            let parent = a.parent()?;
+            if self.foreign_git_dir(parent) {
+                return Some((a, Store::Git(object_name_len(parent))));
+            }
+            let lfs = parent.file_name() == Some(std::ffi::OsStr::new("lfs"))
+                && parent.parent().is_some_and(|g| self.foreign_git_dir(g));
+            lfs.then_some((a, Store::Lfs))
         })?;
-        let hash = object_name_len(store.parent()?);
-        let rel: Vec<&[u8]> = full.strip_prefix(store).ok()?.iter().map(|c| c.as_bytes()).collect();
-        Some((object::classify(&rel, hash), hash))
+        let rel: Vec<&[u8]> = full.strip_prefix(dir).ok()?.iter().map(|c| c.as_bytes()).collect();
+        Some((object::classify(&rel, store), store))
     }
 
     /// A loose object brought under its name `n` (at `to`, [`StorePath::Loose`]) in a foreign
     /// object store, from `source` (opened for reading): checked as `git index-pack` would
-    /// ([`object::copy_loose`]: its content hashes to its name) while it is copied, and the
+    /// ([`object::copy_loose`]: its content hashes to its name; in Git LFS's store the file's
+    /// SHA-256, [`object::copy_lfs`]) while it is copied, and the
     /// copy is what comes under the name (with `source`'s mode and times), so that a descriptor
     /// the workload kept of the source writes nothing there. `noreplace`: an existing name
     /// answers EEXIST (a link; git's own way, which takes EEXIST for "already there").
@@ -1177,7 +1186,7 @@ impl Guard<'_> {
         source: OwnedFd,
         n: &Parent,
         to: &std::path::Path,
-        hash: usize,
+        store: Store,
         noreplace: bool,
     ) -> Result<(), Errno> {
         use std::os::unix::ffi::OsStrExt as _;
@@ -1195,15 +1204,20 @@ impl Guard<'_> {
         let name = [dir.as_bytes(), &n.name].concat();
         let mut source = std::fs::File::from(source);
         let mut refused = None;
-        let placed =
-            put_copy(n, &st, noreplace, &mut |file| match object::copy_loose(&mut source, file, &name, hash) {
+        let placed = put_copy(n, &st, noreplace, &mut |file| {
+            let copied = match store {
+                Store::Git(hash) => object::copy_loose(&mut source, file, &name, hash),
+                Store::Lfs => object::copy_lfs(&mut source, file, &n.name),
+            };
+            match copied {
                 Ok(()) => Ok(()),
                 Err(object::Failure::Io) => Err(Errno::EIO),
                 Err(object::Failure::Refused(why)) => {
                     refused = Some(why);
                     Err(Errno::EACCES)
                 }
-            });
+            }
+        });
         if let Some(why) = refused {
             tracing::debug!(file = %to.display(), why, "refused an object");
         }
@@ -1697,7 +1711,7 @@ impl Guard<'_> {
         // there"): in a foreign object store, checked and copied.
         if p.name.len() > 30 {
             let to = real_path(p.dir.as_fd())?.join(os(&p.name));
-            if let Some((StorePath::Loose, hash)) = self.in_foreign_store(&to) {
+            if let Some((StorePath::Loose, store)) = self.in_foreign_store(&to) {
                 self.check_loose_target(&p, &to)?;
                 let mut r = Resolver::new(self.thread);
                 let object = if old.is_empty() {
@@ -1714,7 +1728,7 @@ impl Guard<'_> {
                 }
                 let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
                 let source = notify::open_at(None, &via, libc::O_RDONLY | libc::O_CLOEXEC, 0)?;
-                return self.place_object(source, &p, &to, hash, true);
+                return self.place_object(source, &p, &to, store, true);
             }
         }
         self.check(&p, CreateOp::Place)?;
@@ -1811,10 +1825,10 @@ impl Guard<'_> {
         // checked and copied (an exchange with one is refused by `check`).
         if !exchange && n.name.len() > 30 {
             let to = real_path(n.dir.as_fd())?.join(os(&n.name));
-            if let Some((StorePath::Loose, hash)) = self.in_foreign_store(&to) {
+            if let Some((StorePath::Loose, store)) = self.in_foreign_store(&to) {
                 self.check_loose_target(&n, &to)?;
                 self.check_content(&o)?;
-                self.place_object(open_source(&o)?, &n, &to, hash, false)?;
+                self.place_object(open_source(&o)?, &n, &to, store, false)?;
                 return nix::unistd::unlinkat(
                     Some(o.dir.as_raw_fd()),
                     o.kernel_name()?.as_c_str(),

@@ -14,6 +14,15 @@ use std::io::{Read, Write};
 
 use super::index::Refusal;
 
+/// Which object store: git's (`<G>/objects`, its object names this many bytes long) or Git
+/// LFS's (`<G>/lfs/objects/<aa>/<bb>/<sha256>`, the file's own SHA-256: `git lfs` copies such a
+/// file into the work tree at the host's checkout of a pointer without hashing it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Store {
+    Git(usize),
+    Lfs,
+}
+
 /// What a path in a foreign object store (`<G>/objects/...`, `G` a git directory the run did
 /// not make) is to the guard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,9 +41,21 @@ pub enum StorePath {
 }
 
 /// Classifies `rel`, the components of a path below a foreign `objects` directory (at least
-/// one), for a repository whose object names are `hash` bytes long.
-pub fn classify(rel: &[&[u8]], hash: usize) -> StorePath {
+/// one), in `store`. In Git LFS's store only an object's name counts (nothing else there is
+/// read).
+pub fn classify(rel: &[&[u8]], store: Store) -> StorePath {
     let hex = |s: &[u8], len: usize| s.len() == len && s.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let hash = match store {
+        Store::Git(hash) => hash,
+        Store::Lfs => {
+            return match rel {
+                [a, b, name] if hex(a, 2) && hex(b, 2) && hex(name, 64) && name[..2] == **a && name[2..4] == **b => {
+                    StorePath::Loose
+                }
+                _ => StorePath::Free,
+            };
+        }
+    };
     let temp = |s: &[u8]| s.starts_with(b"tmp_");
     match rel {
         [] | [_] => StorePath::Free,
@@ -117,6 +138,26 @@ impl Inflated {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Copies `source` to `dest` as it reads it (Git LFS's object `name`, SHA-256 in hexadecimal),
+/// and checks that what it copied hashes to `name`.
+pub fn copy_lfs(source: &mut impl Read, dest: &mut impl Write, name: &[u8]) -> Result<(), Failure> {
+    let mut h = sha2::Sha256::default();
+    let mut input = vec![0u8; 64 * 1024];
+    loop {
+        let n = match source.read(&mut input) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return Err(Failure::Io),
+        };
+        dest.write_all(&input[..n]).map_err(|_| Failure::Io)?;
+        sha2::Digest::update(&mut h, &input[..n]);
+    }
+    let digest = sha2::Digest::finalize(h);
+    let hex: Vec<u8> = digest.iter().flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]).collect();
+    if hex == name { Ok(()) } else { Err(Failure::Refused("a Git LFS object whose content is not its name")) }
+}
 
 /// Copies the loose object `source` (zlib-compressed) to `dest` as it reads it, and checks what
 /// it copied: one zlib stream and nothing after it, inflating to a header `<type> <size>\0` of
@@ -235,7 +276,7 @@ mod tests {
 
     #[test]
     fn names_in_a_store() {
-        let c = |p: &str| classify(&p.split('/').map(str::as_bytes).collect::<Vec<_>>(), 20);
+        let c = |p: &str| classify(&p.split('/').map(str::as_bytes).collect::<Vec<_>>(), Store::Git(20));
         let loose = "ab/0123456789abcdef0123456789abcdef012345";
         assert_eq!(c(loose), StorePath::Loose);
         for free in ["ab", "pack", "info", "ab/tmp_obj_x1", "pack/tmp_pack_x", "info/tmp_x", "incoming-1/ab/x", "x"] {
@@ -256,7 +297,21 @@ mod tests {
             assert_eq!(c(refused), StorePath::Refused, "{refused}");
         }
         let sha256 = format!("ab/{}", "0".repeat(62));
-        assert_eq!(classify(&sha256.split('/').map(str::as_bytes).collect::<Vec<_>>(), 32), StorePath::Loose);
+        assert_eq!(
+            classify(&sha256.split('/').map(str::as_bytes).collect::<Vec<_>>(), Store::Git(32)),
+            StorePath::Loose
+        );
         assert_eq!(c(&sha256), StorePath::Refused);
+        let lfs = |p: &str| classify(&p.split('/').map(str::as_bytes).collect::<Vec<_>>(), Store::Lfs);
+        let oid = format!("ab12{}", "0".repeat(60));
+        assert_eq!(lfs(&format!("ab/12/{oid}")), StorePath::Loose);
+        for free in [format!("ab/13/{oid}"), "ab/12".to_owned(), format!("ab/12/{oid}.tmp"), "x".to_owned()] {
+            assert_eq!(lfs(&free), StorePath::Free, "{free}");
+        }
+        let mut out = Vec::new();
+        let data = b"large file\n";
+        let name = name_of(data, 32);
+        assert!(copy_lfs(&mut &data[..], &mut out, &name).is_ok() && out == data);
+        assert!(matches!(copy_lfs(&mut &b"other"[..], &mut Vec::new(), &name), Err(Failure::Refused(_))));
     }
 }
