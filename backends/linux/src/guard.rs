@@ -1071,8 +1071,10 @@ impl Guard<'_> {
             let path = cstr(std::os::unix::ffi::OsStrExt::as_bytes(t.as_os_str())).ok()?;
             notify::open_at(None, &path, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0).ok()
         });
-        let mut honest = |name: &[u8], mode: u32, stat: &[u8], oid: &[u8]| {
-            tree.as_ref().is_some_and(|t| entry_matches(self.guard, t.as_fd(), name, mode, stat, oid))
+        let top = tree.as_ref().and_then(|t| real_path(t.as_fd()).ok());
+        let mut honest = |name: &[u8], mode: u32, stat: &[u8], oid: &[u8]| match (&tree, &top) {
+            (Some(t), Some(top)) => entry_matches(self.guard, (t.as_fd(), top), name, mode, stat, oid),
+            _ => false,
         };
         self.place_checked(o, n, MAX_INDEX, &mut |data| index::sanitize(&data, old.as_deref(), hash, &mut honest))
     }
@@ -2207,11 +2209,18 @@ fn work_tree_of(git: &std::path::Path) -> Option<std::path::PathBuf> {
     None
 }
 
-/// Whether the file `name` beneath the work tree `tree` (its real path beneath the tree's, not
-/// denied to the run) has the stat data `stat` of an index entry of mode
+/// Whether the file `name` beneath the work tree `tree` (open, and its real path; the file's
+/// real path beneath it, not denied to the run) has the stat data `stat` of an index entry of mode
 /// `mode` (as git records them: the nanoseconds where recorded) and the content whose blob's
 /// name is `oid`: an entry git would take for the file without reading it, honestly.
-fn entry_matches(guard: &CreationGuard, tree: BorrowedFd<'_>, name: &[u8], mode: u32, stat: &[u8], oid: &[u8]) -> bool {
+fn entry_matches(
+    guard: &CreationGuard,
+    (tree, top): (BorrowedFd<'_>, &std::path::Path),
+    name: &[u8],
+    mode: u32,
+    stat: &[u8],
+    oid: &[u8],
+) -> bool {
     let field = |i: usize| u32::from_be_bytes([stat[4 * i], stat[4 * i + 1], stat[4 * i + 2], stat[4 * i + 3]]);
     let Ok(name) = cstr(name) else { return false };
     let Ok(object) = notify::open_at(Some(tree), &name, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0) else {
@@ -2219,8 +2228,8 @@ fn entry_matches(guard: &CreationGuard, tree: BorrowedFd<'_>, name: &[u8], mode:
     };
     // Beneath the work tree, by the way it was reached (a symlink on the way may lead
     // anywhere, `/proc/<pid>/fd/N` to a descriptor), and not denied to the run.
-    let (Ok(top), Ok(at)) = (real_path(tree), real_path(object.as_fd())) else { return false };
-    if !at.starts_with(&top) || guard.denies(&at) {
+    let Ok(at) = real_path(object.as_fd()) else { return false };
+    if !at.starts_with(top) || guard.denies(&at) {
         return false;
     }
     let Ok(st) = nix::sys::stat::fstat(object.as_raw_fd()) else { return false };
@@ -2246,33 +2255,52 @@ fn entry_matches(guard: &CreationGuard, tree: BorrowedFd<'_>, name: &[u8], mode:
     if !same {
         return false;
     }
-    let content = if link {
-        match nix::fcntl::readlinkat(Some(object.as_raw_fd()), "") {
-            Ok(target) => std::os::unix::ffi::OsStringExt::into_vec(target),
-            Err(_) => return false,
+    // The blob's header, then its content: the link's target, or the file read in pieces (a
+    // large file is never held whole).
+    let mut sha1 = (oid.len() == 20).then(<sha1::Sha1 as sha1::Digest>::new);
+    let mut sha256 = (oid.len() != 20).then(<sha2::Sha256 as sha2::Digest>::new);
+    let mut feed = |data: &[u8]| {
+        if let Some(h) = sha1.as_mut() {
+            sha1::Digest::update(h, data);
         }
+        if let Some(h) = sha256.as_mut() {
+            sha2::Digest::update(h, data);
+        }
+    };
+    if link {
+        let Ok(target) = nix::fcntl::readlinkat(Some(object.as_raw_fd()), "") else { return false };
+        let target = std::os::unix::ffi::OsStringExt::into_vec(target);
+        feed(format!("blob {}\0", target.len()).as_bytes());
+        feed(&target);
     } else {
         let Ok(via) = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes()) else { return false };
         let Ok(file) = notify::open_at(None, &via, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC, 0) else {
             return false;
         };
-        let mut data = Vec::new();
-        if std::io::Read::read_to_end(&mut std::fs::File::from(file), &mut data).is_err() {
+        let mut file = std::fs::File::from(file);
+        feed(format!("blob {}\0", st.st_size).as_bytes());
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut read: i64 = 0;
+        loop {
+            match std::io::Read::read(&mut file, &mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    feed(&buf[..n]);
+                    read = read.saturating_add(i64::try_from(n).unwrap_or(i64::MAX));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+        // Changed while it was read: not the size hashed in the header.
+        if read != st.st_size {
             return false;
         }
-        data
-    };
-    let header = format!("blob {}\0", content.len());
-    let digest: Vec<u8> = if oid.len() == 20 {
-        let mut h = <sha1::Sha1 as sha1::Digest>::new();
-        sha1::Digest::update(&mut h, header.as_bytes());
-        sha1::Digest::update(&mut h, &content);
-        sha1::Digest::finalize(h).to_vec()
-    } else {
-        let mut h = <sha2::Sha256 as sha2::Digest>::new();
-        sha2::Digest::update(&mut h, header.as_bytes());
-        sha2::Digest::update(&mut h, &content);
-        sha2::Digest::finalize(h).to_vec()
+    }
+    let digest: Vec<u8> = match (sha1, sha256) {
+        (Some(h), _) => sha1::Digest::finalize(h).to_vec(),
+        (None, Some(h)) => sha2::Digest::finalize(h).to_vec(),
+        (None, None) => return false,
     };
     digest == oid
 }
