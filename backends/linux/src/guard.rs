@@ -1073,8 +1073,8 @@ impl Guard<'_> {
         });
         let top = tree.as_ref().and_then(|t| real_path(t.as_fd()).ok());
         let mut honest = |name: &[u8], mode: u32, stat: &[u8], oid: &[u8]| match (&tree, &top) {
-            (Some(t), Some(top)) => entry_matches(self.guard, (t.as_fd(), top), name, mode, stat, oid),
-            _ => false,
+            (Some(t), Some(top)) => entry_verdict(self.guard, (t.as_fd(), top), name, mode, stat, oid),
+            _ => index::Verdict::Smudge,
         };
         self.place_checked(o, n, MAX_INDEX, &mut |data| index::sanitize(&data, old.as_deref(), hash, &mut honest))
     }
@@ -2209,10 +2209,35 @@ fn work_tree_of(git: &std::path::Path) -> Option<std::path::PathBuf> {
     None
 }
 
+/// What becomes of an index entry the run changed ([`index::Verdict`]): kept where its file
+/// has its stat data and content ([`entry_matches`]) and its status last changed (ctime, which
+/// no call sets at will) before the current tick of the coarse clock the kernel stamps files
+/// with; its size zeroed (git's racy smudge) where it changed within that tick, since another
+/// change in the same tick after the guard read the file would leave every stat field as it
+/// was; else smudged.
+fn entry_verdict(
+    guard: &CreationGuard,
+    tree: (BorrowedFd<'_>, &std::path::Path),
+    name: &[u8],
+    mode: u32,
+    stat: &[u8],
+    oid: &[u8],
+) -> index::Verdict {
+    let Some(changed) = entry_matches(guard, tree, name, mode, stat, oid) else {
+        return index::Verdict::Smudge;
+    };
+    // Read after the file was: a tick that began after its ctime closes the window.
+    match nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME_COARSE) {
+        Ok(now) if changed < (now.tv_sec(), now.tv_nsec()) => index::Verdict::Keep,
+        _ => index::Verdict::Racy,
+    }
+}
+
 /// Whether the file `name` beneath the work tree `tree` (open, and its real path; the file's
 /// real path beneath it, not denied to the run) has the stat data `stat` of an index entry of mode
 /// `mode` (as git records them: the nanoseconds where recorded) and the content whose blob's
-/// name is `oid`: an entry git would take for the file without reading it, honestly.
+/// name is `oid`: an entry git would take for the file without reading it, honestly. The
+/// file's ctime (seconds, nanoseconds) where it does, else None.
 fn entry_matches(
     guard: &CreationGuard,
     (tree, top): (BorrowedFd<'_>, &std::path::Path),
@@ -2220,23 +2245,23 @@ fn entry_matches(
     mode: u32,
     stat: &[u8],
     oid: &[u8],
-) -> bool {
+) -> Option<(i64, i64)> {
     let field = |i: usize| u32::from_be_bytes([stat[4 * i], stat[4 * i + 1], stat[4 * i + 2], stat[4 * i + 3]]);
-    let Ok(name) = cstr(name) else { return false };
+    let Ok(name) = cstr(name) else { return None };
     let Ok(object) = notify::open_at(Some(tree), &name, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0) else {
-        return false;
+        return None;
     };
     // Beneath the work tree, by the way it was reached (a symlink on the way may lead
     // anywhere, `/proc/<pid>/fd/N` to a descriptor), and not denied to the run.
-    let Ok(at) = real_path(object.as_fd()) else { return false };
+    let Ok(at) = real_path(object.as_fd()) else { return None };
     if !at.starts_with(top) || guard.denies(&at) {
-        return false;
+        return None;
     }
-    let Ok(st) = nix::sys::stat::fstat(object.as_raw_fd()) else { return false };
+    let Ok(st) = nix::sys::stat::fstat(object.as_raw_fd()) else { return None };
     let kind = st.st_mode & libc::S_IFMT;
     let link = mode & 0o170_000 == 0o120_000;
     if kind != if link { libc::S_IFLNK } else { libc::S_IFREG } {
-        return false;
+        return None;
     }
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "git keeps the low 32 bits")]
     let now = [
@@ -2253,7 +2278,7 @@ fn entry_matches(
     ];
     let same = (0..10).all(|i| i == 6 || field(i) == now[i] || ((i == 1 || i == 3) && field(i) == 0));
     if !same {
-        return false;
+        return None;
     }
     // The blob's header, then its content: the link's target, or the file read in pieces (a
     // large file is never held whole).
@@ -2268,14 +2293,14 @@ fn entry_matches(
         }
     };
     if link {
-        let Ok(target) = nix::fcntl::readlinkat(Some(object.as_raw_fd()), "") else { return false };
+        let Ok(target) = nix::fcntl::readlinkat(Some(object.as_raw_fd()), "") else { return None };
         let target = std::os::unix::ffi::OsStringExt::into_vec(target);
         feed(format!("blob {}\0", target.len()).as_bytes());
         feed(&target);
     } else {
-        let Ok(via) = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes()) else { return false };
+        let Ok(via) = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes()) else { return None };
         let Ok(file) = notify::open_at(None, &via, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC, 0) else {
-            return false;
+            return None;
         };
         let mut file = std::fs::File::from(file);
         feed(format!("blob {}\0", st.st_size).as_bytes());
@@ -2289,20 +2314,20 @@ fn entry_matches(
                     read = read.saturating_add(i64::try_from(n).unwrap_or(i64::MAX));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => return false,
+                Err(_) => return None,
             }
         }
         // Changed while it was read: not the size hashed in the header.
         if read != st.st_size {
-            return false;
+            return None;
         }
     }
     let digest: Vec<u8> = match (sha1, sha256) {
         (Some(h), _) => sha1::Digest::finalize(h).to_vec(),
         (None, Some(h)) => sha2::Digest::finalize(h).to_vec(),
-        (None, None) => return false,
+        (None, None) => return None,
     };
-    digest == oid
+    (digest == oid).then_some((st.st_ctime, st.st_ctime_nsec))
 }
 
 /// `o` opened for reading, not followed (a symlink: EACCES).

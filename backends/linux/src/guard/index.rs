@@ -173,8 +173,21 @@ const GITLINK: u32 = 0o160_000;
 /// offsets of threaded reading, which point into what is rewritten. git makes each again.
 const DROPPED: [&[u8; 4]; 5] = [b"TREE", b"UNTR", b"FSMN", b"EOIE", b"IEOT"];
 
-/// Whether an entry's file is as the entry says: given its name, mode, stat data and object name.
-pub type Honest<'a> = dyn FnMut(&[u8], u32, &[u8], &[u8]) -> bool + 'a;
+/// What to do with an entry the run changed, given its name, mode, stat data and object name.
+pub type Honest<'a> = dyn FnMut(&[u8], u32, &[u8], &[u8]) -> Verdict + 'a;
+
+/// What [`sanitize`] does with an entry the run changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The file has the entry's stat data and content, and has not changed lately: kept.
+    Keep,
+    /// As [`Verdict::Keep`], but the file changed so lately that another change within the same
+    /// tick of the clock would leave its stat data as they are: its size is zeroed (git's own
+    /// "racily clean" smudge), and git reads the file before it takes it for unchanged.
+    Racy,
+    /// Anything else: its times and size are zeroed.
+    Smudge,
+}
 
 /// The index a workload brings into a git directory it did not make, as it is put in place:
 /// [`check`]ed, and with nothing in it that tells the host's git not to look at a file. git
@@ -186,9 +199,9 @@ pub type Honest<'a> = dyn FnMut(&[u8], u32, &[u8], &[u8]) -> bool + 'a;
 /// (found on 5 December), and a cache tree let a commit carry what no diff showed. So:
 /// - an entry (at stage 0, a file or symlink) whose stat data or object name differ from those
 ///   of the same name in `old` (the index it replaces; all of them where there is none) is kept
-///   only where `honest` says so (given its name, mode, stat data and object name: the file in
-///   the work tree has those stat data now and that content), else it loses its times and
-///   size, which makes git compare the file's content with the object (git's own "racily
+///   as `honest` says ([`Verdict`]: given its name, mode, stat data and object name, whether the
+///   file in the work tree has those stat data now and that content), else it loses its times
+///   and size, which makes git compare the file's content with the object (git's own "racily
 ///   clean" smudge, times too); one the host wrote, and one git smudged itself (a size of 0),
 ///   is kept as it is;
 /// - "assume unchanged" and "skip worktree" stay only where `old` had them on that name;
@@ -227,10 +240,16 @@ pub fn sanitize(new: &[u8], old: Option<&[u8]>, hash: usize, honest: &mut Honest
         // A size of 0 is git's own smudge of a racily clean entry: git reads the file before it
         // takes such an entry for unchanged (or finds it changed), whatever the times say.
         let smudged = record[36..40] == [0; 4];
-        if !smudged && prev.is_none_or(|p| p.0 != record) && !honest(&e.name, mode, &record[..40], &record[40..]) {
-            // ctime and mtime (seconds and nanoseconds), and the size.
-            out[e.at..e.at + 16].fill(0);
-            out[e.at + 36..e.at + 40].fill(0);
+        if !smudged && prev.is_none_or(|p| p.0 != record) {
+            match honest(&e.name, mode, &record[..40], &record[40..]) {
+                Verdict::Keep => {}
+                Verdict::Racy => out[e.at + 36..e.at + 40].fill(0),
+                Verdict::Smudge => {
+                    // ctime and mtime (seconds and nanoseconds), and the size.
+                    out[e.at..e.at + 16].fill(0);
+                    out[e.at + 36..e.at + 40].fill(0);
+                }
+            }
         }
     }
     let mut r = Reader { data: new, at: parsed.end };
@@ -418,12 +437,12 @@ mod tests {
     fn an_index_keeps_what_the_host_wrote_and_loses_what_would_hide_a_change() {
         let old = index_with(&["a", "b"], &[0x11, 0x22], &[0, ASSUME_VALID], &[]);
         // Unchanged: the same bytes.
-        assert_eq!(sanitize(&old, Some(&old), 20, &mut |_, _, _, _| false).unwrap(), old);
+        assert_eq!(sanitize(&old, Some(&old), 20, &mut |_, _, _, _| Verdict::Smudge).unwrap(), old);
         // b's stat data changed, a marked "assume unchanged": b loses its times and size, a
         // its mark; b keeps the mark the host had set; the cache tree goes, `REUC` stays.
         let new =
             index_with(&["a", "b"], &[0x11, 0x33], &[ASSUME_VALID, ASSUME_VALID], &[(b"TREE", b"x"), (b"REUC", b"y")]);
-        let out = sanitize(&new, Some(&old), 20, &mut |_, _, _, _| false).unwrap();
+        let out = sanitize(&new, Some(&old), 20, &mut |_, _, _, _| Verdict::Smudge).unwrap();
         assert_eq!(check(&out, 20), Ok(()));
         let want = index_with(&["a", "b"], &[0x11, 0x33], &[0, ASSUME_VALID], &[(b"REUC", b"y")]);
         let mut want = want[..want.len() - 20].to_vec();
@@ -433,13 +452,19 @@ mod tests {
         want.extend_from_slice(&digest);
         assert_eq!(out, want);
         // Without an index before: every entry loses its times and size.
-        let out = sanitize(&old, None, 20, &mut |_, _, _, _| false).unwrap();
+        let out = sanitize(&old, None, 20, &mut |_, _, _, _| Verdict::Smudge).unwrap();
         for at in [12, 76] {
             assert!(out[at..at + 16].iter().chain(&out[at + 36..at + 40]).all(|b| *b == 0));
             assert_eq!(out[at + 16..at + 36], old[at + 16..at + 36], "dev, ino, mode, uid, gid kept");
         }
+        // Kept, and kept with git's racy smudge (the size only).
+        let kept = sanitize(&new, Some(&old), 20, &mut |_, _, _, _| Verdict::Keep).unwrap();
+        assert_eq!(kept[76..116], new[76..116]);
+        let racy = sanitize(&new, Some(&old), 20, &mut |_, _, _, _| Verdict::Racy).unwrap();
+        assert_eq!(racy[76..112], new[76..112]);
+        assert_eq!(racy[112..116], [0; 4]);
         // A name it refuses, refused.
-        assert!(sanitize(&index(2, &["../x"]), Some(&old), 20, &mut |_, _, _, _| true).is_err());
+        assert!(sanitize(&index(2, &["../x"]), Some(&old), 20, &mut |_, _, _, _| Verdict::Keep).is_err());
     }
 
     #[test]
