@@ -1065,15 +1065,16 @@ impl Guard<'_> {
             std::io::Read::read_to_end(&mut f, &mut data).ok().map(|_| data)
         });
         // The work tree, opened once: an entry the run changed is kept where the file there
-        // has its stat data and content (`entry_matches`), and nothing the guard denies is read.
+        // has its stat data and content (`entry_verdict`), and nothing the guard denies is read.
         let git = real_path(n.dir.as_fd())?;
         let tree = work_tree_of(&git).and_then(|t| {
             let path = cstr(std::os::unix::ffi::OsStrExt::as_bytes(t.as_os_str())).ok()?;
             notify::open_at(None, &path, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0).ok()
         });
         let top = tree.as_ref().and_then(|t| real_path(t.as_fd()).ok());
+        let mut waited = false;
         let mut honest = |name: &[u8], mode: u32, stat: &[u8], oid: &[u8]| match (&tree, &top) {
-            (Some(t), Some(top)) => entry_verdict(self.guard, (t.as_fd(), top), name, mode, stat, oid),
+            (Some(t), Some(top)) => entry_verdict(self.guard, (t.as_fd(), top), (name, mode, stat, oid), &mut waited),
             _ => index::Verdict::Smudge,
         };
         self.place_checked(o, n, MAX_INDEX, &mut |data| index::sanitize(&data, old.as_deref(), hash, &mut honest))
@@ -2209,76 +2210,89 @@ fn work_tree_of(git: &std::path::Path) -> Option<std::path::PathBuf> {
     None
 }
 
-/// What becomes of an index entry the run changed ([`index::Verdict`]): kept where its file
-/// has its stat data and content ([`entry_matches`]) and its status last changed (ctime, which
-/// no call sets at will) before the current tick of the coarse clock the kernel stamps files
-/// with; its size zeroed (git's racy smudge) where it changed within that tick, since another
-/// change in the same tick after the guard read the file would leave every stat field as it
-/// was; else smudged.
+/// What becomes of an index entry the run changed ([`index::Verdict`]): kept only where the file
+/// `name` beneath the work tree `tree` (open, and its real path; the file's real path beneath
+/// it, not denied to the run) has the entry's stat data `stat` (as git records them: the
+/// nanoseconds where recorded) and mode `mode`, a content whose blob's name is `oid`, and a
+/// status (ctime, which no call sets at will) that last changed in an earlier second than the
+/// guard's reading: git compares whole seconds, so a second change within the same second
+/// (its mtime set back) would leave every field git looks at as it was (red team AE, 5
+/// December). A file changed within the current second is read once the second is over (the
+/// guard waits at most once per index: `waited`). Its dirty pages are written out first, so
+/// that a write through a shared mapping made before is a new change with a new ctime, not a
+/// silent one (AE again: a page kept dirty took later writes without any time changing).
 fn entry_verdict(
     guard: &CreationGuard,
-    tree: (BorrowedFd<'_>, &std::path::Path),
-    name: &[u8],
-    mode: u32,
-    stat: &[u8],
-    oid: &[u8],
-) -> index::Verdict {
-    let Some(changed) = entry_matches(guard, tree, name, mode, stat, oid) else {
-        return index::Verdict::Smudge;
-    };
-    // Read after the file was: a tick that began after its ctime closes the window.
-    match nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME_COARSE) {
-        Ok(now) if changed < (now.tv_sec(), now.tv_nsec()) => index::Verdict::Keep,
-        _ => index::Verdict::Racy,
-    }
-}
-
-/// Whether the file `name` beneath the work tree `tree` (open, and its real path; the file's
-/// real path beneath it, not denied to the run) has the stat data `stat` of an index entry of mode
-/// `mode` (as git records them: the nanoseconds where recorded) and the content whose blob's
-/// name is `oid`: an entry git would take for the file without reading it, honestly. The
-/// file's ctime (seconds, nanoseconds) where it does, else None.
-fn entry_matches(
-    guard: &CreationGuard,
     (tree, top): (BorrowedFd<'_>, &std::path::Path),
-    name: &[u8],
-    mode: u32,
-    stat: &[u8],
-    oid: &[u8],
-) -> Option<(i64, i64)> {
+    entry: (&[u8], u32, &[u8], &[u8]),
+    waited: &mut bool,
+) -> index::Verdict {
+    use index::Verdict::{Keep, Smudge};
+    let (name, mode, stat, oid) = entry;
     let field = |i: usize| u32::from_be_bytes([stat[4 * i], stat[4 * i + 1], stat[4 * i + 2], stat[4 * i + 3]]);
-    let Ok(name) = cstr(name) else { return None };
+    let Ok(name) = cstr(name) else { return Smudge };
     let Ok(object) = notify::open_at(Some(tree), &name, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0) else {
-        return None;
+        return Smudge;
     };
     // Beneath the work tree, by the way it was reached (a symlink on the way may lead
     // anywhere, `/proc/<pid>/fd/N` to a descriptor), and not denied to the run.
-    let Ok(at) = real_path(object.as_fd()) else { return None };
+    let Ok(at) = real_path(object.as_fd()) else { return Smudge };
     if !at.starts_with(top) || guard.denies(&at) {
-        return None;
+        return Smudge;
     }
-    let Ok(st) = nix::sys::stat::fstat(object.as_raw_fd()) else { return None };
-    let kind = st.st_mode & libc::S_IFMT;
     let link = mode & 0o170_000 == 0o120_000;
-    if kind != if link { libc::S_IFLNK } else { libc::S_IFREG } {
-        return None;
+    let file = if link {
+        None
+    } else {
+        let Ok(via) = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes()) else { return Smudge };
+        match notify::open_at(None, &via, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC, 0) {
+            Ok(f) => Some(std::fs::File::from(f)),
+            Err(_) => return Smudge,
+        }
+    };
+    let handle = file.as_ref().map_or(object.as_raw_fd(), AsRawFd::as_raw_fd);
+    if file.is_some() && nix::unistd::fdatasync(handle).is_err() {
+        return Smudge;
     }
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "git keeps the low 32 bits")]
-    let now = [
-        st.st_ctime as u32,
-        st.st_ctime_nsec as u32,
-        st.st_mtime as u32,
-        st.st_mtime_nsec as u32,
-        st.st_dev as u32,
-        st.st_ino as u32,
-        0,
-        st.st_uid,
-        st.st_gid,
-        st.st_size as u32,
-    ];
-    let same = (0..10).all(|i| i == 6 || field(i) == now[i] || ((i == 1 || i == 3) && field(i) == 0));
-    if !same {
-        return None;
+    let now_secs = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
+    // The file's stat data as git records them, where they are the entry's.
+    let matching = || -> Option<libc::stat> {
+        let st = nix::sys::stat::fstat(handle).ok()?;
+        let kind = st.st_mode & libc::S_IFMT;
+        if kind != if link { libc::S_IFLNK } else { libc::S_IFREG } {
+            return None;
+        }
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "git keeps the low 32 bits")]
+        let now = [
+            st.st_ctime as u32,
+            st.st_ctime_nsec as u32,
+            st.st_mtime as u32,
+            st.st_mtime_nsec as u32,
+            st.st_dev as u32,
+            st.st_ino as u32,
+            0,
+            st.st_uid,
+            st.st_gid,
+            st.st_size as u32,
+        ];
+        (0..10).all(|i| i == 6 || field(i) == now[i] || ((i == 1 || i == 3) && field(i) == 0)).then_some(st)
+    };
+    let Some(mut st) = matching() else { return Smudge };
+    if u64::try_from(st.st_ctime).unwrap_or(u64::MAX) >= now_secs() {
+        if *waited {
+            return Smudge;
+        }
+        *waited = true;
+        let into = std::time::Duration::from_nanos(u64::from(
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos(),
+        ));
+        std::thread::sleep(
+            std::time::Duration::from_secs(1).saturating_sub(into) + std::time::Duration::from_millis(5),
+        );
+        st = match matching() {
+            Some(st) if u64::try_from(st.st_ctime).unwrap_or(u64::MAX) < now_secs() => st,
+            _ => return Smudge,
+        };
     }
     // The blob's header, then its content: the link's target, or the file read in pieces (a
     // large file is never held whole).
@@ -2292,42 +2306,45 @@ fn entry_matches(
             sha2::Digest::update(h, data);
         }
     };
-    if link {
-        let Ok(target) = nix::fcntl::readlinkat(Some(object.as_raw_fd()), "") else { return None };
-        let target = std::os::unix::ffi::OsStringExt::into_vec(target);
-        feed(format!("blob {}\0", target.len()).as_bytes());
-        feed(&target);
-    } else {
-        let Ok(via) = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes()) else { return None };
-        let Ok(file) = notify::open_at(None, &via, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC, 0) else {
-            return None;
-        };
-        let mut file = std::fs::File::from(file);
-        feed(format!("blob {}\0", st.st_size).as_bytes());
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut read: i64 = 0;
-        loop {
-            match std::io::Read::read(&mut file, &mut buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    feed(&buf[..n]);
-                    read = read.saturating_add(i64::try_from(n).unwrap_or(i64::MAX));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => return None,
-            }
+    // (`file` stays open until the last `matching`: `handle` is its number.)
+    match &file {
+        None => {
+            let Ok(target) = nix::fcntl::readlinkat(Some(object.as_raw_fd()), "") else { return Smudge };
+            let target = std::os::unix::ffi::OsStringExt::into_vec(target);
+            feed(format!("blob {}\0", target.len()).as_bytes());
+            feed(&target);
         }
-        // Changed while it was read: not the size hashed in the header.
-        if read != st.st_size {
-            return None;
+        Some(file) => {
+            let mut file: &std::fs::File = file;
+            feed(format!("blob {}\0", st.st_size).as_bytes());
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut read: i64 = 0;
+            loop {
+                match std::io::Read::read(&mut file, &mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        feed(&buf[..n]);
+                        read = read.saturating_add(i64::try_from(n).unwrap_or(i64::MAX));
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => return Smudge,
+                }
+            }
+            // Changed while it was read: not the size hashed in the header.
+            if read != st.st_size {
+                return Smudge;
+            }
         }
     }
     let digest: Vec<u8> = match (sha1, sha256) {
         (Some(h), _) => sha1::Digest::finalize(h).to_vec(),
         (None, Some(h)) => sha2::Digest::finalize(h).to_vec(),
-        (None, None) => return None,
+        (None, None) => return Smudge,
     };
-    (digest == oid).then_some((st.st_ctime, st.st_ctime_nsec))
+    // Unchanged while it was read (a change then has a new ctime, in this second or later).
+    let after = matching();
+    let same = after.is_some_and(|a| (a.st_ctime, a.st_ctime_nsec) == (st.st_ctime, st.st_ctime_nsec));
+    if digest == oid && same { Keep } else { Smudge }
 }
 
 /// `o` opened for reading, not followed (a symlink: EACCES).

@@ -179,12 +179,8 @@ pub type Honest<'a> = dyn FnMut(&[u8], u32, &[u8], &[u8]) -> Verdict + 'a;
 /// What [`sanitize`] does with an entry the run changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// The file has the entry's stat data and content, and has not changed lately: kept.
+    /// The file has the entry's stat data and content: kept.
     Keep,
-    /// As [`Verdict::Keep`], but the file changed so lately that another change within the same
-    /// tick of the clock would leave its stat data as they are: its size is zeroed (git's own
-    /// "racily clean" smudge), and git reads the file before it takes it for unchanged.
-    Racy,
     /// Anything else: its times and size are zeroed.
     Smudge,
 }
@@ -204,7 +200,8 @@ pub enum Verdict {
 ///   and size, which makes git compare the file's content with the object (git's own "racily
 ///   clean" smudge, times too); one the host wrote, and one git smudged itself (a size of 0),
 ///   is kept as it is;
-/// - "assume unchanged" and "skip worktree" stay only where `old` had them on that name;
+/// - "assume unchanged" and "skip worktree" stay only where `old` had them on that name, and a
+///   sparse index's directory entry only where `old` had it as it is (else refused);
 /// - the [`DROPPED`] extensions are left out, every other is kept;
 /// - the checksum is computed again (all zero where it was: `index.skipHash`).
 pub fn sanitize(new: &[u8], old: Option<&[u8]>, hash: usize, honest: &mut Honest<'_>) -> Result<Vec<u8>, Refusal> {
@@ -221,10 +218,20 @@ pub fn sanitize(new: &[u8], old: Option<&[u8]>, hash: usize, honest: &mut Honest
     let mut out = new[..parsed.end].to_vec();
     for e in &parsed.entries {
         let mode = mode_of(new, e);
-        if e.flags & STAGE != 0 || mode == SPARSE_DIRECTORY || mode & TYPE_BITS == GITLINK {
+        let prev = before.get(e.name.as_slice());
+        if mode == SPARSE_DIRECTORY {
+            // It stands for every file beneath it, each marked "skip worktree" when git
+            // expands it (red team AE, 5 December: `src/` hid a change to `src/app.py` from
+            // every `git status` and `git diff`): only one the index before had, as it was.
+            let ext = e.ext_at.map_or(0, |x| u16::from_be_bytes([new[x], new[x + 1]]));
+            if prev.is_none_or(|p| *p != (&new[e.at..e.at + 40 + hash], e.flags, ext)) {
+                return Err("a sparse directory entry the index before did not have");
+            }
             continue;
         }
-        let prev = before.get(e.name.as_slice());
+        if e.flags & STAGE != 0 || mode & TYPE_BITS == GITLINK {
+            continue;
+        }
         let flag_at = e.at + 40 + hash;
         if e.flags & ASSUME_VALID != 0 && prev.is_none_or(|p| p.1 & ASSUME_VALID == 0) {
             let cleared = (e.flags & !ASSUME_VALID).to_be_bytes();
@@ -243,7 +250,6 @@ pub fn sanitize(new: &[u8], old: Option<&[u8]>, hash: usize, honest: &mut Honest
         if !smudged && prev.is_none_or(|p| p.0 != record) {
             match honest(&e.name, mode, &record[..40], &record[40..]) {
                 Verdict::Keep => {}
-                Verdict::Racy => out[e.at + 36..e.at + 40].fill(0),
                 Verdict::Smudge => {
                     // ctime and mtime (seconds and nanoseconds), and the size.
                     out[e.at..e.at + 16].fill(0);
@@ -457,12 +463,17 @@ mod tests {
             assert!(out[at..at + 16].iter().chain(&out[at + 36..at + 40]).all(|b| *b == 0));
             assert_eq!(out[at + 16..at + 36], old[at + 16..at + 36], "dev, ino, mode, uid, gid kept");
         }
-        // Kept, and kept with git's racy smudge (the size only).
+        // Kept where the file is as the entry says.
         let kept = sanitize(&new, Some(&old), 20, &mut |_, _, _, _| Verdict::Keep).unwrap();
         assert_eq!(kept[76..116], new[76..116]);
-        let racy = sanitize(&new, Some(&old), 20, &mut |_, _, _, _| Verdict::Racy).unwrap();
-        assert_eq!(racy[76..112], new[76..112]);
-        assert_eq!(racy[112..116], [0; 4]);
+        // A sparse directory entry: only one the index before had, as it was.
+        let mut sparse = index_with(&["a", "src/"], &[0x11, 0], &[0, 0], &[]);
+        sparse[76 + 24..76 + 28].copy_from_slice(&SPARSE_DIRECTORY.to_be_bytes());
+        let body = sparse.len() - 20;
+        let digest = <sha1::Sha1 as sha1::Digest>::digest(&sparse[..body]);
+        sparse[body..].copy_from_slice(&digest);
+        assert!(sanitize(&sparse, Some(&old), 20, &mut |_, _, _, _| Verdict::Keep).is_err());
+        assert_eq!(sanitize(&sparse, Some(&sparse), 20, &mut |_, _, _, _| Verdict::Smudge).unwrap(), sparse);
         // A name it refuses, refused.
         assert!(sanitize(&index(2, &["../x"]), Some(&old), 20, &mut |_, _, _, _| Verdict::Keep).is_err());
     }
