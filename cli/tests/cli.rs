@@ -3284,3 +3284,48 @@ fn a_worktree_entry_records_a_move_that_ends_the_run() {
     git(&["-C", "proj", "worktree", "repair"]);
     assert!(!outside.join(".git").exists());
 }
+
+/// A one-shot run that leaves an interactive rebase in a host repository with an `exec` line in
+/// its todo leaves no rebase in progress: its state is moved aside when the run ends (red team
+/// AE, 5 December: the user's `git rebase --continue` ran the command on the host). Control: a
+/// rebase stopped on a conflict with nothing to run stays in progress for the user.
+#[test]
+fn a_rebase_a_one_shot_run_leaves_runs_nothing_at_the_users_continue() {
+    if !sandbox_runs_here("a_rebase_a_one_shot_run_leaves_runs_nothing_at_the_users_continue") {
+        return;
+    }
+    let area = Area::new();
+    let git = |dir: &str, args: &[&str]| {
+        let o = Command::new("git")
+            .current_dir(area.ws.join(dir))
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        (o.status.success(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    for repo in ["evil", "fine"] {
+        assert!(git("", &["init", "-q", "-b", "main", repo]).0);
+        for (branch, text) in [("main", "a"), ("topic", "t")] {
+            if branch == "topic" {
+                assert!(git(repo, &["checkout", "-qb", "topic", "HEAD~0"]).0);
+            }
+            fs::write(area.ws.join(repo).join("f"), text).unwrap();
+            assert!(git(repo, &["add", "f"]).0 && git(repo, &["commit", "-qm", text]).0);
+        }
+        assert!(git(repo, &["checkout", "-q", "main"]).0);
+        fs::write(area.ws.join(repo).join("f"), "m").unwrap();
+        assert!(git(repo, &["commit", "-qam", "m"]).0);
+        assert!(git(repo, &["checkout", "-q", "topic"]).0);
+    }
+    let script = "cd evil && GIT_SEQUENCE_EDITOR=\"printf 'break\\nexec touch ../ran\\n' >\" \
+                  git -c user.name=t -c user.email=t@t rebase -i main >/dev/null 2>&1; test -d .git/rebase-merge && \
+                  cd ../fine && git -c user.name=t -c user.email=t@t rebase main >/dev/null 2>&1; test -d .git/rebase-merge";
+    let o = area.sandbox(&refs(&[os("run"), os("--"), os("sh"), os("-c"), os(script)]));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!area.ws.join("evil/.git/rebase-merge").exists());
+    assert!(area.ws.join("evil/.git/rebase-merge.refused-by-sandbox").is_dir());
+    let (continued, said) = git("evil", &["rebase", "--continue"]);
+    assert!(!continued && !area.ws.join("ran").exists(), "{said}");
+    assert!(area.ws.join("fine/.git/rebase-merge").is_dir(), "control: the safe rebase is in progress");
+}

@@ -2182,6 +2182,86 @@ subprocess.run(["sh", "-c", "git init -q own && cd own && echo a > a && git add 
         assert_eq!(run(&["show", "HEAD:sub/f"]), "original\n");
     }
 
+    /// An operation the workload begins in a host repository and leaves in progress is one the
+    /// user's `--continue` may take, or none (red team AE, 5 December): a rebase stopped at a
+    /// `break` with an `exec` line further down its todo ran the command on the host at the
+    /// user's `git rebase --continue`. Such state is moved aside when the run ends (also a
+    /// `sequencer/todo` with an `exec` line, a strategy with a slash, a `head-name` outside the
+    /// branches, and an `exec` line a process left behind appends after the workload's end);
+    /// controls: a rebase stopped on a conflict with safe state stays in progress, and the user
+    /// continues it.
+    pub fn an_operation_the_run_leaves_in_a_host_repository_runs_nothing() {
+        let d = TestDirs::new("sbx-guard");
+        let id = ["-c", "user.name=t", "-c", "user.email=t@t"];
+        for repo in ["rx", "rs", "rh", "rl", "ok", "cp"] {
+            let r = d.ws.join(repo);
+            git_in(&d.ws, &["init", "-q", "-b", "main", repo]);
+            fs::write(r.join("f"), "a\n").unwrap();
+            git_in(&r, &["add", "f"]);
+            git_in(&r, &[&id[..], &["commit", "-qm", "a"]].concat());
+            git_in(&r, &["checkout", "-qb", "topic"]);
+            fs::write(r.join("f"), "topic\n").unwrap();
+            git_in(&r, &[&id[..], &["commit", "-qam", "t"]].concat());
+            git_in(&r, &["checkout", "-q", "main"]);
+            fs::write(r.join("f"), "main\n").unwrap();
+            git_in(&r, &[&id[..], &["commit", "-qam", "m"]].concat());
+            git_in(&r, &["checkout", "-q", "topic"]);
+        }
+        let script = r##"
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+def sh(cmd, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run(["sh", "-c", cmd], env=e, capture_output=True, text=True).returncode
+def editor(todo):
+    return {"GIT_SEQUENCE_EDITOR": "printf '%s' >" % todo.replace("'", "")}
+# An interactive rebase stopped at a break, an exec line further down.
+sh("cd rx && git -c user.name=t -c user.email=t@t rebase -i main", editor("break\nexec true\nexec touch ../ran-rx\npick HEAD\n"))
+# Rebases stopped on the conflict, their state then changed by the workload.
+for repo in ("rs", "rh", "rl", "ok"):
+    sh("cd %s && git -c user.name=t -c user.email=t@t rebase main" % repo)
+with open("rs/.git/rebase-merge/strategy", "w") as f:
+    f.write("../evil\n")
+with open("rh/.git/rebase-merge/head-name", "w") as f:
+    f.write("refs/replace/0123456789012345678901234567890123456789\n")
+# A process the workload leaves behind appends an exec line after the workload has ended.
+subprocess.Popen(["sh", "-c", "sleep 0.5; echo 'exec touch ../ran-rl' >> rl/.git/rebase-merge/git-rebase-todo"], start_new_session=True)
+# A cherry-pick of two commits stopped on a conflict, its todo given an exec line.
+sh("cd cp && git checkout -q main && git -c user.name=t -c user.email=t@t cherry-pick topic~1 topic")
+if os.path.exists("cp/.git/sequencer/todo"):
+    with open("cp/.git/sequencer/todo", "a") as f:
+        f.write("exec touch ../ran-cp\n")
+print("states:", sorted(n for n in ("rx", "rs", "rh", "rl", "ok") if os.path.isdir(n + "/.git/rebase-merge")), os.path.isdir("cp/.git/sequencer"))
+"##;
+        let out = attacks(&d, script);
+        assert!(out.contains("states: ['ok', 'rh', 'rl', 'rs', 'rx'] True"), "{out}");
+        std::thread::sleep(std::time::Duration::from_millis(800));
+        for repo in ["rx", "rs", "rh", "rl"] {
+            let r = d.ws.join(repo);
+            assert!(!r.join(".git/rebase-merge").exists(), "{repo}: still in progress");
+            assert!(r.join(".git/rebase-merge.refused-by-sandbox").is_dir(), "{repo}: not kept aside");
+        }
+        assert!(!d.ws.join("cp/.git/sequencer").exists() && d.ws.join("cp/.git/sequencer.refused-by-sandbox").is_dir());
+        // The user: continuing runs nothing of the workload's; the safe rebase goes on.
+        for repo in ["rx", "rs", "rh", "rl", "cp"] {
+            let verb = if repo == "cp" { "cherry-pick" } else { "rebase" };
+            let _ = std::process::Command::new("git")
+                .args([&id[..], &["-c", "core.editor=true", verb, "--continue"]].concat())
+                .current_dir(d.ws.join(repo))
+                .output()
+                .unwrap();
+        }
+        for ran in ["ran-rx", "ran-rl", "ran-cp"] {
+            assert!(!d.ws.join(ran).exists(), "{ran}: the host ran the workload's command");
+        }
+        let ok = d.ws.join("ok");
+        assert!(ok.join(".git/rebase-merge").is_dir(), "control: a safe rebase stays in progress");
+        fs::write(ok.join("f"), "resolved\n").unwrap();
+        git_in(&ok, &["add", "f"]);
+        git_in(&ok, &[&id[..], &["-c", "core.editor=true", "rebase", "--continue"]].concat());
+        assert!(!ok.join(".git/rebase-merge").exists());
+    }
+
     /// The cost, roughly: 1000 file creations with and without the guard, the best of three
     /// runs each (printed only: the machines that run the suite vary too much for a bound).
     pub fn cost_of_the_guard() {
@@ -2272,6 +2352,10 @@ fn main() -> std::process::ExitCode {
             (
                 "a_change_to_a_tracked_file_is_never_hidden_by_the_index",
                 a_change_to_a_tracked_file_is_never_hidden_by_the_index,
+            ),
+            (
+                "an_operation_the_run_leaves_in_a_host_repository_runs_nothing",
+                an_operation_the_run_leaves_in_a_host_repository_runs_nothing,
             ),
             ("cost_of_the_guard", cost_of_the_guard),
         ])

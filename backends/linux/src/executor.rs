@@ -521,9 +521,10 @@ fn run_once(
             }
             let outcome = supervise(child);
             if !keep {
-                // What the run wrote to a worktree entry's `gitdir` since the guard's last call.
+                // What the run wrote to a worktree entry's `gitdir` since the guard's last call,
+                // and the operations it left in host repositories (`Staging::finish`).
                 if let Some(creation) = run.creation_guard.as_ref() {
-                    staging.publish(creation);
+                    staging.finish(creation);
                 }
                 shared.last(&outcome)
             }

@@ -347,8 +347,26 @@ struct Owned {
 /// [`Guard::stage_entry_file`]), at most [`MAX_STAGED`]: shared by the guard's thread, which
 /// publishes them before each call it serves and when the run is over, and the init, which
 /// publishes them a last time when it ends with the run ([`Staging::publish`]).
+///
+/// Also the operations (a rebase, `git am`, a cherry-pick or revert: `rebase-merge`,
+/// `rebase-apply`, `sequencer`) the run began in a git directory it did not make, checked when
+/// the run is over ([`Staging::finish`]).
 #[derive(Clone, Default)]
-pub struct Staging(Arc<std::sync::Mutex<Vec<Staged>>>);
+pub struct Staging(Arc<std::sync::Mutex<StagingInner>>);
+
+#[derive(Default)]
+struct StagingInner {
+    staged: Vec<Staged>,
+    operations: Vec<Operation>,
+}
+
+/// An operation's state directory the run made in a foreign git directory: the git directory
+/// (an `O_PATH` handle), the directory's name there, and its identity when made.
+struct Operation {
+    git: OwnedFd,
+    name: Vec<u8>,
+    born: Born,
+}
 
 impl std::fmt::Debug for Staging {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -357,7 +375,7 @@ impl std::fmt::Debug for Staging {
 }
 
 impl Staging {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Staged>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, StagingInner> {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
@@ -365,25 +383,144 @@ impl Staging {
     /// where it changed since and names a `.git` in a directory the run may write
     /// ([`gitdir_allowed`]); anything else is not published (the entry keeps what it had).
     pub fn publish(&self, guard: &CreationGuard) {
-        let mut staged = self.lock();
-        for s in staged.iter_mut() {
+        let mut inner = self.lock();
+        for s in &mut inner.staged {
             s.publish(guard);
         }
     }
 
+    /// What is left when the run is over: the staged `gitdir`s published ([`Staging::publish`]),
+    /// and each operation the run began in a foreign git directory and left in progress checked
+    /// ([`operation_is_safe`]): one whose state would have the user's `git rebase --continue`
+    /// (or `git am`, `git cherry-pick --continue`) run a program or write a ref outside the
+    /// branches is moved aside (`<name>.refused-by-sandbox`), so that no git command takes it
+    /// for an operation in progress (red team AE, 5 December: a rebase the workload stopped at
+    /// a `break`, with an `exec` line further down its todo, ran the command on the host at the
+    /// user's `git rebase --continue`). Called when the run's first process ends (a one-shot
+    /// run), and again when the guard's thread ends, after the run's last process: what a
+    /// process left behind wrote in between is checked too.
+    pub fn finish(&self, guard: &CreationGuard) {
+        self.publish(guard);
+        let inner = self.lock();
+        for op in &inner.operations {
+            let Ok(name) = cstr(&op.name) else { continue };
+            let Ok(dir) = notify::open_at(
+                Some(op.git.as_fd()),
+                &name,
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0,
+            ) else {
+                continue; // ended (or moved: the run cannot move it into a git directory again)
+            };
+            if born(&dir) != Some(op.born) || operation_is_safe(dir.as_fd(), &op.name) {
+                continue;
+            }
+            for n in 0..16 {
+                let aside = format!(
+                    "{}.refused-by-sandbox{}",
+                    String::from_utf8_lossy(&op.name),
+                    if n == 0 { String::new() } else { format!("-{n}") }
+                );
+                let Ok(aside) = cstr(aside.as_bytes()) else { break };
+                match nix::fcntl::renameat2(
+                    Some(op.git.as_raw_fd()),
+                    name.as_c_str(),
+                    Some(op.git.as_raw_fd()),
+                    aside.as_c_str(),
+                    nix::fcntl::RenameFlags::RENAME_NOREPLACE,
+                ) {
+                    Err(Errno::EEXIST) => {}
+                    done => {
+                        tracing::warn!(operation = %String::from_utf8_lossy(&op.name), moved = done.is_ok(), "an operation the run left in a host repository would run a program: moved aside");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
     fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.lock().staged.is_empty()
     }
 
     /// Adds `s`; the oldest goes, published a last time, when [`MAX_STAGED`] are there.
     fn push(&self, guard: &CreationGuard, s: Staged) {
-        let mut staged = self.lock();
-        if staged.len() >= MAX_STAGED {
-            let mut oldest = staged.remove(0);
+        let mut inner = self.lock();
+        if inner.staged.len() >= MAX_STAGED {
+            let mut oldest = inner.staged.remove(0);
             oldest.publish(guard);
         }
-        staged.push(s);
+        inner.staged.push(s);
     }
+
+    /// Records an operation's state directory the run just made in a foreign git directory.
+    fn began(&self, op: Operation) {
+        let mut inner = self.lock();
+        if inner.operations.len() < MAX_STAGED {
+            inner.operations.push(op);
+        }
+    }
+}
+
+/// Whether the state in `dir` (an operation's: `name` is `rebase-merge`, `rebase-apply` or
+/// `sequencer`) is one the user's `--continue` may take: its todo (`git-rebase-todo`, `todo`)
+/// has no `exec` (`x`) or `update-ref` (`u`) line, its strategy and strategy options no slash
+/// or backslash (a strategy with one is a program's path: `git-merge-<strategy>`), its
+/// `head-name` is a branch or `detached HEAD`, every ref in `update-refs` a branch, and `git
+/// am`'s `apply-opt` takes no path outside (`--unsafe-paths`, `--directory`). A file that
+/// cannot be read counts as unsafe.
+fn operation_is_safe(dir: BorrowedFd<'_>, name: &[u8]) -> bool {
+    let read = |file: &str| -> Result<Option<Vec<u8>>, ()> {
+        let Ok(c) = cstr(file.as_bytes()) else { return Err(()) };
+        match notify::open_at(Some(dir), &c, libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC, 0)
+        {
+            Ok(fd) => {
+                let mut data = Vec::new();
+                let f = std::fs::File::from(fd);
+                if !f.metadata().is_ok_and(|m| m.is_file() && m.len() <= 16 << 20) {
+                    return Err(());
+                }
+                std::io::Read::read_to_end(&mut &f, &mut data).map_err(|_| ())?;
+                Ok(Some(data))
+            }
+            Err(Errno::ENOENT) => Ok(None),
+            Err(_) => Err(()),
+        }
+    };
+    let todo_safe = |data: &[u8]| {
+        data.split(|b| *b == b'\n').all(|line| {
+            let line = line.trim_ascii_start();
+            let word = line.split(|b| b.is_ascii_whitespace()).next().unwrap_or_default();
+            !matches!(word, b"exec" | b"x" | b"update-ref" | b"u")
+        })
+    };
+    let no_slash = |data: &[u8]| !data.iter().any(|b| *b == b'/' || *b == b'\\');
+    let branch = |data: &[u8]| {
+        let text = data.trim_ascii();
+        text == b"detached HEAD" || (text.starts_with(b"refs/heads/") && !text.windows(2).any(|w| w == b".."))
+    };
+    type Check<'c> = &'c dyn Fn(&[u8]) -> bool;
+    let checks: [(&str, Check<'_>); 8] = [
+        ("git-rebase-todo", &todo_safe),
+        ("todo", &todo_safe),
+        ("strategy", &no_slash),
+        ("strategy_opts", &no_slash),
+        ("head-name", &branch),
+        ("update-refs", &|d: &[u8]| {
+            d.split(|b| *b == b'\n').all(|l| {
+                !l.starts_with(b"refs/") || (l.starts_with(b"refs/heads/") && !l.windows(2).any(|w| w == b".."))
+            })
+        }),
+        ("apply-opt", &|d: &[u8]| {
+            !d.windows(8).any(|w| w == b"--unsafe") && !d.windows(11).any(|w| w == b"--directory")
+        }),
+        ("opts", &|d: &[u8]| name != b"sequencer" || no_slash(d)),
+    ];
+    checks.iter().all(|(file, ok)| match read(file) {
+        Ok(Some(data)) => ok(&data),
+        Ok(None) => true,
+        Err(()) => false,
+    })
 }
 
 /// A worktree entry's `gitdir` as the workload writes it: what it wrote goes to `file` (no
@@ -554,9 +691,9 @@ pub fn serve(listener: OwnedFd, mut watch: Watch) {
     // The `.git`s this run made: their config and hooks are the run's own (see `check_git`).
     let made = Made::new(Owned::new());
     serve_calls(&listener, &mut watch, &made);
-    // What the run wrote last to a staged `gitdir`.
+    // What the run wrote last to a staged `gitdir`; the operations it left.
     if let Some(guard) = watch.creation.as_ref() {
-        watch.staging.publish(guard);
+        watch.staging.finish(guard);
     }
 }
 
@@ -1478,6 +1615,23 @@ impl Guard<'_> {
         }
     }
 
+    /// Records `p`, a directory just made, with [`Staging::began`] when it is an operation's
+    /// state (`rebase-merge`, `rebase-apply`, `sequencer`) in a foreign git directory.
+    fn began_operation(&self, p: &Parent) {
+        const STATE: [&[u8]; 3] = [b"rebase-merge", b"rebase-apply", b"sequencer"];
+        if !STATE.contains(&p.name.as_slice()) || !real_path(p.dir.as_fd()).is_ok_and(|d| self.foreign_git_dir(&d)) {
+            return;
+        }
+        let (Ok(git), Ok(name)) = (p.dir.try_clone(), cstr(&p.name)) else { return };
+        let Ok(dir) = notify::open_at(Some(p.dir.as_fd()), &name, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)
+        else {
+            return;
+        };
+        if let Some(born) = born(&dir) {
+            self.staging.began(Operation { git, name: p.name.clone(), born });
+        }
+    }
+
     /// Records `p` in [`Owned::dirs`] when it is an entry of git's set-up ([`SETUP_MARKS`], or
     /// the lock file git writes one through: `HEAD.lock`, renamed to `HEAD`) that the run just
     /// made or moved there: [`Guard::host_setting_up`] then knows it for the run's. A `.git`
@@ -1662,6 +1816,7 @@ impl Guard<'_> {
         nix::sys::stat::mkdirat(Some(p.dir.as_raw_fd()), cstr(&p.name)?.as_c_str(), mode)?;
         self.made(&p);
         self.made_dir(&p);
+        self.began_operation(&p);
         Ok(())
     }
 
