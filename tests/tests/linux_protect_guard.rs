@@ -2143,6 +2143,8 @@ attempt([
     ("info-attributes", lambda: put("proj/.git/info/attributes", b"* -diff\n")),
     ("info-renamed", lambda: (put("proj/.git/attrs", b"* -diff\n"), os.rename("proj/.git/attrs", "proj/.git/info/attributes"))),
     ("reftable-replace", lambda: replace_in("rt", tree_rt)),
+    ("shallow", lambda: put("proj/.git/shallow", (git("rev-parse", "HEAD") + "\n").encode())),
+    ("shallow-renamed", lambda: (put("proj/.git/sh", b"x\n"), os.rename("proj/.git/sh", "proj/.git/shallow"))),
 ])
 r = subprocess.run(["git", "-C", "rt", "replace", "-l"], capture_output=True, text=True)
 print("rt-replaced:", repr(r.stdout))
@@ -2156,7 +2158,7 @@ subprocess.run(["sh", "-c", "git init -q own && cd own && echo a > a && git add 
 "##;
         let out = attacks(&d, script);
         assert!(out.contains("own-marks-ok") && out.contains("own-reftable-ok"), "{out}");
-        assert_refused(&out, &["info-exclude", "info-attributes", "info-renamed"]);
+        assert_refused(&out, &["info-exclude", "info-attributes", "info-renamed", "shallow", "shallow-renamed"]);
         assert!(out.contains("rt-replaced: ''\n"), "{out}");
         // The user looks: every change shows, nothing is marked, the cache tree is gone.
         let run = |args: &[&str]| {

@@ -1090,11 +1090,19 @@ impl Guard<'_> {
     /// red team (AD, 5 December) had `git replace` make the host's `git checkout` write the
     /// workload's content under the user's commit. Nothing there is made, written or moved by
     /// the run (in a reftable repository of the host's the run updates no ref).
+    ///
+    /// Also its `shallow` (and lock): the commits git shows without parents, which made the
+    /// workload's commits on top of the user's history show as whole new trees, their changes
+    /// nowhere in `git log -p` (red team AE, 5 December). A `git fetch --depth` of the
+    /// workload's in a host repository fails.
     fn hosts_only(&self, full: &std::path::Path) -> bool {
-        full.ancestors().any(|a| {
-            a.file_name().is_some_and(|n| n == "info" || n == "reftable")
-                && a.parent().is_some_and(|g| self.foreign_git_dir(g))
-        })
+        let shallow = full.file_name().is_some_and(|n| n == "shallow" || n == "shallow.lock")
+            && full.parent().is_some_and(|g| self.foreign_git_dir(g));
+        shallow
+            || full.ancestors().any(|a| {
+                a.file_name().is_some_and(|n| n == "info" || n == "reftable")
+                    && a.parent().is_some_and(|g| self.foreign_git_dir(g))
+            })
     }
 
     /// Whether `full` is, or lies in, the state of an operation in progress that another than
