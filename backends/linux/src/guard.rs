@@ -489,8 +489,13 @@ fn operation_is_safe(dir: BorrowedFd<'_>, name: &[u8]) -> bool {
     };
     let todo_safe = |data: &[u8]| {
         data.split(|b| *b == b'\n').all(|line| {
-            let line = line.trim_ascii_start();
-            let word = line.split(|b| b.is_ascii_whitespace()).next().unwrap_or_default();
+            // git skips spaces and tabs before the command, and takes a space, tab, CR or the
+            // line's end after it; a byte-order mark or a NUL is taken as git might take it.
+            let mut line = line.trim_ascii_start();
+            while let Some(rest) = line.strip_prefix(b"\xEF\xBB\xBF") {
+                line = rest.trim_ascii_start();
+            }
+            let word = line.split(|b| b.is_ascii_whitespace() || *b == 0).next().unwrap_or_default();
             !matches!(word, b"exec" | b"x" | b"update-ref" | b"u")
         })
     };

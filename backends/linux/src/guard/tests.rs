@@ -295,3 +295,47 @@ fn the_runs_own_hold_handles_up_to_a_bound_and_let_them_go_when_removed() {
     // The same number with another generation (given out again) is not the run's own.
     assert!(!owned.own.contains_key(&(1, 1, 1, 0, Some(8))));
 }
+
+/// What the user's `--continue` would take from an operation's state: a todo without a line that
+/// runs a program or writes a ref, however git would read its command, and strategies and ref
+/// names that stay names.
+#[test]
+fn an_operations_state_is_safe_only_without_a_program_or_another_ref() {
+    let dir = std::env::temp_dir().join(format!("sandbox-op-state-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = |files: &[(&str, &str)]| {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        let fd = std::fs::File::open(&dir).unwrap();
+        operation_is_safe(std::os::fd::AsFd::as_fd(&fd), b"rebase-merge")
+    };
+    let todo = "pick 1234 a\nbreak\n# exec in a comment\nlabel onto\nreset onto\nmerge -C 5678 x\nfixup -C 9 y\n";
+    assert!(state(&[("git-rebase-todo", todo), ("head-name", "refs/heads/topic\n"), ("strategy", "ort\n")]));
+    assert!(state(&[("head-name", "detached HEAD\n")]), "a detached rebase");
+    for bad in [
+        "exec id\n",
+        "x id\n",
+        "  \tx\tid\n",
+        "exec\r\n",
+        "\u{feff}exec id\n",
+        "exec\0",
+        "update-ref refs/replace/1\n",
+        "u refs/x\n",
+    ] {
+        assert!(!state(&[("git-rebase-todo", &format!("pick 1 a\n{bad}"))]), "{bad:?}");
+        assert!(!state(&[("todo", bad)]), "sequencer: {bad:?}");
+    }
+    assert!(!state(&[("strategy", "../evil\n")]));
+    assert!(!state(&[("strategy_opts", "--x=a\\b\n")]));
+    assert!(!state(&[("head-name", "refs/replace/1234\n")]));
+    assert!(!state(&[("head-name", "refs/heads/../../x\n")]));
+    assert!(!state(&[("update-refs", "refs/heads/a\n1\n2\nrefs/tags/v1\n1\n2\n")]));
+    assert!(state(&[("update-refs", "refs/heads/a\n1\n2\n")]));
+    assert!(!state(&[("apply-opt", " --unsafe-paths")]));
+    assert!(!state(&[("apply-opt", " --directory=../x")]));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
