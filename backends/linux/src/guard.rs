@@ -2419,7 +2419,7 @@ fn entry_verdict(
         }
     };
     let handle = file.as_ref().map_or(object.as_raw_fd(), AsRawFd::as_raw_fd);
-    if file.is_some() && nix::unistd::fdatasync(handle).is_err() {
+    if file.as_ref().is_some_and(|f| crate::sys::write_out(f.as_fd()).is_err()) {
         return Smudge;
     }
     let now_secs = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
