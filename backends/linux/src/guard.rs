@@ -453,12 +453,23 @@ impl Staging {
         inner.staged.push(s);
     }
 
-    /// Records an operation's state directory the run just made in a foreign git directory.
-    fn began(&self, op: Operation) {
+    /// Records an operation's state directory the run just made in a foreign git directory;
+    /// false when [`MAX_STAGED`] are recorded that are still there (the caller removes it: an
+    /// operation that is not recorded is not checked when the run ends).
+    fn began(&self, op: Operation) -> bool {
         let mut inner = self.lock();
-        if inner.operations.len() < MAX_STAGED {
-            inner.operations.push(op);
+        if inner.operations.len() >= MAX_STAGED {
+            inner.operations.retain(|o| {
+                let Ok(name) = cstr(&o.name) else { return false };
+                notify::open_at(Some(o.git.as_fd()), &name, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)
+                    .is_ok_and(|d| born(&d) == Some(o.born))
+            });
         }
+        if inner.operations.len() >= MAX_STAGED {
+            return false;
+        }
+        inner.operations.push(op);
+        true
     }
 }
 
@@ -1629,20 +1640,26 @@ impl Guard<'_> {
     }
 
     /// Records `p`, a directory just made, with [`Staging::began`] when it is an operation's
-    /// state (`rebase-merge`, `rebase-apply`, `sequencer`) in a foreign git directory.
-    fn began_operation(&self, p: &Parent) {
+    /// state (`rebase-merge`, `rebase-apply`, `sequencer`) in a foreign git directory. One
+    /// that cannot be recorded is removed again (EACCES): it would not be checked.
+    fn began_operation(&self, p: &Parent) -> Result<(), Errno> {
         const STATE: [&[u8]; 3] = [b"rebase-merge", b"rebase-apply", b"sequencer"];
         if !STATE.contains(&p.name.as_slice()) || !real_path(p.dir.as_fd()).is_ok_and(|d| self.foreign_git_dir(&d)) {
-            return;
+            return Ok(());
         }
-        let (Ok(git), Ok(name)) = (p.dir.try_clone(), cstr(&p.name)) else { return };
-        let Ok(dir) = notify::open_at(Some(p.dir.as_fd()), &name, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)
-        else {
-            return;
-        };
-        if let Some(born) = born(&dir) {
-            self.staging.began(Operation { git, name: p.name.clone(), born });
+        let name = cstr(&p.name)?;
+        let recorded = p.dir.try_clone().ok().and_then(|git| {
+            let dir = notify::open_at(Some(p.dir.as_fd()), &name, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)
+                .ok()?;
+            let born = born(&dir)?;
+            self.staging.began(Operation { git, name: p.name.clone(), born }).then_some(())
+        });
+        if recorded.is_none() {
+            let _ =
+                nix::unistd::unlinkat(Some(p.dir.as_raw_fd()), name.as_c_str(), nix::unistd::UnlinkatFlags::RemoveDir);
+            return Err(Errno::EACCES);
         }
+        Ok(())
     }
 
     /// Records `p` in [`Owned::dirs`] when it is an entry of git's set-up ([`SETUP_MARKS`], or
@@ -1829,8 +1846,7 @@ impl Guard<'_> {
         nix::sys::stat::mkdirat(Some(p.dir.as_raw_fd()), cstr(&p.name)?.as_c_str(), mode)?;
         self.made(&p);
         self.made_dir(&p);
-        self.began_operation(&p);
-        Ok(())
+        self.began_operation(&p)
     }
 
     fn mknod(&self, dirfd: i32, path: &[u8], mode: u32, dev: u64) -> Result<(), Errno> {
