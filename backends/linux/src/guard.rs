@@ -478,8 +478,8 @@ impl Staging {
 /// has no `exec` (`x`) or `update-ref` (`u`) line, its strategy and strategy options no slash
 /// or backslash (a strategy with one is a program's path: `git-merge-<strategy>`), its
 /// `head-name` is a branch or `detached HEAD`, every ref in `update-refs` a branch, and `git
-/// am`'s `apply-opt` takes no path outside (`--unsafe-paths`, `--directory`). A file that
-/// cannot be read counts as unsafe.
+/// am`'s `apply-opt` holds only options that change how a patch applies, never where
+/// ([`apply_opts_safe`]). A file that cannot be read counts as unsafe.
 fn operation_is_safe(dir: BorrowedFd<'_>, name: &[u8]) -> bool {
     let read = |file: &str| -> Result<Option<Vec<u8>>, ()> {
         let Ok(c) = cstr(file.as_bytes()) else { return Err(()) };
@@ -527,15 +527,73 @@ fn operation_is_safe(dir: BorrowedFd<'_>, name: &[u8]) -> bool {
                 !l.starts_with(b"refs/") || (l.starts_with(b"refs/heads/") && !l.windows(2).any(|w| w == b".."))
             })
         }),
-        ("apply-opt", &|d: &[u8]| {
-            !d.windows(8).any(|w| w == b"--unsafe") && !d.windows(11).any(|w| w == b"--directory")
-        }),
+        ("apply-opt", &apply_opts_safe),
         ("opts", &|d: &[u8]| name != b"sequencer" || no_slash(d)),
     ];
     checks.iter().all(|(file, ok)| match read(file) {
         Ok(Some(data)) => ok(&data),
         Ok(None) => true,
         Err(()) => false,
+    })
+}
+
+/// Whether `git am`'s `apply-opt` (shell-quoted words, as git's `sq_quote` writes them, passed to
+/// `git apply` for every patch the user's `git am --continue` applies) holds only `git am`'s own
+/// options that change how a patch applies: `--whitespace=<action>`, `-C<n>`, `-p<n>`,
+/// `--ignore-whitespace`, `--ignore-space-change`, `--reject`, `--exclude=`/`--include=` (which
+/// only leave paths out) and `--directory=` with a relative path that does not climb. Any other
+/// option is refused, abbreviations too: red team AF (5 December) had `--build-fake-ancestor=`
+/// write an index, with lines of its choosing in its path names, over `~/.profile` and
+/// `~/.ssh/authorized_keys` at the user's `git am --continue`.
+fn apply_opts_safe(data: &[u8]) -> bool {
+    let data = data.trim_ascii_end();
+    let mut words: Vec<Vec<u8>> = Vec::new();
+    let mut i = 0;
+    loop {
+        while data.get(i) == Some(&b' ') {
+            i += 1;
+        }
+        if i >= data.len() {
+            break;
+        }
+        if data[i] != b'\'' {
+            return false;
+        }
+        i += 1;
+        let mut word = Vec::new();
+        loop {
+            match data.get(i) {
+                None => return false,
+                Some(b'\'') if data.get(i + 1..i + 4) == Some(b"\\''".as_slice()) => {
+                    word.push(b'\'');
+                    i += 4;
+                }
+                Some(b'\'') => {
+                    i += 1;
+                    break;
+                }
+                Some(&c) => {
+                    word.push(c);
+                    i += 1;
+                }
+            }
+        }
+        words.push(word);
+    }
+    let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+    words.iter().all(|w| {
+        let w = w.as_slice();
+        if let Some(action) = w.strip_prefix(b"--whitespace=") {
+            return !action.is_empty() && action.iter().all(|c| c.is_ascii_lowercase() || *c == b'-');
+        }
+        if let Some(dir) = w.strip_prefix(b"--directory=") {
+            return !dir.starts_with(b"/") && !dir.split(|c| *c == b'/').any(|part| part == b"..");
+        }
+        matches!(w, b"--ignore-whitespace" | b"--ignore-space-change" | b"--reject")
+            || w.strip_prefix(b"-C").is_some_and(digits)
+            || w.strip_prefix(b"-p").is_some_and(digits)
+            || w.starts_with(b"--exclude=")
+            || w.starts_with(b"--include=")
     })
 }
 

@@ -335,7 +335,25 @@ fn an_operations_state_is_safe_only_without_a_program_or_another_ref() {
     assert!(!state(&[("head-name", "refs/heads/../../x\n")]));
     assert!(!state(&[("update-refs", "refs/heads/a\n1\n2\nrefs/tags/v1\n1\n2\n")]));
     assert!(state(&[("update-refs", "refs/heads/a\n1\n2\n")]));
-    assert!(!state(&[("apply-opt", " --unsafe-paths")]));
-    assert!(!state(&[("apply-opt", " --directory=../x")]));
+    for bad in [
+        " '--unsafe-paths'",
+        " '--uns'",
+        "'--directory=../x'",
+        "'--dir=/x'",
+        "'--directory=/x'",
+        "'--build-fake-ancestor=/home/u/.profile'",
+        "'--b=/x'",
+        "'-C3' '--output=x'",
+        "--reject",
+        "'--reject",
+        "'-C'",
+    ] {
+        assert!(!state(&[("apply-opt", bad)]), "{bad}");
+    }
+    for good in
+        ["", "\n", "'--whitespace=fix' '-C3' '-p2'\n", "'--directory=sub/dir' '--exclude=a'\\''b'", "'--reject'"]
+    {
+        assert!(state(&[("apply-opt", good)]), "{good}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
