@@ -132,31 +132,48 @@ impl Inflated {
             Hasher::Sha1(h) => sha1::Digest::finalize(h).to_vec(),
             Hasher::Sha256(h) => sha2::Digest::finalize(h).to_vec(),
         };
-        let hex: Vec<u8> = digest.iter().flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]).collect();
-        if hex == name { Ok(()) } else { Err("a loose object whose content is not its name") }
+        if hex(&digest) == name { Ok(()) } else { Err("a loose object whose content is not its name") }
     }
 }
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
+/// `bytes` in lower-case hexadecimal, as git writes object names.
+fn hex(bytes: &[u8]) -> Vec<u8> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    bytes.iter().flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]).collect()
+}
 
-/// Copies `source` to `dest` as it reads it (Git LFS's object `name`, SHA-256 in hexadecimal),
-/// and checks that what it copied hashes to `name`.
-pub fn copy_lfs(source: &mut impl Read, dest: &mut impl Write, name: &[u8]) -> Result<(), Failure> {
-    let mut h = sha2::Sha256::default();
+/// Reads `source` to its end, writing each piece to `dest` and handing it to `each`.
+fn copy_through(
+    source: &mut impl Read,
+    dest: &mut impl Write,
+    each: &mut dyn FnMut(&[u8]) -> Result<(), Failure>,
+) -> Result<(), Failure> {
     let mut input = vec![0u8; 64 * 1024];
     loop {
         let n = match source.read(&mut input) {
-            Ok(0) => break,
+            Ok(0) => return Ok(()),
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => return Err(Failure::Io),
         };
         dest.write_all(&input[..n]).map_err(|_| Failure::Io)?;
-        sha2::Digest::update(&mut h, &input[..n]);
+        each(&input[..n])?;
     }
-    let digest = sha2::Digest::finalize(h);
-    let hex: Vec<u8> = digest.iter().flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]).collect();
-    if hex == name { Ok(()) } else { Err(Failure::Refused("a Git LFS object whose content is not its name")) }
+}
+
+/// Copies `source` to `dest` as it reads it (Git LFS's object `name`, SHA-256 in hexadecimal),
+/// and checks that what it copied hashes to `name`.
+pub fn copy_lfs(source: &mut impl Read, dest: &mut impl Write, name: &[u8]) -> Result<(), Failure> {
+    let mut h = sha2::Sha256::default();
+    copy_through(source, dest, &mut |piece| {
+        sha2::Digest::update(&mut h, piece);
+        Ok(())
+    })?;
+    if hex(&sha2::Digest::finalize(h)) == name {
+        Ok(())
+    } else {
+        Err(Failure::Refused("a Git LFS object whose content is not its name"))
+    }
 }
 
 /// Copies the loose object `source` (zlib-compressed) to `dest` as it reads it, and checks what
@@ -171,18 +188,9 @@ pub fn copy_loose(source: &mut impl Read, dest: &mut impl Write, name: &[u8], ha
         body: 0,
         hash: if hash == 20 { Hasher::Sha1(sha1::Sha1::default()) } else { Hasher::Sha256(sha2::Sha256::default()) },
     };
-    let mut input = vec![0u8; 64 * 1024];
     let mut output = vec![0u8; 64 * 1024];
     let mut ended = false;
-    loop {
-        let n = match source.read(&mut input) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => return Err(Failure::Io),
-        };
-        dest.write_all(&input[..n]).map_err(|_| Failure::Io)?;
-        let mut chunk = &input[..n];
+    copy_through(source, dest, &mut |mut chunk| {
         while !chunk.is_empty() {
             if ended {
                 return Err(Failure::Refused("data after a loose object's stream"));
@@ -201,7 +209,8 @@ pub fn copy_loose(source: &mut impl Read, dest: &mut impl Write, name: &[u8], ha
                 return Err(Failure::Refused("a loose object that does not inflate"));
             }
         }
-    }
+        Ok(())
+    })?;
     // Input ended: what is still buffered inside the inflater comes out now.
     while !ended {
         let before_out = inflate.total_out();
@@ -236,7 +245,7 @@ mod tests {
         } else {
             <sha2::Sha256 as sha2::Digest>::digest(data).to_vec()
         };
-        digest.iter().flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]).collect()
+        hex(&digest)
     }
 
     fn check(file: &[u8], name: &[u8], hash: usize) -> Result<Vec<u8>, Failure> {
