@@ -229,9 +229,7 @@ pub fn sanitize(new: &[u8], old: Option<&[u8]>, hash: usize, honest: &mut Honest
             }
             continue;
         }
-        if e.flags & STAGE != 0 || mode & TYPE_BITS == GITLINK {
-            continue;
-        }
+        // The marks, on every entry (a submodule's too: git skips looking into it).
         let flag_at = e.at + 40 + hash;
         if e.flags & ASSUME_VALID != 0 && prev.is_none_or(|p| p.1 & ASSUME_VALID == 0) {
             let cleared = (e.flags & !ASSUME_VALID).to_be_bytes();
@@ -242,6 +240,11 @@ pub fn sanitize(new: &[u8], old: Option<&[u8]>, hash: usize, honest: &mut Honest
             if ext & SKIP_WORKTREE != 0 && prev.is_none_or(|p| p.2 & SKIP_WORKTREE == 0) {
                 out[x..x + 2].copy_from_slice(&(ext & !SKIP_WORKTREE).to_be_bytes());
             }
+        }
+        // Stat data: a file's or a symlink's at stage 0 (a conflict's stages are always shown; a
+        // submodule's entry is compared with its checkout's HEAD, not by stat data).
+        if e.flags & STAGE != 0 || mode & TYPE_BITS == GITLINK {
+            continue;
         }
         let record = &new[e.at..e.at + 40 + hash];
         // A size of 0 is git's own smudge of a racily clean entry: git reads the file before it
