@@ -368,6 +368,15 @@ struct Operation {
     born: Born,
 }
 
+impl Operation {
+    /// The directory, opened with `flags` (never followed), while it is the one the run made.
+    fn open(&self, flags: i32) -> Option<OwnedFd> {
+        let name = cstr(&self.name).ok()?;
+        let dir = notify::open_at(Some(self.git.as_fd()), &name, flags | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0).ok()?;
+        (born(&dir) == Some(self.born)).then_some(dir)
+    }
+}
+
 impl std::fmt::Debug for Staging {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Staging").finish_non_exhaustive()
@@ -403,18 +412,12 @@ impl Staging {
         self.publish(guard);
         let inner = self.lock();
         for op in &inner.operations {
-            let Ok(name) = cstr(&op.name) else { continue };
-            let Ok(dir) = notify::open_at(
-                Some(op.git.as_fd()),
-                &name,
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                0,
-            ) else {
-                continue; // ended (or moved: the run cannot move it into a git directory again)
-            };
-            if born(&dir) != Some(op.born) || operation_is_safe(dir.as_fd(), &op.name) {
+            // Ended (or moved: the run cannot move it into a git directory again).
+            let Some(dir) = op.open(libc::O_RDONLY | libc::O_DIRECTORY) else { continue };
+            if operation_is_safe(dir.as_fd(), &op.name) {
                 continue;
             }
+            let Ok(name) = cstr(&op.name) else { continue };
             for n in 0..16 {
                 let aside = format!(
                     "{}.refused-by-sandbox{}",
@@ -459,11 +462,7 @@ impl Staging {
     fn began(&self, op: Operation) -> bool {
         let mut inner = self.lock();
         if inner.operations.len() >= MAX_STAGED {
-            inner.operations.retain(|o| {
-                let Ok(name) = cstr(&o.name) else { return false };
-                notify::open_at(Some(o.git.as_fd()), &name, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)
-                    .is_ok_and(|d| born(&d) == Some(o.born))
-            });
+            inner.operations.retain(|o| o.open(libc::O_PATH).is_some());
         }
         if inner.operations.len() >= MAX_STAGED {
             return false;
@@ -1621,22 +1620,21 @@ impl Guard<'_> {
         identity(fd).is_some_and(|(b, _)| self.made.borrow().own.contains_key(&b))
     }
 
-    /// Records `p`, a directory this run just made, in [`Owned::dirs`].
-    fn made_dir(&self, p: &Parent) {
-        let Ok(name) = cstr(&p.name) else { return };
-        let Ok(fd) = notify::open_at(
+    /// Records `p`, a directory this run just made, in [`Owned::dirs`]; its identity.
+    fn made_dir(&self, p: &Parent) -> Option<Born> {
+        let name = cstr(&p.name).ok()?;
+        let fd = notify::open_at(
             Some(p.dir.as_fd()),
             &name,
             libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC,
             0,
-        ) else {
-            return;
-        };
+        )
+        .ok()?;
         // Also in the exempt directories: one made there and moved into the workspace (the
         // same filesystem) stays the run's.
-        if let Some(b) = born(&fd) {
-            self.made.borrow_mut().made_by_run(b);
-        }
+        let b = born(&fd)?;
+        self.made.borrow_mut().made_by_run(b);
+        Some(b)
     }
 
     /// Whether `dir` was made during the run, by the host: born since the run began, and not
@@ -1697,21 +1695,19 @@ impl Guard<'_> {
         }
     }
 
-    /// Records `p`, a directory just made, with [`Staging::began`] when it is an operation's
-    /// state (`rebase-merge`, `rebase-apply`, `sequencer`) in a foreign git directory. One
-    /// that cannot be recorded is removed again (EACCES): it would not be checked.
-    fn began_operation(&self, p: &Parent) -> Result<(), Errno> {
+    /// Records `p`, a directory just made (`born`: its identity), with [`Staging::began`] when
+    /// it is an operation's state (`rebase-merge`, `rebase-apply`, `sequencer`) in a foreign git
+    /// directory. One that cannot be recorded is removed again (EACCES): it would not be checked.
+    fn began_operation(&self, p: &Parent, born: Option<Born>) -> Result<(), Errno> {
         const STATE: [&[u8]; 3] = [b"rebase-merge", b"rebase-apply", b"sequencer"];
         if !STATE.contains(&p.name.as_slice()) || !real_path(p.dir.as_fd()).is_ok_and(|d| self.foreign_git_dir(&d)) {
             return Ok(());
         }
         let name = cstr(&p.name)?;
-        let recorded = p.dir.try_clone().ok().and_then(|git| {
-            let dir = notify::open_at(Some(p.dir.as_fd()), &name, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)
-                .ok()?;
-            let born = born(&dir)?;
-            self.staging.began(Operation { git, name: p.name.clone(), born }).then_some(())
-        });
+        let recorded =
+            p.dir.try_clone().ok().zip(born).and_then(|(git, born)| {
+                self.staging.began(Operation { git, name: p.name.clone(), born }).then_some(())
+            });
         if recorded.is_none() {
             let _ =
                 nix::unistd::unlinkat(Some(p.dir.as_raw_fd()), name.as_c_str(), nix::unistd::UnlinkatFlags::RemoveDir);
@@ -1903,8 +1899,8 @@ impl Guard<'_> {
         let mode = Mode::from_bits_truncate((mode & 0o7777) as libc::mode_t);
         nix::sys::stat::mkdirat(Some(p.dir.as_raw_fd()), cstr(&p.name)?.as_c_str(), mode)?;
         self.made(&p);
-        self.made_dir(&p);
-        self.began_operation(&p)
+        let born = self.made_dir(&p);
+        self.began_operation(&p, born)
     }
 
     fn mknod(&self, dirfd: i32, path: &[u8], mode: u32, dev: u64) -> Result<(), Errno> {
@@ -2538,16 +2534,8 @@ fn entry_verdict(
     }
     // The blob's header, then its content: the link's target, or the file read in pieces (a
     // large file is never held whole).
-    let mut sha1 = (oid.len() == 20).then(<sha1::Sha1 as sha1::Digest>::new);
-    let mut sha256 = (oid.len() != 20).then(<sha2::Sha256 as sha2::Digest>::new);
-    let mut feed = |data: &[u8]| {
-        if let Some(h) = sha1.as_mut() {
-            sha1::Digest::update(h, data);
-        }
-        if let Some(h) = sha256.as_mut() {
-            sha2::Digest::update(h, data);
-        }
-    };
+    let mut hasher = object::Hasher::new(oid.len());
+    let mut feed = |data: &[u8]| hasher.update(data);
     // (`file` stays open until the last `matching`: `handle` is its number.)
     match &file {
         None => {
@@ -2578,11 +2566,7 @@ fn entry_verdict(
             }
         }
     }
-    let digest: Vec<u8> = match (sha1, sha256) {
-        (Some(h), _) => sha1::Digest::finalize(h).to_vec(),
-        (None, Some(h)) => sha2::Digest::finalize(h).to_vec(),
-        (None, None) => return Smudge,
-    };
+    let digest = hasher.finish();
     // Unchanged while it was read (a change then has a new ctime, in this second or later).
     let after = matching();
     let same = after.is_some_and(|a| (a.st_ctime, a.st_ctime_nsec) == (st.st_ctime, st.st_ctime_nsec));

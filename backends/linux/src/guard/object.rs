@@ -90,17 +90,36 @@ struct Inflated {
     hash: Hasher,
 }
 
-enum Hasher {
+/// git's object hash: SHA-1 for 20-byte names, else SHA-256.
+pub enum Hasher {
     Sha1(sha1::Sha1),
     Sha256(sha2::Sha256),
 }
 
-impl Inflated {
-    fn take(&mut self, mut data: &[u8]) -> Result<(), Refusal> {
-        match &mut self.hash {
+impl Hasher {
+    /// The hash of a repository whose object names are `len` bytes long.
+    pub fn new(len: usize) -> Hasher {
+        if len == 20 { Hasher::Sha1(sha1::Sha1::default()) } else { Hasher::Sha256(sha2::Sha256::default()) }
+    }
+
+    pub fn update(&mut self, data: &[u8]) {
+        match self {
             Hasher::Sha1(h) => sha1::Digest::update(h, data),
             Hasher::Sha256(h) => sha2::Digest::update(h, data),
         }
+    }
+
+    pub fn finish(self) -> Vec<u8> {
+        match self {
+            Hasher::Sha1(h) => sha1::Digest::finalize(h).to_vec(),
+            Hasher::Sha256(h) => sha2::Digest::finalize(h).to_vec(),
+        }
+    }
+}
+
+impl Inflated {
+    fn take(&mut self, mut data: &[u8]) -> Result<(), Refusal> {
+        self.hash.update(data);
         while !self.header_done && !data.is_empty() {
             let b = data[0];
             data = &data[1..];
@@ -128,11 +147,7 @@ impl Inflated {
         if size.is_empty() || !size.bytes().all(|b| b.is_ascii_digit()) || size.parse::<u64>() != Ok(self.body) {
             return Err("a loose object's size is not its length");
         }
-        let digest: Vec<u8> = match self.hash {
-            Hasher::Sha1(h) => sha1::Digest::finalize(h).to_vec(),
-            Hasher::Sha256(h) => sha2::Digest::finalize(h).to_vec(),
-        };
-        if hex(&digest) == name { Ok(()) } else { Err("a loose object whose content is not its name") }
+        if hex(&self.hash.finish()) == name { Ok(()) } else { Err("a loose object whose content is not its name") }
     }
 }
 
@@ -182,12 +197,7 @@ pub fn copy_lfs(source: &mut impl Read, dest: &mut impl Write, name: &[u8]) -> R
 /// hexadecimal is `name` (the fan-out directory's two characters and the file's name).
 pub fn copy_loose(source: &mut impl Read, dest: &mut impl Write, name: &[u8], hash: usize) -> Result<(), Failure> {
     let mut inflate = flate2::Decompress::new(true);
-    let mut seen = Inflated {
-        header: Vec::new(),
-        header_done: false,
-        body: 0,
-        hash: if hash == 20 { Hasher::Sha1(sha1::Sha1::default()) } else { Hasher::Sha256(sha2::Sha256::default()) },
-    };
+    let mut seen = Inflated { header: Vec::new(), header_done: false, body: 0, hash: Hasher::new(hash) };
     let mut output = vec![0u8; 64 * 1024];
     let mut ended = false;
     copy_through(source, dest, &mut |mut chunk| {
