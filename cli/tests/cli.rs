@@ -3329,3 +3329,63 @@ fn a_rebase_a_one_shot_run_leaves_runs_nothing_at_the_users_continue() {
     assert!(!continued && !area.ws.join("ran").exists(), "{said}");
     assert!(area.ws.join("fine/.git/rebase-merge").is_dir(), "control: the safe rebase is in progress");
 }
+
+/// A one-shot run's index writes in a host repository keep what git needs, and hide nothing:
+/// a file added and then rewritten within the same second (same size, its mtime dated back) shows
+/// both changes in the user's `git status` once the run has returned (the entry is checked again
+/// at the run's end, before the CLI exits); control: a quick sequence of commits and a
+/// cherry-pick inside the run stops on its conflict as git does outside, without "Your local
+/// changes would be overwritten" (an entry smudged at once made git's sequencer refuse).
+#[test]
+fn a_one_shot_runs_index_hides_a_change_made_within_its_second_from_no_one() {
+    if !sandbox_runs_here("a_one_shot_runs_index_hides_a_change_made_within_its_second_from_no_one") {
+        return;
+    }
+    let area = Area::new();
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .current_dir(&area.ws)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    git(&["init", "-q", "-b", "main"]);
+    for f in ["f", "racy"] {
+        fs::write(area.ws.join(f), "original\n").unwrap();
+    }
+    git(&["add", "."]);
+    git(&["commit", "-qm", "one"]);
+    let script = r#"
+import os, subprocess
+G = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+def git(*a):
+    return subprocess.run(G + list(a), capture_output=True, text=True)
+# The control: a checkout, commits and a cherry-pick that stops on its conflict.
+for step in (["checkout", "-qb", "topic"], ("f", "b\n"), ["commit", "-qam", "b"], ["checkout", "-q", "main"], ("f", "d\n"), ["commit", "-qam", "d"]):
+    if isinstance(step, tuple):
+        open(step[0], "w").write(step[1])
+    else:
+        assert git(*step).returncode == 0, step
+r = git("cherry-pick", "topic")
+print("cherry-pick:", r.returncode, "overwritten" in r.stderr, "CONFLICT" in r.stdout)
+git("cherry-pick", "--abort")
+# The attack: added, then rewritten within the second, dated back both times.
+open("racy", "w").write("CHANGED1\n")
+os.utime("racy", (1700000000, 1700000000))
+git("add", "racy")
+st = os.stat("racy")
+open("racy", "w").write("CHANGED2\n")
+os.utime("racy", ns=(st.st_atime_ns, st.st_mtime_ns))
+print("same second:", int(os.stat("racy").st_ctime) == int(st.st_ctime))
+"#;
+    let o = area.sandbox(&refs(&[os("run"), os("--"), os("python3"), os("-c"), os(script)]));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("cherry-pick: 1 False True"), "{out}");
+    let status = git(&["status", "--porcelain"]);
+    assert!(status.contains("MM racy\n"), "{out}: racy hidden: {status}");
+    assert!(git(&["diff"]).contains("+CHANGED2"), "the second change's content shows");
+}

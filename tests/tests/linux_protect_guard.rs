@@ -2062,8 +2062,9 @@ cd .. && git init -q own && mkdir -p own/.git/rr-cache/x && echo mine > own/.git
     /// A change the workload makes to a host repository's tracked files is never hidden from
     /// the user's `git status` and `git diff` by the index it writes (found on 5 December): git
     /// takes a file whose stat data match its entry for unchanged without reading it, skips an
-    /// entry marked "assume unchanged" or "skip worktree", and builds its next commit's trees
-    /// from the cache tree. Each attack is tried after changing a tracked file; controls: the
+    /// entry marked "assume unchanged" or "skip worktree", builds its next commit's trees from
+    /// the cache tree, and compares whole seconds (a file added, then changed again within the
+    /// second with its mtime set back). Each attack is tried after changing a tracked file; controls: the
     /// workload's own `git add` and `git commit` there, and the marks in its own repository.
     pub fn a_change_to_a_tracked_file_is_never_hidden_by_the_index() {
         let d = TestDirs::new("sbx-guard");
@@ -2071,7 +2072,7 @@ cd .. && git init -q own && mkdir -p own/.git/rr-cache/x && echo mine > own/.git
         let repo = d.ws.join("proj");
         git_in(&d.ws, &["init", "-q", "-b", "main", "proj"]);
         fs::create_dir(repo.join("sub")).unwrap();
-        for f in ["stat", "assume", "skip", "sub/f", "kept"] {
+        for f in ["stat", "assume", "skip", "sub/f", "kept", "racy"] {
             fs::write(repo.join(f), "original\n").unwrap();
         }
         git_in(&repo, &["add", "."]);
@@ -2153,7 +2154,11 @@ attempt([
     ("reftable-replace", lambda: replace_in("rt", tree_rt)),
     ("shallow", lambda: put("proj/.git/shallow", (git("rev-parse", "HEAD") + "\n").encode())),
     ("shallow-renamed", lambda: (put("proj/.git/sh", b"x\n"), os.rename("proj/.git/sh", "proj/.git/shallow"))),
+    # A FIFO for the index: the guard's open of it waited for a writer, and every guarded call
+    # of the run with it.
+    ("index-fifo", lambda: (os.mkfifo("proj/.git/index.lock"), os.rename("proj/.git/index.lock", "proj/.git/index"))),
 ])
+os.unlink("proj/.git/index.lock")
 r = subprocess.run(["git", "-C", "rt", "replace", "-l"], capture_output=True, text=True)
 print("rt-replaced:", repr(r.stdout))
 subprocess.run(["sh", "-c", "git init -q --ref-format=reftable own-rt && cd own-rt && echo a > a && git add a && git -c user.name=t -c user.email=t@t commit -qm a && git replace -f HEAD^{tree} $(git write-tree) && echo own-reftable-ok"], check=True)
@@ -2162,11 +2167,26 @@ with open("proj/kept", "w") as f:
     f.write("committed\n")
 git("add", "kept")
 git("commit", "-qm", "by the run")
+# Within one second: a file changed, dated back (else git, seeing an mtime not before the
+# index's, reads it anyway) and added (git's index write takes its stat data), then changed
+# again to the same size and dated back again: git compares whole seconds.
+with open("proj/racy", "w") as f:
+    f.write("CHANGED1\n")
+os.utime("proj/racy", (1700000000, 1700000000))
+git("add", "racy")
+st = os.stat("proj/racy")
+with open("proj/racy", "w") as f:
+    f.write("CHANGED2\n")
+os.utime("proj/racy", ns=(st.st_atime_ns, st.st_mtime_ns))
+print("racy-same-second:", int(os.stat("proj/racy").st_ctime) == int(st.st_ctime))
 subprocess.run(["sh", "-c", "git init -q own && cd own && echo a > a && git add a && git update-index --assume-unchanged a && git ls-files -v | grep -q '^h a' && echo own-marks-ok"], check=True)
 "##;
         let out = attacks(&d, script);
         assert!(out.contains("own-marks-ok") && out.contains("own-reftable-ok"), "{out}");
-        assert_refused(&out, &["info-exclude", "info-attributes", "info-renamed", "shallow", "shallow-renamed"]);
+        assert_refused(
+            &out,
+            &["info-exclude", "info-attributes", "info-renamed", "shallow", "shallow-renamed", "index-fifo"],
+        );
         assert!(out.contains("rt-replaced: ''\n"), "{out}");
         // The user looks: every change shows, nothing is marked, the cache tree is gone.
         let run = |args: &[&str]| {
@@ -2177,6 +2197,9 @@ subprocess.run(["sh", "-c", "git init -q own && cd own && echo a > a && git add 
         for f in ["stat", "assume", "skip"] {
             assert!(status.contains(&format!(" M {f}\n")), "{f} hidden: {status}");
         }
+        // Added, then changed again within the second: both changes show.
+        assert!(status.contains("MM racy\n"), "racy hidden: {status}");
+        assert!(run(&["diff"]).contains("+CHANGED2"), "the second change's content shows");
         assert!(status.contains("?? sitecustomize.py\n"), "{status}");
         assert!(run(&["diff"]).contains("+CHANGED!"), "the diff shows the content");
         let o = std::process::Command::new("git").args(["show", "HEAD:f"]).current_dir(&rt).output().unwrap();
@@ -2234,23 +2257,31 @@ with open("rs/.git/rebase-merge/strategy", "w") as f:
     f.write("../evil\n")
 with open("rh/.git/rebase-merge/head-name", "w") as f:
     f.write("refs/replace/0123456789012345678901234567890123456789\n")
-# A process the workload leaves behind appends an exec line after the workload has ended.
-subprocess.Popen(["sh", "-c", "sleep 0.5; echo 'exec touch ../ran-rl' >> rl/.git/rebase-merge/git-rebase-todo"], start_new_session=True)
+# A process the workload leaves behind appends an exec line as the workload ends (`rl-go`,
+# made last): between the first process's end and the sweep of the rest.
+subprocess.Popen(["sh", "-c", "while [ ! -e rl-go ]; do :; done; echo 'exec touch ../ran-rl' >> rl/.git/rebase-merge/git-rebase-todo"], start_new_session=True)
 # A cherry-pick of two commits stopped on a conflict, its todo given an exec line.
 sh("cd cp && git checkout -q main && git -c user.name=t -c user.email=t@t cherry-pick topic~1 topic")
 if os.path.exists("cp/.git/sequencer/todo"):
     with open("cp/.git/sequencer/todo", "a") as f:
         f.write("exec touch ../ran-cp\n")
 print("states:", sorted(n for n in ("rx", "rs", "rh", "rl", "ok") if os.path.isdir(n + "/.git/rebase-merge")), os.path.isdir("cp/.git/sequencer"))
+open("rl-go", "w").close()
 "##;
         let out = attacks(&d, script);
         assert!(out.contains("states: ['ok', 'rh', 'rl', 'rs', 'rx'] True"), "{out}");
-        std::thread::sleep(std::time::Duration::from_millis(800));
-        for repo in ["rx", "rs", "rh", "rl"] {
+        for repo in ["rx", "rs", "rh"] {
             let r = d.ws.join(repo);
             assert!(!r.join(".git/rebase-merge").exists(), "{repo}: still in progress");
             assert!(r.join(".git/rebase-merge.refused-by-sandbox").is_dir(), "{repo}: not kept aside");
         }
+        // The process left behind either appended before the sweep ended it (then the state
+        // is moved aside) or did not (then the rebase in progress holds no exec line).
+        let rl = d.ws.join("rl/.git");
+        let todo = fs::read_to_string(rl.join("rebase-merge/git-rebase-todo")).unwrap_or_default();
+        let aside = rl.join("rebase-merge.refused-by-sandbox").is_dir();
+        println!("rl: {}", if aside { "appended, moved aside" } else { "killed before it appended" });
+        assert!(aside || !todo.contains("exec"), "rl: an exec line in a rebase in progress: {todo}");
         assert!(!d.ws.join("cp/.git/sequencer").exists() && d.ws.join("cp/.git/sequencer.refused-by-sandbox").is_dir());
         // The user: continuing runs nothing of the workload's; the safe rebase goes on.
         for repo in ["rx", "rs", "rh", "rl", "cp"] {

@@ -41,7 +41,7 @@ mod index;
 mod object;
 mod resolve;
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use nix::errno::Errno;
@@ -358,6 +358,12 @@ pub struct Staging(Arc<std::sync::Mutex<StagingInner>>);
 struct StagingInner {
     staged: Vec<Staged>,
     operations: Vec<Operation>,
+    /// Indexes put in place with entries to check again ([`RacyIndex`]).
+    racy: Vec<RacyIndex>,
+    /// Whether [`Staging::finish`] ran: nothing is checked again after.
+    finished: bool,
+    /// Indexes being placed now ([`Staging::begin_placing`]).
+    placing: usize,
 }
 
 /// An operation's state directory the run made in a foreign git directory: the git directory
@@ -410,6 +416,7 @@ impl Staging {
     /// process left behind wrote in between is checked too.
     pub fn finish(&self, guard: &CreationGuard) {
         self.publish(guard);
+        self.recheck(guard, true);
         let inner = self.lock();
         for op in &inner.operations {
             // Ended (or moved: the run cannot move it into a git directory again).
@@ -443,7 +450,64 @@ impl Staging {
     }
 
     fn is_empty(&self) -> bool {
-        self.lock().staged.is_empty()
+        let inner = self.lock();
+        inner.staged.is_empty() && inner.racy.is_empty()
+    }
+
+    /// An index is being placed (its entries to check again come in [`Staging::end_placing`]):
+    /// false once the run is over (nothing would check them again).
+    fn begin_placing(&self) -> bool {
+        let mut inner = self.lock();
+        if inner.finished {
+            return false;
+        }
+        inner.placing += 1;
+        true
+    }
+
+    /// The placing begun by [`Staging::begin_placing`] is done: `index`, with entries to check
+    /// again ([`RacyIndex`]), recorded; checked at once (their second waited out) when
+    /// [`MAX_STAGED`] are recorded.
+    fn end_placing(&self, guard: &CreationGuard, index: Option<RacyIndex>) {
+        let mut inner = self.lock();
+        if let Some(index) = index {
+            if inner.racy.len() < MAX_STAGED {
+                inner.racy.push(index);
+            } else {
+                index.recheck(guard, true);
+            }
+        }
+        inner.placing -= 1;
+    }
+
+    /// Checks again the recorded indexes whose entries' seconds are over ([`RacyIndex::recheck`]);
+    /// with `wait`, every one, after waiting out their seconds (at most one second in all): when
+    /// the run is over, before its outcome is told (an index a host `git` reads after the run
+    /// hides nothing, whatever another process does to the files within the second).
+    ///
+    /// The lock is held throughout: a one-shot run's init, which ends the run's namespace once
+    /// this returns, waits here for a check the guard's thread is making.
+    fn recheck(&self, guard: &CreationGuard, wait: bool) {
+        let mut inner = self.lock();
+        if wait {
+            // No placing begins now; one under way ends first (its entries are recorded then).
+            inner.finished = true;
+            while inner.placing > 0 {
+                drop(inner);
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                inner = self.lock();
+            }
+        }
+        if inner.racy.is_empty() {
+            return;
+        }
+        let now = now_secs();
+        let (due, later): (Vec<RacyIndex>, _) =
+            std::mem::take(&mut inner.racy).into_iter().partition(|r| wait || r.until() < now);
+        inner.racy = later;
+        for index in &due {
+            index.recheck(guard, wait);
+        }
     }
 
     /// Adds `s`; the oldest goes, published a last time, when [`MAX_STAGED`] are there.
@@ -901,6 +965,7 @@ fn handle(
 ) -> Outcome {
     if !staging.is_empty() {
         staging.publish(guard);
+        staging.recheck(guard, false);
     }
     let Some(call) = decode(libc::c_long::from(req.data.nr), &req.data.args) else {
         return Outcome::Answer(Answer::Error(Errno::ENOSYS));
@@ -1269,6 +1334,31 @@ impl Guard<'_> {
     /// without reading it, nor an "assume unchanged" or "skip worktree" mark the host had not
     /// set, and no cache tree, untracked cache or fsmonitor record of the run's comes along.
     fn place_index(&self, o: &Parent, n: &Parent, hash: usize) -> Result<(), Errno> {
+        // Entries whose files changed within the second they were read are kept, and checked
+        // again once it is over (`entry_verdict`), unless the run is over: nothing would check
+        // them then (a process left behind after a one-shot run's first ended).
+        let deferred = self.staging.begin_placing();
+        let placed = self.place_index_with(o, n, hash, deferred);
+        if deferred {
+            let (placed, racy) = match placed {
+                Ok(racy) => (Ok(()), racy),
+                Err(e) => (Err(e), None),
+            };
+            self.staging.end_placing(self.guard, racy);
+            return placed;
+        }
+        placed.map(|_| ())
+    }
+
+    /// [`Guard::place_index`]'s work: the index placed, and its entries to check again where
+    /// `deferred` (else the second is waited out before an entry is kept).
+    fn place_index_with(
+        &self,
+        o: &Parent,
+        n: &Parent,
+        hash: usize,
+        deferred: bool,
+    ) -> Result<Option<RacyIndex>, Errno> {
         let old = notify::open_at(
             Some(n.dir.as_fd()),
             &cstr(&n.name)?,
@@ -1290,12 +1380,22 @@ impl Guard<'_> {
             notify::open_at(None, &path, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0).ok()
         });
         let top = tree.as_ref().and_then(|t| real_path(t.as_fd()).ok());
-        let mut waited = false;
+        // Taken before anything is placed: a kept entry is always checked again.
+        let git = if deferred { Some(n.dir.try_clone().map_err(|_| Errno::EIO)?) } else { None };
+        let mut racy = Vec::new();
         let mut honest = |name: &[u8], mode: u32, stat: &[u8], oid: &[u8]| match (&tree, &top) {
-            (Some(t), Some(top)) => entry_verdict(self.guard, (t.as_fd(), top), (name, mode, stat, oid), &mut waited),
+            (Some(t), Some(top)) => {
+                entry_verdict(self.guard, (t.as_fd(), top), (name, mode, stat, oid), deferred.then_some(&mut racy))
+            }
             _ => index::Verdict::Smudge,
         };
-        self.place_checked(o, n, MAX_INDEX, &mut |data| index::sanitize(&data, old.as_deref(), hash, &mut honest))
+        self.place_checked(o, n, MAX_INDEX, &mut |data| index::sanitize(&data, old.as_deref(), hash, &mut honest))?;
+        Ok(match (racy.is_empty(), git, tree, top) {
+            (false, Some(git), Some(tree), Some(top)) => {
+                Some(RacyIndex { git, name: n.name.clone(), tree, top, hash, entries: racy })
+            }
+            _ => None,
+        })
     }
 
     /// A rename of `o` onto a foreign `sequencer/opts` ([`Guard::foreign_sequencer_opts`]): no
@@ -2448,95 +2548,95 @@ fn work_tree_of(git: &std::path::Path) -> Option<std::path::PathBuf> {
     None
 }
 
+/// The file of the index entry `name` (mode `mode`) beneath the work tree `tree` (open, and its
+/// real path `top`): beneath it by the way it was reached (a symlink on the way may lead
+/// anywhere, `/proc/<pid>/fd/N` to a descriptor) and not denied to the run; its `O_PATH`
+/// handle, and for a regular file a handle open for reading whose dirty pages are written out,
+/// so that a write through a shared mapping made before is a new change with a new ctime, not
+/// a silent one (red team AE, 5 December: a page kept dirty took later writes without any time
+/// changing).
+fn entry_file(
+    guard: &CreationGuard,
+    (tree, top): (BorrowedFd<'_>, &std::path::Path),
+    name: &[u8],
+    mode: u32,
+) -> Option<(OwnedFd, Option<std::fs::File>)> {
+    let name = cstr(name).ok()?;
+    let object = notify::open_at(Some(tree), &name, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0).ok()?;
+    let at = real_path(object.as_fd()).ok()?;
+    if !at.starts_with(top) || guard.denies(&at) {
+        return None;
+    }
+    if mode & 0o170_000 == 0o120_000 {
+        return Some((object, None));
+    }
+    let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes()).ok()?;
+    let file =
+        std::fs::File::from(notify::open_at(None, &via, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC, 0).ok()?);
+    crate::sys::write_out(file.as_fd()).ok()?;
+    Some((object, Some(file)))
+}
+
+/// The stat data of the file `handle` (a symlink's where `link`) where they are, as git
+/// records them, the entry's `stat` (its 40 bytes; nanoseconds compared where recorded).
+fn stat_matching(handle: RawFd, link: bool, stat: &[u8]) -> Option<libc::stat> {
+    let field = |i: usize| u32::from_be_bytes([stat[4 * i], stat[4 * i + 1], stat[4 * i + 2], stat[4 * i + 3]]);
+    let st = nix::sys::stat::fstat(handle).ok()?;
+    let kind = st.st_mode & libc::S_IFMT;
+    if kind != if link { libc::S_IFLNK } else { libc::S_IFREG } {
+        return None;
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "git keeps the low 32 bits")]
+    let now = [
+        st.st_ctime as u32,
+        st.st_ctime_nsec as u32,
+        st.st_mtime as u32,
+        st.st_mtime_nsec as u32,
+        st.st_dev as u32,
+        st.st_ino as u32,
+        0,
+        st.st_uid,
+        st.st_gid,
+        st.st_size as u32,
+    ];
+    (0..10).all(|i| i == 6 || field(i) == now[i] || ((i == 1 || i == 3) && field(i) == 0)).then_some(st)
+}
+
+/// The current second since the epoch.
+fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs()
+}
+
 /// What becomes of an index entry the run changed ([`index::Verdict`]): kept only where the file
-/// `name` beneath the work tree `tree` (open, and its real path; the file's real path beneath
-/// it, not denied to the run) has the entry's stat data `stat` (as git records them: the
-/// nanoseconds where recorded) and mode `mode`, a content whose blob's name is `oid`, and a
-/// status (ctime, which no call sets at will) that last changed in an earlier second than the
-/// guard's reading: git compares whole seconds, so a second change within the same second
-/// (its mtime set back) would leave every field git looks at as it was (red team AE, 5
-/// December). A file changed within the current second is read once the second is over (the
-/// guard waits at most once per index: `waited`). Its dirty pages are written out first, so
-/// that a write through a shared mapping made before is a new change with a new ctime, not a
-/// silent one (AE again: a page kept dirty took later writes without any time changing).
+/// `name` ([`entry_file`]) has the entry's stat data `stat` (as git records them: the
+/// nanoseconds where recorded) and mode `mode`, and a content whose blob's name is `oid`.
+///
+/// git compares whole seconds, so a second change within the second the file last changed
+/// (its status, ctime, which no call sets at will), its mtime set back, would leave every field
+/// git looks at as it was (red team AE, 5 December). Such an entry is kept now and added to
+/// `racy` (with its second), and checked again once that second is over
+/// ([`RacyIndex::recheck`]): smudged then if its file changed since. Where nothing will check
+/// it again (`racy` is `None`: the run is over), the second is waited out here. (Until 5 December the
+/// guard waited out the second here, up to a second per index write; smudging at once instead
+/// has git take the file for changed where it does not refresh first: a `git cherry-pick` right
+/// after a commit failed with "Your local changes would be overwritten".)
 fn entry_verdict(
     guard: &CreationGuard,
     (tree, top): (BorrowedFd<'_>, &std::path::Path),
     entry: (&[u8], u32, &[u8], &[u8]),
-    waited: &mut bool,
+    racy: Option<&mut Vec<Racy>>,
 ) -> index::Verdict {
     use index::Verdict::{Keep, Smudge};
     let (name, mode, stat, oid) = entry;
-    let field = |i: usize| u32::from_be_bytes([stat[4 * i], stat[4 * i + 1], stat[4 * i + 2], stat[4 * i + 3]]);
-    let Ok(name) = cstr(name) else { return Smudge };
-    let Ok(object) = notify::open_at(Some(tree), &name, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0) else {
-        return Smudge;
-    };
-    // Beneath the work tree, by the way it was reached (a symlink on the way may lead
-    // anywhere, `/proc/<pid>/fd/N` to a descriptor), and not denied to the run.
-    let Ok(at) = real_path(object.as_fd()) else { return Smudge };
-    if !at.starts_with(top) || guard.denies(&at) {
-        return Smudge;
-    }
     let link = mode & 0o170_000 == 0o120_000;
-    let file = if link {
-        None
-    } else {
-        let Ok(via) = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes()) else { return Smudge };
-        match notify::open_at(None, &via, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC, 0) {
-            Ok(f) => Some(std::fs::File::from(f)),
-            Err(_) => return Smudge,
-        }
-    };
+    let Some((object, file)) = entry_file(guard, (tree, top), name, mode) else { return Smudge };
     let handle = file.as_ref().map_or(object.as_raw_fd(), AsRawFd::as_raw_fd);
-    if file.as_ref().is_some_and(|f| crate::sys::write_out(f.as_fd()).is_err()) {
-        return Smudge;
-    }
-    let now_secs = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
-    // The file's stat data as git records them, where they are the entry's.
-    let matching = || -> Option<libc::stat> {
-        let st = nix::sys::stat::fstat(handle).ok()?;
-        let kind = st.st_mode & libc::S_IFMT;
-        if kind != if link { libc::S_IFLNK } else { libc::S_IFREG } {
-            return None;
-        }
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "git keeps the low 32 bits")]
-        let now = [
-            st.st_ctime as u32,
-            st.st_ctime_nsec as u32,
-            st.st_mtime as u32,
-            st.st_mtime_nsec as u32,
-            st.st_dev as u32,
-            st.st_ino as u32,
-            0,
-            st.st_uid,
-            st.st_gid,
-            st.st_size as u32,
-        ];
-        (0..10).all(|i| i == 6 || field(i) == now[i] || ((i == 1 || i == 3) && field(i) == 0)).then_some(st)
-    };
-    let Some(mut st) = matching() else { return Smudge };
-    if u64::try_from(st.st_ctime).unwrap_or(u64::MAX) >= now_secs() {
-        if *waited {
-            return Smudge;
-        }
-        *waited = true;
-        let into = std::time::Duration::from_nanos(u64::from(
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos(),
-        ));
-        std::thread::sleep(
-            std::time::Duration::from_secs(1).saturating_sub(into) + std::time::Duration::from_millis(5),
-        );
-        st = match matching() {
-            Some(st) if u64::try_from(st.st_ctime).unwrap_or(u64::MAX) < now_secs() => st,
-            _ => return Smudge,
-        };
-    }
+    let Some(st) = stat_matching(handle, link, stat) else { return Smudge };
     // The blob's header, then its content: the link's target, or the file read in pieces (a
     // large file is never held whole).
     let mut hasher = object::Hasher::new(oid.len());
     let mut feed = |data: &[u8]| hasher.update(data);
-    // (`file` stays open until the last `matching`: `handle` is its number.)
+    // (`file` stays open until the last `stat_matching`: `handle` is its number.)
     match &file {
         None => {
             let Ok(target) = nix::fcntl::readlinkat(Some(object.as_raw_fd()), "") else { return Smudge };
@@ -2568,14 +2668,144 @@ fn entry_verdict(
     }
     let digest = hasher.finish();
     // Unchanged while it was read (a change then has a new ctime, in this second or later).
-    let after = matching();
+    let after = stat_matching(handle, link, stat);
     let same = after.is_some_and(|a| (a.st_ctime, a.st_ctime_nsec) == (st.st_ctime, st.st_ctime_nsec));
-    if digest == oid && same { Keep } else { Smudge }
+    if digest != oid || !same {
+        return Smudge;
+    }
+    let second = u64::try_from(st.st_ctime).unwrap_or(u64::MAX);
+    if second < now_secs() {
+        return Keep;
+    }
+    match racy {
+        Some(racy) => racy.push(Racy {
+            name: name.to_vec(),
+            mode,
+            record: [stat, oid].concat(),
+            second,
+            ctime: (st.st_ctime, st.st_ctime_nsec),
+        }),
+        // Nothing checks it again: the second is waited out here (a second at most), and the
+        // file must be as it was read.
+        None => {
+            wait_out(second);
+            let again = stat_matching(handle, link, stat);
+            if now_secs() <= second
+                || again.is_none_or(|a| (a.st_ctime, a.st_ctime_nsec) != (st.st_ctime, st.st_ctime_nsec))
+            {
+                return Smudge;
+            }
+        }
+    }
+    Keep
 }
 
-/// `o` opened for reading, not followed (a symlink: EACCES).
+/// Waits until the second `second` is over, where it is the current one or the next.
+fn wait_out(second: u64) {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    if now.as_secs() <= second && second <= now.as_secs() + 1 {
+        let over = std::time::Duration::from_secs(second.saturating_add(1));
+        std::thread::sleep(over.saturating_sub(now) + std::time::Duration::from_millis(5));
+    }
+}
+
+/// An index entry [`entry_verdict`] kept although its file last changed within the second it
+/// was read: its name, mode, record (stat data and object name), that second, and the file's
+/// ctime as read (to the nanosecond, which the record may lack).
+struct Racy {
+    name: Vec<u8>,
+    mode: u32,
+    record: Vec<u8>,
+    second: u64,
+    ctime: (i64, i64),
+}
+
+/// An index put in place in a foreign git directory with [`Racy`] entries, to check again once
+/// their seconds are over: the git directory (an `O_PATH` handle), the index's name there, the
+/// work tree (an `O_PATH` handle and its real path) and the object names' length.
+struct RacyIndex {
+    git: OwnedFd,
+    name: Vec<u8>,
+    tree: OwnedFd,
+    top: std::path::PathBuf,
+    hash: usize,
+    entries: Vec<Racy>,
+}
+
+impl RacyIndex {
+    /// The last second in which one of the entries' files changed.
+    fn until(&self) -> u64 {
+        self.entries.iter().map(|e| e.second).max().unwrap_or(0)
+    }
+
+    /// Smudges, in the index now at the name, every entry that still has the record kept and
+    /// whose file no longer has those stat data and the ctime read, to the nanosecond (changed
+    /// since it was read),
+    /// or whose second is not over yet (`now_secs() <= until`, after a wait of at most a second
+    /// when `wait`). An entry whose file is unchanged, its second over, is as git would keep
+    /// it: a later change has a later ctime second.
+    fn recheck(&self, guard: &CreationGuard, wait: bool) {
+        let until = self.until();
+        if wait {
+            wait_out(until);
+        }
+        let over = now_secs() > until;
+        let Ok(name) = cstr(&self.name) else { return };
+        let Ok(fd) = notify::open_at(
+            Some(self.git.as_fd()),
+            &name,
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            0,
+        ) else {
+            return;
+        };
+        let mut file = std::fs::File::from(fd);
+        let Ok(st) = nix::sys::stat::fstat(file.as_raw_fd()) else { return };
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size > MAX_INDEX {
+            return;
+        }
+        let mut data = Vec::new();
+        if std::io::Read::read_to_end(&mut file, &mut data).is_err() {
+            return;
+        }
+        let kept: std::collections::HashMap<&[u8], &Racy> =
+            self.entries.iter().map(|e| (e.name.as_slice(), e)).collect();
+        let mut changed = |entry: &[u8], mode: u32, record: &[u8]| {
+            let Some(r) = kept.get(entry) else { return false };
+            if r.record != record || r.mode != mode {
+                return false;
+            }
+            if !over {
+                return true;
+            }
+            let link = mode & 0o170_000 == 0o120_000;
+            let Some((object, file)) = entry_file(guard, (self.tree.as_fd(), &self.top), entry, mode) else {
+                return true;
+            };
+            let handle = file.as_ref().map_or(object.as_raw_fd(), AsRawFd::as_raw_fd);
+            stat_matching(handle, link, &record[..40]).is_none_or(|st| (st.st_ctime, st.st_ctime_nsec) != r.ctime)
+        };
+        let out = match index::smudge(&data, self.hash, &mut changed) {
+            Ok(Some(out)) => out,
+            Ok(None) => return,
+            Err(why) => {
+                tracing::debug!(why, "an index to check again could not be read");
+                return;
+            }
+        };
+        let Ok(dir) = self.git.try_clone() else { return };
+        let at = Parent { dir, name: self.name.clone(), slash: false };
+        let written = put_copy(&at, &st, false, &mut |f| std::io::Write::write_all(f, &out).map_err(|_| Errno::EIO));
+        tracing::debug!(written = written.is_ok(), "an index entry changed within its second was smudged");
+    }
+}
+
+/// `o` opened for reading, not followed (a symlink: EACCES), and without waiting (a FIFO's
+/// open waits for a writer: the guard's thread, and the run's end that waits for an index
+/// being placed, would wait for ever; its callers take only regular files).
 fn open_source(o: &Parent) -> Result<OwnedFd, Errno> {
-    notify::open_at(Some(o.dir.as_fd()), &cstr(&o.name)?, libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+    notify::open_at(Some(o.dir.as_fd()), &cstr(&o.name)?, flags, 0)
         .map_err(|e| if e == Errno::ELOOP { Errno::EACCES } else { e })
 }
 

@@ -204,6 +204,8 @@ pub enum Verdict {
 ///   sparse index's directory entry only where `old` had it as it is (else refused);
 /// - the [`DROPPED`] extensions are left out, every other is kept;
 /// - the checksum is computed again (all zero where it was: `index.skipHash`).
+///
+/// (`out` starts as `new`'s entries and is rewritten in place: no entry moves.)
 pub fn sanitize(new: &[u8], old: Option<&[u8]>, hash: usize, honest: &mut Honest<'_>) -> Result<Vec<u8>, Refusal> {
     check(new, hash)?;
     let parsed = parse(new, hash)?;
@@ -253,15 +255,25 @@ pub fn sanitize(new: &[u8], old: Option<&[u8]>, hash: usize, honest: &mut Honest
         if !smudged && prev.is_none_or(|p| p.0 != record) {
             match honest(&e.name, mode, &record[..40], &record[40..]) {
                 Verdict::Keep => {}
-                Verdict::Smudge => {
-                    // ctime and mtime (seconds and nanoseconds), and the size.
-                    out[e.at..e.at + 16].fill(0);
-                    out[e.at + 36..e.at + 40].fill(0);
-                }
+                Verdict::Smudge => smudge_entry(&mut out, e.at),
             }
         }
     }
-    let mut r = Reader { data: new, at: parsed.end };
+    seal(new, parsed.end, out, hash)
+}
+
+/// Zeroes an entry's times and size (git's own smudge of a racily clean entry).
+fn smudge_entry(out: &mut [u8], at: usize) {
+    // ctime and mtime (seconds and nanoseconds), and the size.
+    out[at..at + 16].fill(0);
+    out[at + 36..at + 40].fill(0);
+}
+
+/// `out` (the entries of `new`, rewritten; they end at `end` in both) with `new`'s extensions
+/// but the [`DROPPED`] ones, and the checksum computed again (all zero where it was:
+/// `index.skipHash`).
+fn seal(new: &[u8], end: usize, mut out: Vec<u8>, hash: usize) -> Result<Vec<u8>, Refusal> {
+    let mut r = Reader { data: new, at: end };
     while new.len().saturating_sub(r.at) > hash {
         let at = r.at;
         let signature = r.take(4)?;
@@ -282,6 +294,36 @@ pub fn sanitize(new: &[u8], old: Option<&[u8]>, hash: usize, honest: &mut Honest
         out.extend_from_slice(&digest);
     }
     Ok(out)
+}
+
+/// Whether an entry changed, given its name, mode and record (stat data and object name).
+pub type Changed<'a> = dyn FnMut(&[u8], u32, &[u8]) -> bool + 'a;
+
+/// The index `data` with every entry `changed` names smudged (at stage 0, a file or symlink not
+/// smudged already; `changed` is given its name, mode and record: stat data and object name),
+/// the [`DROPPED`] extensions left out and the checksum computed again; `None` when no entry
+/// was smudged (nothing to write). For the entries [`sanitize`] kept although their files had
+/// changed within the second it read them, checked again once that second is over.
+pub fn smudge(data: &[u8], hash: usize, changed: &mut Changed<'_>) -> Result<Option<Vec<u8>>, Refusal> {
+    check(data, hash)?;
+    let parsed = parse(data, hash)?;
+    let mut out = data[..parsed.end].to_vec();
+    let mut any = false;
+    for e in &parsed.entries {
+        let mode = mode_of(data, e);
+        if e.flags & STAGE != 0 || mode & TYPE_BITS == GITLINK || mode == SPARSE_DIRECTORY {
+            continue;
+        }
+        let record = &data[e.at..e.at + 40 + hash];
+        if record[36..40] != [0; 4] && changed(&e.name, mode, record) {
+            smudge_entry(&mut out, e.at);
+            any = true;
+        }
+    }
+    if !any {
+        return Ok(None);
+    }
+    seal(data, parsed.end, out, hash).map(Some)
 }
 
 /// The mode of a sparse index's directory entry.
@@ -440,6 +482,43 @@ mod tests {
         let digest = <sha1::Sha1 as sha1::Digest>::digest(&out);
         out.extend_from_slice(&digest);
         out
+    }
+
+    #[test]
+    fn a_second_look_smudges_only_the_entries_it_names() {
+        let stage = 0x1000;
+        let data = index_with(&["a", "b", "c", "d"], &[0x11, 0x22, 0x33, 0x44], &[0, 0, stage, 0], &[(b"TREE", b"x")]);
+        // Nothing named: nothing to write.
+        assert_eq!(smudge(&data, 20, &mut |_, _, _| false), Ok(None));
+        let mut asked = Vec::new();
+        let out = smudge(&data, 20, &mut |name, mode, record| {
+            asked.push(name.to_vec());
+            assert_eq!(mode, 0o100_644);
+            assert_eq!(record.len(), 60);
+            name == b"b" || name == b"c"
+        })
+        .unwrap()
+        .unwrap();
+        // A conflict's stage is not asked about (git always shows it).
+        assert_eq!(asked, [b"a".to_vec(), b"b".to_vec(), b"d".to_vec()]);
+        assert_eq!(check(&out, 20), Ok(()));
+        // b's times and size zeroed, its dev, ino, mode, uid and gid kept; the cache tree gone.
+        let want = index_with(&["a", "b", "c", "d"], &[0x11, 0x22, 0x33, 0x44], &[0, 0, stage, 0], &[]);
+        let mut want = want[..want.len() - 20].to_vec();
+        want[76..92].fill(0);
+        want[112..116].fill(0);
+        let digest = <sha1::Sha1 as sha1::Digest>::digest(&want);
+        want.extend_from_slice(&digest);
+        assert_eq!(out, want);
+        // Smudged already (a size of 0): not asked again.
+        let mut again = Vec::new();
+        let _ = smudge(&out, 20, &mut |name, _, _| {
+            again.push(name.to_vec());
+            false
+        });
+        assert_eq!(again, [b"a".to_vec(), b"d".to_vec()]);
+        // A broken index: refused, nothing written.
+        assert!(smudge(&data[..data.len() - 1], 20, &mut |_, _, _| true).is_err());
     }
 
     #[test]
