@@ -3335,7 +3335,8 @@ fn a_rebase_a_one_shot_run_leaves_runs_nothing_at_the_users_continue() {
 /// both changes in the user's `git status` once the run has returned (the entry is checked again
 /// at the run's end, before the CLI exits); control: a quick sequence of commits and a
 /// cherry-pick inside the run stops on its conflict as git does outside, without "Your local
-/// changes would be overwritten" (an entry smudged at once made git's sequencer refuse).
+/// changes would be overwritten" (an entry smudged at once made git's sequencer refuse). The
+/// workload leaves git's `index.lock` behind: the check does not wait for it.
 #[test]
 fn a_one_shot_runs_index_hides_a_change_made_within_its_second_from_no_one() {
     if !sandbox_runs_here("a_one_shot_runs_index_hides_a_change_made_within_its_second_from_no_one") {
@@ -3380,6 +3381,8 @@ st = os.stat("racy")
 open("racy", "w").write("CHANGED2\n")
 os.utime("racy", ns=(st.st_atime_ns, st.st_mtime_ns))
 print("same second:", int(os.stat("racy").st_ctime) == int(st.st_ctime))
+# git's lock on the index, left behind: the check at the end does not wait for it.
+open(".git/index.lock", "w").close()
 "#;
     let o = area.sandbox(&refs(&[os("run"), os("--"), os("python3"), os("-c"), os(script)]));
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -3388,4 +3391,6 @@ print("same second:", int(os.stat("racy").st_ctime) == int(st.st_ctime))
     let status = git(&["status", "--porcelain"]);
     assert!(status.contains("MM racy\n"), "{out}: racy hidden: {status}");
     assert!(git(&["diff"]).contains("+CHANGED2"), "the second change's content shows");
+    // The lock is the workload's: left as it was (empty), not taken or removed.
+    assert_eq!(fs::read(area.ws.join(".git/index.lock")).unwrap(), b"");
 }

@@ -2199,6 +2199,7 @@ subprocess.run(["sh", "-c", "git init -q own && cd own && echo a > a && git add 
         }
         // Added, then changed again within the second: both changes show.
         assert!(status.contains("MM racy\n"), "racy hidden: {status}");
+        assert!(!repo.join(".git/index.lock").exists(), "the check took git's lock and let it go");
         assert!(run(&["diff"]).contains("+CHANGED2"), "the second change's content shows");
         assert!(status.contains("?? sitecustomize.py\n"), "{status}");
         assert!(run(&["diff"]).contains("+CHANGED!"), "the diff shows the content");

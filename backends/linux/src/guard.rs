@@ -2751,23 +2751,88 @@ impl RacyIndex {
         }
         let over = now_secs() > until;
         let Ok(name) = cstr(&self.name) else { return };
-        let Ok(fd) = notify::open_at(
-            Some(self.git.as_fd()),
-            &name,
-            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
-            0,
-        ) else {
+        // git's own lock on the index, taken as git takes it, so that an index a host `git`
+        // writes meanwhile is neither lost nor read half-changed; one held for long (a lock the
+        // workload left) is not waited for: the index is rewritten without it then.
+        let Ok(lock_name) = cstr(&[self.name.as_slice(), b".lock"].concat()) else { return };
+        let lock_flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        let mut lock = None;
+        for _ in 0..20 {
+            match notify::open_at(Some(self.git.as_fd()), &lock_name, lock_flags, 0o644) {
+                Ok(fd) => {
+                    lock = Some(std::fs::File::from(fd));
+                    break;
+                }
+                Err(Errno::EEXIST) => std::thread::sleep(std::time::Duration::from_millis(5)),
+                Err(_) => break,
+            }
+        }
+        let unlock = || {
+            let _ = nix::unistd::unlinkat(
+                Some(self.git.as_raw_fd()),
+                lock_name.as_c_str(),
+                nix::unistd::UnlinkatFlags::NoRemoveDir,
+            );
+        };
+        let Some((st, out)) = self.smudged(guard, &name, over) else {
+            if lock.is_some() {
+                unlock();
+            }
             return;
         };
+        let written = match lock {
+            Some(mut file) => {
+                let times = [
+                    nix::sys::time::TimeSpec::new(st.st_atime, st.st_atime_nsec),
+                    nix::sys::time::TimeSpec::new(st.st_mtime, st.st_mtime_nsec),
+                ];
+                let done = std::io::Write::write_all(&mut file, &out)
+                    .map_err(|_| Errno::EIO)
+                    .and_then(|()| {
+                        nix::sys::stat::fchmod(file.as_raw_fd(), Mode::from_bits_truncate(st.st_mode & 0o777))
+                    })
+                    .and_then(|()| nix::sys::stat::futimens(file.as_raw_fd(), &times[0], &times[1]))
+                    .and_then(|()| {
+                        nix::fcntl::renameat(
+                            Some(self.git.as_raw_fd()),
+                            lock_name.as_c_str(),
+                            Some(self.git.as_raw_fd()),
+                            name.as_c_str(),
+                        )
+                    });
+                if done.is_err() {
+                    unlock();
+                }
+                done
+            }
+            None => match self.git.try_clone() {
+                Ok(dir) => {
+                    let at = Parent { dir, name: self.name.clone(), slash: false };
+                    put_copy(&at, &st, false, &mut |f| std::io::Write::write_all(f, &out).map_err(|_| Errno::EIO))
+                }
+                Err(_) => Err(Errno::EMFILE),
+            },
+        };
+        tracing::debug!(written = written.is_ok(), "an index entry changed within its second was smudged");
+    }
+
+    /// The index now at `name` (its stat, and its content with the entries [`RacyIndex::recheck`]
+    /// smudges smudged; `over`: whether their second is over), where any is to be smudged.
+    fn smudged(&self, guard: &CreationGuard, name: &std::ffi::CStr, over: bool) -> Option<(libc::stat, Vec<u8>)> {
+        let fd = notify::open_at(
+            Some(self.git.as_fd()),
+            name,
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            0,
+        )
+        .ok()?;
         let mut file = std::fs::File::from(fd);
-        let Ok(st) = nix::sys::stat::fstat(file.as_raw_fd()) else { return };
+        let st = nix::sys::stat::fstat(file.as_raw_fd()).ok()?;
         if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size > MAX_INDEX {
-            return;
+            return None;
         }
         let mut data = Vec::new();
-        if std::io::Read::read_to_end(&mut file, &mut data).is_err() {
-            return;
-        }
+        std::io::Read::read_to_end(&mut file, &mut data).ok()?;
         let kept: std::collections::HashMap<&[u8], &Racy> =
             self.entries.iter().map(|e| (e.name.as_slice(), e)).collect();
         let mut changed = |entry: &[u8], mode: u32, record: &[u8]| {
@@ -2785,18 +2850,14 @@ impl RacyIndex {
             let handle = file.as_ref().map_or(object.as_raw_fd(), AsRawFd::as_raw_fd);
             stat_matching(handle, link, &record[..40]).is_none_or(|st| (st.st_ctime, st.st_ctime_nsec) != r.ctime)
         };
-        let out = match index::smudge(&data, self.hash, &mut changed) {
-            Ok(Some(out)) => out,
-            Ok(None) => return,
+        match index::smudge(&data, self.hash, &mut changed) {
+            Ok(Some(out)) => Some((st, out)),
+            Ok(None) => None,
             Err(why) => {
                 tracing::debug!(why, "an index to check again could not be read");
-                return;
+                None
             }
-        };
-        let Ok(dir) = self.git.try_clone() else { return };
-        let at = Parent { dir, name: self.name.clone(), slash: false };
-        let written = put_copy(&at, &st, false, &mut |f| std::io::Write::write_all(f, &out).map_err(|_| Errno::EIO));
-        tracing::debug!(written = written.is_ok(), "an index entry changed within its second was smudged");
+        }
     }
 }
 
