@@ -2072,7 +2072,7 @@ cd .. && git init -q own && mkdir -p own/.git/rr-cache/x && echo mine > own/.git
         let repo = d.ws.join("proj");
         git_in(&d.ws, &["init", "-q", "-b", "main", "proj"]);
         fs::create_dir(repo.join("sub")).unwrap();
-        for f in ["stat", "assume", "skip", "sub/f", "kept", "racy"] {
+        for f in ["stat", "assume", "skip", "sub/f", "kept", "racy", "lag"] {
             fs::write(repo.join(f), "original\n").unwrap();
         }
         git_in(&repo, &["add", "."]);
@@ -2156,9 +2156,17 @@ attempt([
     ("shallow-renamed", lambda: (put("proj/.git/sh", b"x\n"), os.rename("proj/.git/sh", "proj/.git/shallow"))),
     # A FIFO for the index: the guard's open of it waited for a writer, and every guarded call
     # of the run with it.
-    ("index-fifo", lambda: (os.mkfifo("proj/.git/index.lock"), os.rename("proj/.git/index.lock", "proj/.git/index"))),
+    # (The FIFO made outside: none is made in a git directory.)
+    ("index-fifo", lambda: (os.mkfifo("proj/il"), os.rename("proj/il", "proj/.git/index"))),
+    # A FIFO under a name git opens: the user's `git status` waited for ever (red team AG).
+    ("head-fifo", lambda: (os.mkfifo("proj/x.lock"), os.rename("proj/x.lock", "proj/.git/ORIG_HEAD"))),
+    ("ref-fifo", lambda: os.mkfifo("proj/.git/refs/heads/fifo")),
+    ("fifo-linked", lambda: (os.mkfifo("proj/ff"), os.link("proj/ff", "proj/.git/FETCH_HEAD"))),
+    ("fifo-in-dir", lambda: (os.mkdir("proj/dd"), os.mkfifo("proj/dd/x"), os.rename("proj/dd", "proj/.git/refs/heads/dd"))),
 ])
-os.unlink("proj/.git/index.lock")
+for leftover in ("proj/il", "proj/x.lock", "proj/ff", "proj/dd/x"):
+    os.unlink(leftover)
+os.rmdir("proj/dd")
 r = subprocess.run(["git", "-C", "rt", "replace", "-l"], capture_output=True, text=True)
 print("rt-replaced:", repr(r.stdout))
 subprocess.run(["sh", "-c", "git init -q --ref-format=reftable own-rt && cd own-rt && echo a > a && git add a && git -c user.name=t -c user.email=t@t commit -qm a && git replace -f HEAD^{tree} $(git write-tree) && echo own-reftable-ok"], check=True)
@@ -2179,13 +2187,62 @@ with open("proj/racy", "w") as f:
     f.write("CHANGED2\n")
 os.utime("proj/racy", ns=(st.st_atime_ns, st.st_mtime_ns))
 print("racy-same-second:", int(os.stat("proj/racy").st_ctime) == int(st.st_ctime))
+# The same, the second rewrite made once the clock a process reads has left the second while
+# the kernel's coarse clock, which dates file changes, has not (red team AG): a guarded call
+# in that window had the guard check the entry again too early.
+import ctypes
+libc = ctypes.CDLL(None)
+class TS(ctypes.Structure):
+    _fields_ = [("s", ctypes.c_long), ("ns", ctypes.c_long)]
+def clock(c):
+    t = TS()
+    libc.clock_gettime(c, ctypes.byref(t))
+    return t.s
+def lag_attack():
+    with open("proj/lag", "w") as f:
+        f.write("CHANGED1\n")
+    os.utime("proj/lag", (1700000000, 1700000000))
+    git("add", "lag")
+    x = os.stat("proj/lag").st_ctime_ns // 10**9
+    if clock(0) != x:
+        return "missed"
+    while clock(0) == x:
+        pass
+    if clock(5) != x:
+        return "missed"
+    try:
+        os.rename("/nonexistent-a", "/nonexistent-b")
+    except OSError:
+        pass
+    fd = os.open("proj/lag", os.O_WRONLY)
+    os.pwrite(fd, b"CHANGED2\n", 0)
+    os.close(fd)
+    os.utime("proj/lag", (1700000000, 1700000000))
+    return "tried" if os.stat("proj/lag").st_ctime_ns // 10**9 == x else "missed"
+for _ in range(5):
+    lag = lag_attack()
+    if lag == "tried":
+        break
+    git("reset", "-q", "lag")
+print("lag:", lag)
 subprocess.run(["sh", "-c", "git init -q own && cd own && echo a > a && git add a && git update-index --assume-unchanged a && git ls-files -v | grep -q '^h a' && echo own-marks-ok"], check=True)
 "##;
         let out = attacks(&d, script);
         assert!(out.contains("own-marks-ok") && out.contains("own-reftable-ok"), "{out}");
         assert_refused(
             &out,
-            &["info-exclude", "info-attributes", "info-renamed", "shallow", "shallow-renamed", "index-fifo"],
+            &[
+                "info-exclude",
+                "info-attributes",
+                "info-renamed",
+                "shallow",
+                "shallow-renamed",
+                "index-fifo",
+                "head-fifo",
+                "ref-fifo",
+                "fifo-linked",
+                "fifo-in-dir",
+            ],
         );
         assert!(out.contains("rt-replaced: ''\n"), "{out}");
         // The user looks: every change shows, nothing is marked, the cache tree is gone.
@@ -2199,6 +2256,11 @@ subprocess.run(["sh", "-c", "git init -q own && cd own && echo a > a && git add 
         }
         // Added, then changed again within the second: both changes show.
         assert!(status.contains("MM racy\n"), "racy hidden: {status}");
+        if out.contains("lag: tried") {
+            assert!(status.contains("MM lag\n"), "lag hidden: {status}");
+        } else {
+            println!("note: the coarse clock's window was missed five times: the lag attack was not tried");
+        }
         assert!(!repo.join(".git/index.lock").exists(), "the check took git's lock and let it go");
         assert!(run(&["diff"]).contains("+CHANGED2"), "the second change's content shows");
         assert!(status.contains("?? sitecustomize.py\n"), "{status}");

@@ -474,7 +474,7 @@ impl Staging {
             if inner.racy.len() < MAX_STAGED {
                 inner.racy.push(index);
             } else {
-                index.recheck(guard, true);
+                let _ = index.recheck(guard, true);
             }
         }
         inner.placing -= 1;
@@ -501,13 +501,15 @@ impl Staging {
         if inner.racy.is_empty() {
             return;
         }
-        let now = now_secs();
-        let (due, later): (Vec<RacyIndex>, _) =
-            std::mem::take(&mut inner.racy).into_iter().partition(|r| wait || r.until() < now);
-        inner.racy = later;
-        for index in &due {
-            index.recheck(guard, wait);
+        let (due, mut later): (Vec<RacyIndex>, _) =
+            std::mem::take(&mut inner.racy).into_iter().partition(|r| wait || second_over(r.until()));
+        for index in due {
+            // One that could not be read stays for the next look (the run's end tries once more).
+            if !index.recheck(guard, wait) && !wait {
+                later.push(index);
+            }
         }
+        inner.racy = later;
     }
 
     /// Adds `s`; the oldest goes, published a last time, when [`MAX_STAGED`] are there.
@@ -1060,6 +1062,22 @@ fn is_symlink(p: &Parent) -> bool {
     cstr(&p.name).is_ok_and(|n| {
         nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), n.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
             .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+    })
+}
+
+/// Whether the file type `kind` (`S_IF*`) is a FIFO, a socket or a device: nothing git makes in
+/// a git directory (its fsmonitor's socket comes by `bind`). In a host repository's `.git`,
+/// a FIFO under a name git opens (`HEAD`, `ORIG_HEAD`, a ref) left the user's `git status`
+/// waiting for ever (red team AG, 5 December): none comes into a git directory.
+fn is_special(kind: libc::mode_t) -> bool {
+    matches!(kind & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR | libc::S_IFBLK)
+}
+
+/// Whether `p` names a symlink, a FIFO, a socket or a device ([`is_special`]), not followed.
+fn is_symlink_or_special(p: &Parent) -> bool {
+    cstr(&p.name).is_ok_and(|n| {
+        nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), n.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK || is_special(st.st_mode))
     })
 }
 
@@ -2007,6 +2025,13 @@ impl Guard<'_> {
         let p = Resolver::new(self.thread).parent(dirfd, path)?;
         new_name(&p)?;
         self.check(&p, CreateOp::Create)?;
+        // No FIFO, socket or device in a git directory ([`is_special`]).
+        if is_special(mode as libc::mode_t) {
+            let full = real_path(p.dir.as_fd())?.join(os(&p.name));
+            if self.guard.in_git_dir(&full) || self.beneath_git_directory(&full) {
+                return Err(Errno::EACCES);
+            }
+        }
         self.check_completes_git_directory(&p, || Ok(false))?;
         self.caller_umask()?;
         let kind = SFlag::from_bits_truncate(mode as libc::mode_t & libc::S_IFMT);
@@ -2098,7 +2123,7 @@ impl Guard<'_> {
             if self.guarded_content(&real_path(o.dir.as_fd())?.join(os(&o.name))) {
                 return Err(Errno::EACCES);
             }
-            if into_git && is_symlink(&o) {
+            if into_git && is_symlink_or_special(&o) {
                 return Err(Errno::EACCES);
             }
             self.check_completes_git_directory(&p, || Ok(is_symlink(&o)))?;
@@ -2113,9 +2138,9 @@ impl Guard<'_> {
             return Ok(());
         };
         self.check_object(object.as_fd())?;
-        let object_is_link =
-            nix::sys::stat::fstat(object.as_raw_fd()).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK);
-        if into_git && object_is_link {
+        let kind = nix::sys::stat::fstat(object.as_raw_fd()).map(|st| st.st_mode & libc::S_IFMT);
+        let object_is_link = kind.is_ok_and(|k| k == libc::S_IFLNK);
+        if into_git && (object_is_link || kind.is_ok_and(is_special)) {
             return Err(Errno::EACCES);
         }
         self.check_completes_git_directory(&p, || Ok(object_is_link))?;
@@ -2319,10 +2344,10 @@ impl Guard<'_> {
         }
     }
 
-    /// Whether renaming `moved` to the name of `to` brings a symlink into a git directory: a
-    /// `.git`'s inside, or beneath a git directory by its contents ([`Guard::beneath_git_directory`]).
-    /// Anything but a symlink or a directory (git's lock files, most renames) brings none, and
-    /// is asked nothing more.
+    /// Whether renaming `moved` to the name of `to` brings a symlink (or a FIFO, socket or
+    /// device: [`is_special`]) into a git directory: a `.git`'s inside, or beneath a git
+    /// directory by its contents ([`Guard::beneath_git_directory`]). A regular file (git's lock
+    /// files, most renames) brings none, and is asked nothing more.
     fn brings_symlink(&self, moved: &Parent, to: &Parent) -> Result<bool, Errno> {
         let kind = nix::sys::stat::fstatat(
             Some(moved.dir.as_raw_fd()),
@@ -2332,6 +2357,7 @@ impl Guard<'_> {
         .map(|st| st.st_mode & libc::S_IFMT);
         match kind {
             Ok(libc::S_IFLNK | libc::S_IFDIR) => {}
+            Ok(k) if is_special(k) => {}
             // Nothing there: the kernel answers. A name the guard cannot look at is asked on.
             Ok(_) | Err(Errno::ENOENT) => return Ok(false),
             Err(_) => {}
@@ -2341,11 +2367,12 @@ impl Guard<'_> {
         Ok(into_git && self.holds_symlink(moved)?)
     }
 
-    /// Whether `p` is a symlink or a directory holding one at any depth (symlinks not followed).
+    /// Whether `p` is a symlink (or a FIFO, socket or device: [`is_special`]) or a directory
+    /// holding one at any depth (symlinks not followed).
     /// A tree of more than [`MAX_MOVED_ENTRIES`] entries, or with a directory the guard cannot
     /// read, counts as holding one (closed).
     fn holds_symlink(&self, p: &Parent) -> Result<bool, Errno> {
-        if is_symlink(p) {
+        if is_symlink_or_special(p) {
             return Ok(true);
         }
         let name = cstr(&p.name)?;
@@ -2602,9 +2629,20 @@ fn stat_matching(handle: RawFd, link: bool, stat: &[u8]) -> Option<libc::stat> {
     (0..10).all(|i| i == 6 || field(i) == now[i] || ((i == 1 || i == 3) && field(i) == 0)).then_some(st)
 }
 
-/// The current second since the epoch.
-fn now_secs() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs()
+/// The time since the epoch.
+fn now() -> std::time::Duration {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default()
+}
+
+/// Whether the second `second` is over for file times: no change made from now on is dated in
+/// it. The kernel dates a change by its coarse clock (`CLOCK_REALTIME_COARSE`, advanced at
+/// each tick; a finer time only where that one is not past the file's last), which lags the
+/// clock a process reads by up to a tick or more: with the finer clock past the second and the
+/// coarse one not, a change was still dated in it (red team AG, 5 December: an entry checked
+/// again in that window, then its file rewritten, stayed hidden). So the coarse clock decides.
+fn second_over(second: u64) -> bool {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME_COARSE)
+        .is_ok_and(|t| u64::try_from(t.tv_sec()).is_ok_and(|s| s > second))
 }
 
 /// What becomes of an index entry the run changed ([`index::Verdict`]): kept only where the file
@@ -2674,7 +2712,7 @@ fn entry_verdict(
         return Smudge;
     }
     let second = u64::try_from(st.st_ctime).unwrap_or(u64::MAX);
-    if second < now_secs() {
+    if second_over(second) {
         return Keep;
     }
     match racy {
@@ -2690,7 +2728,7 @@ fn entry_verdict(
         None => {
             wait_out(second);
             let again = stat_matching(handle, link, stat);
-            if now_secs() <= second
+            if !second_over(second)
                 || again.is_none_or(|a| (a.st_ctime, a.st_ctime_nsec) != (st.st_ctime, st.st_ctime_nsec))
             {
                 return Smudge;
@@ -2700,13 +2738,31 @@ fn entry_verdict(
     Keep
 }
 
-/// Waits until the second `second` is over, where it is the current one or the next.
+/// Waits until the second `second` is over ([`second_over`]), where it is the current one or
+/// the next: until the finer clock is past it, then for the coarse one (at most 200 ms more).
 fn wait_out(second: u64) {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    if now.as_secs() <= second && second <= now.as_secs() + 1 {
-        let over = std::time::Duration::from_secs(second.saturating_add(1));
-        std::thread::sleep(over.saturating_sub(now) + std::time::Duration::from_millis(5));
+    let now = now();
+    if second_over(second) || second > now.as_secs() + 1 {
+        return;
     }
+    let over = std::time::Duration::from_secs(second.saturating_add(1));
+    std::thread::sleep(over.saturating_sub(now) + std::time::Duration::from_millis(2));
+    for _ in 0..200 {
+        if second_over(second) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// What [`RacyIndex::smudged`] found.
+enum Smudged {
+    /// The index's stat and its content with entries smudged.
+    Index(libc::stat, Vec<u8>),
+    /// Nothing to smudge (none of the entries there as kept, or no index).
+    Nothing,
+    /// The index could not be read.
+    Unread,
 }
 
 /// An index entry [`entry_verdict`] kept although its file last changed within the second it
@@ -2741,20 +2797,22 @@ impl RacyIndex {
     /// Smudges, in the index now at the name, every entry that still has the record kept and
     /// whose file no longer has those stat data and the ctime read, to the nanosecond (changed
     /// since it was read),
-    /// or whose second is not over yet (`now_secs() <= until`, after a wait of at most a second
+    /// or whose second is not over yet ([`second_over`], after a wait of at most a second
     /// when `wait`). An entry whose file is unchanged, its second over, is as git would keep
     /// it: a later change has a later ctime second.
-    fn recheck(&self, guard: &CreationGuard, wait: bool) {
+    ///
+    /// False when the index could not be read (it may be read later: a mode changed back).
+    fn recheck(&self, guard: &CreationGuard, wait: bool) -> bool {
         let until = self.until();
         if wait {
             wait_out(until);
         }
-        let over = now_secs() > until;
-        let Ok(name) = cstr(&self.name) else { return };
+        let over = second_over(until);
+        let Ok(name) = cstr(&self.name) else { return true };
         // git's own lock on the index, taken as git takes it, so that an index a host `git`
         // writes meanwhile is neither lost nor read half-changed; one held for long (a lock the
         // workload left) is not waited for: the index is rewritten without it then.
-        let Ok(lock_name) = cstr(&[self.name.as_slice(), b".lock"].concat()) else { return };
+        let Ok(lock_name) = cstr(&[self.name.as_slice(), b".lock"].concat()) else { return true };
         let lock_flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         let mut lock = None;
         for _ in 0..20 {
@@ -2774,11 +2832,14 @@ impl RacyIndex {
                 nix::unistd::UnlinkatFlags::NoRemoveDir,
             );
         };
-        let Some((st, out)) = self.smudged(guard, &name, over) else {
-            if lock.is_some() {
-                unlock();
+        let (st, out) = match self.smudged(guard, &name, over) {
+            Smudged::Index(st, out) => (st, out),
+            other => {
+                if lock.is_some() {
+                    unlock();
+                }
+                return !matches!(other, Smudged::Unread);
             }
-            return;
         };
         let written = match lock {
             Some(mut file) => {
@@ -2814,25 +2875,32 @@ impl RacyIndex {
             },
         };
         tracing::debug!(written = written.is_ok(), "an index entry changed within its second was smudged");
+        written.is_ok()
     }
 
     /// The index now at `name` (its stat, and its content with the entries [`RacyIndex::recheck`]
     /// smudges smudged; `over`: whether their second is over), where any is to be smudged.
-    fn smudged(&self, guard: &CreationGuard, name: &std::ffi::CStr, over: bool) -> Option<(libc::stat, Vec<u8>)> {
-        let fd = notify::open_at(
+    fn smudged(&self, guard: &CreationGuard, name: &std::ffi::CStr, over: bool) -> Smudged {
+        let fd = match notify::open_at(
             Some(self.git.as_fd()),
             name,
             libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
             0,
-        )
-        .ok()?;
+        ) {
+            Ok(fd) => fd,
+            // None there: nothing is kept (git sees every file as new).
+            Err(Errno::ENOENT) => return Smudged::Nothing,
+            Err(_) => return Smudged::Unread,
+        };
         let mut file = std::fs::File::from(fd);
-        let st = nix::sys::stat::fstat(file.as_raw_fd()).ok()?;
+        let Ok(st) = nix::sys::stat::fstat(file.as_raw_fd()) else { return Smudged::Unread };
         if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size > MAX_INDEX {
-            return None;
+            return Smudged::Unread;
         }
         let mut data = Vec::new();
-        std::io::Read::read_to_end(&mut file, &mut data).ok()?;
+        if std::io::Read::read_to_end(&mut file, &mut data).is_err() {
+            return Smudged::Unread;
+        }
         let kept: std::collections::HashMap<&[u8], &Racy> =
             self.entries.iter().map(|e| (e.name.as_slice(), e)).collect();
         let mut changed = |entry: &[u8], mode: u32, record: &[u8]| {
@@ -2851,11 +2919,11 @@ impl RacyIndex {
             stat_matching(handle, link, &record[..40]).is_none_or(|st| (st.st_ctime, st.st_ctime_nsec) != r.ctime)
         };
         match index::smudge(&data, self.hash, &mut changed) {
-            Ok(Some(out)) => Some((st, out)),
-            Ok(None) => None,
+            Ok(Some(out)) => Smudged::Index(st, out),
+            Ok(None) => Smudged::Nothing,
             Err(why) => {
                 tracing::debug!(why, "an index to check again could not be read");
-                None
+                Smudged::Unread
             }
         }
     }
@@ -2920,7 +2988,8 @@ fn put_copy(
     Ok(())
 }
 
-/// Whether the directory tree `top` holds a symlink at any depth (symlinks not followed). A tree
+/// Whether the directory tree `top` holds a symlink (or a FIFO, socket or device: [`is_special`])
+/// at any depth (symlinks not followed). A tree
 /// of more than [`MAX_MOVED_ENTRIES`] entries, or with a directory that cannot be read, counts
 /// as holding one (closed).
 fn tree_holds_symlink(top: OwnedFd) -> Result<bool, Errno> {
@@ -2937,7 +3006,7 @@ fn tree_holds_symlink(top: OwnedFd) -> Result<bool, Errno> {
                 let Ok(entry) = entry else { return Ok(true) };
                 seen += 1;
                 let Ok(kind) = entry.file_type() else { return Ok(true) };
-                if seen > MAX_MOVED_ENTRIES || kind.is_symlink() {
+                if seen > MAX_MOVED_ENTRIES || kind.is_symlink() || !(kind.is_dir() || kind.is_file()) {
                     return Ok(true);
                 }
                 if kind.is_dir() {
