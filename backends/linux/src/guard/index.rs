@@ -484,6 +484,17 @@ mod tests {
         out
     }
 
+    /// `index`, a SHA-1 index whose second entry's name is one byte long, with that entry's
+    /// times and size zeroed and the checksum computed again.
+    fn second_smudged(index: &[u8]) -> Vec<u8> {
+        let mut want = index[..index.len() - 20].to_vec();
+        want[76..92].fill(0);
+        want[112..116].fill(0);
+        let digest = <sha1::Sha1 as sha1::Digest>::digest(&want);
+        want.extend_from_slice(&digest);
+        want
+    }
+
     #[test]
     fn a_second_look_smudges_only_the_entries_it_names() {
         let stage = 0x1000;
@@ -504,12 +515,7 @@ mod tests {
         assert_eq!(check(&out, 20), Ok(()));
         // b's times and size zeroed, its dev, ino, mode, uid and gid kept; the cache tree gone.
         let want = index_with(&["a", "b", "c", "d"], &[0x11, 0x22, 0x33, 0x44], &[0, 0, stage, 0], &[]);
-        let mut want = want[..want.len() - 20].to_vec();
-        want[76..92].fill(0);
-        want[112..116].fill(0);
-        let digest = <sha1::Sha1 as sha1::Digest>::digest(&want);
-        want.extend_from_slice(&digest);
-        assert_eq!(out, want);
+        assert_eq!(out, second_smudged(&want));
         // Smudged already (a size of 0): not asked again.
         let mut again = Vec::new();
         let _ = smudge(&out, 20, &mut |name, _, _| {
@@ -533,12 +539,7 @@ mod tests {
         let out = sanitize(&new, Some(&old), 20, &mut |_, _, _, _| Verdict::Smudge).unwrap();
         assert_eq!(check(&out, 20), Ok(()));
         let want = index_with(&["a", "b"], &[0x11, 0x33], &[0, ASSUME_VALID], &[(b"REUC", b"y")]);
-        let mut want = want[..want.len() - 20].to_vec();
-        want[76..92].fill(0);
-        want[112..116].fill(0);
-        let digest = <sha1::Sha1 as sha1::Digest>::digest(&want);
-        want.extend_from_slice(&digest);
-        assert_eq!(out, want);
+        assert_eq!(out, second_smudged(&want));
         // Without an index before: every entry loses its times and size.
         let out = sanitize(&old, None, 20, &mut |_, _, _, _| Verdict::Smudge).unwrap();
         for at in [12, 76] {
