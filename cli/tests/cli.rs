@@ -3336,7 +3336,8 @@ fn a_rebase_a_one_shot_run_leaves_runs_nothing_at_the_users_continue() {
 /// at the run's end, before the CLI exits); control: a quick sequence of commits and a
 /// cherry-pick inside the run stops on its conflict as git does outside, without "Your local
 /// changes would be overwritten" (an entry smudged at once made git's sequencer refuse). The
-/// workload leaves git's `index.lock` behind: the check does not wait for it.
+/// workload leaves git's `index.lock` behind (the check does not wait for it), the index
+/// unreadable and the git directory read-only (the check gives the owner's permissions back).
 #[test]
 fn a_one_shot_runs_index_hides_a_change_made_within_its_second_from_no_one() {
     if !sandbox_runs_here("a_one_shot_runs_index_hides_a_change_made_within_its_second_from_no_one") {
@@ -3381,8 +3382,12 @@ st = os.stat("racy")
 open("racy", "w").write("CHANGED2\n")
 os.utime("racy", ns=(st.st_atime_ns, st.st_mtime_ns))
 print("same second:", int(os.stat("racy").st_ctime) == int(st.st_ctime))
-# git's lock on the index, left behind: the check at the end does not wait for it.
+# git's lock on the index, left behind: the check at the end does not wait for it. The index
+# made unreadable and the git directory read-only (root's git minds neither): the check at the
+# end gives the owner's permissions back (red team AH).
 open(".git/index.lock", "w").close()
+os.chmod(".git/index", 0)
+os.chmod(".git", 0o555)
 "#;
     let o = area.sandbox(&refs(&[os("run"), os("--"), os("python3"), os("-c"), os(script)]));
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -3393,4 +3398,7 @@ open(".git/index.lock", "w").close()
     assert!(git(&["diff"]).contains("+CHANGED2"), "the second change's content shows");
     // The lock is the workload's: left as it was (empty), not taken or removed.
     assert_eq!(fs::read(area.ws.join(".git/index.lock")).unwrap(), b"");
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = |p: &str| fs::metadata(area.ws.join(p)).unwrap().permissions().mode() & 0o777;
+    assert_eq!((mode(".git") & 0o700, mode(".git/index") & 0o600), (0o700, 0o600), "the owner's permissions back");
 }

@@ -2163,10 +2163,17 @@ attempt([
     ("ref-fifo", lambda: os.mkfifo("proj/.git/refs/heads/fifo")),
     ("fifo-linked", lambda: (os.mkfifo("proj/ff"), os.link("proj/ff", "proj/.git/FETCH_HEAD"))),
     ("fifo-in-dir", lambda: (os.mkdir("proj/dd"), os.mkfifo("proj/dd/x"), os.rename("proj/dd", "proj/.git/refs/heads/dd"))),
+    # In the work tree, under a name git opens (red team AH).
+    ("gitignore-fifo", lambda: os.mkfifo("proj/sub/.gitignore")),
+    ("gitattributes-fifo", lambda: (os.mkfifo("proj/ga"), os.rename("proj/ga", "proj/.gitattributes"))),
+    ("mailmap-fifo", lambda: (os.mkfifo("proj/mm"), os.link("proj/mm", "proj/.mailmap"))),
 ])
-for leftover in ("proj/il", "proj/x.lock", "proj/ff", "proj/dd/x"):
+for leftover in ("proj/il", "proj/x.lock", "proj/ff", "proj/dd/x", "proj/ga", "proj/mm"):
     os.unlink(leftover)
 os.rmdir("proj/dd")
+os.mkfifo("proj/sub/fifo-control")
+os.unlink("proj/sub/fifo-control")
+print("fifo-control ok")
 r = subprocess.run(["git", "-C", "rt", "replace", "-l"], capture_output=True, text=True)
 print("rt-replaced:", repr(r.stdout))
 subprocess.run(["sh", "-c", "git init -q --ref-format=reftable own-rt && cd own-rt && echo a > a && git add a && git -c user.name=t -c user.email=t@t commit -qm a && git replace -f HEAD^{tree} $(git write-tree) && echo own-reftable-ok"], check=True)
@@ -2228,7 +2235,10 @@ print("lag:", lag)
 subprocess.run(["sh", "-c", "git init -q own && cd own && echo a > a && git add a && git update-index --assume-unchanged a && git ls-files -v | grep -q '^h a' && echo own-marks-ok"], check=True)
 "##;
         let out = attacks(&d, script);
-        assert!(out.contains("own-marks-ok") && out.contains("own-reftable-ok"), "{out}");
+        assert!(
+            out.contains("own-marks-ok") && out.contains("own-reftable-ok") && out.contains("fifo-control ok"),
+            "{out}"
+        );
         assert_refused(
             &out,
             &[
@@ -2242,6 +2252,9 @@ subprocess.run(["sh", "-c", "git init -q own && cd own && echo a > a && git add 
                 "ref-fifo",
                 "fifo-linked",
                 "fifo-in-dir",
+                "gitignore-fifo",
+                "gitattributes-fifo",
+                "mailmap-fifo",
             ],
         );
         assert!(out.contains("rt-replaced: ''\n"), "{out}");

@@ -352,7 +352,16 @@ struct Owned {
 /// `rebase-apply`, `sequencer`) the run began in a git directory it did not make, checked when
 /// the run is over ([`Staging::finish`]).
 #[derive(Clone, Default)]
-pub struct Staging(Arc<std::sync::Mutex<StagingInner>>);
+pub struct Staging(Arc<StagingShared>);
+
+#[derive(Default)]
+struct StagingShared {
+    inner: std::sync::Mutex<StagingInner>,
+    /// Set when the run's end begins ([`Staging::recheck`] with `wait`): an index being placed
+    /// stops reading files (what is left unread is smudged), so that the end, which waits for
+    /// it, is not held up by a file the workload made huge (red team AH, 5 December).
+    ending: std::sync::atomic::AtomicBool,
+}
 
 #[derive(Default)]
 struct StagingInner {
@@ -391,7 +400,7 @@ impl std::fmt::Debug for Staging {
 
 impl Staging {
     fn lock(&self) -> std::sync::MutexGuard<'_, StagingInner> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Puts what the workload wrote into each staged `gitdir` under the name in its entry,
@@ -490,8 +499,10 @@ impl Staging {
     fn recheck(&self, guard: &CreationGuard, wait: bool) {
         let mut inner = self.lock();
         if wait {
-            // No placing begins now; one under way ends first (its entries are recorded then).
+            // No placing begins now; one under way ends first (its entries are recorded then),
+            // reading no more files.
             inner.finished = true;
+            self.0.ending.store(true, std::sync::atomic::Ordering::SeqCst);
             while inner.placing > 0 {
                 drop(inner);
                 std::thread::sleep(std::time::Duration::from_millis(1));
@@ -1081,6 +1092,22 @@ fn is_symlink_or_special(p: &Parent) -> bool {
     })
 }
 
+/// The work tree's files git opens wherever they are (`.gitignore` and `.gitattributes` in any
+/// directory of a repository, `.gitmodules` and `.mailmap` at its top): a FIFO under one of
+/// these names left the user's `git status` waiting for ever in its open (red team AH, 5
+/// December), so none is made, renamed or linked to such a name, wherever (a repository may
+/// come later).
+const GIT_OPENS: [&[u8]; 4] = [b".gitignore", b".gitattributes", b".gitmodules", b".mailmap"];
+
+/// Whether giving `p` the name of `to` makes a FIFO, socket or device one of [`GIT_OPENS`].
+fn special_named_for_git(p: &Parent, to: &Parent) -> bool {
+    GIT_OPENS.contains(&to.name.as_slice())
+        && cstr(&p.name).is_ok_and(|n| {
+            nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), n.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| is_special(st.st_mode))
+        })
+}
+
 /// The most entries [`Guard::holds_foreign`] looks at in one directory tree; a bigger tree
 /// is not moved (closed).
 const MAX_MOVED_ENTRIES: usize = 200_000;
@@ -1401,16 +1428,28 @@ impl Guard<'_> {
         // Taken before anything is placed: a kept entry is always checked again.
         let git = if deferred { Some(n.dir.try_clone().map_err(|_| Errno::EIO)?) } else { None };
         let mut racy = Vec::new();
+        let ending = &self.staging.0.ending;
         let mut honest = |name: &[u8], mode: u32, stat: &[u8], oid: &[u8]| match (&tree, &top) {
-            (Some(t), Some(top)) => {
-                entry_verdict(self.guard, (t.as_fd(), top), (name, mode, stat, oid), deferred.then_some(&mut racy))
-            }
+            (Some(t), Some(top)) if !ending.load(std::sync::atomic::Ordering::SeqCst) => entry_verdict(
+                self.guard,
+                (t.as_fd(), top),
+                (name, mode, stat, oid),
+                deferred.then_some(&mut racy),
+                ending,
+            ),
             _ => index::Verdict::Smudge,
         };
         self.place_checked(o, n, MAX_INDEX, &mut |data| index::sanitize(&data, old.as_deref(), hash, &mut honest))?;
         Ok(match (racy.is_empty(), git, tree, top) {
             (false, Some(git), Some(tree), Some(top)) => {
-                Some(RacyIndex { git, name: n.name.clone(), tree, top, hash, entries: racy })
+                let mode = |st: Result<libc::stat, Errno>| st.map_or(0o700, |st| st.st_mode & 0o700);
+                let placed = nix::sys::stat::fstatat(
+                    Some(git.as_raw_fd()),
+                    cstr(&n.name)?.as_c_str(),
+                    AtFlags::AT_SYMLINK_NOFOLLOW,
+                );
+                let modes = (mode(nix::sys::stat::fstat(git.as_raw_fd())), mode(placed) & 0o600);
+                Some(RacyIndex { git, name: n.name.clone(), tree, top, hash, entries: racy, modes })
             }
             _ => None,
         })
@@ -2025,10 +2064,14 @@ impl Guard<'_> {
         let p = Resolver::new(self.thread).parent(dirfd, path)?;
         new_name(&p)?;
         self.check(&p, CreateOp::Create)?;
-        // No FIFO, socket or device in a git directory ([`is_special`]).
+        // No FIFO, socket or device in a git directory ([`is_special`]), nor under a name git
+        // opens in a work tree ([`GIT_OPENS`]).
         if is_special(mode as libc::mode_t) {
             let full = real_path(p.dir.as_fd())?.join(os(&p.name));
-            if self.guard.in_git_dir(&full) || self.beneath_git_directory(&full) {
+            if GIT_OPENS.contains(&p.name.as_slice())
+                || self.guard.in_git_dir(&full)
+                || self.beneath_git_directory(&full)
+            {
                 return Err(Errno::EACCES);
             }
         }
@@ -2123,7 +2166,7 @@ impl Guard<'_> {
             if self.guarded_content(&real_path(o.dir.as_fd())?.join(os(&o.name))) {
                 return Err(Errno::EACCES);
             }
-            if into_git && is_symlink_or_special(&o) {
+            if (into_git && is_symlink_or_special(&o)) || special_named_for_git(&o, &p) {
                 return Err(Errno::EACCES);
             }
             self.check_completes_git_directory(&p, || Ok(is_symlink(&o)))?;
@@ -2140,7 +2183,8 @@ impl Guard<'_> {
         self.check_object(object.as_fd())?;
         let kind = nix::sys::stat::fstat(object.as_raw_fd()).map(|st| st.st_mode & libc::S_IFMT);
         let object_is_link = kind.is_ok_and(|k| k == libc::S_IFLNK);
-        if into_git && (object_is_link || kind.is_ok_and(is_special)) {
+        let special = kind.is_ok_and(is_special);
+        if (into_git && (object_is_link || special)) || (special && GIT_OPENS.contains(&p.name.as_slice())) {
             return Err(Errno::EACCES);
         }
         self.check_completes_git_directory(&p, || Ok(object_is_link))?;
@@ -2242,6 +2286,9 @@ impl Guard<'_> {
         // there or renamed to `.git` (a red team, 5 December, renamed a directory holding
         // `COMMIT_EDITMSG -> <a host file>` to `.git`; the host's `git commit` wrote the file).
         if self.brings_symlink(&o, &n)? || (exchange && self.brings_symlink(&n, &o)?) {
+            return Err(Errno::EACCES);
+        }
+        if special_named_for_git(&o, &n) || (exchange && special_named_for_git(&n, &o)) {
             return Err(Errno::EACCES);
         }
         // Nor does a directory become a git directory by the name a rename brings while a
@@ -2654,7 +2701,9 @@ fn second_over(second: u64) -> bool {
 /// git looks at as it was (red team AE, 5 December). Such an entry is kept now and added to
 /// `racy` (with its second), and checked again once that second is over
 /// ([`RacyIndex::recheck`]): smudged then if its file changed since. Where nothing will check
-/// it again (`racy` is `None`: the run is over), the second is waited out here. (Until 5 December the
+/// it again (`racy` is `None`: the run is over), the second is waited out here. Once `ending`
+/// is set (the run's end has begun, and waits for this index), no more of the file is read:
+/// the entry is smudged. (Until 5 December the
 /// guard waited out the second here, up to a second per index write; smudging at once instead
 /// has git take the file for changed where it does not refresh first: a `git cherry-pick` right
 /// after a commit failed with "Your local changes would be overwritten".)
@@ -2663,6 +2712,7 @@ fn entry_verdict(
     (tree, top): (BorrowedFd<'_>, &std::path::Path),
     entry: (&[u8], u32, &[u8], &[u8]),
     racy: Option<&mut Vec<Racy>>,
+    ending: &std::sync::atomic::AtomicBool,
 ) -> index::Verdict {
     use index::Verdict::{Keep, Smudge};
     let (name, mode, stat, oid) = entry;
@@ -2688,6 +2738,10 @@ fn entry_verdict(
             let mut buf = vec![0u8; 64 * 1024];
             let mut read: i64 = 0;
             loop {
+                // The run's end has begun: what is not read yet is not kept.
+                if ending.load(std::sync::atomic::Ordering::Relaxed) {
+                    return Smudge;
+                }
                 match std::io::Read::read(&mut file, &mut buf) {
                     Ok(0) => break,
                     Ok(n) => {
@@ -2779,6 +2833,11 @@ struct Racy {
 /// An index put in place in a foreign git directory with [`Racy`] entries, to check again once
 /// their seconds are over: the git directory (an `O_PATH` handle), the index's name there, the
 /// work tree (an `O_PATH` handle and its real path) and the object names' length.
+///
+/// Also the owner's permission bits of the git directory and of the index as placed: where the
+/// run takes them away (`chmod`), the last check puts them back to read and write the index
+/// (red team AH, 5 December: a `.git` made read-only, or an index made unreadable, had the
+/// last check give up, and the host's `git` as root, which minds no mode, took the entry).
 struct RacyIndex {
     git: OwnedFd,
     name: Vec<u8>,
@@ -2786,6 +2845,7 @@ struct RacyIndex {
     top: std::path::PathBuf,
     hash: usize,
     entries: Vec<Racy>,
+    modes: (libc::mode_t, libc::mode_t),
 }
 
 impl RacyIndex {
@@ -2807,6 +2867,56 @@ impl RacyIndex {
         if wait {
             wait_out(until);
         }
+        if self.recheck_once(guard) {
+            return true;
+        }
+        if !wait {
+            return false;
+        }
+        // The last look: the owner's permissions the run took away put back, once more.
+        self.restore_modes();
+        let done = self.recheck_once(guard);
+        if !done {
+            tracing::warn!("an index entry changed within its second could not be checked again");
+        }
+        done
+    }
+
+    /// Gives the git directory and the index back the owner's permission bits they had when
+    /// the index was placed, where the run took them away.
+    fn restore_modes(&self) {
+        let (dir, index) = self.modes;
+        if let (Ok(st), Ok(via)) = (
+            nix::sys::stat::fstat(self.git.as_raw_fd()),
+            cstr(format!("/proc/self/fd/{}", self.git.as_raw_fd()).as_bytes()),
+        ) {
+            if st.st_mode & dir != dir {
+                let mode = Mode::from_bits_truncate((st.st_mode & 0o7777) | dir);
+                let _ =
+                    nix::sys::stat::fchmodat(None, via.as_c_str(), mode, nix::sys::stat::FchmodatFlags::FollowSymlink);
+            }
+        }
+        let Ok(name) = cstr(&self.name) else { return };
+        if let Ok(st) =
+            nix::sys::stat::fstatat(Some(self.git.as_raw_fd()), name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
+        {
+            // A file of one name only: an index git wrote, never a file of the user's linked
+            // there to have its mode changed.
+            if st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_nlink == 1 && st.st_mode & index != index {
+                let mode = Mode::from_bits_truncate((st.st_mode & 0o7777) | index);
+                let _ = nix::sys::stat::fchmodat(
+                    Some(self.git.as_raw_fd()),
+                    name.as_c_str(),
+                    mode,
+                    nix::sys::stat::FchmodatFlags::FollowSymlink,
+                );
+            }
+        }
+    }
+
+    /// One look of [`RacyIndex::recheck`]: false when the index could not be read or written.
+    fn recheck_once(&self, guard: &CreationGuard) -> bool {
+        let until = self.until();
         let over = second_over(until);
         let Ok(name) = cstr(&self.name) else { return true };
         // git's own lock on the index, taken as git takes it, so that an index a host `git`
