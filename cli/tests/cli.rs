@@ -3338,6 +3338,7 @@ fn a_rebase_a_one_shot_run_leaves_runs_nothing_at_the_users_continue() {
 /// changes would be overwritten" (an entry smudged at once made git's sequencer refuse). The
 /// workload leaves git's `index.lock` behind (the check does not wait for it), the index
 /// unreadable and the git directory read-only (the check gives the owner's permissions back).
+/// An index written before the check, put back after it, hides nothing either.
 #[test]
 fn a_one_shot_runs_index_hides_a_change_made_within_its_second_from_no_one() {
     if !sandbox_runs_here("a_one_shot_runs_index_hides_a_change_made_within_its_second_from_no_one") {
@@ -3382,6 +3383,10 @@ st = os.stat("racy")
 open("racy", "w").write("CHANGED2\n")
 os.utime("racy", ns=(st.st_atime_ns, st.st_mtime_ns))
 print("same second:", int(os.stat("racy").st_ctime) == int(st.st_ctime))
+# The index as it is now, the entry kept: what a second run's index write that read it before
+# the check at the end could put back after it (red team AI).
+with open(".git/index", "rb") as f:
+    open("stale-index", "wb").write(f.read())
 # git's lock on the index, left behind: the check at the end does not wait for it. The index
 # made unreadable and the git directory read-only (root's git minds neither): the check at the
 # end gives the owner's permissions back (red team AH).
@@ -3401,4 +3406,9 @@ os.chmod(".git", 0o555)
     use std::os::unix::fs::PermissionsExt as _;
     let mode = |p: &str| fs::metadata(area.ws.join(p)).unwrap().permissions().mode() & 0o777;
     assert_eq!((mode(".git") & 0o700, mode(".git/index") & 0o600), (0o700, 0o600), "the owner's permissions back");
+    // The index with the entry as it was kept, put back after the run: the change still shows
+    // (the file's ctime left the entry's second).
+    fs::rename(area.ws.join("stale-index"), area.ws.join(".git/index")).unwrap();
+    let status = git(&["status", "--porcelain"]);
+    assert!(status.contains("MM racy\n"), "{out}: racy hidden by the stale index: {status}");
 }

@@ -2194,6 +2194,10 @@ with open("proj/racy", "w") as f:
     f.write("CHANGED2\n")
 os.utime("proj/racy", ns=(st.st_atime_ns, st.st_mtime_ns))
 print("racy-same-second:", int(os.stat("proj/racy").st_ctime) == int(st.st_ctime))
+# The index with that entry kept, as another run's index write that read it before the entry
+# was checked again could put it back afterwards (red team AI).
+with open("proj/.git/index", "rb") as f:
+    open("stale-index", "wb").write(f.read())
 # The same, the second rewrite made once the clock a process reads has left the second while
 # the kernel's coarse clock, which dates file changes, has not (red team AG): a guarded call
 # in that window had the guard check the entry again too early.
@@ -2289,6 +2293,11 @@ subprocess.run(["sh", "-c", "git init -q own && cd own && echo a > a && git add 
         git_in(&repo, &["add", "other"]);
         git_in(&repo, &[&id[..], &["commit", "-qm", "user"]].concat());
         assert_eq!(run(&["show", "HEAD:sub/f"]), "original\n");
+        // The stale index put back: the change to racy still shows (its file left the second).
+        fs::rename(d.ws.join("stale-index"), repo.join(".git/index")).unwrap();
+        let status = run(&["status", "--porcelain"]);
+        let line = status.lines().find(|l| l.ends_with(" racy")).unwrap_or_default();
+        assert_eq!(line.as_bytes().get(1), Some(&b'M'), "racy hidden by the stale index: {status}");
     }
 
     /// An operation the workload begins in a host repository and leaves in progress is one the

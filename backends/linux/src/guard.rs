@@ -2882,6 +2882,37 @@ impl RacyIndex {
         done
     }
 
+    /// Gives every file of an entry kept here that changed since it was read a ctime in the
+    /// current second (`chown(-1, -1)`, which changes nothing else): then no index that carries
+    /// the entry as kept, whichever guard or process puts it in place later, matches the file in
+    /// git's whole seconds, and git reads it. Smudging the index alone was undone by a second
+    /// run whose index write had read the index before the smudge (red team AI, 5 December: two
+    /// runs at once, 9 of 11). Called once the entries' second is over.
+    fn redate_changed(&self, guard: &CreationGuard) {
+        for e in &self.entries {
+            let link = e.mode & 0o170_000 == 0o120_000;
+            let Some((object, file)) = entry_file(guard, (self.tree.as_fd(), &self.top), &e.name, e.mode) else {
+                continue;
+            };
+            let handle = file.as_ref().map_or(object.as_raw_fd(), AsRawFd::as_raw_fd);
+            let unchanged = stat_matching(handle, link, &e.record[..40])
+                .is_some_and(|st| (st.st_ctime, st.st_ctime_nsec) == e.ctime);
+            if !unchanged {
+                let redated = nix::unistd::fchownat(
+                    Some(object.as_raw_fd()),
+                    "",
+                    None,
+                    None,
+                    nix::unistd::FchownatFlags::AT_EMPTY_PATH,
+                );
+                tracing::debug!(
+                    redated = redated.is_ok(),
+                    "a file changed within its entry's second was given a new ctime"
+                );
+            }
+        }
+    }
+
     /// Gives the git directory and the index back the owner's permission bits they had when
     /// the index was placed, where the run took them away.
     fn restore_modes(&self) {
@@ -2918,6 +2949,9 @@ impl RacyIndex {
     fn recheck_once(&self, guard: &CreationGuard) -> bool {
         let until = self.until();
         let over = second_over(until);
+        if over {
+            self.redate_changed(guard);
+        }
         let Ok(name) = cstr(&self.name) else { return true };
         // git's own lock on the index, taken as git takes it, so that an index a host `git`
         // writes meanwhile is neither lost nor read half-changed; one held for long (a lock the
