@@ -2883,9 +2883,10 @@ impl RacyIndex {
     }
 
     /// Gives every file of an entry kept here that changed since it was read a ctime in the
-    /// current second (`chown(-1, -1)`, which changes nothing else): then no index that carries
-    /// the entry as kept, whichever guard or process puts it in place later, matches the file in
-    /// git's whole seconds, and git reads it. Smudging the index alone was undone by a second
+    /// current second (`chown(-1, -1)`: owner and group stay; as any `chown`, it drops a setuid
+    /// bit or file capability of the changed file): then no index that carries the entry as
+    /// kept, whichever guard or process puts it in place later, matches the file in git's whole
+    /// seconds, and git reads it. Smudging the index alone was undone by a second
     /// run whose index write had read the index before the smudge (red team AI, 5 December: two
     /// runs at once, 9 of 11). Called once the entries' second is over.
     fn redate_changed(&self, guard: &CreationGuard) {
