@@ -2856,10 +2856,12 @@ impl RacyIndex {
 
     /// Smudges, in the index now at the name, every entry that still has the record kept and
     /// whose file no longer has those stat data and the ctime read, to the nanosecond (changed
-    /// since it was read),
-    /// or whose second is not over yet ([`second_over`], after a wait of at most a second
-    /// when `wait`). An entry whose file is unchanged, its second over, is as git would keep
-    /// it: a later change has a later ctime second.
+    /// since it was read: such a file is also given a new ctime, [`RacyIndex::redate_changed`]),
+    /// or whose second is not over yet ([`second_over`], after a wait of at most a second when
+    /// `wait`). An entry whose file is unchanged, its second over, is as git would keep it: a
+    /// later change has a later ctime second. With `wait` (the run's end), an index that cannot
+    /// be read or written has the owner's permissions the run took away given back
+    /// ([`RacyIndex::restore_modes`]) and is looked at once more.
     ///
     /// False when the index could not be read (it may be read later: a mode changed back).
     fn recheck(&self, guard: &CreationGuard, wait: bool) -> bool {
