@@ -3362,8 +3362,16 @@ fn a_one_shot_runs_index_hides_a_change_made_within_its_second_from_no_one() {
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
     git(&["init", "-q", "-b", "main"]);
-    for f in ["f", "racy"] {
+    fs::create_dir(area.ws.join("d")).unwrap();
+    for f in ["f", "racy", "d/racy2", "capped"] {
         fs::write(area.ws.join(f), "original\n").unwrap();
+    }
+    // Another user's file carrying a file capability, which the workload cannot change.
+    let capped = area.ws.join("capped");
+    let setcap = Command::new("chown").arg("nobody").arg(&capped).status().is_ok_and(|s| s.success())
+        && Command::new("setcap").arg("cap_net_raw+ep").arg(&capped).status().is_ok_and(|s| s.success());
+    if !setcap {
+        println!("note: chown nobody or setcap failed: the capability check is not made");
     }
     git(&["add", "."]);
     git(&["commit", "-qm", "one"]);
@@ -3389,10 +3397,23 @@ st = os.stat("racy")
 open("racy", "w").write("CHANGED2\n")
 os.utime("racy", ns=(st.st_atime_ns, st.st_mtime_ns))
 print("same second:", int(os.stat("racy").st_ctime) == int(st.st_ctime))
-# The index as it is now, the entry kept: what a second run's index write that read it before
-# the check at the end could put back after it (red team AI).
+# The same in a directory the workload makes unreadable before it ends (red team AJ).
+open("d/racy2", "w").write("CHANGED1\n")
+os.utime("d/racy2", (1700000000, 1700000000))
+git("add", "d/racy2")
+st = os.stat("d/racy2")
+open("d/racy2", "w").write("CHANGED2\n")
+os.utime("d/racy2", ns=(st.st_atime_ns, st.st_mtime_ns))
+# Another user's file with a capability, its ctime changed by renames around an index write
+# within the second: the check at the end must not drop the capability (red team AJ).
+os.rename("capped", "c2"); os.rename("c2", "capped")
+git("update-index", "--refresh")
+os.rename("capped", "c2"); os.rename("c2", "capped")
+# The index as it is now, the entries kept: what a second run's index write that read it
+# before the check at the end could put back after it (red team AI).
 with open(".git/index", "rb") as f:
     open("stale-index", "wb").write(f.read())
+os.chmod("d", 0)
 # git's lock on the index, left behind: the check at the end does not wait for it. The index
 # made unreadable and the git directory read-only (root's git minds neither): the check at the
 # end gives the owner's permissions back (red team AH).
@@ -3417,4 +3438,9 @@ os.chmod(".git", 0o555)
     fs::rename(area.ws.join("stale-index"), area.ws.join(".git/index")).unwrap();
     let status = git(&["status", "--porcelain"]);
     assert!(status.contains("MM racy\n"), "{out}: racy hidden by the stale index: {status}");
+    assert!(status.contains("MM d/racy2\n"), "{out}: d/racy2 hidden by the stale index: {status}");
+    if setcap {
+        let caps = Command::new("getcap").arg(&capped).output().unwrap();
+        assert!(String::from_utf8_lossy(&caps.stdout).contains("cap_net_raw"), "the capability was dropped");
+    }
 }

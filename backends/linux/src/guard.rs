@@ -425,7 +425,7 @@ impl Staging {
     /// process left behind wrote in between is checked too.
     pub fn finish(&self, guard: &CreationGuard) {
         self.publish(guard);
-        self.recheck(guard, true);
+        self.recheck(true);
         let inner = self.lock();
         for op in &inner.operations {
             // Ended (or moved: the run cannot move it into a git directory again).
@@ -477,13 +477,14 @@ impl Staging {
     /// The placing begun by [`Staging::begin_placing`] is done: `index`, with entries to check
     /// again ([`RacyIndex`]), recorded; checked at once (their second waited out) when
     /// [`MAX_STAGED`] are recorded.
-    fn end_placing(&self, guard: &CreationGuard, index: Option<RacyIndex>) {
+    fn end_placing(&self, index: Option<RacyIndex>) {
         let mut inner = self.lock();
         if let Some(index) = index {
-            if inner.racy.len() < MAX_STAGED {
+            let held: usize = inner.racy.iter().map(|r| r.entries.len()).sum();
+            if inner.racy.len() < MAX_STAGED && held + index.entries.len() <= MAX_RACY_TOTAL {
                 inner.racy.push(index);
             } else {
-                let _ = index.recheck(guard, true);
+                let _ = index.recheck(true);
             }
         }
         inner.placing -= 1;
@@ -496,7 +497,7 @@ impl Staging {
     ///
     /// The lock is held throughout: a one-shot run's init, which ends the run's namespace once
     /// this returns, waits here for a check the guard's thread is making.
-    fn recheck(&self, guard: &CreationGuard, wait: bool) {
+    fn recheck(&self, wait: bool) {
         let mut inner = self.lock();
         if wait {
             // No placing begins now; one under way ends first (its entries are recorded then),
@@ -516,7 +517,7 @@ impl Staging {
             std::mem::take(&mut inner.racy).into_iter().partition(|r| wait || second_over(r.until()));
         for index in due {
             // One that could not be read stays for the next look (the run's end tries once more).
-            if !index.recheck(guard, wait) && !wait {
+            if !index.recheck(wait) && !wait {
                 later.push(index);
             }
         }
@@ -978,7 +979,7 @@ fn handle(
 ) -> Outcome {
     if !staging.is_empty() {
         staging.publish(guard);
-        staging.recheck(guard, false);
+        staging.recheck(false);
     }
     let Some(call) = decode(libc::c_long::from(req.data.nr), &req.data.args) else {
         return Outcome::Answer(Answer::Error(Errno::ENOSYS));
@@ -1389,7 +1390,7 @@ impl Guard<'_> {
                 Ok(racy) => (Ok(()), racy),
                 Err(e) => (Err(e), None),
             };
-            self.staging.end_placing(self.guard, racy);
+            self.staging.end_placing(racy);
             return placed;
         }
         placed.map(|_| ())
@@ -1440,8 +1441,8 @@ impl Guard<'_> {
             _ => index::Verdict::Smudge,
         };
         self.place_checked(o, n, MAX_INDEX, &mut |data| index::sanitize(&data, old.as_deref(), hash, &mut honest))?;
-        Ok(match (racy.is_empty(), git, tree, top) {
-            (false, Some(git), Some(tree), Some(top)) => {
+        Ok(match (racy.is_empty(), git) {
+            (false, Some(git)) => {
                 let mode = |st: Result<libc::stat, Errno>| st.map_or(0o700, |st| st.st_mode & 0o700);
                 let placed = nix::sys::stat::fstatat(
                     Some(git.as_raw_fd()),
@@ -1449,7 +1450,7 @@ impl Guard<'_> {
                     AtFlags::AT_SYMLINK_NOFOLLOW,
                 );
                 let modes = (mode(nix::sys::stat::fstat(git.as_raw_fd())), mode(placed) & 0o600);
-                Some(RacyIndex { git, name: n.name.clone(), tree, top, hash, entries: racy, modes })
+                Some(RacyIndex { git, name: n.name.clone(), hash, entries: racy, modes })
             }
             _ => None,
         })
@@ -2770,16 +2771,20 @@ fn entry_verdict(
         return Keep;
     }
     match racy {
-        Some(racy) => racy.push(Racy {
+        // The file held open (`object`): the checks again look at this file, wherever it is
+        // moved and whatever is done to the directories on its way (red team AJ, 5 December:
+        // its directory made unreadable at the end, the file was not given a new ctime).
+        Some(racy) if racy.len() < MAX_RACY_ENTRIES => racy.push(Racy {
             name: name.to_vec(),
             mode,
             record: [stat, oid].concat(),
             second,
             ctime: (st.st_ctime, st.st_ctime_nsec),
+            file: object,
         }),
-        // Nothing checks it again: the second is waited out here (a second at most), and the
-        // file must be as it was read.
-        None => {
+        // Nothing checks it again (or as many are held as may be): the second is waited out
+        // here (a second at most), and the file must be as it was read.
+        _ => {
             wait_out(second);
             let again = stat_matching(handle, link, stat);
             if !second_over(second)
@@ -2828,7 +2833,26 @@ struct Racy {
     record: Vec<u8>,
     second: u64,
     ctime: (i64, i64),
+    /// The file, held (`O_PATH`).
+    file: OwnedFd,
 }
+
+impl Racy {
+    /// Whether the file held has the entry's stat data and the ctime read, to the nanosecond.
+    fn unchanged(&self) -> bool {
+        let link = self.mode & 0o170_000 == 0o120_000;
+        stat_matching(self.file.as_raw_fd(), link, &self.record[..40])
+            .is_some_and(|st| (st.st_ctime, st.st_ctime_nsec) == self.ctime)
+    }
+}
+
+/// The most entries one index keeps for a later check ([`Racy`]: each holds its file open);
+/// beyond them, the second is waited out in the index write.
+const MAX_RACY_ENTRIES: usize = 16;
+
+/// The most entries all recorded indexes keep for a later check; an index that would bring
+/// more is checked at once (its second waited out).
+const MAX_RACY_TOTAL: usize = 256;
 
 /// An index put in place in a foreign git directory with [`Racy`] entries, to check again once
 /// their seconds are over: the git directory (an `O_PATH` handle), the index's name there, the
@@ -2841,8 +2865,6 @@ struct Racy {
 struct RacyIndex {
     git: OwnedFd,
     name: Vec<u8>,
-    tree: OwnedFd,
-    top: std::path::PathBuf,
     hash: usize,
     entries: Vec<Racy>,
     modes: (libc::mode_t, libc::mode_t),
@@ -2864,12 +2886,12 @@ impl RacyIndex {
     /// ([`RacyIndex::restore_modes`]) and is looked at once more.
     ///
     /// False when the index could not be read (it may be read later: a mode changed back).
-    fn recheck(&self, guard: &CreationGuard, wait: bool) -> bool {
+    fn recheck(&self, wait: bool) -> bool {
         let until = self.until();
         if wait {
             wait_out(until);
         }
-        if self.recheck_once(guard) {
+        if self.recheck_once() {
             return true;
         }
         if !wait {
@@ -2877,42 +2899,49 @@ impl RacyIndex {
         }
         // The last look: the owner's permissions the run took away put back, once more.
         self.restore_modes();
-        let done = self.recheck_once(guard);
+        let done = self.recheck_once();
         if !done {
             tracing::warn!("an index entry changed within its second could not be checked again");
         }
         done
     }
 
-    /// Gives every file of an entry kept here that changed since it was read a ctime in the
-    /// current second (`chown(-1, -1)`: owner and group stay; as any `chown`, it drops a setuid
-    /// bit or file capability of the changed file): then no index that carries the entry as
-    /// kept, whichever guard or process puts it in place later, matches the file in git's whole
+    /// Gives every file of an entry kept here that changed since it was read (the file held
+    /// since) a ctime in the current second, by setting its mode to what it is (a `chown` would
+    /// drop a file capability: red team AJ): then no index that carries the entry as kept,
+    /// whichever guard or process puts it in place later, matches the file in git's whole
     /// seconds, and git reads it. Smudging the index alone was undone by a second
     /// run whose index write had read the index before the smudge (red team AI, 5 December: two
     /// runs at once, 9 of 11). Called once the entries' second is over.
-    fn redate_changed(&self, guard: &CreationGuard) {
+    fn redate_changed(&self) {
         for e in &self.entries {
-            let link = e.mode & 0o170_000 == 0o120_000;
-            let Some((object, file)) = entry_file(guard, (self.tree.as_fd(), &self.top), &e.name, e.mode) else {
+            if e.unchanged() {
                 continue;
-            };
-            let handle = file.as_ref().map_or(object.as_raw_fd(), AsRawFd::as_raw_fd);
-            let unchanged = stat_matching(handle, link, &e.record[..40])
-                .is_some_and(|st| (st.st_ctime, st.st_ctime_nsec) == e.ctime);
-            if !unchanged {
-                let redated = nix::unistd::fchownat(
-                    Some(object.as_raw_fd()),
+            }
+            let Ok(st) = nix::sys::stat::fstat(e.file.as_raw_fd()) else { continue };
+            let redated = if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
+                // A symlink has no mode to set again, nor privileges to lose.
+                nix::unistd::fchownat(
+                    Some(e.file.as_raw_fd()),
                     "",
                     None,
                     None,
                     nix::unistd::FchownatFlags::AT_EMPTY_PATH,
-                );
-                tracing::debug!(
-                    redated = redated.is_ok(),
-                    "a file changed within its entry's second was given a new ctime"
-                );
-            }
+                )
+            } else {
+                cstr(format!("/proc/self/fd/{}", e.file.as_raw_fd()).as_bytes()).and_then(|via| {
+                    nix::sys::stat::fchmodat(
+                        None,
+                        via.as_c_str(),
+                        Mode::from_bits_truncate(st.st_mode & 0o7777),
+                        nix::sys::stat::FchmodatFlags::FollowSymlink,
+                    )
+                })
+            };
+            tracing::debug!(
+                redated = redated.is_ok(),
+                "a file changed within its entry's second was given a new ctime"
+            );
         }
     }
 
@@ -2949,11 +2978,11 @@ impl RacyIndex {
     }
 
     /// One look of [`RacyIndex::recheck`]: false when the index could not be read or written.
-    fn recheck_once(&self, guard: &CreationGuard) -> bool {
+    fn recheck_once(&self) -> bool {
         let until = self.until();
         let over = second_over(until);
         if over {
-            self.redate_changed(guard);
+            self.redate_changed();
         }
         let Ok(name) = cstr(&self.name) else { return true };
         // git's own lock on the index, taken as git takes it, so that an index a host `git`
@@ -2979,7 +3008,7 @@ impl RacyIndex {
                 nix::unistd::UnlinkatFlags::NoRemoveDir,
             );
         };
-        let (st, out) = match self.smudged(guard, &name, over) {
+        let (st, out) = match self.smudged(&name, over) {
             Smudged::Index(st, out) => (st, out),
             other => {
                 if lock.is_some() {
@@ -3027,7 +3056,7 @@ impl RacyIndex {
 
     /// The index now at `name` (its stat, and its content with the entries [`RacyIndex::recheck`]
     /// smudges smudged; `over`: whether their second is over), where any is to be smudged.
-    fn smudged(&self, guard: &CreationGuard, name: &std::ffi::CStr, over: bool) -> Smudged {
+    fn smudged(&self, name: &std::ffi::CStr, over: bool) -> Smudged {
         let fd = match notify::open_at(
             Some(self.git.as_fd()),
             name,
@@ -3055,15 +3084,7 @@ impl RacyIndex {
             if r.record != record || r.mode != mode {
                 return false;
             }
-            if !over {
-                return true;
-            }
-            let link = mode & 0o170_000 == 0o120_000;
-            let Some((object, file)) = entry_file(guard, (self.tree.as_fd(), &self.top), entry, mode) else {
-                return true;
-            };
-            let handle = file.as_ref().map_or(object.as_raw_fd(), AsRawFd::as_raw_fd);
-            stat_matching(handle, link, &record[..40]).is_none_or(|st| (st.st_ctime, st.st_ctime_nsec) != r.ctime)
+            !over || !r.unchanged()
         };
         match index::smudge(&data, self.hash, &mut changed) {
             Ok(Some(out)) => Smudged::Index(st, out),
