@@ -2855,8 +2855,8 @@ const MAX_RACY_ENTRIES: usize = 16;
 const MAX_RACY_TOTAL: usize = 256;
 
 /// An index put in place in a foreign git directory with [`Racy`] entries, to check again once
-/// their seconds are over: the git directory (an `O_PATH` handle), the index's name there, the
-/// work tree (an `O_PATH` handle and its real path) and the object names' length.
+/// their seconds are over: the git directory (an `O_PATH` handle), the index's name there and
+/// the object names' length.
 ///
 /// Also the owner's permission bits of the git directory and of the index as placed: where the
 /// run takes them away (`chmod`), the last check puts them back to read and write the index
