@@ -415,6 +415,23 @@ fn refs(v: &[std::ffi::OsString]) -> Vec<&std::ffi::OsStr> {
     v.iter().map(std::ffi::OsString::as_os_str).collect()
 }
 
+/// The host's `git` in `dir`, with a committer identity.
+fn git_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// [`git_in`] that must succeed; its stdout.
+fn git_ok(dir: &std::path::Path, args: &[&str]) -> String {
+    let o = git_in(dir, args);
+    assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 #[test]
 fn relative_paths_and_paths_with_newlines_work_and_write_only_the_scratch_root() {
     if !sandbox_runs_here("relative_paths_and_paths_with_newlines_work_and_write_only_the_scratch_root") {
@@ -1653,13 +1670,7 @@ fn sandbox_run_in_a_git_repository_commits_and_cannot_touch_the_hooks() {
     }
     let area = Area::new();
     let git = |args: &[&str]| {
-        let st = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .current_dir(&area.ws)
-            .status()
-            .unwrap();
-        assert!(st.success(), "git {args:?}");
+        git_ok(&area.ws, args);
     };
     git(&["init", "-q"]);
     git(&["add", "keep.txt"]);
@@ -3263,8 +3274,7 @@ fn a_worktree_entry_records_a_move_that_ends_the_run() {
     }
     let area = Area::new();
     let git = |args: &[&str]| {
-        let o = Command::new("git").current_dir(&area.ws).args(args).output().unwrap();
-        assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        git_ok(&area.ws, args);
     };
     git(&["init", "-q", "-b", "main", "proj"]);
     git(&["-C", "proj", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"]);
@@ -3302,12 +3312,7 @@ fn a_rebase_a_one_shot_run_leaves_runs_nothing_at_the_users_continue() {
     }
     let area = Area::new();
     let git = |dir: &str, args: &[&str]| {
-        let o = Command::new("git")
-            .current_dir(area.ws.join(dir))
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .output()
-            .unwrap();
+        let o = git_in(&area.ws.join(dir), args);
         (o.status.success(), String::from_utf8_lossy(&o.stderr).into_owned())
     };
     for repo in ["evil", "fine"] {
@@ -3351,16 +3356,7 @@ fn a_one_shot_runs_index_hides_a_change_made_within_its_second_from_no_one() {
         return;
     }
     let area = Area::new();
-    let git = |args: &[&str]| {
-        let o = Command::new("git")
-            .current_dir(&area.ws)
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
+    let git = |args: &[&str]| git_ok(&area.ws, args);
     git(&["init", "-q", "-b", "main"]);
     fs::create_dir(area.ws.join("d")).unwrap();
     for f in ["f", "racy", "d/racy2", "capped"] {

@@ -1069,12 +1069,18 @@ fn new_name(p: &Parent) -> Result<(), Errno> {
     }
 }
 
+/// The file type (`S_IF*`) of what `p` names, not followed; None when nothing is there (or
+/// the name cannot be read).
+fn kind_of(p: &Parent) -> Option<libc::mode_t> {
+    let name = cstr(&p.name).ok()?;
+    nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
+        .ok()
+        .map(|st| st.st_mode & libc::S_IFMT)
+}
+
 /// Whether `p` names a symlink (not followed).
 fn is_symlink(p: &Parent) -> bool {
-    cstr(&p.name).is_ok_and(|n| {
-        nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), n.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
-            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
-    })
+    kind_of(p) == Some(libc::S_IFLNK)
 }
 
 /// Whether the file type `kind` (`S_IF*`) is a FIFO, a socket or a device: nothing git makes in
@@ -1087,10 +1093,7 @@ fn is_special(kind: libc::mode_t) -> bool {
 
 /// Whether `p` names a symlink, a FIFO, a socket or a device ([`is_special`]), not followed.
 fn is_symlink_or_special(p: &Parent) -> bool {
-    cstr(&p.name).is_ok_and(|n| {
-        nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), n.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
-            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK || is_special(st.st_mode))
-    })
+    kind_of(p).is_some_and(|kind| kind == libc::S_IFLNK || is_special(kind))
 }
 
 /// The work tree's files git opens wherever they are (`.gitignore` and `.gitattributes` in any
@@ -1102,11 +1105,7 @@ const GIT_OPENS: [&[u8]; 4] = [b".gitignore", b".gitattributes", b".gitmodules",
 
 /// Whether giving `p` the name of `to` makes a FIFO, socket or device one of [`GIT_OPENS`].
 fn special_named_for_git(p: &Parent, to: &Parent) -> bool {
-    GIT_OPENS.contains(&to.name.as_slice())
-        && cstr(&p.name).is_ok_and(|n| {
-            nix::sys::stat::fstatat(Some(p.dir.as_raw_fd()), n.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
-                .is_ok_and(|st| is_special(st.st_mode))
-        })
+    GIT_OPENS.contains(&to.name.as_slice()) && kind_of(p).is_some_and(is_special)
 }
 
 /// The most entries [`Guard::holds_foreign`] looks at in one directory tree; a bigger tree
