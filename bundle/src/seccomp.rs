@@ -330,6 +330,7 @@ mod tests {
             "open_by_handle_at",
             "fanotify_init",
             "personality",
+            "prlimit64",
         ] {
             assert!(all.iter().any(|n| n == s), "{s} missing");
         }

@@ -3440,3 +3440,80 @@ os.chmod(".git", 0o555)
         assert!(String::from_utf8_lossy(&caps.stdout).contains("cap_net_raw"), "the capability was dropped");
     }
 }
+
+/// Red team AL (5 December): the run's end checks the index entries of its last second again
+/// (`a_one_shot_runs_index_hides_a_change_made_within_its_second_from_no_one`); a run killed
+/// in that second (its deadline, its output limit) skipped the check when the kill took the
+/// init, and a workload that set the init's CPU limit to a second had the kernel kill it. Each
+/// case adds a file and rewrites it within one second, dated back, and then ends that way: the
+/// host's git sees the change. Controls: the trick happened within the second (else the case
+/// is tried again), the run ended as asked, and the index holds the first content.
+#[test]
+fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
+    if !sandbox_runs_here("a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended") {
+        return;
+    }
+    let now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    for case in ["deadline", "output-limit", "init-cpu-limit"] {
+        let mut checked = false;
+        for attempt in 0..4 {
+            let area = Area::new();
+            let git = |args: &[&str]| git_ok(&area.ws, args);
+            git(&["init", "-q", "-b", "main"]);
+            fs::write(area.ws.join("f"), "original\n").unwrap();
+            git(&["add", "f"]);
+            git(&["commit", "-qm", "one"]);
+            // Starts at a second's .3: the run's deadline (2 s) falls at .3 two seconds on.
+            std::thread::sleep(std::time::Duration::from_secs_f64((1.3 - now() % 1.0) % 1.0));
+            let second = now().floor() + 2.0;
+            let ending = match case {
+                "deadline" => "time.sleep(30)",
+                "output-limit" => "sys.stdout.write('x' * 5000); sys.stdout.flush(); time.sleep(30)",
+                _ => {
+                    "class RL(ctypes.Structure): _fields_ = [('cur', ctypes.c_ulong), ('max', ctypes.c_ulong)]\n\
+                     rc = ctypes.CDLL(None, use_errno=True).prlimit(1, 0, ctypes.byref(RL(0, 0)), None)\n\
+                     print('init cpu limit set:', rc == 0, flush=True)\n\
+                     time.sleep(0.5)"
+                }
+            };
+            let script = format!(
+                "import ctypes, os, subprocess, sys, time\n\
+                 X = {second}\n\
+                 while time.time() < X + 0.02: time.sleep(0.002)\n\
+                 open('f', 'w').write('CHANGED1\\n'); os.utime('f', (1700000000, 1700000000))\n\
+                 subprocess.run(['git', 'add', 'f'], check=True)\n\
+                 open('f', 'w').write('CHANGED2\\n'); os.utime('f', (1700000000, 1700000000))\n\
+                 print('same second:', int(os.stat('f').st_ctime) == int(X), file=sys.stderr, flush=True)\n\
+                 {ending}\n"
+            );
+            let mut args = vec![os("run")];
+            match case {
+                "deadline" => args.extend([os("--timeout"), os("2")]),
+                "output-limit" => args.extend([os("--output-limit"), os("1000")]),
+                _ => {}
+            }
+            args.extend([os("--"), os("python3"), os("-c"), os(&script)]);
+            let o = area.sandbox(&refs(&args));
+            let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            if !err.contains("same second: True") {
+                println!("{case}: attempt {attempt} missed the second: {err}");
+                continue;
+            }
+            match case {
+                "init-cpu-limit" => {
+                    assert_eq!(o.status.code(), Some(0), "{case}: {out} {err}");
+                    assert!(out.contains("init cpu limit set: False"), "{case}: {out}");
+                }
+                _ => assert_eq!(o.status.code(), Some(125), "{case}: {err}"),
+            }
+            assert_eq!(fs::read_to_string(area.ws.join("f")).unwrap(), "CHANGED2\n");
+            assert_eq!(git(&["show", ":f"]), "CHANGED1\n", "{case}: the index holds the first content");
+            let status = git(&["status", "--porcelain", "f"]);
+            assert_eq!(status, "MM f\n", "{case}: the change within the second is hidden: {err}");
+            println!("{case}: {}", status.trim());
+            checked = true;
+            break;
+        }
+        assert!(checked, "{case}: never within one second");
+    }
+}

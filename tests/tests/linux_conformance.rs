@@ -742,8 +742,14 @@ mod linux {
             (s("kcmp"), EPERM),
             (s("pidfd-getfd"), EACCES), // its own rule (issue 12 class 5)
             (s("syslog"), EPERM),
+            // Another process's limits, the init's above all (red team AL: its RLIMIT_CPU set
+            // to a second killed it), and its own by pid (a thread of the init by tid alike).
+            (s("prlimit=1"), EPERM),
+            (s("prlimit=self"), EPERM),
         ];
         let controls = [
+            s("prlimit=0"),
+            s("prlimit=read:1"),
             s("personality=ffffffff"),
             s("personality=0"),
             s("personality=8"),
@@ -780,6 +786,7 @@ mod linux {
                 "kcmp",
                 "pidfd-getfd",
                 "userfaultfd=1",
+                "prlimit=self",
             ])
             .output()
             .unwrap();
@@ -790,6 +797,7 @@ mod linux {
             &format!("name-to-handle={ws}/hello.txt"),
             "kcmp",
             "pidfd-getfd",
+            "prlimit=self",
         ] {
             allowed(&hv, key);
         }

@@ -215,8 +215,10 @@ mod linux {
     /// `/tmp` (one in a directory it made unreadable) and `/dev/shm`, System V shared memory, a
     /// message queue and a semaphore set, a POSIX message queue, an exported variable and a cwd;
     /// run B, in the same container (its shell is not the namespace's second process), finds
-    /// none of them. Then a run that changes what the init would hand on (its open-files limit,
-    /// its stack limit: prlimit on pid 1 needs no capability) makes the container be given up: the next run gets the defaults.
+    /// none of them. A run cannot change the init's limits (prlimit on pid 1 is refused since
+    /// red team AL set its CPU limit to kill it), and its nice value and I/O priority are
+    /// refused too; any of them changed would have the container given up: the next runs get
+    /// the defaults.
     /// A run's umask reaches neither the next run nor the init.
     pub fn runs_in_a_kept_container_share_nothing() {
         let f = Fixture::new();
@@ -293,13 +295,22 @@ mod linux {
             println!("umask after a run's `umask 000`: {after}");
         }
 
-        // What a run may change in its init from outside, without a capability.
+        // The init's limits: refused (seccomp: prlimit64 sets only the caller's own).
         for (attack, check) in
             [("prlimit --pid 1 --nofile=64:64", "ulimit -n"), ("prlimit --pid 1 --stack=1048576:1048576", "ulimit -s")]
         {
             let before = text(&format!("{check}; echo pid=$$"));
-            let a = text(&format!("{attack} && echo changed; echo pid=$$"));
-            assert!(a.contains("changed"), "{attack}: {a}");
+            let a = text(&format!("{attack} 2>/dev/null && echo changed; echo pid=$$"));
+            assert!(!a.contains("changed"), "{attack}: {a}");
+            let b = text(&format!("{check}; echo pid=$$"));
+            assert_eq!(b.lines().next(), before.lines().next(), "{attack} reached the next run: {b}");
+        }
+        // What a run may try to change in its init from outside (refused here; were one let
+        // through, the container would be given up: the next runs get the defaults).
+        for (attack, check) in [("renice -n 5 -p 1", "nice"), ("ionice -c 3 -p 1", "ionice")] {
+            let before = text(&format!("{check}; echo pid=$$"));
+            let a = text(&format!("{attack} >/dev/null 2>&1 && echo changed; echo pid=$$"));
+            println!("{attack}: {}", if a.contains("changed") { "changed" } else { "refused" });
             for later in 0..2 {
                 let b = text(&format!("{check}; echo pid=$$"));
                 assert_eq!(b.lines().next(), before.lines().next(), "{attack} reached run {later} after it: {b}");
@@ -942,7 +953,8 @@ mod linux {
     /// with it, and the executor keeps working.
     pub fn a_helper_killed_mid_build_leaves_no_intermediate_process() {
         let f = Fixture::new();
-        let set = Arc::new(f.set());
+        // Every run has a container built for it (none is kept).
+        let set = Arc::new(ExecutorSet::new(&dl(), &f.profile(), f.set_options(8).reuse_containers(false)).unwrap());
         let exec = set.executor("k").unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let runner = {
@@ -950,9 +962,7 @@ mod linux {
             std::thread::spawn(move || {
                 let mut runs = 0;
                 while !stop.load(Ordering::SeqCst) && runs < 4000 {
-                    // Each run changes its init's open-files limit, so its container is given
-                    // up (issue 16): every run has a container built for it.
-                    let _ = exec.run_command(&dl(), &ws, "prlimit --pid 1 --nofile=1000:1000");
+                    let _ = exec.run_command(&dl(), &ws, "true");
                     runs += 1;
                 }
             })

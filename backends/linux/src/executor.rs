@@ -730,6 +730,11 @@ fn supervise(child: Pid) -> String {
                     _ => {}
                 }
             }
+        } else if from_outside(&info) && info.signo == sys::END_RUN_SIGNAL {
+            // The helper ends the run (a deadline, an output limit, a kill): every process of
+            // the namespace but this init goes now, and the run ends as any other does, after
+            // the guard's last checks (the helper kills this init too if it is not done soon).
+            let _ = sys::kill_raw(-1, libc::SIGKILL);
         } else if from_outside(&info) {
             // Forward to every process of the namespace (all but this init).
             let _ = sys::kill_raw(-1, info.signo);

@@ -89,6 +89,7 @@ pub fn syscall_number(name: &str) -> Option<i64> {
         "personality" => libc::SYS_personality,
         "kcmp" => libc::SYS_kcmp,
         "process_madvise" => libc::SYS_process_madvise,
+        "prlimit64" => libc::SYS_prlimit64,
         "syslog" => libc::SYS_syslog,
         "acct" => libc::SYS_acct,
         "vhangup" => libc::SYS_vhangup,

@@ -515,6 +515,15 @@ impl Staging {
         }
         let (due, mut later): (Vec<RacyIndex>, _) =
             std::mem::take(&mut inner.racy).into_iter().partition(|r| wait || second_over(r.until()));
+        if wait {
+            // Every changed file gets its new ctime first (nothing else is needed for git to
+            // read it): the smudges that follow may wait for locks, and the helper kills an
+            // init that takes too long to end a killed run.
+            wait_out(due.iter().map(RacyIndex::until).max().unwrap_or(0));
+            for index in &due {
+                index.redate_changed();
+            }
+        }
         for index in due {
             // One that could not be read stays for the next look (the run's end tries once more).
             if !index.recheck(wait) && !wait {

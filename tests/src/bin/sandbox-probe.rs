@@ -458,6 +458,28 @@ mod checks {
                 }
                 v
             }
+            // `prlimit=PID` sets RLIMIT_CPU of PID (`self`: this process by its pid) to what it
+            // is (read first, so nothing changes); `prlimit=read:PID` only reads it.
+            "prlimit" => {
+                let (read, pid) = arg.strip_prefix("read:").map_or((false, arg), |p| (true, p));
+                let pid = if pid == "self" {
+                    libc::c_long::from(nix::unistd::getpid().as_raw())
+                } else {
+                    pid.parse::<libc::c_long>().ok()?
+                };
+                // SAFETY: rlimit64 is plain old data.
+                let mut old: libc::rlimit64 = unsafe { std::mem::zeroed() };
+                let cpu = libc::c_long::from(libc::RLIMIT_CPU as i32);
+                let old_ptr = std::ptr::addr_of_mut!(old) as libc::c_long;
+                // SAFETY: prlimit64 writes the old limits to `old`, which outlives the call.
+                let ret = unsafe { sys(libc::SYS_prlimit64, &[pid, cpu, 0, old_ptr]) };
+                if read || ret < 0 {
+                    return Some(from_ret(ret));
+                }
+                let new_ptr = std::ptr::addr_of!(old) as libc::c_long;
+                // SAFETY: prlimit64 reads the new limits from `old`, which outlives the call.
+                from_ret(unsafe { sys(libc::SYS_prlimit64, &[pid, cpu, new_ptr, 0]) })
+            }
             "kcmp" => {
                 let pid = libc::c_long::from(nix::unistd::getpid().as_raw());
                 // SAFETY: kcmp(KCMP_FILE) of this process's stdin with itself; integers only.

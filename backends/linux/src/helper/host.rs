@@ -61,15 +61,17 @@ pub(super) trait Host {
     fn send_go(&mut self, go: GoMessage);
     /// Sends the embedder an event on the control socket.
     fn send(&mut self, event: &Event) -> std::io::Result<()>;
-    /// Waits (unbounded) for the status pipe and, while `control` is set, the control socket;
-    /// returns which of them are readable, in that order.
-    fn poll_run(&mut self, control: bool) -> nix::Result<(bool, bool)>;
+    /// Waits (at most `ms` milliseconds; None: unbounded) for the status pipe and, while
+    /// `control` is set, the control socket; returns which of them are readable, in that order.
+    fn poll_run(&mut self, control: bool, ms: Option<u16>) -> nix::Result<(bool, bool)>;
     /// Reads one line of the embedder's commands (0: its end).
     fn read_control(&mut self, line: &mut String) -> std::io::Result<usize>;
     /// Closes the control socket: the embedder sees its end.
     fn hang_up(&mut self);
     /// Sends a signal to a process.
     fn kill(&mut self, pid: Pid, signal: Signal) -> nix::Result<()>;
+    /// Tells the container's init to end the run ([`crate::sys::END_RUN_SIGNAL`]).
+    fn end_run(&mut self, pid: Pid) -> std::io::Result<()>;
     /// Reaps the init (SIGKILLs it if it lingers); whether it is gone.
     fn reap(&mut self, pid: Pid) -> bool;
     /// Deletes the container: its cgroups (their processes killed first) and its state.
@@ -191,14 +193,14 @@ impl Host for Live {
         self.control.as_mut().ok_or_else(closed)?.send(event)
     }
 
-    fn poll_run(&mut self, control: bool) -> nix::Result<(bool, bool)> {
+    fn poll_run(&mut self, control: bool, ms: Option<u16>) -> nix::Result<(bool, bool)> {
         // A closed pipe reads as its end.
         let Some(status) = &self.status else { return Ok((true, false)) };
         let mut fds = vec![PollFd::new(status.as_fd(), PollFlags::POLLIN)];
         if let Some(socket) = self.control.as_ref().filter(|_| control) {
             fds.push(PollFd::new(socket.reader.get_ref().as_fd(), PollFlags::POLLIN));
         }
-        poll(&mut fds, PollTimeout::NONE)?;
+        poll(&mut fds, ms.map_or(PollTimeout::NONE, PollTimeout::from))?;
         let status_ready = fds[0].revents().is_some_and(|r| !r.is_empty());
         let control_ready = fds.get(1).and_then(|f| f.revents()).is_some_and(|r| !r.is_empty());
         Ok((status_ready, control_ready))
@@ -219,6 +221,10 @@ impl Host for Live {
 
     fn kill(&mut self, pid: Pid, signal: Signal) -> nix::Result<()> {
         kill(pid, signal)
+    }
+
+    fn end_run(&mut self, pid: Pid) -> std::io::Result<()> {
+        crate::sys::kill_raw(pid.as_raw(), crate::sys::END_RUN_SIGNAL)
     }
 
     fn reap(&mut self, pid: Pid) -> bool {

@@ -117,14 +117,11 @@ pub(super) fn drive<H: Host>(host: &mut H, request: &Request, pid: Pid, mut meas
         measured.phases.push((String::from("go"), monotonic_us()));
         host.send_go(go);
         let parent_alive = host.send(&Event::Started { pid: pid.as_raw() }).is_ok();
-        if !parent_alive {
-            // The embedder died: nothing may outlive it.
-            let _ = host.kill(pid, Signal::SIGKILL);
-        }
-
         let procs = request.procs.clone();
         if !parent_alive {
-            supervise::kill_members(host, procs.as_deref());
+            // The embedder died: nothing may outlive it (the run ends through its init, which
+            // `supervise` kills if it does not end it soon).
+            supervise::end_run(host, pid, procs.as_deref());
         }
         let mut rest = Vec::new();
         let (killed, violation) =

@@ -50,9 +50,28 @@ pub(super) fn cgroup_empty<H: Host>(host: &mut H, request: &Request) -> bool {
     host.read_cgroup(procs).is_ok_and(|p| p.trim().is_empty())
 }
 
+/// How long an init told to end the run ([`end_run`]) has to do so before it is killed: the
+/// wait for the last second of the run's index entries (at most one second) and their checks.
+/// The embedder waits 5 s for the end after a kill.
+pub(super) const END_GRACE: Duration = Duration::from_secs(3);
+
+/// Ends the run whose init is `pid`: every other process of the spawn's own cgroup is killed
+/// now (a fork bomb stops growing at once), and the init is told to end the run
+/// ([`crate::sys::END_RUN_SIGNAL`]): it kills what is left of its namespace and ends as after
+/// any run, the guard's last checks included. A SIGKILL to the init skipped those checks (red
+/// team AL, 5 December: a change made in the run's last second, then the deadline or the
+/// output limit, and the host's git took the changed file for unchanged).
+pub(super) fn end_run<H: Host>(host: &mut H, pid: Pid, procs: Option<&Path>) {
+    let _ = host.end_run(pid);
+    kill_members_but(host, procs, Some(pid));
+}
+
 /// Reads the status pipe into `channel` until the init is gone, serving control commands
-/// meanwhile. Returns whether the init was killed on request (or because the parent went), and
-/// the channel's violation, if any (the init is then killed and nothing more is read).
+/// meanwhile. Returns whether the run was killed on request (or because the parent went), and
+/// the channel's violation, if any (the init is then killed and nothing more is read). A kill
+/// ends the run through the init ([`end_run`]), which is killed itself when it has not ended
+/// the run within [`END_GRACE`]; a kept container's init is killed once it has told the
+/// outcome of a killed run (its container is never kept).
 pub(super) fn supervise<H: Host>(
     host: &mut H,
     channel: &mut StatusChannel,
@@ -61,11 +80,21 @@ pub(super) fn supervise<H: Host>(
     procs: Option<&Path>,
     kept: Option<&mut Vec<u8>>,
 ) -> (bool, Option<String>) {
-    let mut killed = false;
+    let mut killed = !parent_alive;
     let mut kept = kept;
     let mut control_buf = String::new();
+    // When the init was told to end the run (None: not yet, or it was killed since).
+    let mut ending = (!parent_alive).then(Instant::now);
     loop {
-        let Ok((status_ready, control_ready)) = host.poll_run(parent_alive) else { continue };
+        let left = ending.map(|since| END_GRACE.saturating_sub(since.elapsed()));
+        if left == Some(Duration::ZERO) {
+            // Not done in time: the init goes too.
+            let _ = host.kill(pid, Signal::SIGKILL);
+            kill_members(host, procs);
+            ending = None;
+        }
+        let ms = left.map(|l| u16::try_from(l.as_millis().clamp(1, 1000)).unwrap_or(1000));
+        let Ok((status_ready, control_ready)) = host.poll_run(parent_alive, ms) else { continue };
         if status_ready {
             let mut chunk = [0u8; 4096];
             let fed = match host.read_status(&mut chunk) {
@@ -95,6 +124,10 @@ pub(super) fn supervise<H: Host>(
                 return (killed, Some(e.to_string()));
             }
             if kept.is_some() && channel.has_outcome() {
+                if killed {
+                    let _ = host.kill(pid, Signal::SIGKILL);
+                    kill_members(host, procs);
+                }
                 return (killed, None);
             }
         }
@@ -104,17 +137,21 @@ pub(super) fn supervise<H: Host>(
                 Ok(0) | Err(_) => {
                     // The embedder is gone: nothing may outlive it.
                     parent_alive = false;
-                    killed = true;
-                    let _ = host.kill(pid, Signal::SIGKILL);
-                    kill_members(host, procs);
+                    if !killed {
+                        killed = true;
+                        ending = Some(Instant::now());
+                        end_run(host, pid, procs);
+                    }
                 }
                 Ok(_) => {
                     if let Ok(Command::Signal { signal }) = serde_json::from_str(&control_buf) {
                         if let Ok(sig) = Signal::try_from(signal) {
-                            killed |= sig == Signal::SIGKILL;
-                            let _ = host.kill(pid, sig);
-                            if sig == Signal::SIGKILL {
-                                kill_members(host, procs);
+                            if sig != Signal::SIGKILL {
+                                let _ = host.kill(pid, sig);
+                            } else if !killed {
+                                killed = true;
+                                ending = Some(Instant::now());
+                                end_run(host, pid, procs);
                             }
                         }
                     }
@@ -130,11 +167,17 @@ pub(super) fn supervise<H: Host>(
 /// run its exit, which under a fork bomb in a low-weight cgroup took tens of seconds (issue 12,
 /// class 13): a killed process forks no more, so the tree stops growing at once.
 pub(super) fn kill_members<H: Host>(host: &mut H, procs: Option<&Path>) {
+    kill_members_but(host, procs, None);
+}
+
+/// [`kill_members`] sparing `spare` (the init, told to end the run: [`end_run`]).
+fn kill_members_but<H: Host>(host: &mut H, procs: Option<&Path>, spare: Option<Pid>) {
     let Some(procs) = procs else { return };
+    let spare = spare.map_or(0, Pid::as_raw);
     for _ in 0..4 {
         let Ok(text) = host.read_cgroup(procs) else { return };
         let mut any = false;
-        for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()).filter(|p| *p > 1) {
+        for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()).filter(|p| *p > 1 && *p != spare) {
             any = true;
             let _ = host.kill(Pid::from_raw(pid), Signal::SIGKILL);
         }

@@ -42,6 +42,7 @@ enum Call {
     Kept { outcome: Outcome },
     HangUp,
     Kill(i32, Signal),
+    EndRun(i32),
     Reap(i32),
     Delete,
     RemoveBundle(PathBuf),
@@ -223,7 +224,7 @@ impl Host for Recorder {
         if self.embedder_gone { Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe)) } else { Ok(()) }
     }
 
-    fn poll_run(&mut self, control: bool) -> nix::Result<(bool, bool)> {
+    fn poll_run(&mut self, control: bool, _ms: Option<u16>) -> nix::Result<(bool, bool)> {
         // The status pipe is always readable (a chunk, or its end), and so is the control
         // socket while a command (or its end) is scripted.
         Ok((true, control && !self.control.is_empty()))
@@ -244,6 +245,11 @@ impl Host for Recorder {
         self.calls.push(Call::HangUp);
     }
 
+    fn end_run(&mut self, pid: Pid) -> std::io::Result<()> {
+        self.calls.push(Call::EndRun(pid.as_raw()));
+        Ok(())
+    }
+
     fn kill(&mut self, pid: Pid, signal: Signal) -> nix::Result<()> {
         self.calls.push(Call::Kill(pid.as_raw(), signal));
         if signal == Signal::SIGKILL {
@@ -259,6 +265,15 @@ impl Host for Recorder {
 
     fn reap(&mut self, pid: Pid) -> bool {
         self.calls.push(Call::Reap(pid.as_raw()));
+        if self.reaped {
+            // A reaped init has left its cgroup.
+            let gone = pid.as_raw().to_string();
+            for (file, text) in &mut self.files {
+                if file.ends_with("cgroup.procs") {
+                    *text = text.lines().filter(|l| *l != gone).map(|l| format!("{l}\n")).collect();
+                }
+            }
+        }
         self.reaped
     }
 
@@ -676,7 +691,7 @@ fn a_kept_containers_run_is_answered_kept_and_the_container_waits_for_the_next()
 }
 
 #[test]
-fn an_embedder_gone_at_the_start_kills_the_init_and_its_cgroup() {
+fn an_embedder_gone_at_the_start_ends_the_run_and_kills_its_cgroup() {
     let mut host = cgroup();
     host.files.insert(PathBuf::from(PROCS), String::from("4242\n7\n8\n"));
     host.embedder_gone = true;
@@ -695,7 +710,8 @@ fn an_embedder_gone_at_the_start_kills_the_init_and_its_cgroup() {
             Call::StillWanted,
             Call::SendGo { payload: b"g".to_vec(), fds: 0 },
             Call::Started(INIT),
-            Call::Kill(INIT, Signal::SIGKILL),
+            // The init is told to end the run, everything else goes at once.
+            Call::EndRun(INIT),
             Call::Read(procs.clone()),
             Call::Kill(7, Signal::SIGKILL),
             Call::Kill(8, Signal::SIGKILL),
@@ -703,12 +719,7 @@ fn an_embedder_gone_at_the_start_kills_the_init_and_its_cgroup() {
             Call::CloseStatus,
             Call::Reap(INIT),
             Call::Read(procs),
-            Call::Finished {
-                outcome: Outcome::Failed {
-                    detail: String::from("the container init ended without reporting an outcome")
-                },
-                teardown: true,
-            },
+            Call::Finished { outcome: Outcome::Signalled { signal: 9 }, teardown: true },
             Call::HangUp,
             Call::Delete,
             Call::RemoveBundle(PathBuf::from("/fake/bundle")),
@@ -717,7 +728,7 @@ fn an_embedder_gone_at_the_start_kills_the_init_and_its_cgroup() {
 }
 
 #[test]
-fn a_kill_request_or_the_embedder_gone_during_the_run_is_a_sigkill() {
+fn a_kill_request_or_the_embedder_gone_during_the_run_ends_it_through_the_init() {
     for command in [Some(Command::Signal { signal: Signal::SIGKILL as i32 }), None] {
         let mut host = cgroup();
         host.files.insert(PathBuf::from(PROCS), String::from("9\n"));
@@ -735,7 +746,7 @@ fn a_kill_request_or_the_embedder_gone_during_the_run_is_a_sigkill() {
             run_calls,
             [
                 Call::Started(INIT),
-                Call::Kill(INIT, Signal::SIGKILL),
+                Call::EndRun(INIT),
                 Call::Read(procs.clone()),
                 Call::Kill(9, Signal::SIGKILL),
                 Call::Read(procs.clone()),
