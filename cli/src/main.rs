@@ -545,17 +545,23 @@ fn run_inner(args: RunArgs) -> Result<i32, Error> {
     let options = cpu.apply(options);
     let set = ExecutorSet::new(&setup, &profile, options).map_err(as_flags)?;
     let executor = set.executor("sandbox-cli")?;
-    let started = executor
-        .prepare_process(
-            &setup,
-            ProcessOptions {
-                cwd,
-                argv: args.argv.clone(),
-                execution_id: String::from("sandbox-cli"),
-                ..ProcessOptions::default()
-            },
-        )
-        .and_then(|prepared| prepared.start(&setup));
+    // A limit of 0 bytes: nothing is spawned (CONTRACT.md §11, `OutputLimit`), as a timeout of
+    // 0 spawns nothing.
+    let started = if args.output_limit == Some(0) {
+        Err(Error::OutputLimit { partial: Vec::new() })
+    } else {
+        executor
+            .prepare_process(
+                &setup,
+                ProcessOptions {
+                    cwd,
+                    argv: args.argv.clone(),
+                    execution_id: String::from("sandbox-cli"),
+                    ..ProcessOptions::default()
+                },
+            )
+            .and_then(|prepared| prepared.start(&setup))
+    };
     let process = match started {
         Ok(p) => Arc::new(p),
         // Refused once the executor exists (a grant required, say): the object carries the

@@ -345,13 +345,21 @@ fn answer_run(
     timeout: Option<Duration>,
     output_limit: Option<u64>,
 ) -> Value {
-    let executor = match set.executor(executor) {
+    // A bad cwd is refused before an executor exists for the request.
+    if let Err(e) = crate::check_cwd("request: cwd", &options.cwd) {
+        return error_json(&e);
+    }
+    let key = executor;
+    let executor = match set.executor(key) {
         Ok(e) => e,
         Err(e) => return error_json(&e),
     };
-    let started = crate::check_cwd("request: cwd", &options.cwd)
-        .and_then(|()| executor.prepare_process(setup, options))
-        .and_then(|p| p.start(setup));
+    // A limit of 0 bytes: nothing is spawned, no grant consumed (CONTRACT.md §11, `OutputLimit`).
+    let started = if output_limit == Some(0) {
+        Err(Error::OutputLimit { partial: Vec::new() })
+    } else {
+        executor.prepare_process(setup, options).and_then(|p| p.start(setup))
+    };
     match started {
         Ok(process) => drive(&Arc::new(process), timeout, output_limit, [None, None]).json(&executor),
         Err(e) => {
@@ -360,6 +368,9 @@ fn answer_run(
             value["guarantees"] = serde_json::json!(executor.guarantees().names());
             value["guarantee_bits"] = Value::from(executor.guarantee_bits());
             value["report"] = serde_json::json!(executor.report().entries);
+            // An executor this request made, for nothing: let go (its directories, its place).
+            drop(executor);
+            set.discard_unused(key);
             value
         }
     }

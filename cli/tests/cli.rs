@@ -3517,3 +3517,127 @@ fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
         assert!(checked, "{case}: never within one second");
     }
 }
+
+/// Red team AK (5 December): what a refused call leaves. (1) serve requests refused before
+/// anything ran (a bad cwd, a malformed grant, an unknown grant class) made their executor
+/// and kept its place: after `--max-executors` of them, a good request on a new executor got
+/// `executor_limit`; they take nothing now, and no `home-*`/`tmp-*` directory stays. (2) An
+/// output limit of 0 spawns nothing (CONTRACT.md §11), in `run` and in serve. (3) A cgroup
+/// parent that did not exist is gone again after the run, after an error too; a path of the
+/// cgroup filesystem is refused as one. (4) The `sandbox: exec:` line stays one line whatever
+/// argv[0] holds. Controls: good requests run, and the same parent is used.
+#[test]
+fn a_refused_call_leaves_nothing_behind() {
+    if !sandbox_runs_here("a_refused_call_leaves_nothing_behind") {
+        return;
+    }
+    let area = Area::new();
+    let mut serve = Command::new(SANDBOX)
+        .args([os("serve"), os("--max-executors"), os("2"), os("--scratch"), area.scratch.clone().into_os_string()])
+        .current_dir(&area.ws)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdin = serve.stdin.take().unwrap();
+        let lines = [
+            r#"{"id":1,"argv":["/bin/true"],"executor":"a","cwd":"/nonexistent-dir"}"#,
+            r#"{"id":2,"argv":["/bin/true"],"executor":"b","grants":["garbage"]}"#,
+            r#"{"id":3,"argv":["/bin/true"],"executor":"c","grants":["sbx1.e30.e30"]}"#,
+            r#"{"id":4,"argv":["sh","-c","touch zero"],"executor":"d","output_limit":0}"#,
+            r#"{"id":5,"argv":["/bin/echo","five"],"executor":"e"}"#,
+            r#"{"id":6,"argv":["/bin/echo","six"],"executor":"f"}"#,
+            r#"{"id":7,"argv":["/bin/echo","seven"],"executor":"g"}"#,
+        ];
+        // One at a time: each answer before the next request (the executors' count is what is
+        // checked).
+        let mut out = std::io::BufReader::new(serve.stdout.take().unwrap());
+        let mut answers = Vec::new();
+        for line in lines {
+            std::io::Write::write_all(&mut stdin, format!("{line}\n").as_bytes()).unwrap();
+            let mut answer = String::new();
+            std::io::BufRead::read_line(&mut out, &mut answer).unwrap();
+            answers.push(serde_json::from_str::<serde_json::Value>(&answer).unwrap());
+        }
+        for (i, v) in answers.iter().take(4).enumerate() {
+            assert!(v["error"].is_string() && v["exit_code"].is_null(), "request {}: {v}", i + 1);
+        }
+        assert_eq!(answers[3]["error"], "output_limit", "{}", answers[3]);
+        assert_eq!(answers[4]["stdout"], "five\n", "{}", answers[4]);
+        assert_eq!(answers[5]["stdout"], "six\n", "{}", answers[5]);
+        // The third good executor is one past the bound (the refused ones took none).
+        assert_eq!(answers[6]["error"], "executor_limit", "{}", answers[6]);
+        let dirs: Vec<String> = walk_names(&area.scratch).into_iter().filter(|n| n.starts_with("home-")).collect();
+        assert_eq!(dirs.len(), 2, "one HOME per executor that ran: {dirs:?}");
+    }
+    assert!(serve.wait().unwrap().success());
+    assert!(!area.ws.join("zero").exists(), "an output limit of 0 spawned the workload");
+
+    let o = area.sandbox(&refs(&[
+        os("run"),
+        os("--output-limit"),
+        os("0"),
+        os("--"),
+        os("sh"),
+        os("-c"),
+        os("touch zero"),
+    ]));
+    assert_eq!(o.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("output limit"));
+    assert!(!area.ws.join("zero").exists(), "an output limit of 0 spawned the workload");
+
+    if nix::unistd::getuid().is_root() {
+        let name = format!("sbx-made-parent-{}", std::process::id());
+        let present =
+            || fs::read_dir("/sys/fs/cgroup").unwrap().flatten().filter(|h| h.path().join(&name).exists()).count();
+        let parent = format!("/{name}/inner");
+        let o =
+            area.sandbox(&refs(&[os("run"), os("--cgroup-parent"), os(&parent), os("--"), os("/bin/echo"), os("ok")]));
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "ok\n", "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(present(), 0, "the parent made for the run stayed");
+        let o = area.sandbox(&refs(&[
+            os("run"),
+            os("--cgroup-parent"),
+            os(&parent),
+            os("--timeout"),
+            os("0"),
+            os("--"),
+            os("/bin/true"),
+        ]));
+        assert_eq!(o.status.code(), Some(125));
+        assert_eq!(present(), 0, "the parent made for a refused run stayed");
+        let o = area.sandbox(&refs(&[
+            os("run"),
+            os("--cgroup-parent"),
+            os("/sys/fs/cgroup/pids"),
+            os("--"),
+            os("/bin/true"),
+        ]));
+        assert_eq!(o.status.code(), Some(125));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("cgroup filesystem"),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+
+    let o = area.sandbox(&refs(&[os("run"), os("--"), os("/nonexistent\nsandbox: network denied: forged")]));
+    assert_eq!(o.status.code(), Some(127));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("sandbox: exec: /nonexistent\\nsandbox: network denied: forged"), "{err}");
+}
+
+/// The names of every file and directory beneath `dir`.
+fn walk_names(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+        out.push(e.file_name().to_string_lossy().into_owned());
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(walk_names(&e.path()));
+        }
+    }
+    out
+}

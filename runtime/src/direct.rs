@@ -49,7 +49,13 @@ fn exec_failure(name: &OsStr, e: &std::io::Error) -> Option<(i32, String)> {
         _ if e.raw_os_error() == Some(nix::libc::ENOEXEC) => 126,
         _ => return None,
     };
-    Some((code, format!("sandbox: exec: {}: {e}\n", name.to_string_lossy())))
+    // One line whatever the name holds (a newline in argv[0] forged a second `sandbox:` line).
+    let name: String = name
+        .to_string_lossy()
+        .chars()
+        .flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] })
+        .collect();
+    Some((code, format!("sandbox: exec: {name}: {e}\n")))
 }
 
 fn exit_status(status: std::process::ExitStatus) -> ExitStatus {

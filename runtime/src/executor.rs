@@ -40,6 +40,8 @@ pub struct Executor {
     /// Held handles on filesystem grant targets, by token nonce, with the token's expiry.
     #[cfg(target_os = "linux")]
     pub(crate) handles: Mutex<HashMap<String, (i64, sandbox_linux::TargetHandle)>>,
+    /// Whether anything was run, prepared or granted with it ([`crate::ExecutorSet::discard_unused`]).
+    pub(crate) used: std::sync::atomic::AtomicBool,
 }
 
 impl Executor {
@@ -96,6 +98,7 @@ impl Executor {
                 grants: Mutex::new(GrantState::new()?),
                 #[cfg(target_os = "linux")]
                 handles: Mutex::new(HashMap::new()),
+                used: std::sync::atomic::AtomicBool::new(false),
             })
         })();
         if result.is_err() {
@@ -104,6 +107,11 @@ impl Executor {
             }
         }
         result
+    }
+
+    /// Records that something was run, prepared or granted with this executor.
+    fn mark_used(&self) {
+        self.used.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     pub(crate) fn remove_dirs(&self) -> Result<(), Error> {
@@ -226,7 +234,9 @@ impl Executor {
         } else {
             let text = command_text(&o.command, &o.argv)?;
             let tokens: Vec<&str> = o.grants.iter().map(String::as_str).collect();
-            self.verify_grants(&tokens, &o.execution_id, &text, &cwd)?.deltas
+            let verified = self.verify_grants(&tokens, &o.execution_id, &text, &cwd)?;
+            self.mark_used();
+            verified.deltas
         };
         let argv: Vec<OsString> = if o.command.is_empty() {
             o.argv
@@ -240,6 +250,7 @@ impl Executor {
             input.grants = deltas.clone();
             linux.compile_unscanned(&self.set.profile, &input, "prepare")?;
         }
+        self.mark_used();
         Ok(PreparedProcess {
             set: Arc::clone(&self.set),
             argv,
@@ -288,6 +299,7 @@ impl Executor {
         }
         let tokens: Vec<&str> = grants.iter().map(AsRef::as_ref).collect();
         let verified = self.verify_grants(&tokens, execution_id, command, &cwd)?;
+        self.mark_used();
         let argv = [OsStr::new("/bin/sh"), OsStr::new("-c"), OsStr::new(command)];
         self.spawn_sync(dl, cwd, &argv, None, verified.deltas)
     }
@@ -304,6 +316,7 @@ impl Executor {
         let Some(_admitted) = Admitted::new(&self.set) else {
             return Err(Error::ExecutorClosed { partial: Vec::new() });
         };
+        self.mark_used();
         let argv: Vec<OsString> = argv.iter().map(|a| a.as_ref().to_os_string()).collect();
         let dirs = (self.home_dir.as_deref(), self.temp_dir.as_path());
         let pins = &self.set.pins;

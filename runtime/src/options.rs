@@ -217,6 +217,16 @@ impl ExecutorSetOptions {
                     detail: format!("{name}: {} is not an absolute, clean path", parent.display()),
                 });
             }
+            if parent.starts_with("/sys/fs/cgroup") {
+                let name = if self.cgroup_parent.is_some() { "cgroup_parent" } else { CGROUP_PARENT_ENV };
+                return Err(Error::InvalidOptions {
+                    detail: format!(
+                        "{name}: {} is a path of the cgroup filesystem; give the cgroup's path from its hierarchy's \
+                         root (for /sys/fs/cgroup/pids/sandbox, /sandbox)",
+                        parent.display()
+                    ),
+                });
+            }
         }
         for (i, (name, address)) in self.resolve.iter().enumerate() {
             if sandbox_bundle::target::names_no_host(*address) {

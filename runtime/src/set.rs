@@ -194,6 +194,27 @@ impl ExecutorSet {
         Ok(executor)
     }
 
+    /// Lets go of the executor for `key` when nothing was ever run, prepared or granted with it
+    /// and nobody holds it (drop yours first): its HOME and TMPDIR are removed and its place
+    /// counts no more against `max_executors`. True when it was let go. For a caller whose
+    /// first request for an executor was refused before anything ran (`sandbox serve`: a bad
+    /// `cwd` or grant), so that the refusal leaves nothing behind.
+    pub fn discard_unused(&self, key: &str) -> bool {
+        let executor = {
+            let mut state = self.inner.lock();
+            let unused = state
+                .executors
+                .get(key)
+                .is_some_and(|e| Arc::strong_count(e) == 1 && !e.used.load(std::sync::atomic::Ordering::SeqCst));
+            if !unused {
+                return false;
+            }
+            state.executors.remove(key)
+        };
+        self.inner.changed.notify_all();
+        executor.is_some_and(|e| e.remove_dirs().is_ok())
+    }
+
     /// Closes the set (CONTRACT.md §9): no new work, running trees killed, every admitted run
     /// drained, the set directory removed (the scratch root stays). Idempotent.
     pub fn close(&self) -> Result<(), Error> {

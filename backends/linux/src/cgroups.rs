@@ -166,6 +166,24 @@ pub fn check_configured(parent: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The directories of `parent` (a cgroup path) that do not exist in the hierarchies the runtime
+/// joins, each hierarchy's outermost first.
+pub fn missing_dirs(layout: CgroupLayout, parent: &str) -> Vec<PathBuf> {
+    let root = Path::new("/sys/fs/cgroup");
+    let mut missing = Vec::new();
+    for dir in layout.dirs(parent) {
+        let Ok(rel) = dir.strip_prefix(root) else { continue };
+        let mut at = root.to_path_buf();
+        for part in rel.components() {
+            at.push(part);
+            if std::fs::symlink_metadata(&at).is_err() {
+                missing.push(at.clone());
+            }
+        }
+    }
+    missing
+}
+
 /// Every existing directory from `dir` up to its hierarchy's root (`/sys/fs/cgroup/<controller>`,
 /// or `/sys/fs/cgroup` for v2) belongs to `uid` or root, is no symlink, and is writable by no
 /// one else (group and others: no write bit).

@@ -698,6 +698,10 @@ fn exec_workload(
         }
     }
     let code = if found { 126 } else { 127 };
+    // One line whatever the name holds (a newline in argv[0] forged a second `sandbox:` line:
+    // red team AK, 5 December).
+    let name: String =
+        name.chars().flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] }).collect();
     let _ = std::io::stderr().write_all(format!("sandbox: exec: {name}: {}\n", last.desc()).as_bytes());
     sys::exit_now(code)
 }

@@ -25,6 +25,22 @@ const MAX_INCLUDE_DEPTH: usize = 10;
 /// The most directories one scan reads; a scan that would read more fails the spawn.
 pub const MAX_DIRS: usize = 200_000;
 
+/// The longest path of a directory the scan walks, in bytes: an entry beneath a longer one
+/// could not be named to be bound (PATH_MAX is 4096 with a name of up to 255 bytes after the
+/// directory). A workload made a chain of directories past PATH_MAX in one run, and every
+/// later spawn failed after 35 s with a message about a protected entry (red team AK, 5
+/// December); a scan that meets one now fails the spawn at once, saying so.
+const MAX_DIR_PATH: usize = 3800;
+
+/// The most git config files one scan reads (each distinct file once, whatever the paths that
+/// name it) and the most bytes it reads of them, and the most includes it follows: a scan past
+/// one of them fails the spawn. A workload's own repository included one file through eight
+/// symlinked directories, ten levels deep, and the next spawn read 8^10 paths of it, its
+/// memory growing by 75 MB/s (red team AL, 5 December).
+const MAX_CONFIG_FILES: usize = 4096;
+const MAX_CONFIG_BYTES: usize = 64 << 20;
+const MAX_INCLUDES: usize = 65_536;
+
 /// The entries that make a directory a git directory to git (with `objects/` a directory):
 /// a bare repository is found by them.
 const BARE_MARKERS: [&str; 3] = ["HEAD", "objects", "refs"];
@@ -324,6 +340,10 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         dirs: 0,
         max_dirs,
         stopped: false,
+        too_deep: None,
+        config_reads: (0, 0),
+        includes: 0,
+        configs_stopped: false,
         old,
         new: HashMap::new(),
         fresh: 0,
@@ -369,6 +389,23 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
              narrow the workspace, or turn the list off (protected_paths)"
         ));
     }
+    if let Some(deep) = walker.too_deep.take() {
+        let shown: String = deep.to_string_lossy().chars().take(120).collect();
+        walker.out.refused = Some(format!(
+            "protected_paths: the writable areas hold a directory whose path is longer than {MAX_DIR_PATH} bytes \
+             ({shown}…): protected entries beneath it could not be bound by name, so nothing runs; remove or \
+             shorten it, narrow the workspace, or turn the list off (protected_paths)"
+        ));
+    }
+    if walker.configs_stopped {
+        walker.out.refused = Some(format!(
+            "protected_paths: the git configuration in reach includes more than the scan reads ({MAX_CONFIG_FILES} \
+             files, {} MiB, {MAX_INCLUDES} includes): what it names beyond could be neither bound read-only nor \
+             refused, so nothing runs; remove the includes, narrow the workspace, or turn the list off \
+             (protected_paths)",
+            MAX_CONFIG_BYTES >> 20
+        ));
+    }
     // The HOME entries, against the caller's real HOME: wherever the workload gets it as its
     // HOME, and wherever else an entry can be written (the workspace or a writable root
     // covering the real HOME, `cd ~ && sandbox run`, or host write): the host's sshd and git
@@ -403,7 +440,7 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
             walker.repositories.iter().cloned().map(Some).collect()
         };
         for root in &roots {
-            let mut seen = HashSet::new();
+            let mut seen = SeenConfigs::default();
             for global in [home.join(".gitconfig"), home.join(".config/git/config")] {
                 if !parts.is_empty() {
                     walker.config_file(&global, root.as_deref(), &parts, 0, &mut seen);
@@ -712,6 +749,14 @@ struct Walker<'a> {
     dirs: usize,
     max_dirs: usize,
     stopped: bool,
+    /// The first directory the walk met whose path is longer than [`MAX_DIR_PATH`].
+    too_deep: Option<PathBuf>,
+    /// How many config files this scan read, and how many bytes of them.
+    config_reads: (usize, usize),
+    /// How many includes this scan followed.
+    includes: usize,
+    /// Whether a bound of the config reads was reached ([`MAX_CONFIG_FILES`]).
+    configs_stopped: bool,
     /// The memo's listings from earlier scans, and the ones of this scan.
     old: HashMap<PathBuf, Listing>,
     new: HashMap<PathBuf, Listing>,
@@ -724,14 +769,29 @@ struct Walker<'a> {
     /// The work trees found (directories holding `.git`), and the writable areas inside a
     /// repository.
     repositories: Vec<PathBuf>,
-    /// What each config file read in this scan points at.
-    config_refs: HashMap<PathBuf, ConfigRefs>,
+    /// What each config file read in this scan points at, by the file's identity.
+    config_refs: HashMap<FileId, ConfigRefs>,
+}
+
+/// A file's identity: its device and inode numbers.
+type FileId = (u64, u64);
+
+/// The config files one repository's walk of its configuration took, by path and by identity
+/// (a file named by many paths is taken once).
+#[derive(Default)]
+struct SeenConfigs {
+    paths: HashSet<PathBuf>,
+    files: HashSet<FileId>,
 }
 
 impl Walker<'_> {
     fn walk(&mut self, dir: &Path) {
         if self.dirs >= self.max_dirs {
             self.stopped = true;
+            return;
+        }
+        if dir.as_os_str().len() > MAX_DIR_PATH {
+            self.too_deep.get_or_insert_with(|| dir.to_path_buf());
             return;
         }
         self.dirs += 1;
@@ -1004,7 +1064,7 @@ impl Walker<'_> {
                 configs.push((wt.path().join("config.worktree"), root));
             }
         }
-        let mut seen = HashSet::new();
+        let mut seen = SeenConfigs::default();
         for (config, root) in configs {
             self.config_file(&config, Some(&root), parts, 0, &mut seen);
         }
@@ -1023,17 +1083,28 @@ impl Walker<'_> {
         root: Option<&Path>,
         parts: &[&str],
         depth: usize,
-        seen: &mut HashSet<PathBuf>,
+        seen: &mut SeenConfigs,
     ) {
-        if !seen.insert(config.to_path_buf()) {
+        if self.configs_stopped || !seen.paths.insert(config.to_path_buf()) {
+            return;
+        }
+        // The file, as git finds it (symlinks followed): nothing there, nothing to read.
+        let Some(id) = file_id(config) else { return };
+        if !seen.files.insert(id) {
             return;
         }
         // Read once a scan (the global config is applied in every repository).
-        let refs = match self.config_refs.get(config) {
+        let refs = match self.config_refs.get(&id) {
             Some(refs) => refs.clone(),
             None => {
-                let refs = config_refs(config);
-                self.config_refs.insert(config.to_path_buf(), refs.clone());
+                let (refs, bytes) = config_refs_sized(config);
+                self.config_reads.0 += 1;
+                self.config_reads.1 += bytes;
+                if self.config_reads.0 > MAX_CONFIG_FILES || self.config_reads.1 > MAX_CONFIG_BYTES {
+                    self.configs_stopped = true;
+                    return;
+                }
+                self.config_refs.insert(id, refs.clone());
                 refs
             }
         };
@@ -1079,6 +1150,11 @@ impl Walker<'_> {
         }
         let dir = config.parent().unwrap_or(Path::new("/")).to_path_buf();
         for inc in refs.includes {
+            self.includes += 1;
+            if self.includes > MAX_INCLUDES {
+                self.configs_stopped = true;
+                return;
+            }
             let Some(inc) = self.expand(&inc, &dir) else { continue };
             if inc.is_dir() {
                 continue; // not configuration git can read
@@ -1210,6 +1286,12 @@ impl Walker<'_> {
             Err(e) => return self.unreadable(dir, &e),
         };
         self.out.no_new_entries.push(dir.to_path_buf());
+        // Counted with the walk's directories: a tree of modules is no way around the bound.
+        if self.dirs >= self.max_dirs {
+            self.stopped = true;
+            return;
+        }
+        self.dirs += 1;
         for e in entries.flatten() {
             let path = e.path();
             if !e.file_type().is_ok_and(|t| t.is_dir()) {
@@ -1295,8 +1377,90 @@ fn read_first_line(file: &Path) -> Option<String> {
     Some(text.lines().next()?.trim().to_owned())
 }
 
-/// The content of a regular file, at most its first MiB: opened without blocking (a FIFO
+/// The content of a regular file, at most its first MiB. On Linux the file is found first
+/// without being opened for reading (`O_PATH`, symlinks followed as git follows them), and
+/// read only when it is a regular file on a filesystem that stores files
+/// ([`stores_files`]), through that handle: a config the workload wrote named `/proc/kmsg`
+/// and a device, and the scan, on the host and as the caller, opened the device and consumed
+/// the kernel log (red team AL, 5 December). Elsewhere it is opened without blocking (a FIFO
 /// named by a config never stalls the scan) and checked to be a regular file once open.
+#[cfg(target_os = "linux")]
+fn read_small(file: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    // O_PATH: the access mode is ignored, nothing of the file's own open runs.
+    let found = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_PATH | nix::libc::O_CLOEXEC)
+        .open(file)
+        .ok()?;
+    if !found.metadata().ok()?.is_file() || !stores_files(&found) {
+        return None;
+    }
+    // The same file opened for reading (never another put at the path meanwhile); without a
+    // /proc, by its path, and read only when it is that file.
+    let flags = nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY;
+    let reopen = |path: &Path| std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path);
+    let f = match reopen(Path::new(&format!("/proc/self/fd/{}", found.as_raw_fd()))) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !Path::new("/proc/self").exists() => {
+            let f = reopen(file).ok()?;
+            let same = |a: &std::fs::File| a.metadata().ok().map(|m| (m.dev(), m.ino()));
+            if same(&f) != same(&found) {
+                return None;
+            }
+            f
+        }
+        Err(_) => return None,
+    };
+    let mut out = Vec::new();
+    f.take(1 << 20).read_to_end(&mut out).ok()?;
+    Some(out)
+}
+
+/// Whether the file behind `fd` lies on a filesystem that stores files, not one whose files
+/// are the kernel's interfaces (reading `/proc/kmsg` takes the messages away from the host's
+/// logger; sysfs, debugfs and the like act on the kernel when read).
+#[cfg(target_os = "linux")]
+fn stores_files(fd: &std::fs::File) -> bool {
+    use nix::sys::statfs::{
+        BPF_FS_MAGIC, CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC, DEBUGFS_MAGIC, DEVPTS_SUPER_MAGIC, FsType, NSFS_MAGIC,
+        OPENPROM_SUPER_MAGIC, PROC_SUPER_MAGIC, RDTGROUP_SUPER_MAGIC, SECURITYFS_MAGIC, SELINUX_MAGIC, SMACK_MAGIC,
+        SYSFS_MAGIC, TRACEFS_MAGIC, USBDEVICE_SUPER_MAGIC, XENFS_SUPER_MAGIC,
+    };
+    let Ok(fs) = nix::sys::statfs::fstatfs(fd) else { return false };
+    let kind = fs.filesystem_type();
+    let interfaces = [
+        PROC_SUPER_MAGIC,
+        SYSFS_MAGIC,
+        DEBUGFS_MAGIC,
+        TRACEFS_MAGIC,
+        SECURITYFS_MAGIC,
+        CGROUP_SUPER_MAGIC,
+        CGROUP2_SUPER_MAGIC,
+        BPF_FS_MAGIC,
+        DEVPTS_SUPER_MAGIC,
+        NSFS_MAGIC,
+        SELINUX_MAGIC,
+        SMACK_MAGIC,
+        RDTGROUP_SUPER_MAGIC,
+        USBDEVICE_SUPER_MAGIC,
+        OPENPROM_SUPER_MAGIC,
+        XENFS_SUPER_MAGIC,
+        // efivarfs, pstore, configfs, binfmt_misc, fusectl, mqueue.
+        FsType(0xde5e_81e4),
+        FsType(0x6165_676c),
+        FsType(0x6265_6570),
+        FsType(0x4249_4e4d),
+        FsType(0x6573_5543),
+        FsType(0x1980_0202),
+    ];
+    !interfaces.contains(&kind)
+}
+
+/// See the Linux version.
+#[cfg(not(target_os = "linux"))]
 fn read_small(file: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
@@ -1315,11 +1479,24 @@ fn read_small(file: &Path) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The identity of the file at `path` (symlinks followed).
+fn file_id(path: &Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
 /// Reads `config` as git does (see [`parse_config`]) for what it points at. A file over 1 MiB
 /// or not text is read as far as it is text (git would refuse it whole).
+#[cfg(test)]
 fn config_refs(config: &Path) -> ConfigRefs {
+    config_refs_sized(config).0
+}
+
+/// [`config_refs`], and how many bytes were read.
+fn config_refs_sized(config: &Path) -> (ConfigRefs, usize) {
     let mut out = ConfigRefs::default();
-    let Some(bytes) = read_small(config) else { return out };
+    let Some(bytes) = read_small(config) else { return (out, 0) };
+    let size = bytes.len();
     let text = String::from_utf8_lossy(&bytes);
     for (key, value) in parse_config(&text) {
         if value.is_empty() {
@@ -1335,7 +1512,7 @@ fn config_refs(config: &Path) -> ConfigRefs {
             out.includes.push(PathBuf::from(value));
         }
     }
-    out
+    (out, size)
 }
 
 /// Whether the config key `key` (as [`parse_config`] names it) with `value` is a command git
@@ -2067,6 +2244,106 @@ mod tests {
     /// Whether the scan protects `path` (bound when it exists, refused when not).
     fn protects(found: &ProtectScan, path: &Path) -> bool {
         found.existing.iter().any(|(p, _)| p == path) || found.missing.iter().any(|p| p == path)
+    }
+
+    /// Red team AL (5 December): a config including one file through eight symlinked
+    /// directories, ten levels deep, had the scan read 8^10 paths. Each file is read once by
+    /// its identity now: the scan ends at once and protects the file and the links on the way to it
+    /// (control). Past the bounds on files and includes, the spawn is refused.
+    #[test]
+    fn an_include_graph_is_read_once_per_file_and_bounded() {
+        let (_dir, ws, profile) = writable_workspace();
+        let mut inc = String::new();
+        for i in 1..=8 {
+            std::os::unix::fs::symlink(".", ws.join(format!("i{i}"))).unwrap_or_else(|e| panic!("{e}"));
+            inc.push_str(&format!("[include]\n\tpath = i{i}/x\n"));
+        }
+        repo_with(&ws, "[include]\n\tpath = ../../x\n", &[("x", &inc)]);
+        let start = std::time::Instant::now();
+        let found = scan(&profile, None);
+        assert!(start.elapsed() < std::time::Duration::from_secs(5), "took {:?}", start.elapsed());
+        assert_eq!(found.refused, None);
+        assert!(protects(&found, &ws.join("x")), "{found:?}");
+        // The symlinks on the way are protected too (as before).
+        assert!(protects(&found, &ws.join("i3")), "{found:?}");
+
+        // Distinct files, more than the scan reads: refused, naming the list.
+        let (_dir, ws, profile) = writable_workspace();
+        let many: String = (0..=MAX_CONFIG_FILES).map(|i| format!("[include]\n\tpath = ../../c/{i}\n")).collect();
+        std::fs::create_dir(ws.join("c")).unwrap_or_else(|e| panic!("{e}"));
+        for i in 0..=MAX_CONFIG_FILES {
+            std::fs::write(ws.join(format!("c/{i}")), "[core]\n").unwrap_or_else(|e| panic!("{e}"));
+        }
+        repo_with(&ws, &many, &[]);
+        let found = scan(&profile, None);
+        assert!(
+            found.refused.as_deref().is_some_and(|r| r.starts_with("protected_paths:") && r.contains("includes more")),
+            "{:?}",
+            found.refused
+        );
+    }
+
+    /// Red team AL (5 December): a config the workload wrote named `/proc/kmsg` and a device,
+    /// and the scan (on the host, as the caller) opened and read them. Only regular files on
+    /// filesystems that store files are read; a FIFO is not opened (the scan never waits).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_scan_reads_only_regular_files_that_a_filesystem_stores() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let file = dir.path().join("file");
+        std::fs::write(&file, "[core]\n").unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(&file, dir.path().join("link")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_small(&file).as_deref(), Some(&b"[core]\n"[..]));
+        assert_eq!(read_small(&dir.path().join("link")).as_deref(), Some(&b"[core]\n"[..]), "followed, as git does");
+        for other in ["/proc/self/status", "/proc/version", "/sys/kernel/uevent_seqnum", "/dev/null", "/dev/zero", "/"]
+        {
+            assert_eq!(read_small(Path::new(other)), None, "{other}");
+        }
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+        assert!(made, "mkfifo");
+        assert_eq!(read_small(&fifo), None);
+    }
+
+    /// Red team AK (5 December): a chain of directories past PATH_MAX had every later spawn
+    /// fail after 35 s, blaming a protected entry. The scan refuses such a tree at once, saying
+    /// why; a deep tree within the bound is walked (control).
+    #[test]
+    fn a_directory_too_deep_to_be_named_is_refused_at_once() {
+        let (_dir, ws, profile) = writable_workspace();
+        let name = "d".repeat(200);
+        let mut deep = ws.clone();
+        for _ in 0..10 {
+            deep.push(&name);
+        }
+        std::fs::create_dir_all(&deep).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(deep.join(".envrc"), "x\n").unwrap_or_else(|e| panic!("{e}"));
+        let found = scan(&profile, None);
+        assert_eq!(found.refused, None);
+        assert!(protects(&found, &deep.join(".envrc")), "{found:?}");
+        for _ in 0..10 {
+            deep.push(&name);
+        }
+        // Made by its relative name from within (the whole path is over PATH_MAX).
+        let mut at = ws.clone();
+        for _ in 0..10 {
+            at.push(&name);
+        }
+        let made = std::process::Command::new("mkdir")
+            .current_dir(&at)
+            .arg("-p")
+            .arg(std::iter::repeat_n(name.as_str(), 10).collect::<Vec<_>>().join("/"))
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(made, "mkdir -p");
+        let start = std::time::Instant::now();
+        let found = scan(&profile, None);
+        assert!(start.elapsed() < std::time::Duration::from_secs(5), "took {:?}", start.elapsed());
+        assert!(
+            found.refused.as_deref().is_some_and(|r| r.starts_with("protected_paths:") && r.contains("longer than")),
+            "{:?}",
+            found.refused
+        );
     }
 
     #[test]

@@ -106,6 +106,11 @@ pub struct LinuxBackend {
     layout: CgroupLayout,
     /// Where the spawns get their cgroups, if anywhere (issue 15).
     cgroups: crate::cgroups::Cgroups,
+    /// The directories of a configured cgroup parent that did not exist when the set opened
+    /// (the runtime makes them for the first spawn), outermost first: removed when the set
+    /// ends, where empty. `--cgroup-parent /x` left `/x` in every v1 hierarchy, even after
+    /// an error that spawned nothing (red team AK, 5 December).
+    made_parents: Vec<PathBuf>,
     pids_max: u32,
     memory_max: Option<u64>,
     /// CPU weight (cgroup v2 units) and optional bound (thousandths of a CPU) of every spawn.
@@ -182,8 +187,10 @@ impl LinuxBackend {
         crate::cgroups::hasten_attach(layout, cgroups.parent());
         let own_parent = cgroups.parent.as_ref().is_some_and(|(_, s)| *s == crate::cgroups::Source::Root);
         let nproc = cgroups.needs_nproc().then(|| request::nproc_bound(config.pids_max));
+        let mut made_parents = Vec::new();
         if let Some((parent, crate::cgroups::Source::Configured)) = &cgroups.parent {
             crate::cgroups::check_configured(parent).map_err(|detail| Error::SandboxUnavailable { detail })?;
+            made_parents = crate::cgroups::missing_dirs(layout, parent);
         }
         // Once the options are known good: its exec and start-up overlap the rest of the
         // set's opening and the first spawn's compile.
@@ -210,6 +217,7 @@ impl LinuxBackend {
                 .map_err(|e| Error::io(format!("creating {}", placeholder.display()), e))?;
         }
         Ok(LinuxBackend {
+            made_parents,
             state_root,
             bundles,
             scratch_root: config.scratch_root,
@@ -332,6 +340,11 @@ impl Drop for LinuxBackend {
         // Warm containers first: their helpers end when their control sockets close, and the
         // zygote waits for its helpers.
         self.settle();
+        // Innermost first; one still holding a cgroup (another set's, under the same parent)
+        // stays.
+        for dir in self.made_parents.iter().rev() {
+            let _ = std::fs::remove_dir(dir);
+        }
     }
 }
 

@@ -90,11 +90,15 @@ impl LinuxBackend {
     /// Takes the probe's run: the profile's own bundle with nothing required
     /// ([`SpawnInput::probe`], launched with `require` unset), its output, status and what
     /// its helper measured. A probe that could not run, or whose shell failed, makes the
-    /// backend unavailable (a deadline or a cancellation stays what it is).
+    /// backend unavailable (a deadline, a cancellation or an invalid profile stays what it is).
     pub fn record_probe(&mut self, run: Result<(Vec<u8>, ExitStatus, Measurement), Error>) -> Result<(), Error> {
         let (bytes, status, Measurement(measured)) = match run {
             Ok(r) => r,
-            Err(e @ (Error::DeadlineExceeded { .. } | Error::Cancelled { .. })) => return Err(e),
+            // The profile's own fault (the protected-paths scan refused the workspace) is told
+            // as such, not as a layer this host lacks.
+            Err(e @ (Error::DeadlineExceeded { .. } | Error::Cancelled { .. } | Error::InvalidProfile { .. })) => {
+                return Err(e);
+            }
             Err(e) => {
                 return Err(Error::SandboxUnavailable {
                     // The cause first: it may be the profile's own (a path that is not UTF-8
@@ -428,6 +432,7 @@ mod tests {
 
     fn backend(limits: Result<String, String>, landlock: Landlock, seccomp: bool) -> LinuxBackend {
         LinuxBackend {
+            made_parents: Vec::new(),
             state_root: PathBuf::from("/nonexistent/state"),
             bundles: PathBuf::from("/nonexistent/bundles"),
             scratch_root: PathBuf::from("/nonexistent"),
