@@ -777,11 +777,13 @@ struct Walker<'a> {
 type FileId = (u64, u64);
 
 /// The config files one repository's walk of its configuration took, by path and by identity
-/// (a file named by many paths is taken once).
+/// with the real directory its relative includes are taken from (a file named by many paths
+/// through symlinked directories is taken once; one hard-linked into another directory is
+/// taken there too, since its relative includes name other files there).
 #[derive(Default)]
 struct SeenConfigs {
     paths: HashSet<PathBuf>,
-    files: HashSet<FileId>,
+    files: HashSet<(FileId, PathBuf)>,
 }
 
 impl Walker<'_> {
@@ -1090,7 +1092,9 @@ impl Walker<'_> {
         }
         // The file, as git finds it (symlinks followed): nothing there, nothing to read.
         let Some(id) = file_id(config) else { return };
-        if !seen.files.insert(id) {
+        let dir = config.parent().unwrap_or(Path::new("/"));
+        let real_dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        if !seen.files.insert((id, real_dir)) {
             return;
         }
         // Read once a scan (the global config is applied in every repository).
@@ -2266,6 +2270,18 @@ mod tests {
         assert!(protects(&found, &ws.join("x")), "{found:?}");
         // The symlinks on the way are protected too (as before).
         assert!(protects(&found, &ws.join("i3")), "{found:?}");
+
+        // The same file hard-linked into another directory: its relative include names another
+        // file there, which git reads, and is protected too.
+        let (_dir, ws, profile) = writable_workspace();
+        repo_with(
+            &ws,
+            "[include]\n\tpath = ../../a/x\n\tpath = ../../b/x\n",
+            &[("a/x", "[include]\n\tpath = y\n"), ("a/y", ""), ("b/y", "")],
+        );
+        std::fs::hard_link(ws.join("a/x"), ws.join("b/x")).unwrap_or_else(|e| panic!("{e}"));
+        let found = scan(&profile, None);
+        assert!(protects(&found, &ws.join("a/y")) && protects(&found, &ws.join("b/y")), "{found:?}");
 
         // Distinct files, more than the scan reads: refused, naming the list.
         let (_dir, ws, profile) = writable_workspace();
