@@ -3454,7 +3454,7 @@ fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
         return;
     }
     let now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
-    for case in ["deadline", "output-limit", "init-cpu-limit"] {
+    for case in ["deadline", "output-limit", "init-cpu-limit", "busy-guard"] {
         let mut checked = false;
         for attempt in 0..4 {
             let area = Area::new();
@@ -3466,8 +3466,22 @@ fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
             // Starts at a second's .3: the run's deadline (2 s) falls at .3 two seconds on.
             std::thread::sleep(std::time::Duration::from_secs_f64((1.3 - now() % 1.0) % 1.0));
             let second = now().floor() + 2.0;
+            // busy-guard (red team AM): 62 more index writes in the second, a stale
+            // `index.lock`, and one guarded call once the second is over, so that the guard's
+            // thread checks 62 indexes (100 ms each) while the deadline ends the run.
+            let before = if case == "busy-guard" {
+                "for i in range(62):\n    open('g%d' % i, 'w').write('new\\n'); os.utime('g%d' % i, (1700000000, 1700000000)); subprocess.run(['git', 'add', 'g%d' % i], check=True)\n"
+            } else {
+                ""
+            };
             let ending = match case {
                 "deadline" => "time.sleep(30)",
+                "busy-guard" => {
+                    "os.close(os.open('.git/index.lock', os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))\n\
+                     while time.time() < X + 1.05: time.sleep(0.002)\n\
+                     open('trigger', 'w').close()\n\
+                     time.sleep(30)"
+                }
                 "output-limit" => "sys.stdout.write('x' * 5000); sys.stdout.flush(); time.sleep(30)",
                 _ => {
                     "class RL(ctypes.Structure): _fields_ = [('cur', ctypes.c_ulong), ('max', ctypes.c_ulong)]\n\
@@ -3480,6 +3494,7 @@ fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
                 "import ctypes, os, subprocess, sys, time\n\
                  X = {second}\n\
                  while time.time() < X + 0.02: time.sleep(0.002)\n\
+                 {before}\
                  open('f', 'w').write('CHANGED1\\n'); os.utime('f', (1700000000, 1700000000))\n\
                  subprocess.run(['git', 'add', 'f'], check=True)\n\
                  open('f', 'w').write('CHANGED2\\n'); os.utime('f', (1700000000, 1700000000))\n\
@@ -3489,6 +3504,7 @@ fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
             let mut args = vec![os("run")];
             match case {
                 "deadline" => args.extend([os("--timeout"), os("2")]),
+                "busy-guard" => args.extend([os("--timeout"), os("3")]),
                 "output-limit" => args.extend([os("--output-limit"), os("1000")]),
                 _ => {}
             }
@@ -3507,6 +3523,8 @@ fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
                 _ => assert_eq!(o.status.code(), Some(125), "{case}: {err}"),
             }
             assert_eq!(fs::read_to_string(area.ws.join("f")).unwrap(), "CHANGED2\n");
+            // The stale lock the busy-guard case left (the user's git would say so).
+            let _ = fs::remove_file(area.ws.join(".git/index.lock"));
             assert_eq!(git(&["show", ":f"]), "CHANGED1\n", "{case}: the index holds the first content");
             let status = git(&["status", "--porcelain", "f"]);
             assert_eq!(status, "MM f\n", "{case}: the change within the second is hidden: {err}");

@@ -711,6 +711,10 @@ fn exec_workload(
 /// with `si_pid` 0. A process inside the namespace appears with its own pid, and cannot forge
 /// `SI_USER` or `SI_KERNEL` (rt_sigqueueinfo refuses non-negative codes for other processes);
 /// what it can make the kernel send on its behalf (F_SETSIG's `POLL_*` codes) is ignored too.
+/// Except once its uid's pending signals are at `RLIMIT_SIGPENDING`: the kernel then queues a
+/// signal without its sender, which reads as `SI_USER` from pid 0 (red team AM, 5 December);
+/// what such a signal does here (forwarded to the workload's own processes, or the run ended
+/// through the init's full end) the workload can do itself.
 fn from_outside(info: &sys::SignalInfo) -> bool {
     info.pid == 0 && (info.code == libc::SI_USER || info.code == libc::SI_KERNEL)
 }

@@ -373,6 +373,8 @@ struct StagingInner {
     finished: bool,
     /// Indexes being placed now ([`Staging::begin_placing`]).
     placing: usize,
+    /// Checks under way outside the lock ([`Staging::recheck`]).
+    checking: usize,
 }
 
 /// An operation's state directory the run made in a foreign git directory: the git directory
@@ -479,15 +481,20 @@ impl Staging {
     /// [`MAX_STAGED`] are recorded.
     fn end_placing(&self, index: Option<RacyIndex>) {
         let mut inner = self.lock();
-        if let Some(index) = index {
-            let held: usize = inner.racy.iter().map(|r| r.entries.len()).sum();
-            if inner.racy.len() < MAX_STAGED && held + index.entries.len() <= MAX_RACY_TOTAL {
-                inner.racy.push(index);
-            } else {
-                let _ = index.recheck(true);
-            }
+        let Some(index) = index else {
+            inner.placing -= 1;
+            return;
+        };
+        let held: usize = inner.racy.iter().map(|r| r.entries.len()).sum();
+        if inner.racy.len() < MAX_STAGED && held + index.entries.len() <= MAX_RACY_TOTAL {
+            inner.racy.push(index);
+            inner.placing -= 1;
+            return;
         }
-        inner.placing -= 1;
+        // Checked here, outside the lock (the run's end waits for the placing to end).
+        drop(inner);
+        let _ = index.recheck(true, &self.0.ending);
+        self.lock().placing -= 1;
     }
 
     /// Checks again the recorded indexes whose entries' seconds are over ([`RacyIndex::recheck`]);
@@ -495,16 +502,22 @@ impl Staging {
     /// the run is over, before its outcome is told (an index a host `git` reads after the run
     /// hides nothing, whatever another process does to the files within the second).
     ///
-    /// The lock is held throughout: a one-shot run's init, which ends the run's namespace once
-    /// this returns, waits here for a check the guard's thread is making.
+    /// The checks run outside the lock, so that a check the guard's thread makes (which may
+    /// wait for git's lock on each index) never holds up the run's end; the end waits for one
+    /// under way, which waits for no lock once the end has begun. A one-shot run's init ends
+    /// the run's namespace once this returns. Red team AM (5 December) had the guard's thread
+    /// check 62 indexes behind a stale `index.lock` (100 ms each) while holding the lock: the
+    /// killed run's end waited behind it until the helper killed the init, and a change of the
+    /// run's last second stayed hidden.
     fn recheck(&self, wait: bool) {
+        let ending = &self.0.ending;
         let mut inner = self.lock();
         if wait {
             // No placing begins now; one under way ends first (its entries are recorded then),
-            // reading no more files.
+            // reading no more files, and so does a check under way.
             inner.finished = true;
-            self.0.ending.store(true, std::sync::atomic::Ordering::SeqCst);
-            while inner.placing > 0 {
+            ending.store(true, std::sync::atomic::Ordering::SeqCst);
+            while inner.placing > 0 || inner.checking > 0 {
                 drop(inner);
                 std::thread::sleep(std::time::Duration::from_millis(1));
                 inner = self.lock();
@@ -513,24 +526,33 @@ impl Staging {
         if inner.racy.is_empty() {
             return;
         }
-        let (due, mut later): (Vec<RacyIndex>, _) =
+        let (due, later): (Vec<RacyIndex>, _) =
             std::mem::take(&mut inner.racy).into_iter().partition(|r| wait || second_over(r.until()));
-        if wait {
-            // Every changed file gets its new ctime first (nothing else is needed for git to
-            // read it): the smudges that follow may wait for locks, and the helper kills an
-            // init that takes too long to end a killed run.
-            wait_out(due.iter().map(RacyIndex::until).max().unwrap_or(0));
-            for index in &due {
-                index.redate_changed();
-            }
+        inner.racy = later;
+        if due.is_empty() {
+            return;
         }
+        inner.checking += 1;
+        drop(inner);
+        if wait {
+            wait_out(due.iter().map(RacyIndex::until).max().unwrap_or(0));
+        }
+        // Every changed file gets its new ctime first (nothing else is needed for git to read
+        // it; their seconds are over): the smudges that follow may wait for locks, and the
+        // helper kills an init that takes too long to end a killed run.
+        for index in &due {
+            index.redate_changed();
+        }
+        let mut again = Vec::new();
         for index in due {
             // One that could not be read stays for the next look (the run's end tries once more).
-            if !index.recheck(wait) && !wait {
-                later.push(index);
+            if !index.recheck(wait, ending) && !wait {
+                again.push(index);
             }
         }
-        inner.racy = later;
+        let mut inner = self.lock();
+        inner.racy.extend(again);
+        inner.checking -= 1;
     }
 
     /// Adds `s`; the oldest goes, published a last time, when [`MAX_STAGED`] are there.
@@ -2894,12 +2916,14 @@ impl RacyIndex {
     /// ([`RacyIndex::restore_modes`]) and is looked at once more.
     ///
     /// False when the index could not be read (it may be read later: a mode changed back).
-    fn recheck(&self, wait: bool) -> bool {
+    ///
+    /// Once `ending` is set (the run's end has begun), git's lock on the index is not waited for.
+    fn recheck(&self, wait: bool, ending: &std::sync::atomic::AtomicBool) -> bool {
         let until = self.until();
         if wait {
             wait_out(until);
         }
-        if self.recheck_once() {
+        if self.recheck_once(ending) {
             return true;
         }
         if !wait {
@@ -2907,7 +2931,7 @@ impl RacyIndex {
         }
         // The last look: the owner's permissions the run took away put back, once more.
         self.restore_modes();
-        let done = self.recheck_once();
+        let done = self.recheck_once(ending);
         if !done {
             tracing::warn!("an index entry changed within its second could not be checked again");
         }
@@ -2986,7 +3010,7 @@ impl RacyIndex {
     }
 
     /// One look of [`RacyIndex::recheck`]: false when the index could not be read or written.
-    fn recheck_once(&self) -> bool {
+    fn recheck_once(&self, ending: &std::sync::atomic::AtomicBool) -> bool {
         let until = self.until();
         let over = second_over(until);
         if over {
@@ -3005,7 +3029,9 @@ impl RacyIndex {
                     lock = Some(std::fs::File::from(fd));
                     break;
                 }
-                Err(Errno::EEXIST) => std::thread::sleep(std::time::Duration::from_millis(5)),
+                Err(Errno::EEXIST) if !ending.load(std::sync::atomic::Ordering::SeqCst) => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
                 Err(_) => break,
             }
         }

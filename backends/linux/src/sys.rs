@@ -169,8 +169,12 @@ pub const ALL_SIGNALS: KernelSigset = !0;
 /// its end-of-run checks included (the index entries of the run's last second,
 /// `guard::Staging::finish`). A SIGKILL to the init skipped them: a workload that made a
 /// change within its last second and then ran into its deadline or output limit had the
-/// change hidden from the host's git (5 December, after red team AL). From inside the
-/// namespace it is ignored like every other signal.
+/// change hidden from the host's git (5 December, after red team AL). Sent from inside the
+/// namespace it is ignored like every other signal, with one way around: a workload that
+/// fills its uid's queue of pending signals (`RLIMIT_SIGPENDING`) makes the kernel queue a
+/// signal to the init without its sender, which then reads as one from outside (red team AM).
+/// Such a signal ends the workload's own run through the init's full end, or is forwarded to
+/// the workload's own processes: nothing it could not do itself.
 pub const END_RUN_SIGNAL: i32 = 64;
 
 /// Sets the signal mask to `mask` (`rt_sigprocmask(SIG_SETMASK)`); returns the previous one.

@@ -41,6 +41,13 @@ const MAX_CONFIG_FILES: usize = 4096;
 const MAX_CONFIG_BYTES: usize = 64 << 20;
 const MAX_INCLUDES: usize = 65_536;
 
+/// The most entries (existing or not) and pins one scan finds: each is a mount of the container
+/// or a rule of the guard (a bare repository found in the workspace is half a dozen), and a
+/// workload made thousands of bare layouts in one run, after which every spawn took half a
+/// minute or more, and past the kernel's mount bound would have failed only after minutes (red
+/// team AN, 5 December). Past it the spawn is refused at once.
+const MAX_ENTRIES: usize = 8_192;
+
 /// The entries that make a directory a git directory to git (with `objects/` a directory):
 /// a bare repository is found by them.
 const BARE_MARKERS: [&str; 3] = ["HEAD", "objects", "refs"];
@@ -351,6 +358,7 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         home: home.clone(),
         repositories: Vec::new(),
         config_refs: HashMap::new(),
+        existing: HashSet::new(),
     };
     // The writable areas that are, or lie inside, a repository (see below): known before the
     // walk, which refuses bare layouts beneath them.
@@ -381,31 +389,6 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         m.dirs = std::mem::take(&mut walker.new);
     }
     drop(guard);
-    if walker.stopped {
-        let n = max_dirs;
-        walker.out.refused = Some(format!(
-            "protected_paths: the writable areas hold more than {n} directories, the scan's bound: protected \
-             entries beyond it could be neither bound read-only nor refused, so nothing runs; remove directories, \
-             narrow the workspace, or turn the list off (protected_paths)"
-        ));
-    }
-    if let Some(deep) = walker.too_deep.take() {
-        let shown: String = deep.to_string_lossy().chars().take(120).collect();
-        walker.out.refused = Some(format!(
-            "protected_paths: the writable areas hold a directory whose path is longer than {MAX_DIR_PATH} bytes \
-             ({shown}…): protected entries beneath it could not be bound by name, so nothing runs; remove or \
-             shorten it, narrow the workspace, or turn the list off (protected_paths)"
-        ));
-    }
-    if walker.configs_stopped {
-        walker.out.refused = Some(format!(
-            "protected_paths: the git configuration in reach includes more than the scan reads ({MAX_CONFIG_FILES} \
-             files, {} MiB, {MAX_INCLUDES} includes): what it names beyond could be neither bound read-only nor \
-             refused, so nothing runs; remove the includes, narrow the workspace, or turn the list off \
-             (protected_paths)",
-            MAX_CONFIG_BYTES >> 20
-        ));
-    }
     // The HOME entries, against the caller's real HOME: wherever the workload gets it as its
     // HOME, and wherever else an entry can be written (the workspace or a writable root
     // covering the real HOME, `cd ~ && sandbox run`, or host write): the host's sshd and git
@@ -475,12 +458,43 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
     repositories.sort();
     repositories.dedup();
     let mut kept: Vec<PathBuf> = Vec::new();
+    let mut kept_set: HashSet<PathBuf> = HashSet::new();
     for r in repositories {
-        if !kept.iter().any(|k| r.starts_with(k)) {
+        if !r.ancestors().any(|a| kept_set.contains(a)) {
+            kept_set.insert(r.clone());
             kept.push(r);
         }
     }
     walker.out.repositories = kept;
+    // Every bound is judged here, after the last read of configuration (the caller's global
+    // config above included: a bound first reached there left its hooks path unprotected, and
+    // the spawn went ahead, red team AN, 5 December).
+    let (stopped, too_deep, configs_stopped) = (walker.stopped, walker.too_deep.take(), walker.configs_stopped);
+    if stopped {
+        let n = max_dirs;
+        out.refused = Some(format!(
+            "protected_paths: the writable areas hold more than {n} directories, the scan's bound: protected \
+             entries beyond it could be neither bound read-only nor refused, so nothing runs; remove directories, \
+             narrow the workspace, or turn the list off (protected_paths)"
+        ));
+    }
+    if let Some(deep) = too_deep {
+        let shown: String = deep.to_string_lossy().chars().take(120).collect();
+        out.refused = Some(format!(
+            "protected_paths: the writable areas hold a directory whose path is longer than {MAX_DIR_PATH} bytes \
+             ({shown}…): protected entries beneath it could not be bound by name, so nothing runs; remove or \
+             shorten it, narrow the workspace, or turn the list off (protected_paths)"
+        ));
+    }
+    if configs_stopped {
+        out.refused = Some(format!(
+            "protected_paths: the git configuration in reach includes more than the scan reads ({MAX_CONFIG_FILES} \
+             files, {} MiB, {MAX_INCLUDES} includes): what it names beyond could be neither bound read-only nor \
+             refused, so nothing runs; remove the includes, narrow the workspace, or turn the list off \
+             (protected_paths)",
+            MAX_CONFIG_BYTES >> 20
+        ));
+    }
     if c.host_write != Access::Deny {
         out.narrowed.push(String::from(
             "host write is not deny: protected names outside the workspace and roots are refused creation, but \
@@ -496,6 +510,7 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
     // The directories between each entry and the innermost writable area holding it (or the
     // top-level host entry, itself a mount), shallow first.
     let mut pins: Vec<PathBuf> = Vec::new();
+    let mut pinned: HashSet<PathBuf> = HashSet::new();
     for path in out.existing.iter().map(|(p, _)| p).chain(&out.missing) {
         let stop = profile
             .areas()
@@ -505,13 +520,23 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
             .unwrap_or(2)
             .max(2);
         for anc in path.ancestors().skip(1).take_while(|a| a.components().count() > stop) {
-            if !pins.iter().any(|p| p == anc) && anc.is_dir() && !areas.iter().any(|a| a == anc) {
+            if !pinned.contains(anc) && anc.is_dir() && !areas.iter().any(|a| a == anc) {
+                pinned.insert(anc.to_path_buf());
                 pins.push(anc.to_path_buf());
             }
         }
     }
     pins.sort_by_key(|p| (p.components().count(), p.clone()));
     out.pins = pins;
+    // Each entry and pin is a mount of the container, or a rule of the guard.
+    if out.existing.len() + out.missing.len() + out.pins.len() > MAX_ENTRIES {
+        out.refused = Some(format!(
+            "protected_paths: the writable areas hold more than {MAX_ENTRIES} protected entries and the directories \
+             above them (git directories, hooks, configs and the files they name), each a mount or a rule of the \
+             run: so many could not be set up in reasonable time, so nothing runs; remove repositories, narrow the \
+             workspace, or turn the list off (protected_paths)"
+        ));
+    }
     record_identities(&mut out);
     out
 }
@@ -771,19 +796,22 @@ struct Walker<'a> {
     repositories: Vec<PathBuf>,
     /// What each config file read in this scan points at, by the file's identity.
     config_refs: HashMap<FileId, ConfigRefs>,
+    /// The paths in `out.existing` (looked up for every directory the walk meets).
+    existing: HashSet<PathBuf>,
 }
 
 /// A file's identity: its device and inode numbers.
 type FileId = (u64, u64);
 
-/// The config files one repository's walk of its configuration took, by path and by identity
-/// with the real directory its relative includes are taken from (a file named by many paths
+/// The config files one repository's walk of its configuration took, by identity with the
+/// real directory its relative includes are taken from (a file named by many paths
 /// through symlinked directories is taken once; one hard-linked into another directory is
 /// taken there too, since its relative includes name other files there).
 #[derive(Default)]
 struct SeenConfigs {
-    paths: HashSet<PathBuf>,
-    files: HashSet<(FileId, PathBuf)>,
+    /// With the shallowest depth each was taken at: one met again nearer the top is taken
+    /// again (its includes were cut at the depth bound the first time).
+    files: HashMap<(FileId, PathBuf), usize>,
 }
 
 impl Walker<'_> {
@@ -858,7 +886,7 @@ impl Walker<'_> {
         }
         for name in &listing.subdirs {
             let path = dir.join(name);
-            if !self.areas.contains(&path) && name != ".git" && !self.out.existing.iter().any(|(e, _)| *e == path) {
+            if !self.areas.contains(&path) && name != ".git" && !self.existing.contains(&path) {
                 self.walk(&path);
             }
         }
@@ -934,11 +962,15 @@ impl Walker<'_> {
                     // (Never `/` itself: nothing is mounted there.)
                     if target != Path::new("/") {
                         let file = !target.is_dir();
+                        self.existing.insert(target.clone());
                         self.out.existing.push((target, file));
                     }
                 }
             }
-            Ok(m) => self.out.existing.push((path.to_path_buf(), !m.is_dir())),
+            Ok(m) => {
+                self.existing.insert(path.to_path_buf());
+                self.out.existing.push((path.to_path_buf(), !m.is_dir()));
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.out.missing.push(path.to_path_buf()),
             // Not known to be missing (its directory cannot be searched): that directory is
             // bound read-only as a whole, and the name refused creation.
@@ -967,7 +999,7 @@ impl Walker<'_> {
     /// what lies beneath from a scan that runs as the caller): bound read-only as a whole, so
     /// that nothing beneath it can be written, instead of skipped.
     fn unreadable(&mut self, dir: &Path, e: &std::io::Error) {
-        if self.out.existing.iter().any(|(p, _)| p == dir) {
+        if !self.existing.insert(dir.to_path_buf()) {
             return;
         }
         self.out.existing.push((dir.to_path_buf(), false));
@@ -1087,15 +1119,21 @@ impl Walker<'_> {
         depth: usize,
         seen: &mut SeenConfigs,
     ) {
-        if self.configs_stopped || !seen.paths.insert(config.to_path_buf()) {
+        if self.configs_stopped {
             return;
         }
         // The file, as git finds it (symlinks followed): nothing there, nothing to read.
         let Some(id) = file_id(config) else { return };
         let dir = config.parent().unwrap_or(Path::new("/"));
         let real_dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-        if !seen.files.insert((id, real_dir)) {
-            return;
+        match seen.files.entry((id, real_dir)) {
+            std::collections::hash_map::Entry::Occupied(at) if *at.get() <= depth => return,
+            std::collections::hash_map::Entry::Occupied(mut at) => {
+                at.insert(depth);
+            }
+            std::collections::hash_map::Entry::Vacant(at) => {
+                at.insert(depth);
+            }
         }
         // Read once a scan (the global config is applied in every repository).
         let refs = match self.config_refs.get(&id) {
@@ -2297,6 +2335,78 @@ mod tests {
             "{:?}",
             found.refused
         );
+    }
+
+    /// Red team AN (5 December): the bounds are judged after the last config is read. A
+    /// workspace whose configs came to exactly the file bound made the caller's global config
+    /// the one past it, and its hooks path went unprotected while the spawn went ahead: it is
+    /// refused now. Control: one fewer file in the workspace and the global config's relative
+    /// hooks path is protected in the repository.
+    #[test]
+    fn a_bound_first_reached_in_the_global_config_refuses_the_spawn() {
+        let (_dir, ws, profile) = writable_workspace();
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = std::fs::canonicalize(home.path()).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(home.join(".gitconfig"), "[core]\n\thooksPath = .githooks\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir(ws.join("c")).unwrap_or_else(|e| panic!("{e}"));
+        let layout = |n: usize| {
+            let many: String = (0..n).map(|i| format!("[include]\n\tpath = ../../c/{i}\n")).collect();
+            for i in 0..n {
+                std::fs::write(ws.join(format!("c/{i}")), "[core]\n").unwrap_or_else(|e| panic!("{e}"));
+            }
+            repo_with(&ws, &many, &[]);
+        };
+        // The repository's config and n included files: n + 1 reads in the walk.
+        layout(MAX_CONFIG_FILES - 2);
+        let found = scan(&profile, Some(&home));
+        assert_eq!(found.refused, None);
+        assert!(protects(&found, &ws.join("repo/.githooks")), "{:?}", found.missing);
+        layout(MAX_CONFIG_FILES - 1);
+        let found = scan(&profile, Some(&home));
+        assert!(found.refused.as_deref().is_some_and(|r| r.contains("includes more")), "{:?}", found.refused);
+    }
+
+    /// Red team AN (5 December): thousands of bare layouts made in one run had every later
+    /// spawn take half a minute (each a handful of mounts). Past the bound on entries the scan
+    /// refuses at once; a few hundred are scanned (control).
+    #[test]
+    fn too_many_entries_are_refused_at_once() {
+        let (_dir, ws, profile) = writable_workspace();
+        let bare = |from: usize, to: usize| {
+            for i in from..to {
+                let d = ws.join(format!("d{i}"));
+                std::fs::create_dir(&d).unwrap_or_else(|e| panic!("{e}"));
+                std::fs::write(d.join("config"), "[core]\n\trepositoryformatversion = 0\n")
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+        };
+        bare(0, 300);
+        let found = scan(&profile, None);
+        assert_eq!(found.refused, None);
+        assert!(protects(&found, &ws.join("d7/config")), "{found:?}");
+        bare(300, 3000);
+        let start = std::time::Instant::now();
+        let found = scan(&profile, None);
+        assert!(start.elapsed() < std::time::Duration::from_secs(5), "took {:?}", start.elapsed());
+        assert!(found.refused.as_deref().is_some_and(|r| r.contains("protected entries")), "{:?}", found.refused);
+    }
+
+    /// A file met first at the include depth bound (its includes not followed) and again nearer
+    /// the top has its includes followed then (red team AN, 5 December: the first look decided).
+    #[test]
+    fn a_config_met_again_nearer_the_top_has_its_includes_followed() {
+        let (_dir, ws, profile) = writable_workspace();
+        // .git/config includes c1 (…, c9 includes x: x at depth 10), then x at depth 1.
+        let mut extra: Vec<(String, String)> =
+            (1..9).map(|i| (format!("c{i}"), format!("[include]\n\tpath = c{}\n", i + 1))).collect();
+        extra.push((String::from("c9"), String::from("[include]\n\tpath = x\n")));
+        extra.push((String::from("x"), String::from("[include]\n\tpath = y\n")));
+        extra.push((String::from("y"), String::new()));
+        let extra: Vec<(&str, &str)> = extra.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        repo_with(&ws, "[include]\n\tpath = ../../c1\n\tpath = ../../x\n", &extra);
+        let found = scan(&profile, None);
+        assert!(protects(&found, &ws.join("x")), "{found:?}");
+        assert!(protects(&found, &ws.join("y")), "{found:?}");
     }
 
     /// Red team AL (5 December): a config the workload wrote named `/proc/kmsg` and a device,

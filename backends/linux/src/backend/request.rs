@@ -217,18 +217,24 @@ pub(super) fn nproc_bound(pids_max: u32) -> u64 {
 /// [`crate::protocol::MountFixes::pins`]), shallow first.
 fn skeleton_pins(mounts: &[sandbox_bundle::compile::PlannedMount]) -> Vec<PathBuf> {
     use sandbox_bundle::compile::MountKind;
-    let mut out: Vec<PathBuf> = Vec::new();
+    // Each mount's enclosing one is its nearest ancestor among the destinations (looked up by
+    // path: a scan finding thousands of entries made this quadratic, red team AN).
+    let mut by_destination: std::collections::HashMap<&std::path::Path, &sandbox_bundle::compile::PlannedMount> =
+        std::collections::HashMap::new();
     for m in mounts.iter().filter(|m| !m.below) {
-        let enclosing = mounts
-            .iter()
-            .filter(|e| !e.below && e.destination != m.destination && m.destination.starts_with(&e.destination))
-            .max_by_key(|e| e.destination.components().count());
+        // The last of several at one destination, as before (`max_by_key` took the last).
+        by_destination.insert(m.destination.as_path(), m);
+    }
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    for m in mounts.iter().filter(|m| !m.below) {
+        let enclosing = m.destination.ancestors().skip(1).find_map(|a| by_destination.get(a));
         let Some(e) = enclosing else { continue };
         if !matches!(e.kind, MountKind::Tmp | MountKind::DevShm | MountKind::Dev | MountKind::Mask) {
             continue;
         }
         for a in m.destination.ancestors().skip(1).take_while(|a| *a != e.destination.as_path()) {
-            if !out.iter().any(|p| p == a) {
+            if seen.insert(a.to_path_buf()) {
                 out.push(a.to_path_buf());
             }
         }
