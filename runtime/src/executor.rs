@@ -110,7 +110,7 @@ impl Executor {
     }
 
     /// Records that something was run, prepared or granted with this executor.
-    fn mark_used(&self) {
+    pub(crate) fn mark_used(&self) {
         self.used.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 

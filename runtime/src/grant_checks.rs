@@ -26,6 +26,16 @@ impl Executor {
     /// Issues a single-use grant for one Gated capability of one exact spawn (CONTRACT.md
     /// §13.2, checks in the contract's order). The token is valid on this executor only.
     pub fn issue_grant(&self, dl: &Deadline, r: &GrantRequest) -> Result<String, Error> {
+        let issued = self.issue_grant_checked(dl, r);
+        if issued.is_ok() {
+            // Its key and any held target are this executor's: never let go as unused (red
+            // team AO: a refused request discarded an executor with a live grant).
+            self.mark_used();
+        }
+        issued
+    }
+
+    fn issue_grant_checked(&self, dl: &Deadline, r: &GrantRequest) -> Result<String, Error> {
         dl.check(&[])?;
         let malformed = |detail: &str| Err(Error::GrantMalformed { detail: detail.to_owned() });
         if !is_safe_text(&r.execution_id) {

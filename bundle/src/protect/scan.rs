@@ -41,6 +41,21 @@ const MAX_CONFIG_FILES: usize = 4096;
 const MAX_CONFIG_BYTES: usize = 64 << 20;
 const MAX_INCLUDES: usize = 65_536;
 
+/// The most path components of includes one scan resolves (each an `lstat`): 60 configs of
+/// 1,000 includes spelled `d/../d/../…` 400 components long stayed under every other bound and
+/// made every spawn take 14 s (red team AO, 5 December). About 0.6 s of work here.
+const MAX_INCLUDE_WORK: usize = 1_000_000;
+
+/// The most mounts the binds of entries and pins may come to: nested pins are each bound with
+/// what lies beneath, so a mount under k pins is made 2^k times; an include naming a missing
+/// file 16 directories deep gave the next spawn more mounts than the kernel allows (red team
+/// AO, 5 December), every later spawn failing with the runtime's "failed to prepare rootfs".
+/// The binds above the workspace (a workspace under the private `/tmp`) double them once or
+/// twice more: 16,384 here is at most about 66,000 mounts (the kernel's bound is 100,000), made
+/// in a fraction of a second; an entry up to 12 directories below its area passes, and so do
+/// 4,000 entries beneath one pin.
+const MAX_MOUNT_COPIES: u64 = 16_384;
+
 /// The most entries (existing or not) and pins one scan finds: each is a mount of the container
 /// or a rule of the guard (a bare repository found in the workspace is half a dozen), and a
 /// workload made thousands of bare layouts in one run, after which every spawn took half a
@@ -350,6 +365,7 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         too_deep: None,
         config_reads: (0, 0),
         includes: 0,
+        include_work: 0,
         configs_stopped: false,
         old,
         new: HashMap::new(),
@@ -489,9 +505,9 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
     if configs_stopped {
         out.refused = Some(format!(
             "protected_paths: the git configuration in reach includes more than the scan reads ({MAX_CONFIG_FILES} \
-             files, {} MiB, {MAX_INCLUDES} includes): what it names beyond could be neither bound read-only nor \
-             refused, so nothing runs; remove the includes, narrow the workspace, or turn the list off \
-             (protected_paths)",
+             files, {} MiB, {MAX_INCLUDES} includes, {MAX_INCLUDE_WORK} path components of includes): what it \
+             names beyond could be neither bound read-only nor refused, so nothing runs; remove the includes, \
+             narrow the workspace, or turn the list off (protected_paths)",
             MAX_CONFIG_BYTES >> 20
         ));
     }
@@ -538,6 +554,20 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         ));
     }
     record_identities(&mut out);
+    // What the binds come to: a mount beneath k pins is made 2^k times.
+    let pinned: HashSet<&Path> = out.pins.iter().map(PathBuf::as_path).collect();
+    let copies = out.pins.iter().chain(out.existing.iter().map(|(p, _)| p)).fold(0u64, |sum, m| {
+        let above = m.ancestors().skip(1).filter(|a| pinned.contains(a)).count();
+        sum.saturating_add(1u64 << above.min(62))
+    });
+    if copies > MAX_MOUNT_COPIES {
+        out.refused = Some(format!(
+            "protected_paths: protected entries lie beneath so many nested directories (pinned so that they cannot \
+             be moved away) that the run's mounts would come to {copies}, more than {MAX_MOUNT_COPIES}: nothing runs; \
+             remove the deep entry (a `.git`, a config or what an include names), narrow the workspace, or turn the \
+             list off (protected_paths)"
+        ));
+    }
     out
 }
 
@@ -778,8 +808,9 @@ struct Walker<'a> {
     too_deep: Option<PathBuf>,
     /// How many config files this scan read, and how many bytes of them.
     config_reads: (usize, usize),
-    /// How many includes this scan followed.
+    /// How many includes this scan followed, and their path components.
     includes: usize,
+    include_work: usize,
     /// Whether a bound of the config reads was reached ([`MAX_CONFIG_FILES`]).
     configs_stopped: bool,
     /// The memo's listings from earlier scans, and the ones of this scan.
@@ -1193,7 +1224,13 @@ impl Walker<'_> {
         let dir = config.parent().unwrap_or(Path::new("/")).to_path_buf();
         for inc in refs.includes {
             self.includes += 1;
-            if self.includes > MAX_INCLUDES {
+            self.include_work += inc.components().count() + dir.components().count();
+            // (Past the entries' bound too: the spawn is refused at the end, after no more
+            // reading.)
+            if self.includes > MAX_INCLUDES
+                || self.include_work > MAX_INCLUDE_WORK
+                || self.existing.len() + self.out.missing.len() > MAX_ENTRIES
+            {
                 self.configs_stopped = true;
                 return;
             }
@@ -2389,6 +2426,44 @@ mod tests {
         let found = scan(&profile, None);
         assert!(start.elapsed() < std::time::Duration::from_secs(5), "took {:?}", start.elapsed());
         assert!(found.refused.as_deref().is_some_and(|r| r.contains("protected entries")), "{:?}", found.refused);
+    }
+
+    /// Red team AO (5 December): includes 400 components long under every other bound made
+    /// every spawn take 14 s, and an include naming a missing file 16 directories deep gave the
+    /// next spawn more mounts than the kernel allows (nested pins each bound with what lies
+    /// beneath). Both are refused at once now; an entry 8 directories deep passes (control).
+    #[test]
+    fn long_includes_and_deeply_nested_entries_are_refused_at_once() {
+        let (_dir, ws, profile) = writable_workspace();
+        // Ten files of 150 includes 2,000 components long (each file under 1 MiB, read whole).
+        let long = format!("{}x", "d/../".repeat(1000));
+        let lines: String = (0..150).map(|_| format!("[include]\n\tpath = {long}\n")).collect();
+        let files: Vec<(String, &str)> = (0..10).map(|i| (format!("c{i}"), lines.as_str())).collect();
+        let extra: Vec<(&str, &str)> = files.iter().map(|(n, t)| (n.as_str(), *t)).collect();
+        let top: String = (0..10).map(|i| format!("[include]\n\tpath = ../../c{i}\n")).collect();
+        std::fs::create_dir(ws.join("d")).unwrap_or_else(|e| panic!("{e}"));
+        repo_with(&ws, &top, &extra);
+        let start = std::time::Instant::now();
+        let found = scan(&profile, None);
+        assert!(start.elapsed() < std::time::Duration::from_secs(5), "took {:?}", start.elapsed());
+        assert!(found.refused.as_deref().is_some_and(|r| r.contains("path components")), "{:?}", found.refused);
+
+        for (depth, refused) in [(8, false), (16, true)] {
+            let (_dir, ws, profile) = writable_workspace();
+            let deep = "d/".repeat(depth);
+            std::fs::create_dir_all(ws.join(&deep)).unwrap_or_else(|e| panic!("{e}"));
+            repo_with(&ws, &format!("[include]\n\tpath = ../../{deep}x\n"), &[]);
+            let found = scan(&profile, None);
+            assert_eq!(
+                found.refused.as_deref().is_some_and(|r| r.contains("nested directories")),
+                refused,
+                "{depth}: {:?}",
+                found.refused
+            );
+            if !refused {
+                assert!(protects(&found, &ws.join(format!("{deep}x"))), "{found:?}");
+            }
+        }
     }
 
     /// A file met first at the include depth bound (its includes not followed) and again nearer
