@@ -3659,3 +3659,55 @@ fn walk_names(dir: &std::path::Path) -> Vec<String> {
     }
     out
 }
+
+/// Red team AO (5 December): in a workspace on tmpfs, a tracked file mapped `MAP_SHARED`, its
+/// page read first and then written through the mapping, changed its content and no time at
+/// all (tmpfs pages are never write-protected for write-notify): the host's `git status` saw
+/// nothing. A file the run opens for reading and writing on such a filesystem gets a new ctime
+/// at the run's end, after its last process is gone (a process left behind writes on, here,
+/// until it is killed). Controls: the file holds the new content, and its mtime is the one it
+/// had (the write through the mapping changed none).
+#[test]
+fn a_write_through_a_shared_mapping_on_tmpfs_shows_to_git() {
+    if !sandbox_runs_here("a_write_through_a_shared_mapping_on_tmpfs_shows_to_git") {
+        return;
+    }
+    let shm = std::path::Path::new("/dev/shm");
+    let on_tmpfs = nix::sys::statfs::statfs(shm).is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC);
+    assert!(on_tmpfs, "/dev/shm is no tmpfs here: the case cannot be made");
+    let dir = tempfile::Builder::new().prefix("sbx-shm-ws").tempdir_in(shm).unwrap();
+    let ws = dir.path().to_path_buf();
+    git_ok(&ws, &["init", "-q", "-b", "main"]);
+    for f in ["app.sh", "left.sh"] {
+        fs::write(ws.join(f), "echo fine # padding padding\n").unwrap();
+    }
+    git_ok(&ws, &["add", "."]);
+    git_ok(&ws, &["commit", "-qm", "one"]);
+    // A second later, the index refreshed: its entries are no longer racy (git trusts them).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(git_ok(&ws, &["status", "--porcelain"]), "");
+    let mtime = |f: &str| fs::metadata(ws.join(f)).unwrap().modified().unwrap();
+    let before = (mtime("app.sh"), mtime("left.sh"));
+    let script = "import mmap, os, subprocess, sys, time\n\
+        def rewrite(name, text):\n\
+        \x20   fd = os.open(name, os.O_RDWR)\n\
+        \x20   m = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)\n\
+        \x20   m[0:1]\n\
+        \x20   m[0:len(text)] = text\n\
+        \x20   return m\n\
+        rewrite('app.sh', b'touch PWNED # padding paddi\\n')\n\
+        if os.fork() == 0:\n\
+        \x20   os.setsid()\n\
+        \x20   m = rewrite('left.sh', b'touch PWNED # padding paddi\\n')\n\
+        \x20   time.sleep(30)\n\
+        \x20   os._exit(0)\n\
+        time.sleep(0.3)\n";
+    let o = Command::new(SANDBOX).current_dir(&ws).args(["run", "--", "python3", "-c", script]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in ["app.sh", "left.sh"] {
+        assert_eq!(fs::read_to_string(ws.join(f)).unwrap(), "touch PWNED # padding paddi\n", "{f}");
+    }
+    assert_eq!((mtime("app.sh"), mtime("left.sh")), before, "the writes through the mappings changed a time");
+    let status = git_ok(&ws, &["status", "--porcelain"]);
+    assert_eq!(status, " M app.sh\n M left.sh\n", "a change through a shared mapping is hidden from git");
+}

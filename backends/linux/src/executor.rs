@@ -522,8 +522,13 @@ fn run_once(
             let outcome = supervise(child);
             if !keep {
                 // What the run wrote to a worktree entry's `gitdir` since the guard's last call,
-                // and the operations it left in host repositories (`Staging::finish`).
+                // and the operations it left in host repositories (`Staging::finish`), once no
+                // process of the run is left: a process left behind wrote on through a shared
+                // mapping after the end's checks (tmpfs changes no time for that).
                 if let Some(creation) = run.creation_guard.as_ref() {
+                    if !sweep() {
+                        shared.last(&status::error_line(Stage::Fork, "the run's processes could not be ended"));
+                    }
                     staging.finish(creation);
                 }
                 shared.last(&outcome)

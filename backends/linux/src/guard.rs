@@ -375,6 +375,25 @@ struct StagingInner {
     placing: usize,
     /// Checks under way outside the lock ([`Staging::recheck`]).
     checking: usize,
+    /// Files on a filesystem without write-notify, opened for reading and writing by the run
+    /// ([`Staging::hold_writable`]), held to be given a new ctime at its end, by identity.
+    writable: Vec<OwnedFd>,
+    writable_ids: std::collections::HashSet<(u64, u64)>,
+}
+
+/// The most files [`Staging::hold_writable`] holds in one run; one more is not opened (ENFILE).
+const MAX_HELD_WRITABLE: usize = 4096;
+
+/// Whether the open file `fd` lies on a filesystem whose pages are never write-protected for
+/// write-notify (tmpfs, ramfs): a write through a shared mapping of such a file, once its page
+/// was read, changes no time at all (red team AO, 5 December: a tracked file in a workspace on
+/// tmpfs, rewritten so, and the host's `git status` saw nothing).
+fn without_write_notify(fd: BorrowedFd<'_>) -> bool {
+    const RAMFS_MAGIC: nix::sys::statfs::FsType = nix::sys::statfs::FsType(0x8584_58f6);
+    nix::sys::statfs::fstatfs(fd).is_ok_and(|fs| {
+        let kind = fs.filesystem_type();
+        kind == nix::sys::statfs::TMPFS_MAGIC || kind == RAMFS_MAGIC
+    })
 }
 
 /// An operation's state directory the run made in a foreign git directory: the git directory
@@ -428,6 +447,7 @@ impl Staging {
     pub fn finish(&self, guard: &CreationGuard) {
         self.publish(guard);
         self.recheck(true);
+        self.redate_writable();
         let inner = self.lock();
         for op in &inner.operations {
             // Ended (or moved: the run cannot move it into a git directory again).
@@ -457,6 +477,49 @@ impl Staging {
                     }
                 }
             }
+        }
+    }
+
+    /// Holds the file open at `fd` (opened for reading and writing by the run) when it lies on
+    /// a filesystem without write-notify ([`without_write_notify`]), to give it a new ctime at
+    /// the run's end ([`Staging::redate_writable`]): what the run wrote through a shared
+    /// mapping of it then shows to the host's `git status` (git compares the ctime). ENFILE
+    /// past [`MAX_HELD_WRITABLE`] files (the open is not made).
+    fn hold_writable(&self, fd: BorrowedFd<'_>) -> Result<(), Errno> {
+        let st = nix::sys::stat::fstat(fd.as_raw_fd())?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG || !without_write_notify(fd) {
+            return Ok(());
+        }
+        let mut inner = self.lock();
+        #[allow(clippy::useless_conversion, reason = "dev_t and ino_t widths differ by target")]
+        let id = (u64::from(st.st_dev), u64::from(st.st_ino));
+        if inner.writable_ids.contains(&id) {
+            return Ok(());
+        }
+        if inner.writable.len() >= MAX_HELD_WRITABLE {
+            return Err(Errno::ENFILE);
+        }
+        let via = cstr(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_bytes())?;
+        let held = notify::open_at(None, &via, libc::O_PATH | libc::O_CLOEXEC, 0)?;
+        inner.writable_ids.insert(id);
+        inner.writable.push(held);
+        Ok(())
+    }
+
+    /// Gives every file [`Staging::hold_writable`] holds a new ctime, by setting its mode to
+    /// what it is (as [`RacyIndex::redate_changed`] does). Called at the run's end, once no
+    /// process of the run is left to write through a mapping.
+    fn redate_writable(&self) {
+        let inner = self.lock();
+        for held in &inner.writable {
+            let Ok(st) = nix::sys::stat::fstat(held.as_raw_fd()) else { continue };
+            let Ok(via) = cstr(format!("/proc/self/fd/{}", held.as_raw_fd()).as_bytes()) else { continue };
+            let _ = nix::sys::stat::fchmodat(
+                None,
+                via.as_c_str(),
+                Mode::from_bits_truncate(st.st_mode & 0o7777),
+                nix::sys::stat::FchmodatFlags::FollowSymlink,
+            );
         }
     }
 
@@ -3384,7 +3447,12 @@ impl Guard<'_> {
                 }
             };
             match opened {
-                Ok(fd) => return Ok(Outcome::Answer(Answer::Fd(fd, cloexec))),
+                Ok(fd) => {
+                    if flags & libc::O_ACCMODE == libc::O_RDWR {
+                        self.staging.hold_writable(fd.as_fd())?;
+                    }
+                    return Ok(Outcome::Answer(Answer::Fd(fd, cloexec)));
+                }
                 Err(Errno::ELOOP) if !nofollow && !excl => match r.follow_final(&p)? {
                     Followed::Name(next) => p = next,
                     Followed::Object(object) => {
@@ -3397,6 +3465,9 @@ impl Guard<'_> {
                             return Err(Errno::EISDIR);
                         }
                         self.check_object(object.as_fd())?;
+                        if flags & libc::O_ACCMODE == libc::O_RDWR {
+                            self.staging.hold_writable(object.as_fd())?;
+                        }
                         return reopen(object, kind, base & !(libc::O_CREAT | libc::O_NOFOLLOW), cloexec);
                     }
                 },
