@@ -3466,11 +3466,17 @@ fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
             // Starts at a second's .3: the run's deadline (2 s) falls at .3 two seconds on.
             std::thread::sleep(std::time::Duration::from_secs_f64((1.3 - now() % 1.0) % 1.0));
             let second = now().floor() + 2.0;
-            // busy-guard (red team AM): 62 more index writes in the second, a stale
-            // `index.lock`, and one guarded call once the second is over, so that the guard's
-            // thread checks 62 indexes (100 ms each) while the deadline ends the run.
+            // (busy-guard: the workload's own next second, and it ends the run itself by its
+            // output limit, so that the kill comes while the guard's thread is busy however
+            // late the run started on a loaded machine.)
+            let second = if case == "busy-guard" { String::from("int(time.time()) + 1") } else { second.to_string() };
+            // busy-guard (red team AM): 50 index writes first (each keeps an entry for a later
+            // check), then the change within a second, a stale `index.lock`, and one guarded
+            // call once the second is over, so that the guard's thread checks the 51 indexes
+            // (100 ms each, the change's last) while the output limit ends the run, longer
+            // than the grace the helper gives the init after it.
             let before = if case == "busy-guard" {
-                "for i in range(62):\n    open('g%d' % i, 'w').write('new\\n'); os.utime('g%d' % i, (1700000000, 1700000000)); subprocess.run(['git', 'add', 'g%d' % i], check=True)\n"
+                "for i in range(50):\n    open('g%d' % i, 'w').write('new\\n'); os.utime('g%d' % i, (1700000000, 1700000000)); subprocess.run(['git', 'add', 'g%d' % i], check=True)\n"
             } else {
                 ""
             };
@@ -3480,7 +3486,8 @@ fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
                     "os.close(os.open('.git/index.lock', os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))\n\
                      while time.time() < X + 1.05: time.sleep(0.002)\n\
                      open('trigger', 'w').close()\n\
-                     time.sleep(30)"
+                     time.sleep(0.2)\n\
+                     sys.stdout.write('x' * 5000); sys.stdout.flush(); time.sleep(30)"
                 }
                 "output-limit" => "sys.stdout.write('x' * 5000); sys.stdout.flush(); time.sleep(30)",
                 _ => {
@@ -3492,9 +3499,9 @@ fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
             };
             let script = format!(
                 "import ctypes, os, subprocess, sys, time\n\
+                 {before}\
                  X = {second}\n\
                  while time.time() < X + 0.02: time.sleep(0.002)\n\
-                 {before}\
                  open('f', 'w').write('CHANGED1\\n'); os.utime('f', (1700000000, 1700000000))\n\
                  subprocess.run(['git', 'add', 'f'], check=True)\n\
                  open('f', 'w').write('CHANGED2\\n'); os.utime('f', (1700000000, 1700000000))\n\
@@ -3504,7 +3511,7 @@ fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
             let mut args = vec![os("run")];
             match case {
                 "deadline" => args.extend([os("--timeout"), os("2")]),
-                "busy-guard" => args.extend([os("--timeout"), os("3")]),
+                "busy-guard" => args.extend([os("--output-limit"), os("1000")]),
                 "output-limit" => args.extend([os("--output-limit"), os("1000")]),
                 _ => {}
             }
@@ -3665,8 +3672,12 @@ fn walk_names(dir: &std::path::Path) -> Vec<String> {
 /// all (tmpfs pages are never write-protected for write-notify): the host's `git status` saw
 /// nothing. A file the run opens for reading and writing on such a filesystem gets a new ctime
 /// at the run's end, after its last process is gone (a process left behind writes on, here,
-/// until it is killed). Controls: the file holds the new content, and its mtime is the one it
-/// had (the write through the mapping changed none).
+/// until it is killed). The file is held when the run maps it shared from a descriptor open for
+/// reading and writing (red team AP passed such a descriptor between runs, so an open is not
+/// where to catch it), and opening 3,000 files so first (`late.sh`: a first version held each
+/// such open and ran the init out of descriptors after a thousand) changes nothing. Controls: the
+/// files hold the new content, and their mtimes are the ones they had (the writes through the
+/// mappings changed none).
 #[test]
 fn a_write_through_a_shared_mapping_on_tmpfs_shows_to_git() {
     if !sandbox_runs_here("a_write_through_a_shared_mapping_on_tmpfs_shows_to_git") {
@@ -3678,7 +3689,7 @@ fn a_write_through_a_shared_mapping_on_tmpfs_shows_to_git() {
     let dir = tempfile::Builder::new().prefix("sbx-shm-ws").tempdir_in(shm).unwrap();
     let ws = dir.path().to_path_buf();
     git_ok(&ws, &["init", "-q", "-b", "main"]);
-    for f in ["app.sh", "left.sh"] {
+    for f in ["app.sh", "left.sh", "late.sh"] {
         fs::write(ws.join(f), "echo fine # padding padding\n").unwrap();
     }
     git_ok(&ws, &["add", "."]);
@@ -3687,7 +3698,7 @@ fn a_write_through_a_shared_mapping_on_tmpfs_shows_to_git() {
     std::thread::sleep(std::time::Duration::from_millis(1100));
     assert_eq!(git_ok(&ws, &["status", "--porcelain"]), "");
     let mtime = |f: &str| fs::metadata(ws.join(f)).unwrap().modified().unwrap();
-    let before = (mtime("app.sh"), mtime("left.sh"));
+    let before = (mtime("app.sh"), mtime("left.sh"), mtime("late.sh"));
     let script = "import mmap, os, subprocess, sys, time\n\
         def rewrite(name, text):\n\
         \x20   fd = os.open(name, os.O_RDWR)\n\
@@ -3696,6 +3707,9 @@ fn a_write_through_a_shared_mapping_on_tmpfs_shows_to_git() {
         \x20   m[0:len(text)] = text\n\
         \x20   return m\n\
         rewrite('app.sh', b'touch PWNED # padding paddi\\n')\n\
+        for i in range(3000):\n\
+        \x20   os.close(os.open('opened%d' % i, os.O_RDWR | os.O_CREAT, 0o644))\n\
+        rewrite('late.sh', b'touch PWNED # padding paddi\\n')\n\
         if os.fork() == 0:\n\
         \x20   os.setsid()\n\
         \x20   m = rewrite('left.sh', b'touch PWNED # padding paddi\\n')\n\
@@ -3704,10 +3718,14 @@ fn a_write_through_a_shared_mapping_on_tmpfs_shows_to_git() {
         time.sleep(0.3)\n";
     let o = Command::new(SANDBOX).current_dir(&ws).args(["run", "--", "python3", "-c", script]).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-    for f in ["app.sh", "left.sh"] {
+    for f in ["app.sh", "left.sh", "late.sh"] {
         assert_eq!(fs::read_to_string(ws.join(f)).unwrap(), "touch PWNED # padding paddi\n", "{f}");
     }
-    assert_eq!((mtime("app.sh"), mtime("left.sh")), before, "the writes through the mappings changed a time");
-    let status = git_ok(&ws, &["status", "--porcelain"]);
-    assert_eq!(status, " M app.sh\n M left.sh\n", "a change through a shared mapping is hidden from git");
+    assert_eq!(
+        (mtime("app.sh"), mtime("left.sh"), mtime("late.sh")),
+        before,
+        "the writes through the mappings changed a time"
+    );
+    let status = git_ok(&ws, &["status", "--porcelain", "--untracked-files=no"]);
+    assert_eq!(status, " M app.sh\n M late.sh\n M left.sh\n", "a change through a shared mapping is hidden from git");
 }

@@ -101,6 +101,12 @@ const NOTIFIED: &[libc::c_long] = &[
     libc::SYS_unlinkat,
 ];
 
+/// `MAP_ANONYMOUS`, and the bit `MAP_SHARED` and `MAP_SHARED_VALIDATE` share (`MAP_PRIVATE`
+/// lacks it).
+#[allow(clippy::cast_sign_loss, reason = "positive flag bits")]
+const MAP_ANONYMOUS: u32 = libc::MAP_ANONYMOUS as u32;
+const MAP_SHARED_BIT: u32 = 0x01;
+
 /// The opens sent to the guard when their flags (this argument) carry `O_CREAT` or ask to
 /// write ([`WRITING`]), unless they carry `O_PATH` or `O_TMPFILE` ([`NO_NAME`]).
 #[cfg(target_arch = "x86_64")]
@@ -156,6 +162,15 @@ pub fn program(creating: bool, reading: bool, network: bool) -> Vec<sock_filter>
     if creating {
         p.push(ins(JEQ_K, 0, 1, nr(libc::SYS_openat2)));
         p.push(ins(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32));
+        // mmap(addr, len, prot, flags, fd, off): a shared mapping of a file (flags, an int,
+        // with MAP_SHARED's bit, MAP_SHARED_VALIDATE's too, and without MAP_ANONYMOUS) goes
+        // to the guard ([`Staging::hold_writable`]); every other mapping is allowed here.
+        p.push(ins(JEQ_K, 0, 5, nr(libc::SYS_mmap)));
+        p.push(ins(LD_W_ABS, 0, 0, arg_low(3)));
+        p.push(ins(JSET_K, 2, 0, MAP_ANONYMOUS));
+        p.push(ins(JSET_K, 0, 1, MAP_SHARED_BIT));
+        p.push(ins(RET_K, 0, 0, notify));
+        p.push(ins(RET_K, 0, 0, allow));
         for &n in NOTIFIED {
             p.push(ins(JEQ_K, 0, 1, nr(n)));
             p.push(ins(RET_K, 0, 0, notify));
@@ -198,14 +213,55 @@ pub fn program(creating: bool, reading: bool, network: bool) -> Vec<sock_filter>
 /// One call sent to the guard, its path arguments still addresses in the caller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Call {
-    Open { dirfd: i32, path: u64, flags: i32, mode: u32 },
-    Mkdir { dirfd: i32, path: u64, mode: u32 },
-    Mknod { dirfd: i32, path: u64, mode: u32, dev: u64 },
-    Symlink { target: u64, dirfd: i32, path: u64 },
-    Link { olddirfd: i32, old: u64, newdirfd: i32, new: u64, flags: i32 },
-    Rename { olddirfd: i32, old: u64, newdirfd: i32, new: u64, flags: u32 },
-    Truncate { path: u64, length: u64 },
-    Unlink { dirfd: i32, path: u64, flags: i32 },
+    Open {
+        dirfd: i32,
+        path: u64,
+        flags: i32,
+        mode: u32,
+    },
+    Mkdir {
+        dirfd: i32,
+        path: u64,
+        mode: u32,
+    },
+    Mknod {
+        dirfd: i32,
+        path: u64,
+        mode: u32,
+        dev: u64,
+    },
+    Symlink {
+        target: u64,
+        dirfd: i32,
+        path: u64,
+    },
+    Link {
+        olddirfd: i32,
+        old: u64,
+        newdirfd: i32,
+        new: u64,
+        flags: i32,
+    },
+    Rename {
+        olddirfd: i32,
+        old: u64,
+        newdirfd: i32,
+        new: u64,
+        flags: u32,
+    },
+    Truncate {
+        path: u64,
+        length: u64,
+    },
+    /// A shared mapping of the file at descriptor `fd` (see [`program`]).
+    Mmap {
+        fd: i32,
+    },
+    Unlink {
+        dirfd: i32,
+        path: u64,
+        flags: i32,
+    },
 }
 
 /// An int argument: the low 32 bits, as the kernel reads them.
@@ -258,6 +314,7 @@ fn decode(n: libc::c_long, a: &[u64; 6]) -> Option<Call> {
             Call::Rename { olddirfd: int(a[0]), old: a[1], newdirfd: int(a[2]), new: a[3], flags: uint(a[4]) }
         }
         libc::SYS_truncate => Call::Truncate { path: a[0], length: a[1] },
+        libc::SYS_mmap => Call::Mmap { fd: int(a[4]) },
         libc::SYS_unlinkat => Call::Unlink { dirfd: int(a[0]), path: a[1], flags: int(a[2]) },
         _ => return None,
     })
@@ -375,26 +432,15 @@ struct StagingInner {
     placing: usize,
     /// Checks under way outside the lock ([`Staging::recheck`]).
     checking: usize,
-    /// Files on a filesystem without write-notify, opened for reading and writing by the run
+    /// Files the run mapped shared from a descriptor open for reading and writing
     /// ([`Staging::hold_writable`]), held to be given a new ctime at its end, by identity.
     writable: Vec<OwnedFd>,
     writable_ids: std::collections::HashSet<(u64, u64)>,
 }
 
-/// The most files [`Staging::hold_writable`] holds in one run; one more is not opened (ENFILE).
-const MAX_HELD_WRITABLE: usize = 4096;
-
-/// Whether the open file `fd` lies on a filesystem whose pages are never write-protected for
-/// write-notify (tmpfs, ramfs): a write through a shared mapping of such a file, once its page
-/// was read, changes no time at all (red team AO, 5 December: a tracked file in a workspace on
-/// tmpfs, rewritten so, and the host's `git status` saw nothing).
-fn without_write_notify(fd: BorrowedFd<'_>) -> bool {
-    const RAMFS_MAGIC: nix::sys::statfs::FsType = nix::sys::statfs::FsType(0x8584_58f6);
-    nix::sys::statfs::fstatfs(fd).is_ok_and(|fs| {
-        let kind = fs.filesystem_type();
-        kind == nix::sys::statfs::TMPFS_MAGIC || kind == RAMFS_MAGIC
-    })
-}
+/// The most files [`Staging::hold_writable`] holds in one run (each a descriptor of the init,
+/// whose limit is the container's); a shared mapping of one more is refused (ENOMEM).
+const MAX_HELD_WRITABLE: usize = 256;
 
 /// An operation's state directory the run made in a foreign git directory: the git directory
 /// (an `O_PATH` handle), the directory's name there, and its identity when made.
@@ -480,14 +526,17 @@ impl Staging {
         }
     }
 
-    /// Holds the file open at `fd` (opened for reading and writing by the run) when it lies on
-    /// a filesystem without write-notify ([`without_write_notify`]), to give it a new ctime at
-    /// the run's end ([`Staging::redate_writable`]): what the run wrote through a shared
-    /// mapping of it then shows to the host's `git status` (git compares the ctime). ENFILE
-    /// past [`MAX_HELD_WRITABLE`] files (the open is not made).
+    /// Holds the file open at `fd` (open for reading and writing in the run), to give it a new
+    /// ctime at the run's end ([`Staging::redate_writable`]): what the run wrote through a
+    /// shared mapping of it then shows to the host's `git status` (git compares the ctime).
+    /// Held whatever its filesystem: tmpfs and ramfs never write-protect a page for
+    /// write-notify, and an overlay's file maps its upper layer's (on tmpfs in a live system).
+    /// Each is a descriptor of the init's; ENOMEM past [`MAX_HELD_WRITABLE`]. (Holding every
+    /// file opened for reading and writing, the first version, ran the init out of descriptors
+    /// after a thousand: git creates each loose object so.)
     fn hold_writable(&self, fd: BorrowedFd<'_>) -> Result<(), Errno> {
         let st = nix::sys::stat::fstat(fd.as_raw_fd())?;
-        if st.st_mode & libc::S_IFMT != libc::S_IFREG || !without_write_notify(fd) {
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
             return Ok(());
         }
         let mut inner = self.lock();
@@ -497,7 +546,7 @@ impl Staging {
             return Ok(());
         }
         if inner.writable.len() >= MAX_HELD_WRITABLE {
-            return Err(Errno::ENFILE);
+            return Err(Errno::ENOMEM);
         }
         let via = cstr(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_bytes())?;
         let held = notify::open_at(None, &via, libc::O_PATH | libc::O_CLOEXEC, 0)?;
@@ -514,12 +563,24 @@ impl Staging {
         for held in &inner.writable {
             let Ok(st) = nix::sys::stat::fstat(held.as_raw_fd()) else { continue };
             let Ok(via) = cstr(format!("/proc/self/fd/{}", held.as_raw_fd()).as_bytes()) else { continue };
-            let _ = nix::sys::stat::fchmodat(
+            let chmod = nix::sys::stat::fchmodat(
                 None,
                 via.as_c_str(),
                 Mode::from_bits_truncate(st.st_mode & 0o7777),
                 nix::sys::stat::FchmodatFlags::FollowSymlink,
             );
+            if chmod.is_err() {
+                // Not the file's owner (a file of another user's that the run could write):
+                // its times set to now, which needs only write access (red team AP).
+                let now = nix::sys::time::TimeSpec::new(0, libc::UTIME_NOW);
+                let _ = nix::sys::stat::utimensat(
+                    None,
+                    via.as_c_str(),
+                    &now,
+                    &now,
+                    nix::sys::stat::UtimensatFlags::FollowSymlink,
+                );
+            }
         }
     }
 
@@ -1017,6 +1078,48 @@ fn pin(listener: BorrowedFd<'_>, req: &libc::seccomp_notif) -> Result<Thread, Ou
     Ok(Thread::new(tid, proc_dir))
 }
 
+/// A shared mapping of the file at the caller's descriptor `fd`: when the descriptor is open for
+/// reading and writing (only such a one maps shared and writable, or can be made so with
+/// `mprotect`), its file is held and given a new ctime at the run's end
+/// ([`Staging::hold_writable`]): on tmpfs (or an overlay on it) a write through the mapping,
+/// once its page was read, changes no time at all, and the host's git took the file for
+/// unchanged (red teams AO and AP, 5 December; AP passed such a descriptor from one run to
+/// another over a unix socket, which an open the guard holds did not cover). The kernel then
+/// makes the call. ENOMEM when the guard holds as many files as it may.
+fn handle_mmap(
+    staging: &Staging,
+    listener: BorrowedFd<'_>,
+    req: &libc::seccomp_notif,
+    thread: &Thread,
+    fd: i32,
+) -> Outcome {
+    let kernel = Outcome::Answer(Answer::Continue);
+    if fd < 0 {
+        return kernel;
+    }
+    // The descriptor through the pinned thread's table (its `fd/<n>` link: the file itself),
+    // and its access mode.
+    let Ok(link) = cstr(format!("fd/{fd}").as_bytes()) else { return kernel };
+    let Ok(file) = notify::open_at(Some(thread.proc_dir.as_fd()), &link, libc::O_PATH | libc::O_CLOEXEC, 0) else {
+        return kernel;
+    };
+    let info = std::fs::read_to_string(format!("/proc/self/fd/{}/fdinfo/{fd}", thread.proc_dir.as_raw_fd()));
+    let flags = info.ok().and_then(|t| {
+        t.lines().find_map(|l| l.strip_prefix("flags:")).and_then(|v| i32::from_str_radix(v.trim(), 8).ok())
+    });
+    let Some(flags) = flags else { return kernel };
+    if flags & libc::O_ACCMODE != libc::O_RDWR {
+        return kernel;
+    }
+    if !notify::id_valid(listener, req.id) {
+        return Outcome::Gone;
+    }
+    match staging.hold_writable(file.as_fd()) {
+        Ok(()) => kernel,
+        Err(e) => Outcome::Answer(Answer::Error(e)),
+    }
+}
+
 /// The memory of a pinned thread (`/proc/<tid>/mem`).
 fn open_mem(thread: &Thread) -> Result<OwnedFd, Errno> {
     notify::open_at(Some(thread.proc_dir.as_fd()), c"mem", libc::O_RDONLY | libc::O_CLOEXEC, 0)
@@ -1082,6 +1185,9 @@ fn handle(
         Ok(t) => t,
         Err(o) => return o,
     };
+    if let Call::Mmap { fd } = call {
+        return handle_mmap(staging, listener, req, &thread, fd);
+    }
     let mem = match open_mem(&thread) {
         Ok(m) => m,
         Err(e) => return Outcome::Answer(e.into()),
@@ -1093,6 +1199,7 @@ fn handle(
         | Call::Mknod { path, .. }
         | Call::Truncate { path, .. }
         | Call::Unlink { path, .. } => read(path).map(|p| (p, None)),
+        Call::Mmap { .. } => Err(Errno::ENOSYS),
         Call::Symlink { target, path, .. } => read(target).and_then(|t| Ok((read(path)?, Some(t)))),
         Call::Link { old, new, .. } | Call::Rename { old, new, .. } => {
             read(new).and_then(|n| Ok((n, Some(read(old)?))))
@@ -1118,6 +1225,7 @@ fn handle(
         Call::Rename { olddirfd, newdirfd, flags, .. } => g.rename(olddirfd, &other, newdirfd, &path, flags),
         Call::Truncate { length, .. } => g.truncate(&path, length),
         Call::Unlink { dirfd, flags, .. } => g.unlink(dirfd, &path, flags),
+        Call::Mmap { .. } => Err(Errno::ENOSYS),
     };
     Outcome::Answer(match result {
         Ok(()) => Answer::Value(0),
@@ -3447,12 +3555,7 @@ impl Guard<'_> {
                 }
             };
             match opened {
-                Ok(fd) => {
-                    if flags & libc::O_ACCMODE == libc::O_RDWR {
-                        self.staging.hold_writable(fd.as_fd())?;
-                    }
-                    return Ok(Outcome::Answer(Answer::Fd(fd, cloexec)));
-                }
+                Ok(fd) => return Ok(Outcome::Answer(Answer::Fd(fd, cloexec))),
                 Err(Errno::ELOOP) if !nofollow && !excl => match r.follow_final(&p)? {
                     Followed::Name(next) => p = next,
                     Followed::Object(object) => {
@@ -3465,9 +3568,6 @@ impl Guard<'_> {
                             return Err(Errno::EISDIR);
                         }
                         self.check_object(object.as_fd())?;
-                        if flags & libc::O_ACCMODE == libc::O_RDWR {
-                            self.staging.hold_writable(object.as_fd())?;
-                        }
                         return reopen(object, kind, base & !(libc::O_CREAT | libc::O_NOFOLLOW), cloexec);
                     }
                 },
