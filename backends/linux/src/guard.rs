@@ -1099,15 +1099,19 @@ fn handle_mmap(
     }
     // The descriptor through the pinned thread's table (its `fd/<n>` link: the file itself),
     // and its access mode.
+    // A descriptor that is not there is the kernel's to refuse (EBADF); one the guard cannot
+    // look at is refused here (never mapped unheld).
     let Ok(link) = cstr(format!("fd/{fd}").as_bytes()) else { return kernel };
-    let Ok(file) = notify::open_at(Some(thread.proc_dir.as_fd()), &link, libc::O_PATH | libc::O_CLOEXEC, 0) else {
-        return kernel;
+    let file = match notify::open_at(Some(thread.proc_dir.as_fd()), &link, libc::O_PATH | libc::O_CLOEXEC, 0) {
+        Ok(file) => file,
+        Err(Errno::ENOENT) => return kernel,
+        Err(e) => return Outcome::Answer(Answer::Error(e)),
     };
     let info = std::fs::read_to_string(format!("/proc/self/fd/{}/fdinfo/{fd}", thread.proc_dir.as_raw_fd()));
     let flags = info.ok().and_then(|t| {
         t.lines().find_map(|l| l.strip_prefix("flags:")).and_then(|v| i32::from_str_radix(v.trim(), 8).ok())
     });
-    let Some(flags) = flags else { return kernel };
+    let Some(flags) = flags else { return Outcome::Answer(Answer::Error(Errno::EACCES)) };
     if flags & libc::O_ACCMODE != libc::O_RDWR {
         return kernel;
     }
