@@ -438,6 +438,30 @@ struct StagingInner {
     writable_ids: std::collections::HashSet<(u64, u64)>,
 }
 
+/// Gives the file held at `file` (an `O_PATH` handle) a ctime of now by setting its mode to what
+/// it is (a `chown` would drop a file capability: red team AJ); a symlink, which has no mode to
+/// set again nor privileges to lose, by a `chown` to its owner. Needs ownership (or
+/// CAP_FOWNER).
+fn set_mode_again(file: BorrowedFd<'_>) -> nix::Result<()> {
+    let st = nix::sys::stat::fstat(file.as_raw_fd())?;
+    if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
+        return nix::unistd::fchownat(
+            Some(file.as_raw_fd()),
+            "",
+            None,
+            None,
+            nix::unistd::FchownatFlags::AT_EMPTY_PATH,
+        );
+    }
+    let via = cstr(format!("/proc/self/fd/{}", file.as_raw_fd()).as_bytes())?;
+    nix::sys::stat::fchmodat(
+        None,
+        via.as_c_str(),
+        Mode::from_bits_truncate(st.st_mode & 0o7777),
+        nix::sys::stat::FchmodatFlags::FollowSymlink,
+    )
+}
+
 /// The most files [`Staging::hold_writable`] holds in one run (each a descriptor of the init,
 /// whose limit is the container's); a shared mapping of one more is refused (ENOMEM).
 const MAX_HELD_WRITABLE: usize = 256;
@@ -561,15 +585,8 @@ impl Staging {
     fn redate_writable(&self) {
         let inner = self.lock();
         for held in &inner.writable {
-            let Ok(st) = nix::sys::stat::fstat(held.as_raw_fd()) else { continue };
-            let Ok(via) = cstr(format!("/proc/self/fd/{}", held.as_raw_fd()).as_bytes()) else { continue };
-            let chmod = nix::sys::stat::fchmodat(
-                None,
-                via.as_c_str(),
-                Mode::from_bits_truncate(st.st_mode & 0o7777),
-                nix::sys::stat::FchmodatFlags::FollowSymlink,
-            );
-            if chmod.is_err() {
+            if set_mode_again(held.as_fd()).is_err() {
+                let Ok(via) = cstr(format!("/proc/self/fd/{}", held.as_raw_fd()).as_bytes()) else { continue };
                 // Not the file's owner (a file of another user's that the run could write):
                 // its times set to now, which needs only write access (red team AP).
                 let now = nix::sys::time::TimeSpec::new(0, libc::UTIME_NOW);
@@ -3125,26 +3142,7 @@ impl RacyIndex {
             if e.unchanged() {
                 continue;
             }
-            let Ok(st) = nix::sys::stat::fstat(e.file.as_raw_fd()) else { continue };
-            let redated = if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
-                // A symlink has no mode to set again, nor privileges to lose.
-                nix::unistd::fchownat(
-                    Some(e.file.as_raw_fd()),
-                    "",
-                    None,
-                    None,
-                    nix::unistd::FchownatFlags::AT_EMPTY_PATH,
-                )
-            } else {
-                cstr(format!("/proc/self/fd/{}", e.file.as_raw_fd()).as_bytes()).and_then(|via| {
-                    nix::sys::stat::fchmodat(
-                        None,
-                        via.as_c_str(),
-                        Mode::from_bits_truncate(st.st_mode & 0o7777),
-                        nix::sys::stat::FchmodatFlags::FollowSymlink,
-                    )
-                })
-            };
+            let redated = set_mode_again(e.file.as_fd());
             tracing::debug!(
                 redated = redated.is_ok(),
                 "a file changed within its entry's second was given a new ctime"
