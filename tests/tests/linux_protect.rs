@@ -780,6 +780,73 @@ mod linux {
         assert!(!marker.exists(), "the host's commit ran what the workload wrote");
     }
 
+    /// Hooks that are symlinks to files of the work tree (`.git/hooks/pre-commit ->
+    /// ../../scripts/pre-commit`, a common set-up; red team AR, 5 December: the target stayed
+    /// writable and the host's next commit ran what the workload wrote there): the target of
+    /// every link of the chain is read-only, a dangling hook's target cannot be made, a link on
+    /// the way cannot be replaced, in `.git/hooks` and in a `core.hooksPath` directory alike.
+    /// The host's commit afterwards runs the original hooks only. Controls: a script beside
+    /// them is written and made, and the commit inside the sandbox works (and runs the hooks).
+    pub fn hooks_that_link_into_the_work_tree_keep_their_targets() {
+        let d = TestDirs::new("sbx-protect");
+        let ws = &d.ws;
+        git(ws, &["init", "-q"]);
+        for dir in ["scripts", "a", ".githooks"] {
+            fs::create_dir_all(ws.join(dir)).unwrap();
+        }
+        for (f, text) in [
+            ("scripts/pre-commit", "echo pre-commit ok\n"),
+            ("scripts/real", "echo real ok\n"),
+            ("scripts/commit-msg", "echo commit-msg ok\n"),
+            ("scripts/other.sh", "echo other\n"),
+        ] {
+            fs::write(ws.join(f), format!("#!/bin/sh\n{text}")).unwrap();
+            fs::set_permissions(ws.join(f), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        }
+        let link = |target: &str, at: &str| std::os::unix::fs::symlink(target, ws.join(at)).unwrap();
+        // `.git/hooks`: a link to a script, a dangling one, and a chain through `a/link1`.
+        link("../../scripts/pre-commit", ".git/hooks/pre-commit");
+        link("../../scripts/post-commit", ".git/hooks/post-commit");
+        link("../../a/link1", ".git/hooks/pre-push");
+        link("../scripts/real", "a/link1");
+        let marker = d.root.join("hook-ran");
+        let touch = format!("touch {}", marker.display());
+        let (_set, exec) = executor(&d, config(&d));
+        let attacks = [
+            ("write-linked", format!("echo '{touch}' >> scripts/pre-commit")),
+            ("replace-linked", format!("printf '#!/bin/sh\\n{touch}\\n' > /tmp/p && mv /tmp/p scripts/pre-commit")),
+            ("make-dangling-target", format!("printf '#!/bin/sh\\n{touch}\\n' > scripts/post-commit")),
+            ("write-chain-end", format!("echo '{touch}' >> scripts/real")),
+            ("relink-chain", String::from("ln -sfn ../scripts/other.sh a/link1")),
+        ];
+        let mut script = String::new();
+        for (name, cmd) in &attacks {
+            script.push_str(&attempt(name, cmd));
+        }
+        script.push_str(&format!(
+            "echo more >> scripts/other.sh && echo x > scripts/new.sh && echo x > beside.txt && {GIT} add beside.txt \
+             && {GIT} commit -qm x && echo controls-ok"
+        ));
+        let out = sh_ok(&exec, ws, &script);
+        all_failed(&out, &attacks.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>());
+        assert!(out.contains("pre-commit ok") && out.contains("controls-ok"), "{out}");
+        assert!(!ws.join("scripts/post-commit").exists());
+        git(ws, &["commit", "-q", "--allow-empty", "-m", "host"]);
+        assert!(!marker.exists(), "the host's commit ran what the workload wrote");
+        // The same under `core.hooksPath`, a link one level up.
+        git(ws, &["config", "core.hooksPath", ".githooks"]);
+        link("../scripts/commit-msg", ".githooks/commit-msg");
+        let (_set, exec) = executor(&d, config(&d));
+        let attack = [("write-hookspath-linked", format!("echo '{touch}' >> scripts/commit-msg"))];
+        let mut script = attempt(attack[0].0, &attack[0].1);
+        script.push_str("echo more >> scripts/other.sh && echo controls-ok");
+        let out = sh_ok(&exec, ws, &script);
+        all_failed(&out, &[attack[0].0.to_owned()]);
+        assert!(out.contains("controls-ok"), "{out}");
+        git(ws, &["commit", "-q", "--allow-empty", "-m", "host again"]);
+        assert!(!marker.exists(), "the host's commit ran what the workload wrote");
+    }
+
     /// The servers further agents' JSON configurations name (see
     /// `files_that_protected_configs_name_as_commands_are_read_only`), each a file in the
     /// workspace.
@@ -1176,6 +1243,10 @@ fn main() -> std::process::ExitCode {
         sandbox_tests::run_tests(&[
             ("scan_evasions_are_closed", scan_evasions_are_closed),
             ("a_husky_layout_keeps_the_scripts_its_hooks_run", a_husky_layout_keeps_the_scripts_its_hooks_run),
+            (
+                "hooks_that_link_into_the_work_tree_keep_their_targets",
+                hooks_that_link_into_the_work_tree_keep_their_targets,
+            ),
             (
                 "files_that_protected_configs_name_as_commands_are_read_only",
                 files_that_protected_configs_name_as_commands_are_read_only,

@@ -2300,6 +2300,116 @@ subprocess.run(["sh", "-c", "git init -q own && cd own && echo a > a && git add 
         assert_eq!(line.as_bytes().get(1), Some(&b'M'), "racy hidden by the stale index: {status}");
     }
 
+    /// Entries the host's git left racily clean (its file and its index written in one second)
+    /// are never made to look clean by the run (red team AR, 5 December): git reads such an
+    /// entry's file because the index is not older than it, so a workload that rewrote the
+    /// file in place in that second (same size, mtime set back: nothing git compares differs)
+    /// and then made the index newer hid the change from `git status`, `git diff` and
+    /// `git commit -a`. Both ways are closed: setting a host index's times is refused (`touch`,
+    /// `utime`, `utimes`, `futimens`), and an index the run writes keeps such an entry only where
+    /// the file is as the entry says. Controls: the other file's times are set, and without
+    /// either step git's own check shows the change. The run must begin in the second of the
+    /// host's commit: tried up to five times.
+    pub fn entries_the_host_left_racily_clean_stay_read_by_git() {
+        let d = TestDirs::new("sbx-guard");
+        let repo = d.ws.join("proj");
+        let id = ["-c", "user.name=t", "-c", "user.email=t@t"];
+        git_in(&d.ws, &["init", "-q", "-b", "main", "proj"]);
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        // Warm: the timed runs start within milliseconds.
+        sh_ok(&exec, &d.ws, "true");
+        let script = r##"
+import hashlib, os, subprocess, sys, time
+st = os.stat("proj/app.sh")
+if int(st.st_ctime) != int(time.time()) or int(os.stat("proj/.git/index").st_mtime) != int(st.st_ctime):
+    print("missed")
+    sys.exit(0)
+data = open("proj/app.sh", "rb").read()
+fd = os.open("proj/app.sh", os.O_WRONLY)
+os.pwrite(fd, b"PAYLOAD".ljust(len(data) - 1, b"#") + b"\n", 0)
+os.close(fd)
+os.utime("proj/app.sh", ns=(st.st_atime_ns, st.st_mtime_ns))
+if int(os.stat("proj/app.sh").st_ctime) != int(st.st_ctime):
+    print("missed")
+    sys.exit(0)
+while int(time.time()) == int(st.st_ctime):
+    time.sleep(0.01)
+time.sleep(0.05)
+fd = os.open("proj/.git/index", os.O_RDONLY)
+attempt([
+    ("touch-index", lambda: os.utime("proj/.git/index")),
+    ("touch-index-ahead", lambda: os.utime("proj/.git/index", (st.st_mtime + 100, st.st_mtime + 100))),
+    ("futimens-index", lambda: os.utime(fd, None)),
+    ("utimes-index", lambda: checked(libc.utimes(b"proj/.git/index", None))),
+    ("utime-index", lambda: checked(libc.utime(b"proj/.git/index", None))),
+    ("touch-index-at", lambda: os.utime("index", dir_fd=os.open("proj/.git", os.O_RDONLY))),
+    ("touch-index-proc", lambda: os.utime("/proc/self/fd/%d" % fd)),
+])
+os.utime("proj/other", (1, 1))
+print("other-touched", os.stat("proj/other").st_mtime == 1)
+if sys.argv[1:] == ["rewrite"]:
+    # The index written again as it was (what a `git update-index` that changed nothing does).
+    body = open("proj/.git/index", "rb").read()
+    w = os.open("proj/.git/index.lock", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    os.write(w, body)
+    os.close(w)
+    os.rename("proj/.git/index.lock", "proj/.git/index")
+print("tried")
+"##;
+        let status = || {
+            let o =
+                std::process::Command::new("git").args(["status", "--porcelain"]).current_dir(&repo).output().unwrap();
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        };
+        for way in ["rewrite", "touch-only"] {
+            let mut tried = false;
+            for attempt in 0..5 {
+                // The host commits at the start of a second, and the run follows at once.
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+                std::thread::sleep(
+                    std::time::Duration::from_millis(1005)
+                        - std::time::Duration::from_nanos(u64::from(now.subsec_nanos())),
+                );
+                fs::write(repo.join("app.sh"), format!("echo safe {way} {attempt} #####################\n")).unwrap();
+                fs::write(repo.join("other"), "x\n").unwrap();
+                git_in(&repo, &["add", "app.sh", "other"]);
+                git_in(&repo, &[&id[..], &["commit", "-qm", "host"]].concat());
+                fs::write(d.ws.join("g.py"), format!("{PY_HOST_STEPS}{script}")).unwrap();
+                let out = sh_ok(&exec, &d.ws, &format!("/usr/bin/python3 g.py {way}"));
+                if out.contains("missed") {
+                    continue;
+                }
+                assert!(out.contains("tried") && out.contains("other-touched True"), "{way}: {out}");
+                assert_refused(
+                    &out,
+                    &[
+                        "touch-index",
+                        "touch-index-ahead",
+                        "futimens-index",
+                        "utimes-index",
+                        "utime-index",
+                        "touch-index-at",
+                        "touch-index-proc",
+                    ],
+                );
+                let shown = status();
+                assert!(
+                    shown.contains(" M proj/app.sh\n") || shown.contains(" M app.sh\n"),
+                    "{way}: the change is hidden: {shown}"
+                );
+                let o = std::process::Command::new("git").args(["diff"]).current_dir(&repo).output().unwrap();
+                assert!(String::from_utf8_lossy(&o.stdout).contains("+PAYLOAD"), "{way}: the diff shows the content");
+                git_in(&repo, &["checkout", "--", "app.sh"]);
+                tried = true;
+                break;
+            }
+            if !tried {
+                println!("note: {way}: the host's second was missed five times: not tried");
+            }
+        }
+    }
+
     /// An operation the workload begins in a host repository and leaves in progress is one the
     /// user's `--continue` may take, or none (red team AE, 5 December): a rebase stopped at a
     /// `break` with an `exec` line further down its todo ran the command on the host at the
@@ -2478,6 +2588,10 @@ fn main() -> std::process::ExitCode {
             (
                 "a_change_to_a_tracked_file_is_never_hidden_by_the_index",
                 a_change_to_a_tracked_file_is_never_hidden_by_the_index,
+            ),
+            (
+                "entries_the_host_left_racily_clean_stay_read_by_git",
+                entries_the_host_left_racily_clean_stay_read_by_git,
             ),
             (
                 "an_operation_the_run_leaves_in_a_host_repository_runs_nothing",

@@ -69,7 +69,11 @@ const JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
 const JSET_K: u16 = 0x45; // BPF_JMP | BPF_JSET | BPF_K
 const RET_K: u16 = 0x06; // BPF_RET | BPF_K
 
-/// The calls sent to the guard whatever their arguments.
+/// The calls sent to the guard whatever their arguments. The time-setting calls are among
+/// them because a foreign index's mtime is what git compares its entries' times with: an index
+/// made newer without being written took the entries the host had left racily clean for
+/// clean, so that a file rewritten in place in their second, its mtime set back, was never
+/// read again (red team AR, 5 December; [`Guard::utime`]).
 #[cfg(target_arch = "x86_64")]
 const NOTIFIED: &[libc::c_long] = &[
     libc::SYS_creat,
@@ -88,6 +92,10 @@ const NOTIFIED: &[libc::c_long] = &[
     libc::SYS_unlink,
     libc::SYS_unlinkat,
     libc::SYS_rmdir,
+    libc::SYS_utime,
+    libc::SYS_utimes,
+    libc::SYS_futimesat,
+    libc::SYS_utimensat,
 ];
 #[cfg(target_arch = "aarch64")]
 const NOTIFIED: &[libc::c_long] = &[
@@ -99,6 +107,7 @@ const NOTIFIED: &[libc::c_long] = &[
     libc::SYS_renameat,
     libc::SYS_renameat2,
     libc::SYS_unlinkat,
+    libc::SYS_utimensat,
 ];
 
 /// `MAP_ANONYMOUS`, and the bit `MAP_SHARED` and `MAP_SHARED_VALIDATE` share (`MAP_PRIVATE`
@@ -257,11 +266,31 @@ enum Call {
     Mmap {
         fd: i32,
     },
+    /// A change of a file's times (`utimensat`, and on x86-64 `utime`, `utimes`, `futimesat`):
+    /// `path` 0 names the descriptor `dirfd` itself; `times` 0 means now.
+    Utime {
+        dirfd: i32,
+        path: u64,
+        times: u64,
+        flags: i32,
+        form: TimeForm,
+    },
     Unlink {
         dirfd: i32,
         path: u64,
         flags: i32,
     },
+}
+
+/// How a time-setting call spells its two times ([`Call::Utime`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TimeForm {
+    /// `struct timespec[2]` (`utimensat`).
+    Spec,
+    /// `struct timeval[2]` (`utimes`, `futimesat`).
+    Val,
+    /// `struct utimbuf` (`utime`: two `time_t`, in seconds).
+    Buf,
 }
 
 /// An int argument: the low 32 bits, as the kernel reads them.
@@ -295,6 +324,15 @@ fn decode(n: libc::c_long, a: &[u64; 6]) -> Option<Call> {
             libc::SYS_rename => Some(Call::Rename { olddirfd: FDCWD, old: a[0], newdirfd: FDCWD, new: a[1], flags: 0 }),
             libc::SYS_unlink => Some(Call::Unlink { dirfd: FDCWD, path: a[0], flags: 0 }),
             libc::SYS_rmdir => Some(Call::Unlink { dirfd: FDCWD, path: a[0], flags: libc::AT_REMOVEDIR }),
+            libc::SYS_utime => {
+                Some(Call::Utime { dirfd: FDCWD, path: a[0], times: a[1], flags: 0, form: TimeForm::Buf })
+            }
+            libc::SYS_utimes => {
+                Some(Call::Utime { dirfd: FDCWD, path: a[0], times: a[1], flags: 0, form: TimeForm::Val })
+            }
+            libc::SYS_futimesat => {
+                Some(Call::Utime { dirfd: int(a[0]), path: a[1], times: a[2], flags: 0, form: TimeForm::Val })
+            }
             _ => None,
         };
         if legacy.is_some() {
@@ -316,6 +354,9 @@ fn decode(n: libc::c_long, a: &[u64; 6]) -> Option<Call> {
         libc::SYS_truncate => Call::Truncate { path: a[0], length: a[1] },
         libc::SYS_mmap => Call::Mmap { fd: int(a[4]) },
         libc::SYS_unlinkat => Call::Unlink { dirfd: int(a[0]), path: a[1], flags: int(a[2]) },
+        libc::SYS_utimensat => {
+            Call::Utime { dirfd: int(a[0]), path: a[1], times: a[2], flags: int(a[3]), form: TimeForm::Spec }
+        }
         _ => return None,
     })
 }
@@ -975,6 +1016,35 @@ fn read_bytes(mem: BorrowedFd<'_>, addr: u64, len: usize) -> Result<Vec<u8>, Err
     Ok(out)
 }
 
+/// The two times (access, modification) of a time-setting call at `addr` in the caller's
+/// memory, as `(seconds, nanoseconds)` in `utimensat`'s terms (`UTIME_NOW`, `UTIME_OMIT` kept);
+/// None for a null pointer (both now). EINVAL where the kernel refuses them.
+#[allow(clippy::type_complexity, reason = "two (seconds, nanoseconds) pairs")]
+fn read_times(mem: BorrowedFd<'_>, addr: u64, form: TimeForm) -> Result<Option<[(i64, i64); 2]>, Errno> {
+    if addr == 0 {
+        return Ok(None);
+    }
+    let bytes = read_bytes(mem, addr, 32.min(if form == TimeForm::Buf { 16 } else { 32 }))?;
+    let word = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&bytes[8 * i..8 * i + 8]);
+        i64::from_ne_bytes(b)
+    };
+    let pair = |sec: i64, frac: i64| -> Result<(i64, i64), Errno> {
+        match form {
+            TimeForm::Spec if frac == libc::UTIME_NOW || frac == libc::UTIME_OMIT => Ok((sec, frac)),
+            TimeForm::Spec if (0..1_000_000_000).contains(&frac) => Ok((sec, frac)),
+            TimeForm::Val if (0..1_000_000).contains(&frac) => Ok((sec, frac * 1000)),
+            TimeForm::Buf => Ok((sec, 0)),
+            _ => Err(Errno::EINVAL),
+        }
+    };
+    Ok(Some(match form {
+        TimeForm::Buf => [pair(word(0), 0)?, pair(word(1), 0)?],
+        TimeForm::Spec | TimeForm::Val => [pair(word(0), word(1))?, pair(word(2), word(3))?],
+    }))
+}
+
 /// Where the guard records a refused direct network call.
 pub type Record = Box<dyn FnMut(&Direct) + Send>;
 
@@ -1209,6 +1279,13 @@ fn handle(
     if let Call::Mmap { fd } = call {
         return handle_mmap(staging, listener, req, &thread, fd);
     }
+    if let Call::Utime { dirfd, path, times, flags, form } = call {
+        let g = Guard { guard, thread: &thread, made, staging };
+        return Outcome::Answer(match g.utime(listener, req, (dirfd, path), (times, form), flags) {
+            Ok(()) => Answer::Value(0),
+            Err(e) => Answer::Error(e),
+        });
+    }
     let mem = match open_mem(&thread) {
         Ok(m) => m,
         Err(e) => return Outcome::Answer(e.into()),
@@ -1220,7 +1297,7 @@ fn handle(
         | Call::Mknod { path, .. }
         | Call::Truncate { path, .. }
         | Call::Unlink { path, .. } => read(path).map(|p| (p, None)),
-        Call::Mmap { .. } => Err(Errno::ENOSYS),
+        Call::Mmap { .. } | Call::Utime { .. } => Err(Errno::ENOSYS),
         Call::Symlink { target, path, .. } => read(target).and_then(|t| Ok((read(path)?, Some(t)))),
         Call::Link { old, new, .. } | Call::Rename { old, new, .. } => {
             read(new).and_then(|n| Ok((n, Some(read(old)?))))
@@ -1246,7 +1323,7 @@ fn handle(
         Call::Rename { olddirfd, newdirfd, flags, .. } => g.rename(olddirfd, &other, newdirfd, &path, flags),
         Call::Truncate { length, .. } => g.truncate(&path, length),
         Call::Unlink { dirfd, flags, .. } => g.unlink(dirfd, &path, flags),
-        Call::Mmap { .. } => Err(Errno::ENOSYS),
+        Call::Mmap { .. } | Call::Utime { .. } => Err(Errno::ENOSYS),
     };
     Outcome::Answer(match result {
         Ok(()) => Answer::Value(0),
@@ -1635,10 +1712,13 @@ impl Guard<'_> {
         )
         .ok()
         .map(std::fs::File::from)
-        .filter(|f| f.metadata().is_ok_and(|m| m.is_file() && m.len() <= MAX_INDEX.unsigned_abs()))
         .and_then(|mut f| {
+            // With its mtime: the second its racily clean entries are told by ([`index::sanitize`]).
+            let m = f.metadata().ok().filter(|m| m.is_file() && m.len() <= MAX_INDEX.unsigned_abs())?;
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "git keeps the low 32 bits")]
+            let mtime = std::os::unix::fs::MetadataExt::mtime(&m) as u32;
             let mut data = Vec::new();
-            std::io::Read::read_to_end(&mut f, &mut data).ok().map(|_| data)
+            std::io::Read::read_to_end(&mut f, &mut data).ok().map(|_| (data, mtime))
         });
         // The work tree, opened once: an entry the run changed is kept where the file there
         // has its stat data and content (`entry_verdict`), and nothing the guard denies is read.
@@ -1662,7 +1742,9 @@ impl Guard<'_> {
             ),
             _ => index::Verdict::Smudge,
         };
-        self.place_checked(o, n, MAX_INDEX, &mut |data| index::sanitize(&data, old.as_deref(), hash, &mut honest))?;
+        self.place_checked(o, n, MAX_INDEX, &mut |data| {
+            index::sanitize(&data, old.as_ref().map(|(d, m)| (d.as_slice(), *m)), hash, &mut honest)
+        })?;
         Ok(match (racy.is_empty(), git) {
             (false, Some(git)) => {
                 let mode = |st: Result<libc::stat, Errno>| st.map_or(0o700, |st| st.st_mode & 0o700);
@@ -2193,6 +2275,87 @@ impl Guard<'_> {
         self.check_object(object.as_fd())?;
         let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
         nix::unistd::truncate(via.as_c_str(), length)
+    }
+
+    /// A change of a file's times ([`Call::Utime`]): the file is resolved here as the kernel
+    /// would (the descriptor itself where `path` is null, or empty with `AT_EMPTY_PATH`), a
+    /// foreign index ([`Guard::foreign_index`]) is refused, and anything else is given its
+    /// times through the guard's handle, the times copied from the caller as the kernel reads
+    /// them. git never sets its index's times; a workload that did made the entries the host
+    /// had left racily clean look clean (red team AR, 5 December: a tracked file rewritten in
+    /// place in the second of the host's `git clone`, its mtime set back, and the index
+    /// touched a second later, was shown to no `git status`, `git diff` or `git commit -a`).
+    fn utime(
+        &self,
+        listener: BorrowedFd<'_>,
+        req: &libc::seccomp_notif,
+        (dirfd, path): (i32, u64),
+        (times, form): (u64, TimeForm),
+        flags: i32,
+    ) -> Result<(), Errno> {
+        let known = libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH;
+        if flags & !known != 0 || (form != TimeForm::Spec && flags != 0) {
+            return Err(Errno::EINVAL);
+        }
+        let mem = open_mem(self.thread)?;
+        let times = read_times(mem.as_fd(), times, form)?;
+        let path = if path == 0 { None } else { Some(read_string(mem.as_fd(), path)?) };
+        drop(mem);
+        let object = match path {
+            // The descriptor itself: null is `futimens`, which takes no flag; `utimes` has no
+            // descriptor to name (the kernel reads the null name: EFAULT).
+            None if form == TimeForm::Spec && flags != 0 => return Err(Errno::EINVAL),
+            None if dirfd == libc::AT_FDCWD => return Err(Errno::EFAULT),
+            None => self.caller_descriptor(dirfd, false)?,
+            Some(p) if p.is_empty() && flags & libc::AT_EMPTY_PATH != 0 => self.caller_descriptor(dirfd, true)?,
+            Some(p) => Resolver::new(self.thread).object(dirfd, &p, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?,
+        };
+        // What was read belongs to the thread still waiting in this call.
+        if !notify::id_valid(listener, req.id) {
+            return Err(Errno::ESRCH);
+        }
+        if self.foreign_index(&real_path(object.as_fd())?).is_some() {
+            return Err(Errno::EACCES);
+        }
+        // Null times are both now (the same rule for who may set them).
+        let [a, m] = times.unwrap_or([(0, libc::UTIME_NOW); 2]);
+        let spec = |(sec, nsec): (i64, i64)| nix::sys::time::TimeSpec::new(sec, nsec);
+        // Through the handle's link: the object itself (a symlink too), never what a name
+        // would now lead to.
+        let via = cstr(format!("/proc/self/fd/{}", object.as_raw_fd()).as_bytes())?;
+        nix::sys::stat::utimensat(
+            None,
+            via.as_c_str(),
+            &spec(a),
+            &spec(m),
+            nix::sys::stat::UtimensatFlags::FollowSymlink,
+        )
+    }
+
+    /// The caller's descriptor `fd`, as a handle of its own (through the pinned thread's
+    /// `fd/<n>`): EBADF where it is not open, or is an `O_PATH` one and `path_ok` is false (the
+    /// kernel's `futimens` needs a real open file; `AT_EMPTY_PATH` takes either).
+    fn caller_descriptor(&self, fd: i32, path_ok: bool) -> Result<OwnedFd, Errno> {
+        if fd < 0 {
+            return Err(Errno::EBADF);
+        }
+        let link = cstr(format!("fd/{fd}").as_bytes())?;
+        let object = notify::open_at(Some(self.thread.proc_dir.as_fd()), &link, libc::O_PATH | libc::O_CLOEXEC, 0)
+            .map_err(|e| if e == Errno::ENOENT { Errno::EBADF } else { e })?;
+        if !path_ok {
+            let info =
+                std::fs::read_to_string(format!("/proc/self/fd/{}/fdinfo/{fd}", self.thread.proc_dir.as_raw_fd()))
+                    .map_err(|_| Errno::EBADF)?;
+            let flags = info
+                .lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .and_then(|v| i32::from_str_radix(v.trim(), 8).ok())
+                .ok_or(Errno::EBADF)?;
+            if flags & libc::O_PATH != 0 {
+                return Err(Errno::EBADF);
+            }
+        }
+        Ok(object)
     }
 
     /// An open that neither creates nor writes (sent only when the spawn has denied roots): the

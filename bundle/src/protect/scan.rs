@@ -38,6 +38,10 @@ const MAX_DIR_PATH: usize = 3800;
 /// symlinked directories, ten levels deep, and the next spawn read 8^10 paths of it, its
 /// memory growing by 75 MB/s (red team AL, 5 December).
 const MAX_CONFIG_FILES: usize = 4096;
+
+/// The most names the scan reads in one hooks directory ([`Walker::hook_links`]); past it the
+/// spawn is refused (a hooks directory git made holds about a dozen).
+const MAX_HOOK_NAMES: usize = 4096;
 const MAX_CONFIG_BYTES: usize = 64 << 20;
 const MAX_INCLUDES: usize = 65_536;
 
@@ -367,6 +371,7 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         includes: 0,
         include_work: 0,
         configs_stopped: false,
+        hooks_stopped: None,
         old,
         new: HashMap::new(),
         fresh: 0,
@@ -486,6 +491,14 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
     // config above included: a bound first reached there left its hooks path unprotected, and
     // the spawn went ahead, red team AN, 5 December).
     let (stopped, too_deep, configs_stopped) = (walker.stopped, walker.too_deep.take(), walker.configs_stopped);
+    if let Some(hooks) = walker.hooks_stopped.take() {
+        out.refused = Some(format!(
+            "protected_paths: the hooks directory {} holds more than {MAX_HOOK_NAMES} names, the scan's bound: a \
+             hook beyond it that links to a file of the workspace could be neither bound read-only nor refused, so \
+             nothing runs; remove names from it, narrow the workspace, or turn the list off (protected_paths)",
+            hooks.display()
+        ));
+    }
     if stopped {
         let n = max_dirs;
         out.refused = Some(format!(
@@ -813,6 +826,8 @@ struct Walker<'a> {
     include_work: usize,
     /// Whether a bound of the config reads was reached ([`MAX_CONFIG_FILES`]).
     configs_stopped: bool,
+    /// A hooks directory holding more than [`MAX_HOOK_NAMES`] names, if one was met.
+    hooks_stopped: Option<PathBuf>,
     /// The memo's listings from earlier scans, and the ones of this scan.
     old: HashMap<PathBuf, Listing>,
     new: HashMap<PathBuf, Listing>,
@@ -1083,6 +1098,9 @@ impl Walker<'_> {
     fn gitdir(&mut self, gitdir: &Path, worktree: &Path, parts: &[&str], depth: usize) {
         for part in parts {
             self.entry(&gitdir.join(part));
+            if *part == "hooks" {
+                self.hook_links(&gitdir.join(part));
+            }
         }
         // `commondir` hands git another directory's config and hooks, in any git directory
         // (not only a linked worktree's): it is protected wherever hooks or config are. So are
@@ -1195,9 +1213,11 @@ impl Walker<'_> {
                     if hooks.file_name() == Some(std::ffi::OsStr::new("_")) {
                         if let Some(parent) = hooks.parent().filter(|p| !self.areas.iter().any(|a| a.starts_with(p))) {
                             self.entry(parent);
+                            self.hook_links(parent);
                         }
                     }
                     self.entry(&hooks);
+                    self.hook_links(&hooks);
                 }
             }
         }
@@ -1240,6 +1260,40 @@ impl Walker<'_> {
             }
             self.entry(&inc);
             self.config_file(&inc, root, parts, depth + 1, seen);
+        }
+    }
+
+    /// The files the hooks in `hooks` (a hooks directory, protected as an entry) lead to: a hook
+    /// that is a symlink (`pre-commit -> ../../scripts/pre-commit`, a common set-up) runs its
+    /// target, which the directory's read-only bind does not cover (red team AR, 5 December:
+    /// the workload rewrote the target and the host's next commit ran it). Every link of each
+    /// chain (at most 40 hops, as the kernel follows) is resolved as the kernel would from its
+    /// own directory, and what it names is protected where it lies in a writable area, whether
+    /// it exists or not (a dangling hook is skipped by git until its target is made). More than
+    /// [`MAX_HOOK_NAMES`] names refuse the spawn.
+    fn hook_links(&mut self, hooks: &Path) {
+        let Ok(list) = std::fs::read_dir(hooks) else { return };
+        for (n, name) in list.flatten().enumerate() {
+            if n >= MAX_HOOK_NAMES {
+                self.hooks_stopped.get_or_insert_with(|| hooks.to_path_buf());
+                return;
+            }
+            let mut link = name.path();
+            for _ in 0..40 {
+                if !std::fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink()) {
+                    break;
+                }
+                let Ok(target) = std::fs::read_link(&link) else { break };
+                // From the link's directory as the kernel reaches it (`..` taken physically).
+                let dir = link.parent().map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
+                let (next, _) = resolve(&dir.join(target));
+                // A directory is no hook git runs (nor bound read-only for being linked).
+                if next.is_dir() {
+                    break;
+                }
+                self.command_file(&next);
+                link = next;
+            }
         }
     }
 

@@ -199,17 +199,29 @@ pub enum Verdict {
 ///   file in the work tree has those stat data now and that content), else it loses its times
 ///   and size, which makes git compare the file's content with the object (git's own "racily
 ///   clean" smudge, times too); one the host wrote, and one git smudged itself (a size of 0),
-///   is kept as it is;
+///   is kept as it is, unless it was racily clean in `old`: `old` comes with its file's mtime
+///   (seconds, as git keeps them), and an entry whose mtime or ctime is not older than that
+///   is one git would have read the file of before taking it for unchanged, which the new
+///   index, newer, no longer makes it do; such an entry is kept only as `honest` says, as git's
+///   own index writing smudges it where the file changed (red team AR, 5 December: a file the
+///   host's `git clone` wrote rewritten in place in the same second, its mtime set back, and
+///   the index written again a second later, was shown to no `git status`);
 /// - "assume unchanged" and "skip worktree" stay only where `old` had them on that name, and a
 ///   sparse index's directory entry only where `old` had it as it is (else refused);
 /// - the [`DROPPED`] extensions are left out, every other is kept;
 /// - the checksum is computed again (all zero where it was: `index.skipHash`).
 ///
 /// (`out` starts as `new`'s entries and is rewritten in place: no entry moves.)
-pub fn sanitize(new: &[u8], old: Option<&[u8]>, hash: usize, honest: &mut Honest<'_>) -> Result<Vec<u8>, Refusal> {
+pub fn sanitize(
+    new: &[u8],
+    old: Option<(&[u8], u32)>,
+    hash: usize,
+    honest: &mut Honest<'_>,
+) -> Result<Vec<u8>, Refusal> {
     check(new, hash)?;
     let parsed = parse(new, hash)?;
-    let old_parsed = old.and_then(|o| check(o, hash).ok().and(parse(o, hash).ok()).map(|p| (o, p)));
+    let old_mtime = old.map(|(_, m)| m);
+    let old_parsed = old.and_then(|(o, _)| check(o, hash).ok().and(parse(o, hash).ok()).map(|p| (o, p)));
     let mut before: std::collections::HashMap<&[u8], (&[u8], u16, u16)> = std::collections::HashMap::new();
     if let Some((o, p)) = &old_parsed {
         for e in &p.entries {
@@ -252,7 +264,9 @@ pub fn sanitize(new: &[u8], old: Option<&[u8]>, hash: usize, honest: &mut Honest
         // A size of 0 is git's own smudge of a racily clean entry: git reads the file before it
         // takes such an entry for unchanged (or finds it changed), whatever the times say.
         let smudged = record[36..40] == [0; 4];
-        if !smudged && prev.is_none_or(|p| p.0 != record) {
+        let second = |at: usize| u32::from_be_bytes([record[at], record[at + 1], record[at + 2], record[at + 3]]);
+        let racily_clean = old_mtime.is_some_and(|m| second(0) >= m || second(8) >= m);
+        if !smudged && (racily_clean || prev.is_none_or(|p| p.0 != record)) {
             match honest(&e.name, mode, &record[..40], &record[40..]) {
                 Verdict::Keep => {}
                 Verdict::Smudge => smudge_entry(&mut out, e.at),
@@ -531,12 +545,12 @@ mod tests {
     fn an_index_keeps_what_the_host_wrote_and_loses_what_would_hide_a_change() {
         let old = index_with(&["a", "b"], &[0x11, 0x22], &[0, ASSUME_VALID], &[]);
         // Unchanged: the same bytes.
-        assert_eq!(sanitize(&old, Some(&old), 20, &mut |_, _, _, _| Verdict::Smudge).unwrap(), old);
+        assert_eq!(sanitize(&old, Some((&old, u32::MAX)), 20, &mut |_, _, _, _| Verdict::Smudge).unwrap(), old);
         // b's stat data changed, a marked "assume unchanged": b loses its times and size, a
         // its mark; b keeps the mark the host had set; the cache tree goes, `REUC` stays.
         let new =
             index_with(&["a", "b"], &[0x11, 0x33], &[ASSUME_VALID, ASSUME_VALID], &[(b"TREE", b"x"), (b"REUC", b"y")]);
-        let out = sanitize(&new, Some(&old), 20, &mut |_, _, _, _| Verdict::Smudge).unwrap();
+        let out = sanitize(&new, Some((&old, u32::MAX)), 20, &mut |_, _, _, _| Verdict::Smudge).unwrap();
         assert_eq!(check(&out, 20), Ok(()));
         let want = index_with(&["a", "b"], &[0x11, 0x33], &[0, ASSUME_VALID], &[(b"REUC", b"y")]);
         assert_eq!(out, second_smudged(&want));
@@ -547,7 +561,7 @@ mod tests {
             assert_eq!(out[at + 16..at + 36], old[at + 16..at + 36], "dev, ino, mode, uid, gid kept");
         }
         // Kept where the file is as the entry says.
-        let kept = sanitize(&new, Some(&old), 20, &mut |_, _, _, _| Verdict::Keep).unwrap();
+        let kept = sanitize(&new, Some((&old, u32::MAX)), 20, &mut |_, _, _, _| Verdict::Keep).unwrap();
         assert_eq!(kept[76..116], new[76..116]);
         // A sparse directory entry: only one the index before had, as it was.
         let mut sparse = index_with(&["a", "src/"], &[0x11, 0], &[0, 0], &[]);
@@ -555,10 +569,48 @@ mod tests {
         let body = sparse.len() - 20;
         let digest = <sha1::Sha1 as sha1::Digest>::digest(&sparse[..body]);
         sparse[body..].copy_from_slice(&digest);
-        assert!(sanitize(&sparse, Some(&old), 20, &mut |_, _, _, _| Verdict::Keep).is_err());
-        assert_eq!(sanitize(&sparse, Some(&sparse), 20, &mut |_, _, _, _| Verdict::Smudge).unwrap(), sparse);
+        assert!(sanitize(&sparse, Some((&old, u32::MAX)), 20, &mut |_, _, _, _| Verdict::Keep).is_err());
+        assert_eq!(
+            sanitize(&sparse, Some((&sparse, u32::MAX)), 20, &mut |_, _, _, _| Verdict::Smudge).unwrap(),
+            sparse
+        );
         // A name it refuses, refused.
-        assert!(sanitize(&index(2, &["../x"]), Some(&old), 20, &mut |_, _, _, _| Verdict::Keep).is_err());
+        assert!(sanitize(&index(2, &["../x"]), Some((&old, u32::MAX)), 20, &mut |_, _, _, _| Verdict::Keep).is_err());
+    }
+
+    #[test]
+    fn an_entry_racily_clean_before_is_kept_only_as_the_file_says() {
+        // Entries whose times are the fill bytes: a's 0x11111111, b's 0x22222222.
+        let old = index_with(&["a", "b"], &[0x11, 0x22], &[0, 0], &[]);
+        // The index before was written in b's second: b was racily clean (git read its file
+        // before trusting it), a was not. The same entries written again: b is asked about.
+        let mut asked = Vec::new();
+        let out = sanitize(&old, Some((&old, 0x2222_2222)), 20, &mut |name, _, _, _| {
+            asked.push(name.to_vec());
+            Verdict::Smudge
+        })
+        .unwrap();
+        assert_eq!(asked, [b"b".to_vec()]);
+        assert_eq!(out, second_smudged(&old));
+        // Its file as the entry says: kept as it was.
+        assert_eq!(sanitize(&old, Some((&old, 0x2222_2222)), 20, &mut |_, _, _, _| Verdict::Keep).unwrap(), old);
+        // Written in a later second than both: neither is asked about.
+        let mut asked = Vec::new();
+        let out = sanitize(&old, Some((&old, 0x2222_2223)), 20, &mut |name, _, _, _| {
+            asked.push(name.to_vec());
+            Verdict::Smudge
+        })
+        .unwrap();
+        assert!(asked.is_empty());
+        assert_eq!(out, old);
+        // git's own smudge (a size of 0) is never asked about.
+        let smudged = second_smudged(&old);
+        let mut asked = Vec::new();
+        let _ = sanitize(&smudged, Some((&smudged, 0)), 20, &mut |name, _, _, _| {
+            asked.push(name.to_vec());
+            Verdict::Smudge
+        });
+        assert_eq!(asked, [b"a".to_vec()]);
     }
 
     #[test]
