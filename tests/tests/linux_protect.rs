@@ -133,6 +133,21 @@ mod linux {
         (".nvim.lua", false),
         (".nvimrc", false),
         (".exrc", false),
+        (".vimrc", false),
+        (".gvimrc", false),
+        (".pdbrc", false),
+        (".hg/hgrc", false),
+        (".sl/config", false),
+        (".jj/repo/config.toml", false),
+        ("rust-toolchain.toml", false),
+        ("rust-toolchain", false),
+        (".claude/skills", true),
+        (".github/hooks", true),
+        (".windsurf", true),
+        (".clinerules/hooks", true),
+        (".cline", true),
+        (".factory", true),
+        (".augment", true),
     ];
 
     fn plant(base: &Path, entry: &str, dir: bool) {

@@ -702,8 +702,10 @@ fn resolve(path: &Path) -> (PathBuf, Vec<PathBuf>) {
 /// `.cursor/mcp.json`, `.vscode/mcp.json`, `.vscode/tasks.json`,
 /// `.devcontainer/devcontainer.json`, `.gemini/settings.json`, `.zed/settings.json`,
 /// `.zed/tasks.json`, `.continue/config.json`, `.roo/mcp.json`, `.amazonq/mcp.json`,
-/// `.kilocode/mcp.json`, `.qwen/settings.json`, `.kiro/settings/mcp.json` and
-/// `.junie/mcp/mcp.json` (and `crush.json`, `.crush.json` beside the project).
+/// `.kilocode/mcp.json`, `.qwen/settings.json`, `.kiro/settings/mcp.json`,
+/// `.junie/mcp/mcp.json`, `.windsurf/hooks.json`, `.factory/{settings,hooks,mcp}.json`,
+/// `.augment/settings.json` and any `.github/hooks/*.json` (and `crush.json`, `.crush.json`
+/// beside the project).
 fn agent_project(file: &Path) -> Option<PathBuf> {
     let name = file.file_name()?.to_str()?;
     let dir = file.parent()?;
@@ -726,7 +728,14 @@ fn agent_project(file: &Path) -> Option<PathBuf> {
         || (in_dir(".devcontainer") && name == "devcontainer.json")
         || ((in_dir(".gemini") || in_dir(".qwen")) && name == "settings.json")
         || (in_dir(".zed") && (name == "settings.json" || name == "tasks.json"))
-        || (in_dir(".continue") && name == "config.json");
+        || (in_dir(".continue") && name == "config.json")
+        || (in_dir(".windsurf") && name == "hooks.json")
+        || (in_dir(".factory") && (name == "settings.json" || name == "hooks.json" || name == "mcp.json"))
+        || (in_dir(".augment") && name == "settings.json");
+    // `.github/hooks/<any>.json` (GitHub Copilot's hooks): the project is above `.github`.
+    if in_dir("hooks") && dir.parent().and_then(Path::file_name) == Some(std::ffi::OsStr::new(".github")) {
+        return name.ends_with(".json").then(|| dir.parent()?.parent().map(Path::to_path_buf)).flatten();
+    }
     known.then(|| dir.parent().map(Path::to_path_buf)).flatten()
 }
 
@@ -741,6 +750,7 @@ const AGENT_FILES_IN_DIRS: &[&str] = &[
     "config.json",
     "settings/mcp.json",
     "mcp/mcp.json",
+    "hooks.json",
 ];
 
 /// JSON with comments and trailing commas (VS Code's and dev containers' files) as JSON:
@@ -883,6 +893,19 @@ impl Walker<'_> {
                         let inside = path.join(file);
                         if let Some(project) = agent_project(&inside) {
                             self.json_commands(&inside, &project);
+                        }
+                    }
+                    // GitHub Copilot's hooks: every JSON file of `.github/hooks` (the first
+                    // [`MAX_HOOK_NAMES`]; past them the spawn is refused).
+                    if path.ends_with(".github/hooks") {
+                        for (n, e) in std::fs::read_dir(&path).into_iter().flatten().flatten().enumerate() {
+                            if n >= MAX_HOOK_NAMES {
+                                self.hooks_stopped.get_or_insert_with(|| path.clone());
+                                break;
+                            }
+                            if let Some(project) = agent_project(&e.path()) {
+                                self.json_commands(&e.path(), &project);
+                            }
                         }
                     }
                 }
@@ -1331,6 +1354,9 @@ impl Walker<'_> {
         // `initializeCommand` runs on the host (and the others in its container).
         const COMMAND_KEYS: &[&str] = &[
             "command",
+            // GitHub Copilot's hooks name their command by the shell that runs it.
+            "bash",
+            "powershell",
             "apiKeyHelper",
             "awsAuthRefresh",
             "awsCredentialExport",
@@ -1997,6 +2023,13 @@ mod tests {
             ("/p/.kilocode/mcp.json", Some("/p")),
             ("/p/crush.json", Some("/p")),
             ("/p/.crush.json", Some("/p")),
+            ("/p/.windsurf/hooks.json", Some("/p")),
+            ("/p/.factory/hooks.json", Some("/p")),
+            ("/p/.factory/mcp.json", Some("/p")),
+            ("/p/.augment/settings.json", Some("/p")),
+            ("/p/.github/hooks/pre-tool.json", Some("/p")),
+            ("/p/.github/hooks/notes.md", None),
+            ("/p/hooks/x.json", None),
             ("/p/.kiro/mcp/mcp.json", None),
             ("/p/.junie/settings/mcp.json", None),
             ("/p/other/settings/mcp.json", None),
