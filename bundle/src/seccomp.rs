@@ -340,8 +340,9 @@ mod tests {
         assert_eq!(sockets(SpawnRules::default()), 2);
         // unix_sockets allow: AF_VSOCK only.
         assert_eq!(sockets(SpawnRules { unix_sockets_open: true, ..SpawnRules::default() }), 1);
-        // Broad grant: UDP, UDP6, MPTCP, AF_UNIX, AF_VSOCK.
-        assert_eq!(sockets(SpawnRules { broad_network: true, ..SpawnRules::default() }), 5);
+        // Broad grant: UDP, UDP6, MPTCP, every family but AF_UNIX/INET/INET6/NETLINK, other
+        // protocols and the types 4-6 over IPv4 and IPv6, AF_UNIX, AF_VSOCK.
+        assert_eq!(sockets(SpawnRules { broad_network: true, ..SpawnRules::default() }), 10);
         let tfo = |s: SpawnRules| {
             rules_for(s)
                 .into_iter()

@@ -363,6 +363,59 @@ mod linux {
         set.close().unwrap();
     }
 
+    /// A broad grant opens TCP only (red team AS, 5 December): Landlock's connect rule checks TCP
+    /// sockets, and SMC falls back to TCP through a socket of the kernel's own, SCTP, DCCP,
+    /// RxRPC, TIPC and RDS carry their own transports. Under the grant every family but
+    /// AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK, every protocol but TCP, and the types SCTP
+    /// and DCCP take by default are refused with EACCES (seccomp's answer; the kernel's own
+    /// would be EAFNOSUPPORT or EPROTONOSUPPORT where a module is missing). Controls: TCP
+    /// sockets (protocol 0 and 6, with flags) and a netlink socket are made.
+    pub fn a_broad_grant_opens_tcp_sockets_only() {
+        let f = Fixture::new();
+        let open = TcpListener::bind("127.0.0.1:0").unwrap();
+        let p_open = open.local_addr().unwrap().port();
+        let set = f.set(ProfileConfig { network: Access::Gated, ..f.config() });
+        let exec = set.executor("k").unwrap();
+        let cmd = r#"python3 -c '
+import errno, socket
+for name, fam, typ, proto in [
+    ("smc", 43, 1, 0), ("inet-smc", 2, 1, 256), ("inet-sctp", 2, 1, 132), ("inet6-sctp", 10, 5, 132),
+    ("inet-seqpacket", 2, 5, 0), ("inet6-dccp", 10, 6, 0), ("inet-rdm", 2, 4, 0), ("mptcp6", 10, 1, 262),
+    ("udplite", 2, 2, 136), ("rds", 21, 5, 0), ("tipc", 30, 5, 0), ("rxrpc", 33, 2, 2), ("bluetooth", 31, 1, 0),
+    ("tcp", 2, 1, 0), ("tcp6-cloexec", 10, 1 | 0o2000000, 6), ("tcp-nonblock", 2, 1 | 0o4000, 6), ("netlink", 16, 3, 0),
+]:
+    try:
+        socket.socket(fam, typ, proto).close()
+        print(name, "made")
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+'"#;
+        let target = format!("tcp:*:{p_open}");
+        let token = exec.issue_grant(&dl(), &f.request(cmd, "network", "", "network.broad.v1", &target)).unwrap();
+        let out = run(&exec, &f, cmd, &[token]).unwrap();
+        for refused in [
+            "smc",
+            "inet-smc",
+            "inet-sctp",
+            "inet6-sctp",
+            "inet-seqpacket",
+            "inet6-dccp",
+            "inet-rdm",
+            "mptcp6",
+            "udplite",
+            "rds",
+            "tipc",
+            "rxrpc",
+            "bluetooth",
+        ] {
+            assert!(out.contains(&format!("{refused} EACCES\n")), "{refused}: {out}");
+        }
+        for made in ["tcp", "tcp6-cloexec", "tcp-nonblock", "netlink"] {
+            assert!(out.contains(&format!("{made} made\n")), "{made}: {out}");
+        }
+        set.close().unwrap();
+    }
+
     /// Issue 12 class 4, a route a broad grant hid: the grant opens outbound TCP to one port, but
     /// Landlock handles only connect, so a listener on any port of any host interface took
     /// connections (measured before the fix: `127.0.0.1:<free port>`, `0.0.0.0:0`, `[::1]:0` and
@@ -821,6 +874,7 @@ fn main() -> std::process::ExitCode {
             ("tree_and_host_grants", tree_and_host_grants),
             ("path_read_and_host_write_grants", path_read_and_host_write_grants),
             ("a_broad_network_grant_opens_one_port_over_tcp_only", a_broad_network_grant_opens_one_port_over_tcp_only),
+            ("a_broad_grant_opens_tcp_sockets_only", a_broad_grant_opens_tcp_sockets_only),
             ("tcp_fast_open_does_not_pass_a_broad_grant", tcp_fast_open_does_not_pass_a_broad_grant),
             ("a_broad_grant_opens_no_listener", a_broad_grant_opens_no_listener),
             (
