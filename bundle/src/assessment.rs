@@ -206,14 +206,21 @@ pub fn assess(facts: &Facts<'_>) -> (Level, Guarantees, CompileReport) {
             ));
             r.set(ReportEntry::new("seccomp", Status::Enforced, "linux.seccomp, applied by the oci runtime"));
             // The read-only binds are mounts, which a standard runtime makes; the creation
-            // guard is the sandbox init's, which it does not run.
+            // guard is the sandbox init's, which it does not run. Without it the list does not
+            // hold what it promises (red team AS, 5 December: under runc a workload wrote a
+            // repository's `commondir` naming a config of its own, and the host's next
+            // `git status` ran its fsmonitor; a symlink put where git writes `COMMIT_EDITMSG`
+            // had the host's commit overwrite a file of the workload's choosing): unenforced.
             if let Some(e) = r.get("protected-paths").filter(|e| e.status != Status::Vacuous).cloned() {
                 r.set(ReportEntry::new(
                     "protected-paths",
-                    Status::Narrowed,
+                    Status::Unenforced,
                     format!(
-                        "{}; a standard runtime does not run the sandbox init's creation guard: entries that do not \
-                         exist can be created",
+                        "{}; a standard runtime does not run the sandbox init's creation guard: the existing entries \
+                         are bound read-only, but entries that do not exist can be created (an `.envrc`, a \
+                         repository's `commondir`, a new repository's hooks) and nothing else in a git directory is \
+                         guarded (a symlink where the host's git writes): the host may later run what the workload \
+                         wrote; run the bundle with `sandbox run` for the guard",
                         e.detail
                     ),
                 ));

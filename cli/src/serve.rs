@@ -354,9 +354,13 @@ fn answer_run(
         Ok(e) => e,
         Err(e) => return error_json(&e),
     };
-    // A limit of 0 bytes: nothing is spawned, no grant consumed (CONTRACT.md §11, `OutputLimit`).
+    // A limit of 0 bytes: nothing is spawned, no grant consumed (CONTRACT.md §11, `OutputLimit`);
+    // a timeout of 0 is a deadline already past: the same (red team AS, 5 December: the run was
+    // ended before it began, but its executor kept its place and directories).
     let started = if output_limit == Some(0) {
         Err(Error::OutputLimit { partial: Vec::new() })
+    } else if timeout == Some(Duration::ZERO) {
+        Err(Error::DeadlineExceeded { partial: Vec::new() })
     } else {
         executor.prepare_process(setup, options).and_then(|p| p.start(setup))
     };
@@ -388,6 +392,12 @@ fn answer_line(id: &str, answer: Answer) -> String {
         let _ = write!(line, ",{}:{value}", Value::String(key));
     }
     line.push('}');
+    // JSON lets these stand raw in a string, but Python's `str.splitlines()` and JavaScript
+    // before ES2019 break lines at them: a harness reading serve's answers that way got six
+    // pieces of two answers (red team AS, 5 December). Escaped, they can only be in strings.
+    if line.contains(['\u{2028}', '\u{2029}', '\u{85}']) {
+        line = line.replace('\u{2028}', "\\u2028").replace('\u{2029}', "\\u2029").replace('\u{85}', "\\u0085");
+    }
     line
 }
 
@@ -636,6 +646,17 @@ mod tests {
     /// Ids come back as their JSON text as received (no re-encoding of numbers), first in the
     /// answer; a repeated key is refused naming it (a repeated id is not echoed); a blank line
     /// is answered; a bad grant request is answered in the grant's shape.
+    #[test]
+    fn answers_escape_the_characters_other_line_readers_break_at() {
+        let answer: Answer = vec![(String::from("stdout"), Value::from("a\u{2028}b\u{2029}c\u{85}d\n"))];
+        let line = answer_line("\"x\u{2028}\"", answer);
+        assert!(!line.contains(['\u{2028}', '\u{2029}', '\u{85}']), "{line}");
+        assert_eq!(line.lines().count(), 1);
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["stdout"], "a\u{2028}b\u{2029}c\u{85}d\n");
+        assert_eq!(v["id"], "x\u{2028}");
+    }
+
     #[test]
     fn ids_are_echoed_as_received_and_repeated_keys_refused() {
         for id in ["1e2", "-0", "123456789012345678901234567890", r#""a\u0041""#, r#"{"b":[1,2.50]}"#, "null"] {

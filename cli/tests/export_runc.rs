@@ -441,7 +441,8 @@ fn protected_paths_hold_under_runc_and_crun_and_the_opt_out_is_the_control() {
         assert!(bound.contains(&p.to_str().unwrap()), "{} not bound: {bound:?}", p.display());
     }
     let report = config["annotations"]["sandbox.report"].as_str().unwrap();
-    assert!(report.contains("\"protected-paths\",\"status\":\"narrowed\""), "{report}");
+    // Without the creation guard the list does not hold (red team AS): reported unenforced.
+    assert!(report.contains("\"protected-paths\",\"status\":\"unenforced\""), "{report}");
     let want = ".git/hooks/pre-commit=refused\n.envrc=refused\nordinary=wrote\n";
     for (name, out) in [("runc", runc(&bundle)), ("crun", crun(&bundle))] {
         assert_eq!(stdout(&out), want, "{name}: {}", describe(&out));
