@@ -652,7 +652,7 @@ mod tests {
         let line = answer_line("\"x\u{2028}\"", answer);
         assert!(!line.contains(['\u{2028}', '\u{2029}', '\u{85}']), "{line}");
         assert_eq!(line.lines().count(), 1);
-        let v: Value = serde_json::from_str(&line).unwrap();
+        let v: Value = serde_json::from_str(&line).expect("one JSON line");
         assert_eq!(v["stdout"], "a\u{2028}b\u{2029}c\u{85}d\n");
         assert_eq!(v["id"], "x\u{2028}");
     }
