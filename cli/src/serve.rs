@@ -22,7 +22,10 @@
 //! answer: a bad line (blank, not JSON, a repeated key, an unknown key, a wrong type) is
 //! answered with `error` and a `message` naming the key, in the grant shape when the line asks
 //! for `"op": "grant"`. When stdin closes, the requests in flight get 5 seconds to finish, then the set is closed
-//! (what still runs is killed and answered `executor_closed`) and serve exits 0. When the parent
+//! (what still runs is killed and answered `executor_closed`) and serve exits 0; a pipe or
+//! socket closed while 64 are in flight is seen at once, and the requests read after it that
+//! never started are answered `executor_set_closed`. A `timeout` of 0, like an `output_limit`
+//! of 0, spawns nothing and keeps no executor. When the parent
 //! dies, serve exits at once and its helpers kill every run (they watch the embedder).
 
 use std::ffi::OsString;
@@ -415,6 +418,24 @@ fn send(out: &Mutex<std::io::Stdout>, id: &str, answer: Answer) {
     }
 }
 
+/// Whether every writer of serve's input has closed it (a pipe's or socket's hang-up; a file
+/// never hangs up, and its end is read in turn). What is still buffered can be read.
+#[cfg(unix)]
+fn input_hung_up() -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok_and(|_| {
+        fds[0].revents().is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL))
+    })
+}
+
+#[cfg(not(unix))]
+fn input_hung_up() -> bool {
+    false
+}
+
 /// Exits at once when the parent goes (reparented): the helpers see the embedder gone and kill
 /// every run, and a later run on the scratch root sweeps the set's directory.
 #[cfg(unix)]
@@ -468,6 +489,8 @@ pub(crate) fn serve(args: ServeArgs) -> Result<i32, Error> {
     };
     let current = current_dir()?;
     let in_flight = Arc::new((Mutex::new(0usize), Condvar::new()));
+    // Set when serve's input closed while requests waited for a place ([`input_hung_up`]).
+    let mut closing = false;
     let mut threads = Vec::new();
     let mut stdin = std::io::stdin().lock();
     let mut bytes = Vec::new();
@@ -506,13 +529,37 @@ pub(crate) fn serve(args: ServeArgs) -> Result<i32, Error> {
                 continue;
             }
         };
+        let refuse = |id: &str| {
+            let e = Error::ExecutorSetClosed;
+            send(&out, id, if grant { grant_answer(Err(&e)) } else { run_answer(error_json(&e)) });
+        };
+        if closing {
+            refuse(&id);
+            continue;
+        }
         {
             let (count, cv) = &*in_flight;
             let mut n = count.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            while *n >= MAX_IN_FLIGHT {
-                n = cv.wait(n).unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Waiting for a place, serve still sees its input close: a harness that closed
+            // it with more than 64 requests in flight had them run to their end, not for the
+            // 5 s grace (red team AS, 5 December). What it sent that has not started is
+            // answered `executor_set_closed`, and the grace begins.
+            while *n >= MAX_IN_FLIGHT && !closing {
+                closing = input_hung_up();
+                if !closing {
+                    n = cv
+                        .wait_timeout(n, Duration::from_millis(100))
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .0;
+                }
             }
-            *n += 1;
+            if !closing {
+                *n += 1;
+            }
+        }
+        if closing {
+            refuse(&id);
+            continue;
         }
         let (set, out, in_flight) = (Arc::clone(&set), Arc::clone(&out), Arc::clone(&in_flight));
         threads.push(std::thread::spawn(move || {

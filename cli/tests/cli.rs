@@ -2719,6 +2719,25 @@ fn serve_ends_everything_with_its_parent_and_finishes_in_flight_work_at_eof() {
     assert_eq!(by_id("short")["stdout"], "done\n");
     assert!(by_id("endless")["error"].as_str().is_some(), "{:?}", by_id("endless"));
     assert_eq!(processes_with_arg(&marker), 0, "the endless run outlived serve");
+
+    // More requests than may be in flight (64), then stdin closed: serve, waiting for a place,
+    // still sees the close (red team AS: it read no further, so the grace never began and the
+    // runs went on to their end). What did not start is answered `executor_set_closed`, the
+    // rest are killed after the grace; every request is answered once.
+    let (mut child, mut stdin, lines) = spawn_serve(&area, &[]);
+    for i in 0..70 {
+        writeln!(stdin, r#"{{"id": {i}, "argv": ["sleep", "{marker}"]}}"#).unwrap();
+    }
+    drop(stdin);
+    let start = std::time::Instant::now();
+    let answers: Vec<serde_json::Value> = lines.map(|l| serde_json::from_str(&l.unwrap()).unwrap()).collect();
+    assert!(child.wait().unwrap().success());
+    assert!(start.elapsed() < std::time::Duration::from_secs(30), "took {:?}", start.elapsed());
+    assert_eq!(answers.len(), 70, "{answers:?}");
+    let count = |e: &str| answers.iter().filter(|a| a["error"] == e).count();
+    assert_eq!(count("executor_set_closed") + count("executor_closed"), 70, "{answers:?}");
+    assert!(count("executor_set_closed") >= 6, "{answers:?}");
+    assert_eq!(processes_with_arg(&marker), 0, "a run outlived serve");
 }
 
 /// Without `--scratch` (issue 16): the run's HOME and TMPDIR live in `/dev/shm/sandbox-cli-<uid>`
@@ -3572,6 +3591,7 @@ fn a_refused_call_leaves_nothing_behind() {
             r#"{"id":2,"argv":["/bin/true"],"executor":"b","grants":["garbage"]}"#,
             r#"{"id":3,"argv":["/bin/true"],"executor":"c","grants":["sbx1.e30.e30"]}"#,
             r#"{"id":4,"argv":["sh","-c","touch zero"],"executor":"d","output_limit":0}"#,
+            r#"{"id":4.5,"argv":["sh","-c","touch zero"],"executor":"z","timeout":0}"#,
             r#"{"id":5,"argv":["/bin/echo","five"],"executor":"e"}"#,
             r#"{"id":6,"argv":["/bin/echo","six"],"executor":"f"}"#,
             r#"{"id":7,"argv":["/bin/echo","seven"],"executor":"g"}"#,
@@ -3586,14 +3606,16 @@ fn a_refused_call_leaves_nothing_behind() {
             std::io::BufRead::read_line(&mut out, &mut answer).unwrap();
             answers.push(serde_json::from_str::<serde_json::Value>(&answer).unwrap());
         }
-        for (i, v) in answers.iter().take(4).enumerate() {
+        for (i, v) in answers.iter().take(5).enumerate() {
             assert!(v["error"].is_string() && v["exit_code"].is_null(), "request {}: {v}", i + 1);
         }
         assert_eq!(answers[3]["error"], "output_limit", "{}", answers[3]);
-        assert_eq!(answers[4]["stdout"], "five\n", "{}", answers[4]);
-        assert_eq!(answers[5]["stdout"], "six\n", "{}", answers[5]);
+        // A timeout of 0 (red team AS): nothing spawned, no executor kept.
+        assert_eq!(answers[4]["error"], "deadline_exceeded", "{}", answers[4]);
+        assert_eq!(answers[5]["stdout"], "five\n", "{}", answers[5]);
+        assert_eq!(answers[6]["stdout"], "six\n", "{}", answers[6]);
         // The third good executor is one past the bound (the refused ones took none).
-        assert_eq!(answers[6]["error"], "executor_limit", "{}", answers[6]);
+        assert_eq!(answers[7]["error"], "executor_limit", "{}", answers[7]);
         let dirs: Vec<String> = walk_names(&area.scratch).into_iter().filter(|n| n.starts_with("home-")).collect();
         assert_eq!(dirs.len(), 2, "one HOME per executor that ran: {dirs:?}");
     }
