@@ -1759,7 +1759,10 @@ fn the_real_homes_entries_hold_with_an_isolated_home_and_through_a_symlink() {
     fs::create_dir_all(area.ws.join(".ssh")).unwrap();
     fs::write(area.ws.join(".ssh/authorized_keys"), "ORIGINAL\n").unwrap();
     let script = "mkdir -p .ssh .config; for a in 'echo evil >> .ssh/authorized_keys' 'echo evil > .ssh/config' \
-                  'echo evil > .ssh/rc' 'mkdir -p .config/git && echo evil > .config/git/config'; do \
+                  'echo evil > .ssh/rc' 'mkdir -p .config/git && echo evil > .config/git/config' \
+                  'echo evil > .bash_completion' 'mkdir -p .kube && echo evil > .kube/config' \
+                  'mkdir -p .aws && echo evil > .aws/config' 'mkdir -p .docker && echo evil > .docker/config.json' \
+                  'echo evil > .psqlrc'; do \
                   if sh -c \"$a\" 2>/dev/null; then echo \"wrote: $a\"; fi; done; echo ok > ordinary && echo CONTROL";
     for (home_mode, home) in [("isolated", &area.ws), ("real", &link)] {
         let profile = area.dir.path().join(format!("{home_mode}.json"));
@@ -1782,7 +1785,8 @@ fn the_real_homes_entries_hold_with_an_isolated_home_and_through_a_symlink() {
         assert_eq!(o.status.code(), Some(0), "{home_mode}: {out} {}", String::from_utf8_lossy(&o.stderr));
         assert_eq!(out, "CONTROL\n", "{home_mode}: {out}");
         assert_eq!(fs::read_to_string(area.ws.join(".ssh/authorized_keys")).unwrap(), "ORIGINAL\n");
-        for f in [".ssh/config", ".ssh/rc", ".config/git"] {
+        for f in [".ssh/config", ".ssh/rc", ".config/git", ".bash_completion", ".kube/config", ".aws/config", ".psqlrc"]
+        {
             assert!(!area.ws.join(f).exists(), "{home_mode}: {f}");
         }
     }

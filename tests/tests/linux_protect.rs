@@ -136,6 +136,8 @@ mod linux {
         (".vimrc", false),
         (".gvimrc", false),
         (".pdbrc", false),
+        (".dir-locals.el", false),
+        (".dir-locals-2.el", false),
         (".hg/hgrc", false),
         (".sl/config", false),
         (".jj/repo/config.toml", false),
