@@ -1747,7 +1747,9 @@ fn the_real_homes_start_up_files_are_protected() {
 /// run`), `~/.ssh/authorized_keys`, `~/.ssh/config`, `~/.ssh/rc` and `~/.config/git/config`
 /// were writable (the host's sshd and git read them); and with `"home": "real"` and `HOME`
 /// spelled through a symlink, the entries named the symlink's spelling and were never bound.
-/// The control: an ordinary file is written.
+/// The eighth round's `~/.bash_completion`, `~/.kube/config`, `~/.aws/config`,
+/// `~/.docker/config.json` and `~/.psqlrc` are tried the same way. The control: an ordinary
+/// file is written.
 #[test]
 fn the_real_homes_entries_hold_with_an_isolated_home_and_through_a_symlink() {
     if !sandbox_runs_here("the_real_homes_entries_hold_with_an_isolated_home_and_through_a_symlink") {
