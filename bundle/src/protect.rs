@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 
 mod scan;
-pub use scan::{RootKind, ScanMemo, is_git_directory, scan, scan_with};
+pub use scan::{RootKind, ScanMemo, is_git_directory, read_small, scan, scan_with};
 
 /// The name of the default list; it appears in reports and exported bundles.
 pub const PROTECT_V1: &str = "protect-v1";

@@ -2410,6 +2410,51 @@ print("tried")
         }
     }
 
+    /// A file the guard reads by a name the workload chose never stalls it (red team AU, 5
+    /// December): a worktree entry made in one run with a FIFO as its `gitdir`, made a git
+    /// directory by its `config` in the next, had an index placed in it, and the guard's read
+    /// of the FIFO stalled the placing and with it the run's end, so that a rebase left with an
+    /// `exec` line was never moved aside (the host's `git rebase --continue` ran it); a
+    /// `commondir` naming a directory whose `config` is a FIFO stalled every guarded call. Now
+    /// the run ends at once, the rebase is moved aside, and the `touch` of the index is refused
+    /// at once. Controls: a directory is made after it; the host's `--continue` finds nothing.
+    pub fn files_the_guard_reads_never_stall_it() {
+        let d = TestDirs::new("sbx-guard");
+        let id = ["-c", "user.name=t", "-c", "user.email=t@t"];
+        let r = d.ws.join("r");
+        git_in(&d.ws, &["init", "-q", "-b", "main", "r"]);
+        for i in ["1", "2"] {
+            fs::write(r.join(i), format!("{i}\n")).unwrap();
+            git_in(&r, &["add", i]);
+            git_in(&r, &[&id[..], &["commit", "-qm", i]].concat());
+        }
+        let set = set_of(&d, d.allow_config());
+        let exec = set.executor("k").unwrap();
+        sh_ok(&exec, &r, "mkdir -p wt/worktrees/z && mkfifo wt/worktrees/z/gitdir && mkdir sub && : > sub/index");
+        let marker = d.root.join("ran");
+        let script = format!(
+            r#"export GIT_SEQUENCE_EDITOR="printf 'break\npick %s\nexec touch {}\n' $(git rev-parse --short HEAD) > "
+git -c user.name=t -c user.email=t@t rebase -i HEAD~1 >/dev/null 2>&1; test -d .git/rebase-merge && echo rebase-left
+mkdir -p /tmp/evil && mkfifo /tmp/evil/config && printf '/tmp/evil\n' > sub/commondir
+timeout 10 touch sub/index; echo "touch-index=$?"
+mkdir made-after && echo control-made
+printf '[core]\n\trepositoryformatversion = 0\n' > wt/worktrees/z/config
+cp .git/index wt/worktrees/z/index.lock && (mv wt/worktrees/z/index.lock wt/worktrees/z/index &)
+sleep 0.5; echo ended"#,
+            marker.display()
+        );
+        let start = std::time::Instant::now();
+        let out = sh_ok(&exec, &r, &script);
+        assert!(start.elapsed() < std::time::Duration::from_secs(9), "the run's end stalled: {:?}", start.elapsed());
+        assert!(out.contains("rebase-left") && out.contains("control-made") && out.contains("ended"), "{out}");
+        let touched = out.lines().find(|l| l.starts_with("touch-index=")).unwrap_or_default();
+        assert!(touched != "touch-index=0" && touched != "touch-index=124", "{out}");
+        assert!(!r.join(".git/rebase-merge").exists(), "the rebase with its exec line was left in place");
+        let o = std::process::Command::new("git").args(["rebase", "--continue"]).current_dir(&r).output().unwrap();
+        assert!(!o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+        assert!(!marker.exists(), "the host ran the workload's exec line");
+    }
+
     /// An operation the workload begins in a host repository and leaves in progress is one the
     /// user's `--continue` may take, or none (red team AE, 5 December): a rebase stopped at a
     /// `break` with an `exec` line further down its todo ran the command on the host at the
@@ -2593,6 +2638,7 @@ fn main() -> std::process::ExitCode {
                 "entries_the_host_left_racily_clean_stay_read_by_git",
                 entries_the_host_left_racily_clean_stay_read_by_git,
             ),
+            ("files_the_guard_reads_never_stall_it", files_the_guard_reads_never_stall_it),
             (
                 "an_operation_the_run_leaves_in_a_host_repository_runs_nothing",
                 an_operation_the_run_leaves_in_a_host_repository_runs_nothing,

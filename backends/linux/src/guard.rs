@@ -47,7 +47,7 @@ use std::sync::Arc;
 use nix::errno::Errno;
 use nix::fcntl::AtFlags;
 use nix::sys::stat::{Mode, SFlag};
-use sandbox_bundle::protect::{GIT_FILES, GitPart, is_git_directory, is_git_symlink_test};
+use sandbox_bundle::protect::{GIT_FILES, GitPart, is_git_directory, is_git_symlink_test, read_small};
 use sandbox_bundle::{CreateOp, CreationGuard};
 use seccompiler::sock_filter;
 
@@ -699,10 +699,23 @@ impl Staging {
             // reading no more files, and so does a check under way.
             inner.finished = true;
             ending.store(true, std::sync::atomic::Ordering::SeqCst);
-            while inner.placing > 0 || inner.checking > 0 {
+            // Bounded all the same: a placing held up by something unforeseen must not keep
+            // the end's other checks (an operation moved aside, shared mappings redated) from
+            // running before the helper's grace runs out (red team AU, 5 December: a FIFO read
+            // while placing stalled the end for good). What it places later has every entry it
+            // had not judged smudged (`ending`).
+            let waited = std::time::Instant::now();
+            while (inner.placing > 0 || inner.checking > 0) && waited.elapsed() < END_WAIT {
                 drop(inner);
                 std::thread::sleep(std::time::Duration::from_millis(1));
                 inner = self.lock();
+            }
+            if inner.placing > 0 || inner.checking > 0 {
+                tracing::warn!(
+                    placing = inner.placing,
+                    checking = inner.checking,
+                    "guard: the run's end did not wait longer"
+                );
             }
         }
         if inner.racy.is_empty() {
@@ -2958,17 +2971,27 @@ fn named_or_git_directory(dir: &std::path::Path) -> bool {
 /// files; a larger one is refused: closed).
 const MAX_INDEX: i64 = 1 << 29;
 
+/// The longest the run's end waits for an index being placed or checked ([`Staging::recheck`]):
+/// below the helper's 3 s grace for the whole end.
+const END_WAIT: std::time::Duration = std::time::Duration::from_millis(1500);
+
 /// The largest `sequencer/opts` [`Guard::place_sequencer_opts`] reads (git's holds a few lines).
 const MAX_OPTS: i64 = 1 << 16;
 
 /// The length of the object names of the repository whose git directory is `dir`: 32 where
 /// its common directory's config says `objectFormat = sha256`, else 20.
+///
+/// Every file the guard reads by a name the workload may have chosen is read with
+/// [`read_small`]: a regular file of a filesystem that stores files, its first MiB, never
+/// blocking. Red team AU (5 December) had a `commondir` name a directory whose `config` was a
+/// FIFO (the guard's thread waited for ever, and every guarded call of the run with it) or a
+/// 1 GiB file (the init grew to 2.7 GB), and a worktree entry's `gitdir` a FIFO, which stalled
+/// an index's placing and with it the run's end: none of its checks ran.
 fn object_name_len(dir: &std::path::Path) -> usize {
-    let common = std::fs::read_to_string(dir.join("commondir"))
-        .ok()
-        .map(|c| dir.join(c.trim_end_matches('\n')))
+    let common = read_small(&dir.join("commondir"))
+        .map(|c| dir.join(String::from_utf8_lossy(&c).trim_end_matches('\n')))
         .unwrap_or_else(|| dir.to_path_buf());
-    let config = std::fs::read(common.join("config")).unwrap_or_default();
+    let config = read_small(&common.join("config")).unwrap_or_default();
     let text = String::from_utf8_lossy(&config).to_ascii_lowercase();
     let sha256 = text.lines().any(|l| {
         let l: String = l.chars().filter(|c| !c.is_whitespace()).collect();
@@ -2983,7 +3006,8 @@ fn object_name_len(dir: &std::path::Path) -> usize {
 /// separate git directory (whose work tree git finds from the work tree's side): its index
 /// keeps no entry the run changed unsmudged.
 fn work_tree_of(git: &std::path::Path) -> Option<std::path::PathBuf> {
-    let config = std::fs::read_to_string(git.join("config")).unwrap_or_default();
+    // Read as [`object_name_len`] reads.
+    let config = read_small(&git.join("config")).map(|c| String::from_utf8_lossy(&c).into_owned()).unwrap_or_default();
     let mut in_core = false;
     for line in config.lines() {
         let line = line.trim();
@@ -3001,7 +3025,7 @@ fn work_tree_of(git: &std::path::Path) -> Option<std::path::PathBuf> {
         return git.parent().map(std::path::Path::to_path_buf);
     }
     if git.parent().and_then(std::path::Path::file_name) == Some(std::ffi::OsStr::new("worktrees")) {
-        let named = std::fs::read_to_string(git.join("gitdir")).ok()?;
+        let named = String::from_utf8(read_small(&git.join("gitdir"))?).ok()?;
         let dot_git = std::path::PathBuf::from(named.trim_end_matches('\n'));
         return dot_git.is_absolute().then(|| dot_git.parent().map(std::path::Path::to_path_buf)).flatten();
     }

@@ -1544,7 +1544,7 @@ fn read_first_line(file: &Path) -> Option<String> {
 /// the kernel log (red team AL, 5 December). Elsewhere it is opened without blocking (a FIFO
 /// named by a config never stalls the scan) and checked to be a regular file once open.
 #[cfg(target_os = "linux")]
-fn read_small(file: &Path) -> Option<Vec<u8>> {
+pub fn read_small(file: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -1620,7 +1620,7 @@ fn stores_files(fd: &std::fs::File) -> bool {
 
 /// See the Linux version.
 #[cfg(not(target_os = "linux"))]
-fn read_small(file: &Path) -> Option<Vec<u8>> {
+pub fn read_small(file: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     // Not a terminal's controlling one either (a file swapped for a link to one after the
