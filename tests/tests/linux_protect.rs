@@ -808,7 +808,7 @@ mod linux {
         let d = TestDirs::new("sbx-protect");
         let ws = &d.ws;
         git(ws, &["init", "-q"]);
-        for dir in ["scripts", "a", ".githooks"] {
+        for dir in ["scripts", "a", ".githooks", "tools", "scripts/pm"] {
             fs::create_dir_all(ws.join(dir)).unwrap();
         }
         for (f, text) in [
@@ -816,6 +816,7 @@ mod linux {
             ("scripts/real", "echo real ok\n"),
             ("scripts/commit-msg", "echo commit-msg ok\n"),
             ("scripts/other.sh", "echo other\n"),
+            ("tools/pre-rebase", "echo pre-rebase ok\n"),
         ] {
             fs::write(ws.join(f), format!("#!/bin/sh\n{text}")).unwrap();
             fs::set_permissions(ws.join(f), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -826,6 +827,10 @@ mod linux {
         link("../../scripts/post-commit", ".git/hooks/post-commit");
         link("../../a/link1", ".git/hooks/pre-push");
         link("../scripts/real", "a/link1");
+        // Through a linked directory (`lib -> tools`), and to a directory (red team AT).
+        link("tools", "lib");
+        link("../../lib/pre-rebase", ".git/hooks/pre-rebase");
+        link("../../scripts/pm", ".git/hooks/post-merge");
         let marker = d.root.join("hook-ran");
         let touch = format!("touch {}", marker.display());
         let (_set, exec) = executor(&d, config(&d));
@@ -835,6 +840,12 @@ mod linux {
             ("make-dangling-target", format!("printf '#!/bin/sh\\n{touch}\\n' > scripts/post-commit")),
             ("write-chain-end", format!("echo '{touch}' >> scripts/real")),
             ("relink-chain", String::from("ln -sfn ../scripts/other.sh a/link1")),
+            ("remake-linked-dir", format!("rm lib && mkdir lib && printf '#!/bin/sh\\n{touch}\\n' > lib/pre-rebase")),
+            (
+                "move-linked-dir",
+                format!("mv lib lib2 && mkdir lib && printf '#!/bin/sh\\n{touch}\\n' > lib/pre-rebase"),
+            ),
+            ("dir-target-to-file", format!("rmdir scripts/pm && printf '#!/bin/sh\\n{touch}\\n' > scripts/pm")),
         ];
         let mut script = String::new();
         for (name, cmd) in &attacks {

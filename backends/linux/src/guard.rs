@@ -459,6 +459,9 @@ struct StagingShared {
     /// stops reading files (what is left unread is smudged), so that the end, which waits for
     /// it, is not held up by a file the workload made huge (red team AH, 5 December).
     ending: std::sync::atomic::AtomicBool,
+    /// Set when the run's end checks without having seen every process of the run reaped
+    /// ([`Staging::finish`]).
+    strict: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -555,7 +558,14 @@ impl Staging {
     /// user's `git rebase --continue`). Called when the run's first process ends (a one-shot
     /// run), and again when the guard's thread ends, after the run's last process: what a
     /// process left behind wrote in between is checked too.
-    pub fn finish(&self, guard: &CreationGuard) {
+    ///
+    /// `strict` when processes of the run may still be in the kernel (killed, not yet reaped):
+    /// every entry kept for a later look is then smudged and its file redated without being
+    /// looked at, since a write already under way may land after the look.
+    pub fn finish(&self, guard: &CreationGuard, strict: bool) {
+        if strict {
+            self.0.strict.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         self.publish(guard);
         self.recheck(true);
         self.redate_writable();
@@ -675,7 +685,7 @@ impl Staging {
         }
         // Checked here, outside the lock (the run's end waits for the placing to end).
         drop(inner);
-        let _ = index.recheck(true, &self.0.ending);
+        let _ = index.recheck(true, &self.0.ending, false);
         self.lock().placing -= 1;
     }
 
@@ -729,19 +739,20 @@ impl Staging {
         }
         inner.checking += 1;
         drop(inner);
-        if wait {
+        let strict = self.0.strict.load(std::sync::atomic::Ordering::SeqCst);
+        if wait && !strict {
             wait_out(due.iter().map(RacyIndex::until).max().unwrap_or(0));
         }
         // Every changed file gets its new ctime first (nothing else is needed for git to read
         // it; their seconds are over): the smudges that follow may wait for locks, and the
-        // helper kills an init that takes too long to end a killed run.
+        // helper kills an init that takes too long to end a killed run. Strictly, every file.
         for index in &due {
-            index.redate_changed();
+            index.redate_changed(strict);
         }
         let mut again = Vec::new();
         for index in due {
             // One that could not be read stays for the next look (the run's end tries once more).
-            if !index.recheck(wait, ending) && !wait {
+            if !index.recheck(wait, ending, strict) && !wait {
                 again.push(index);
             }
         }
@@ -1099,7 +1110,7 @@ pub fn serve(listener: OwnedFd, mut watch: Watch) {
     serve_calls(&listener, &mut watch, &made);
     // What the run wrote last to a staged `gitdir`; the operations it left.
     if let Some(guard) = watch.creation.as_ref() {
-        watch.staging.finish(guard);
+        watch.staging.finish(guard, false);
     }
 }
 
@@ -2973,7 +2984,7 @@ const MAX_INDEX: i64 = 1 << 29;
 
 /// The longest the run's end waits for an index being placed or checked ([`Staging::recheck`]):
 /// below the helper's 3 s grace for the whole end.
-const END_WAIT: std::time::Duration = std::time::Duration::from_millis(1500);
+const END_WAIT: std::time::Duration = std::time::Duration::from_millis(1000);
 
 /// The largest `sequencer/opts` [`Guard::place_sequencer_opts`] reads (git's holds a few lines).
 const MAX_OPTS: i64 = 1 << 16;
@@ -3297,12 +3308,14 @@ impl RacyIndex {
     /// False when the index could not be read (it may be read later: a mode changed back).
     ///
     /// Once `ending` is set (the run's end has begun), git's lock on the index is not waited for.
-    fn recheck(&self, wait: bool, ending: &std::sync::atomic::AtomicBool) -> bool {
+    ///
+    /// `strict`: every entry kept here is smudged, looked at or not ([`Staging::finish`]).
+    fn recheck(&self, wait: bool, ending: &std::sync::atomic::AtomicBool, strict: bool) -> bool {
         let until = self.until();
-        if wait {
+        if wait && !strict {
             wait_out(until);
         }
-        if self.recheck_once(ending) {
+        if self.recheck_once(ending, strict) {
             return true;
         }
         if !wait {
@@ -3310,7 +3323,7 @@ impl RacyIndex {
         }
         // The last look: the owner's permissions the run took away put back, once more.
         self.restore_modes();
-        let done = self.recheck_once(ending);
+        let done = self.recheck_once(ending, strict);
         if !done {
             tracing::warn!("an index entry changed within its second could not be checked again");
         }
@@ -3324,9 +3337,9 @@ impl RacyIndex {
     /// seconds, and git reads it. Smudging the index alone was undone by a second
     /// run whose index write had read the index before the smudge (red team AI, 5 December: two
     /// runs at once, 9 of 11). Called once the entries' second is over.
-    fn redate_changed(&self) {
+    fn redate_changed(&self, every: bool) {
         for e in &self.entries {
-            if e.unchanged() {
+            if !every && e.unchanged() {
                 continue;
             }
             let redated = set_mode_again(e.file.as_fd());
@@ -3370,12 +3383,14 @@ impl RacyIndex {
     }
 
     /// One look of [`RacyIndex::recheck`]: false when the index could not be read or written.
-    fn recheck_once(&self, ending: &std::sync::atomic::AtomicBool) -> bool {
+    fn recheck_once(&self, ending: &std::sync::atomic::AtomicBool, strict: bool) -> bool {
         let until = self.until();
         let over = second_over(until);
-        if over {
-            self.redate_changed();
+        if over || strict {
+            self.redate_changed(strict);
         }
+        // Strictly, as if no second were over: every entry kept here is smudged.
+        let over = over && !strict;
         let Ok(name) = cstr(&self.name) else { return true };
         // git's own lock on the index, taken as git takes it, so that an index a host `git`
         // writes meanwhile is neither lost nor read half-changed; one held for long (a lock the

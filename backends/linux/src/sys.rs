@@ -212,6 +212,16 @@ pub fn wait_signal(set: KernelSigset) -> io::Result<SignalInfo> {
     sigtimedwait(set, None)
 }
 
+/// Takes the next pending signal of `set` (all blocked), waiting at most `wait`: an error
+/// (`EAGAIN`) when none came.
+pub fn wait_signal_for(set: KernelSigset, wait: std::time::Duration) -> io::Result<SignalInfo> {
+    let timeout = libc::timespec {
+        tv_sec: libc::time_t::try_from(wait.as_secs()).unwrap_or(libc::time_t::MAX),
+        tv_nsec: libc::c_long::from(i32::try_from(wait.subsec_nanos()).unwrap_or(0)),
+    };
+    sigtimedwait(set, Some(&timeout))
+}
+
 /// `rt_sigtimedwait` on `set`, waiting at most `timeout` (None: until a signal comes).
 fn sigtimedwait(set: KernelSigset, timeout: Option<&libc::timespec>) -> io::Result<SignalInfo> {
     // SAFETY: siginfo_t is plain old data; all-zero is a valid value.

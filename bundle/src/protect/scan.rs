@@ -1309,13 +1309,32 @@ impl Walker<'_> {
                 let Ok(target) = std::fs::read_link(&link) else { break };
                 // From the link's directory as the kernel reaches it (`..` taken physically).
                 let dir = link.parent().map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
-                let (next, _) = resolve(&dir.join(target));
-                // A directory is no hook git runs (nor bound read-only for being linked).
+                let (next, links) = resolve(&dir.join(target));
+                // The symlinks on the way (`scripts -> tools`) are refused re-creation, so that
+                // the way keeps leading where it leads now (red team AT, 5 December: `scripts`
+                // removed and made again as a directory of the workload's, and the host's commit
+                // ran the hook written there).
+                self.protect_names(links);
+                // A directory is no hook git runs, and is not bound read-only for being linked;
+                // its name is refused re-creation (AT: an empty one removed and a file put in
+                // its place ran at the host's commit).
                 if next.is_dir() {
+                    self.protect_names(vec![next]);
                     break;
                 }
                 self.command_file(&next);
                 link = next;
+            }
+        }
+    }
+
+    /// Names refused creation (never bound) where they lie strictly inside an area the workload
+    /// may write.
+    fn protect_names(&mut self, names: Vec<PathBuf>) {
+        for name in names {
+            let name = crate::profile::lexically_clean(&name);
+            if self.writable.iter().any(|a| name.starts_with(a) && name != *a) {
+                self.out.missing.push(name);
             }
         }
     }
