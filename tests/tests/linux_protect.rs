@@ -140,6 +140,13 @@ mod linux {
         (".dir-locals-2.el", false),
         (".hg/hgrc", false),
         (".sl/config", false),
+        (".hg/hgrc-not-shared", false),
+        (".hg/sharedpath", false),
+        (".hg/requires", false),
+        (".sl/sharedpath", false),
+        (".sl/requires", false),
+        (".cargo/config.toml", false),
+        (".cargo/config", false),
         (".jj/repo/config.toml", false),
         ("rust-toolchain.toml", false),
         ("rust-toolchain", false),
@@ -228,7 +235,9 @@ mod linux {
         script.push_str(
             "echo ok > ordinary && mkdir -p packages/app/src/lib && echo ok > packages/app/src/lib/x && echo CONTROL",
         );
-        let out = sh_ok(&exec, &d.ws, &script);
+        // A file (the list's attacks are more than one argument may hold).
+        fs::write(d.ws.join("attacks.sh"), &script).unwrap();
+        let out = sh_ok(&exec, &d.ws, "sh ./attacks.sh");
         assert!(out.contains("CONTROL"), "{out}");
         all_failed(&out, &names);
         for (entry, dir) in NAMES {
@@ -875,6 +884,54 @@ mod linux {
         assert!(!marker.exists(), "the host's commit ran what the workload wrote");
     }
 
+    /// A Mercurial repository's config is configuration like git's (red team AT, 5 December):
+    /// an existing `.hg/hgrc` whose hook runs `sh tools/hook.sh`, whose `%include` names
+    /// `../team.rc` (itself naming a hook) and whose extension is `tools/ext.py`: each of those
+    /// files is read-only, and a missing included file cannot be made; the share pointers
+    /// (`sharedpath`, `requires`) and `hgrc-not-shared` cannot be made. Controls: another file
+    /// in `tools` is written, a new one made.
+    pub fn a_mercurial_config_keeps_the_files_it_runs() {
+        let d = TestDirs::new("sbx-protect");
+        let ws = &d.ws;
+        let repo = ws.join("hgrepo");
+        fs::create_dir_all(repo.join(".hg")).unwrap();
+        fs::create_dir_all(repo.join("tools")).unwrap();
+        fs::write(
+            repo.join(".hg/hgrc"),
+            "[ui]\nusername = t\n%include ../team.rc\n%include ../missing.rc\n[hooks]\npre-status = sh tools/hook.sh\n\
+             commit.py = python:tools/pyhook.py:run\n[extensions]\nevil = tools/ext.py\n",
+        )
+        .unwrap();
+        fs::write(repo.join("team.rc"), "[hooks]\npost-pull = tools/team-hook\n").unwrap();
+        for f in ["tools/hook.sh", "tools/pyhook.py", "tools/ext.py", "tools/team-hook", "tools/other.sh"] {
+            fs::write(repo.join(f), "ORIGINAL\n").unwrap();
+        }
+        let (_set, exec) = executor(&d, config(&d));
+        let attacks = [
+            ("hook-script", "echo evil >> hgrepo/tools/hook.sh"),
+            ("python-hook", "echo evil >> hgrepo/tools/pyhook.py"),
+            ("extension", "echo evil >> hgrepo/tools/ext.py"),
+            ("included", "echo '[hooks]' >> hgrepo/team.rc"),
+            ("included-hook", "echo evil >> hgrepo/tools/team-hook"),
+            ("missing-include", "echo '[hooks]' > hgrepo/missing.rc"),
+            ("not-shared", "echo '[hooks]' > hgrepo/.hg/hgrc-not-shared"),
+            ("sharedpath", "echo /tmp/x > hgrepo/.hg/sharedpath"),
+            ("requires", "echo share-safe > hgrepo/.hg/requires"),
+        ];
+        let mut script = String::new();
+        for (name, cmd) in &attacks {
+            script.push_str(&attempt(name, cmd));
+        }
+        script.push_str("echo more >> hgrepo/tools/other.sh && echo x > hgrepo/tools/new.sh && echo controls-ok");
+        let out = sh_ok(&exec, ws, &script);
+        all_failed(&out, &attacks.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>());
+        assert!(out.contains("controls-ok"), "{out}");
+        for f in ["tools/hook.sh", "tools/pyhook.py", "tools/ext.py", "tools/team-hook"] {
+            assert_eq!(fs::read_to_string(repo.join(f)).unwrap(), "ORIGINAL\n", "{f}");
+        }
+        assert!(!repo.join("missing.rc").exists() && !repo.join(".hg/sharedpath").exists());
+    }
+
     /// The servers further agents' JSON configurations name (see
     /// `files_that_protected_configs_name_as_commands_are_read_only`), each a file in the
     /// workspace.
@@ -1275,6 +1332,7 @@ fn main() -> std::process::ExitCode {
                 "hooks_that_link_into_the_work_tree_keep_their_targets",
                 hooks_that_link_into_the_work_tree_keep_their_targets,
             ),
+            ("a_mercurial_config_keeps_the_files_it_runs", a_mercurial_config_keeps_the_files_it_runs),
             (
                 "files_that_protected_configs_name_as_commands_are_read_only",
                 files_that_protected_configs_name_as_commands_are_read_only,

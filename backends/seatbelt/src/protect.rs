@@ -74,10 +74,24 @@ pub(crate) fn name_regex(pattern: &str) -> Option<String> {
 
 /// The regexes of a pattern's proper leading parts as a path's last components
 /// (`.claude/commands` → `^(/.*)?/\.claude$`).
+///
+/// Except the leading parts in [`CREATABLE_LEADING`], which a workload must be able to make.
 pub(crate) fn leading_regexes(pattern: &str) -> Vec<String> {
     let comps = components(pattern);
-    (1..comps.len()).map(|k| format!("^(/.*)?/{}$", comps[..k].join("/"))).collect()
+    (1..comps.len())
+        .filter(|k| !CREATABLE_LEADING.contains(&comps[..*k].join("/").as_str()))
+        .map(|k| format!("^(/.*)?/{}$", comps[..k].join("/")))
+        .collect()
 }
+
+/// Leading parts of default names that stay creatable on macOS: `.github` (of `.github/hooks`),
+/// where a repository's workflows and templates live, which agents make in new repositories.
+/// The price: a directory named `.github` may be renamed into place already holding a `hooks`
+/// of the workload's (the exact name `.github/hooks` is still refused everywhere else). Linux's
+/// guard sees that rename; Seatbelt cannot tell it from the `mkdir`. (`.cargo`, `.hg`, `.jj`,
+/// `.sl` and `.clinerules` cannot be made on macOS: project config, and repositories of those
+/// tools, are not made inside a run there.)
+const CREATABLE_LEADING: [&str; 1] = ["\\.github"];
 
 /// `(regex "…")`, the regex quoted as an SBPL string.
 fn regex_filter(regex: &str) -> Result<String, Error> {

@@ -262,7 +262,12 @@ fn protect_rules_come_after_every_write_allow() {
         {
             assert!(text.contains(&format!("(regex \"{re}\")")), "{name}: {re}\n{text}");
         }
-        assert!(text.contains("(deny file-write-create\n  (regex \"^(/.*)?/\\\\.claude$\")"), "{name}\n{text}");
+        let block = text.split("(deny file-write-create").nth(1).unwrap_or_else(|| panic!("{name}: no create deny"));
+        let block = &block[..block.find("\n(").unwrap_or(block.len())];
+        assert!(block.contains("(regex \"^(/.*)?/\\\\.claude$\")"), "{name}\n{text}");
+        // `.github` stays creatable (CREATABLE_LEADING), `.github/hooks` itself is denied.
+        assert!(!block.contains("\\\\.github$"), "{name}\n{text}");
+        assert!(text.contains("(regex \"^(/.*)?/\\\\.github/hooks(/.*)?$\")"), "{name}\n{text}");
         assert!(text.ends_with("(deny file-link)\n"), "{name}");
         if spawn.protected.existing.is_empty() {
             continue;

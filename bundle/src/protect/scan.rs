@@ -739,6 +739,17 @@ fn agent_project(file: &Path) -> Option<PathBuf> {
     known.then(|| dir.parent().map(Path::to_path_buf)).flatten()
 }
 
+/// The top of the Mercurial or Sapling repository whose config `file` is (`.hg/hgrc`,
+/// `.hg/hgrc-not-shared`, `.sl/config`).
+fn hg_repository(file: &Path) -> Option<PathBuf> {
+    let name = file.file_name()?.to_str()?;
+    let dir = file.parent()?;
+    let dir_name = dir.file_name()?.to_str()?;
+    let known =
+        (dir_name == ".hg" && (name == "hgrc" || name == "hgrc-not-shared")) || (dir_name == ".sl" && name == "config");
+    known.then(|| dir.parent().map(Path::to_path_buf)).flatten()
+}
+
 /// The agent configurations inside a protected directory (`.cursor`, `.vscode`, `.devcontainer`,
 /// `.gemini`, `.zed`, `.continue`, `.roo`, `.amazonq`, `.kiro`, `.qwen`, `.kilocode`, `.junie`) whose commands
 /// [`Walker::json_commands`] reads.
@@ -888,6 +899,9 @@ impl Walker<'_> {
                 self.entry(&path);
                 if let Some(project) = agent_project(&path) {
                     self.json_commands(&path, &project);
+                } else if let Some(root) = hg_repository(&path) {
+                    let mut seen = HashSet::new();
+                    self.hg_config(&path, &root, 0, &mut seen);
                 } else if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
                     for file in AGENT_FILES_IN_DIRS {
                         let inside = path.join(file);
@@ -1423,6 +1437,94 @@ impl Walker<'_> {
                 for base in &bases {
                     if let Some(path) = self.expand(&word, base) {
                         self.command_file(&path);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A Mercurial (or Sapling) repository's config, `root` the repository's top: every file it
+    /// includes (`%include`, relative to the including file) is protected as an entry and
+    /// read in turn, and the files its hooks and extensions name are command files (red team
+    /// AT, 5 December: an existing `.hg/hgrc` ran `sh tools/hook.sh` and included
+    /// `../team.rc`, and the workload rewrote both). Hooks run from the repository's top;
+    /// `python:` hooks and extension paths are taken from there and from the config's
+    /// directory. Bounded with git's configs ([`MAX_CONFIG_FILES`], [`MAX_INCLUDE_DEPTH`]).
+    fn hg_config(&mut self, file: &Path, root: &Path, depth: usize, seen: &mut HashSet<PathBuf>) {
+        if self.configs_stopped || depth > MAX_INCLUDE_DEPTH {
+            return;
+        }
+        let Ok(real) = std::fs::canonicalize(file) else { return };
+        if !seen.insert(real) {
+            return;
+        }
+        let Some(bytes) = read_small(file) else { return };
+        self.config_reads.0 += 1;
+        self.config_reads.1 += bytes.len();
+        if self.config_reads.0 > MAX_CONFIG_FILES || self.config_reads.1 > MAX_CONFIG_BYTES {
+            self.configs_stopped = true;
+            return;
+        }
+        let dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
+        let text = String::from_utf8_lossy(&bytes);
+        let mut section = String::new();
+        let mut last_key: Option<String> = None;
+        let mut values: Vec<(String, String)> = Vec::new();
+        for line in text.lines() {
+            let trimmed = line.trim();
+            if let Some(inc) = line.strip_prefix("%include") {
+                let inc = inc.trim();
+                if let Some(path) = self.expand(Path::new(inc), &dir) {
+                    self.entry(&path);
+                    self.hg_config(&path, root, depth + 1, seen);
+                }
+                continue;
+            }
+            if trimmed.is_empty() || trimmed.starts_with(['#', ';']) || line.starts_with('%') {
+                continue;
+            }
+            if line.starts_with([' ', '\t']) {
+                // A continuation of the last value.
+                if let (Some(key), Some(last)) = (&last_key, values.last_mut()) {
+                    if &last.0 == key {
+                        last.1.push(' ');
+                        last.1.push_str(trimmed);
+                    }
+                }
+                continue;
+            }
+            if let Some(name) = trimmed.strip_prefix('[').and_then(|r| r.split(']').next()) {
+                section = name.trim().to_ascii_lowercase();
+                last_key = None;
+                continue;
+            }
+            if let Some((key, value)) = trimmed.split_once('=') {
+                let key = format!("{section}.{}", key.trim());
+                last_key = Some(key.clone());
+                values.push((key, value.trim().to_owned()));
+            }
+        }
+        for (key, value) in values {
+            if key.starts_with("hooks.") {
+                if let Some(py) = value.strip_prefix("python:") {
+                    // `python:path/to/file.py:function` (or a module name, not a file).
+                    let path = py.rsplit_once(':').map_or(py, |(p, _)| p);
+                    for base in [root, dir.as_path()] {
+                        if let Some(p) = self.expand(Path::new(path), base) {
+                            self.command_file(&p);
+                        }
+                    }
+                    continue;
+                }
+                for word in command_paths(&value, None, !value.starts_with(['~', '/', '.'])) {
+                    if let Some(p) = self.expand(&word, root) {
+                        self.command_file(&p);
+                    }
+                }
+            } else if key.starts_with("extensions.") && !value.is_empty() && !value.starts_with('!') {
+                for base in [root, dir.as_path()] {
+                    if let Some(p) = self.expand(Path::new(&value), base) {
+                        self.command_file(&p);
                     }
                 }
             }
