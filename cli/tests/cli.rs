@@ -3473,13 +3473,16 @@ os.chmod(".git", 0o555)
 /// case adds a file and rewrites it within one second, dated back, and then ends that way: the
 /// host's git sees the change. Controls: the trick happened within the second (else the case
 /// is tried again), the run ended as asked, and the index holds the first content.
+/// `sleeping-in-kernel` (red team AT): threads reading a large file with `O_DIRECT` sleep in
+/// the kernel for seconds after the kill, and the init, which reaped every process before its
+/// checks, was killed by the helper first; the checks now run after at most 0.8 s of reaping.
 #[test]
 fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
     if !sandbox_runs_here("a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended") {
         return;
     }
     let now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
-    for case in ["deadline", "output-limit", "init-cpu-limit", "busy-guard"] {
+    for case in ["deadline", "output-limit", "init-cpu-limit", "busy-guard", "sleeping-in-kernel"] {
         let mut checked = false;
         for attempt in 0..4 {
             let area = Area::new();
@@ -3494,16 +3497,32 @@ fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
             // (busy-guard: the workload's own next second, and it ends the run itself by its
             // output limit, so that the kill comes while the guard's thread is busy however
             // late the run started on a loaded machine.)
-            let second = if case == "busy-guard" { String::from("int(time.time()) + 1") } else { second.to_string() };
+            let second = if case == "busy-guard" || case == "sleeping-in-kernel" {
+                String::from("int(time.time()) + 1")
+            } else {
+                second.to_string()
+            };
             // busy-guard (red team AM): 50 index writes first (each keeps an entry for a later
             // check), then the change within a second, a stale `index.lock`, and one guarded
             // call once the second is over, so that the guard's thread checks the 51 indexes
             // (100 ms each, the change's last) while the output limit ends the run, longer
             // than the grace the helper gives the init after it.
-            let before = if case == "busy-guard" {
-                "for i in range(50):\n    open('g%d' % i, 'w').write('new\\n'); os.utime('g%d' % i, (1700000000, 1700000000)); subprocess.run(['git', 'add', 'g%d' % i], check=True)\n"
-            } else {
-                ""
+            let before = match case {
+                "busy-guard" => {
+                    "for i in range(50):\n    open('g%d' % i, 'w').write('new\\n'); os.utime('g%d' % i, (1700000000, 1700000000)); subprocess.run(['git', 'add', 'g%d' % i], check=True)\n"
+                }
+                // 1 GiB on disk, read back past the page cache by six threads at the end.
+                "sleeping-in-kernel" => {
+                    "import mmap, threading\n\
+                     w = os.open('big', os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)\n\
+                     chunk = b'z' * (1 << 24)\n\
+                     for _ in range(64): os.write(w, chunk)\n\
+                     os.fsync(w); os.close(w)\n\
+                     big = os.open('big', os.O_RDONLY | os.O_DIRECT)\n\
+                     buf = mmap.mmap(-1, 1 << 26); buf.write(b'\\1' * (1 << 26))\n\
+                     def read():\n    while True: os.preadv(big, [buf] * 16, 0)\n"
+                }
+                _ => "",
             };
             let ending = match case {
                 "deadline" => "time.sleep(30)",
@@ -3515,6 +3534,11 @@ fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
                      sys.stdout.write('x' * 5000); sys.stdout.flush(); time.sleep(30)"
                 }
                 "output-limit" => "sys.stdout.write('x' * 5000); sys.stdout.flush(); time.sleep(30)",
+                "sleeping-in-kernel" => {
+                    "for _ in range(6): threading.Thread(target=read, daemon=True).start()\n\
+                     time.sleep(0.3)\n\
+                     sys.stdout.write('x' * 5000); sys.stdout.flush(); time.sleep(30)"
+                }
                 _ => {
                     "class RL(ctypes.Structure): _fields_ = [('cur', ctypes.c_ulong), ('max', ctypes.c_ulong)]\n\
                      rc = ctypes.CDLL(None, use_errno=True).prlimit(1, 0, ctypes.byref(RL(0, 0)), None)\n\
@@ -3536,7 +3560,7 @@ fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
             let mut args = vec![os("run")];
             match case {
                 "deadline" => args.extend([os("--timeout"), os("2")]),
-                "busy-guard" => args.extend([os("--output-limit"), os("1000")]),
+                "busy-guard" | "sleeping-in-kernel" => args.extend([os("--output-limit"), os("1000")]),
                 "output-limit" => args.extend([os("--output-limit"), os("1000")]),
                 _ => {}
             }
@@ -3559,6 +3583,11 @@ fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
             let _ = fs::remove_file(area.ws.join(".git/index.lock"));
             assert_eq!(git(&["show", ":f"]), "CHANGED1\n", "{case}: the index holds the first content");
             let status = git(&["status", "--porcelain", "f"]);
+            if case == "sleeping-in-kernel" {
+                // The threads end once their reads are done (not waited for here: the area
+                // goes when they are).
+                let _ = fs::remove_file(area.ws.join("big"));
+            }
             assert_eq!(status, "MM f\n", "{case}: the change within the second is hidden: {err}");
             println!("{case}: {}", status.trim());
             checked = true;
