@@ -1048,7 +1048,7 @@ fn read_times(mem: BorrowedFd<'_>, addr: u64, form: TimeForm) -> Result<Option<[
     if addr == 0 {
         return Ok(None);
     }
-    let bytes = read_bytes(mem, addr, 32.min(if form == TimeForm::Buf { 16 } else { 32 }))?;
+    let bytes = read_bytes(mem, addr, if form == TimeForm::Buf { 16 } else { 32 })?;
     let word = |i: usize| {
         let mut b = [0u8; 8];
         b.copy_from_slice(&bytes[8 * i..8 * i + 8]);
@@ -2330,8 +2330,9 @@ impl Guard<'_> {
             // descriptor to name (the kernel reads the null name: EFAULT).
             None if form == TimeForm::Spec && flags != 0 => return Err(Errno::EINVAL),
             None if dirfd == libc::AT_FDCWD => return Err(Errno::EFAULT),
-            None => self.caller_descriptor(dirfd, false)?,
-            Some(p) if p.is_empty() && flags & libc::AT_EMPTY_PATH != 0 => self.caller_descriptor(dirfd, true)?,
+            None => self.caller_descriptor(dirfd)?,
+            // `AT_EMPTY_PATH`: the descriptor, or the caller's cwd for `AT_FDCWD`.
+            Some(p) if p.is_empty() && flags & libc::AT_EMPTY_PATH != 0 => Resolver::new(self.thread).base(dirfd)?,
             Some(p) => Resolver::new(self.thread).object(dirfd, &p, flags & libc::AT_SYMLINK_NOFOLLOW == 0)?,
         };
         // What was read belongs to the thread still waiting in this call.
@@ -2357,27 +2358,24 @@ impl Guard<'_> {
     }
 
     /// The caller's descriptor `fd`, as a handle of its own (through the pinned thread's
-    /// `fd/<n>`): EBADF where it is not open, or is an `O_PATH` one and `path_ok` is false (the
-    /// kernel's `futimens` needs a real open file; `AT_EMPTY_PATH` takes either).
-    fn caller_descriptor(&self, fd: i32, path_ok: bool) -> Result<OwnedFd, Errno> {
+    /// `fd/<n>`): EBADF where it is not open, or is an `O_PATH` one (the kernel's `futimens`
+    /// needs a real open file; `AT_EMPTY_PATH`, which takes either, goes by [`Resolver::base`]).
+    fn caller_descriptor(&self, fd: i32) -> Result<OwnedFd, Errno> {
         if fd < 0 {
             return Err(Errno::EBADF);
         }
         let link = cstr(format!("fd/{fd}").as_bytes())?;
         let object = notify::open_at(Some(self.thread.proc_dir.as_fd()), &link, libc::O_PATH | libc::O_CLOEXEC, 0)
             .map_err(|e| if e == Errno::ENOENT { Errno::EBADF } else { e })?;
-        if !path_ok {
-            let info =
-                std::fs::read_to_string(format!("/proc/self/fd/{}/fdinfo/{fd}", self.thread.proc_dir.as_raw_fd()))
-                    .map_err(|_| Errno::EBADF)?;
-            let flags = info
-                .lines()
-                .find_map(|l| l.strip_prefix("flags:"))
-                .and_then(|v| i32::from_str_radix(v.trim(), 8).ok())
-                .ok_or(Errno::EBADF)?;
-            if flags & libc::O_PATH != 0 {
-                return Err(Errno::EBADF);
-            }
+        let info = std::fs::read_to_string(format!("/proc/self/fd/{}/fdinfo/{fd}", self.thread.proc_dir.as_raw_fd()))
+            .map_err(|_| Errno::EBADF)?;
+        let flags = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|v| i32::from_str_radix(v.trim(), 8).ok())
+            .ok_or(Errno::EBADF)?;
+        if flags & libc::O_PATH != 0 {
+            return Err(Errno::EBADF);
         }
         Ok(object)
     }
