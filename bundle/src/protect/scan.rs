@@ -1329,9 +1329,10 @@ impl Walker<'_> {
                 // removed and made again as a directory of the workload's, and the host's commit
                 // ran the hook written there).
                 self.protect_names(links);
-                // A directory is no hook git runs, and is not bound read-only for being linked;
-                // its name is refused re-creation (AT: an empty one removed and a file put in
-                // its place ran at the host's commit).
+                // A directory is no hook git runs itself, but hook managers run the scripts of
+                // a `<hook>.d`: the guard refuses its re-creation and every creation or write
+                // beneath it (it is not bound). AT (5 December) removed an empty one a hook
+                // named and put a file in its place, which ran at the host's commit.
                 if next.is_dir() {
                     self.protect_names(vec![next]);
                     break;
