@@ -855,6 +855,8 @@ mod linux {
                 format!("mv lib lib2 && mkdir lib && printf '#!/bin/sh\\n{touch}\\n' > lib/pre-rebase"),
             ),
             ("dir-target-to-file", format!("rmdir scripts/pm && printf '#!/bin/sh\\n{touch}\\n' > scripts/pm")),
+            // A `<hook>.d` a hook manager runs the scripts of: nothing made beneath it.
+            ("into-dir-target", format!("printf '#!/bin/sh\\n{touch}\\n' > scripts/pm/10-x")),
         ];
         let mut script = String::new();
         for (name, cmd) in &attacks {
