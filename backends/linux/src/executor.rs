@@ -530,8 +530,9 @@ fn run_once(
             // AT, 5 December: a change hidden from the host's git, a rebase's `exec` line run at
             // its `--continue`). Past `END_REAP` the checks run anyway, strictly (every entry
             // kept for a later look smudged and its file redated, unlooked at): what is still
-            // in the kernel for a killed process may yet land. A kept container's guard thread
-            // repeats them at its end (nothing is left to do by then).
+            // in the kernel for a killed process may yet land. The guard thread repeats them
+            // when its listener hangs up, after the sweep below (strict stays strict): a call
+            // it was still serving for a process killed here is looked at too.
             if let Some(creation) = run.creation_guard.as_ref() {
                 let gone = sweep_within(END_REAP);
                 staging.finish(creation, !gone);

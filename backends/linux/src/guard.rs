@@ -1212,16 +1212,11 @@ fn handle_mmap(
     // and its access mode.
     // A descriptor that is not there is the kernel's to refuse (EBADF); one the guard cannot
     // look at is refused here (never mapped unheld).
-    let Ok(link) = cstr(format!("fd/{fd}").as_bytes()) else { return kernel };
-    let file = match notify::open_at(Some(thread.proc_dir.as_fd()), &link, libc::O_PATH | libc::O_CLOEXEC, 0) {
-        Ok(file) => file,
-        Err(Errno::ENOENT) => return kernel,
+    let (file, flags) = match caller_fd(thread, fd) {
+        Ok(Some(found)) => found,
+        Ok(None) => return kernel,
         Err(e) => return Outcome::Answer(Answer::Error(e)),
     };
-    let info = std::fs::read_to_string(format!("/proc/self/fd/{}/fdinfo/{fd}", thread.proc_dir.as_raw_fd()));
-    let flags = info.ok().and_then(|t| {
-        t.lines().find_map(|l| l.strip_prefix("flags:")).and_then(|v| i32::from_str_radix(v.trim(), 8).ok())
-    });
     let Some(flags) = flags else { return Outcome::Answer(Answer::Error(Errno::EACCES)) };
     if flags & libc::O_ACCMODE != libc::O_RDWR {
         return kernel;
@@ -1233,6 +1228,24 @@ fn handle_mmap(
         Ok(()) => kernel,
         Err(e) => Outcome::Answer(Answer::Error(e)),
     }
+}
+
+/// The caller's descriptor `fd` (`fd >= 0`) through the pinned thread's table: a handle of the
+/// guard's own on its file (the `fd/<n>` link, opened `O_PATH`) and the descriptor's open flags
+/// (its `fdinfo/<n>`), `None` where they cannot be read (the descriptor was closed between the
+/// two reads). `Ok(None)` where nothing is open at `fd`.
+fn caller_fd(thread: &Thread, fd: i32) -> Result<Option<(OwnedFd, Option<i32>)>, Errno> {
+    let link = cstr(format!("fd/{fd}").as_bytes())?;
+    let file = match notify::open_at(Some(thread.proc_dir.as_fd()), &link, libc::O_PATH | libc::O_CLOEXEC, 0) {
+        Ok(file) => file,
+        Err(Errno::ENOENT) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let info = std::fs::read_to_string(format!("/proc/self/fd/{}/fdinfo/{fd}", thread.proc_dir.as_raw_fd()));
+    let flags = info.ok().and_then(|t| {
+        t.lines().find_map(|l| l.strip_prefix("flags:")).and_then(|v| i32::from_str_radix(v.trim(), 8).ok())
+    });
+    Ok(Some((file, flags)))
 }
 
 /// The memory of a pinned thread (`/proc/<tid>/mem`).
@@ -2364,16 +2377,8 @@ impl Guard<'_> {
         if fd < 0 {
             return Err(Errno::EBADF);
         }
-        let link = cstr(format!("fd/{fd}").as_bytes())?;
-        let object = notify::open_at(Some(self.thread.proc_dir.as_fd()), &link, libc::O_PATH | libc::O_CLOEXEC, 0)
-            .map_err(|e| if e == Errno::ENOENT { Errno::EBADF } else { e })?;
-        let info = std::fs::read_to_string(format!("/proc/self/fd/{}/fdinfo/{fd}", self.thread.proc_dir.as_raw_fd()))
-            .map_err(|_| Errno::EBADF)?;
-        let flags = info
-            .lines()
-            .find_map(|l| l.strip_prefix("flags:"))
-            .and_then(|v| i32::from_str_radix(v.trim(), 8).ok())
-            .ok_or(Errno::EBADF)?;
+        let (object, flags) = caller_fd(self.thread, fd)?.ok_or(Errno::EBADF)?;
+        let flags = flags.ok_or(Errno::EBADF)?;
         if flags & libc::O_PATH != 0 {
             return Err(Errno::EBADF);
         }

@@ -1193,6 +1193,18 @@ impl Walker<'_> {
         }
     }
 
+    /// Counts one config file read (`bytes` long) against the scan's bounds
+    /// ([`MAX_CONFIG_FILES`], [`MAX_CONFIG_BYTES`]): false, and configs stopped (the spawn is
+    /// refused at the end), once either is passed.
+    fn config_read(&mut self, bytes: usize) -> bool {
+        self.config_reads.0 += 1;
+        self.config_reads.1 += bytes;
+        if self.config_reads.0 > MAX_CONFIG_FILES || self.config_reads.1 > MAX_CONFIG_BYTES {
+            self.configs_stopped = true;
+        }
+        !self.configs_stopped
+    }
+
     /// One config file: the hooks paths it sets (relative to `root`, the worktree's; without
     /// one, as for the global config, relative hooks paths are not placed) and the files it
     /// includes, followed to [`MAX_INCLUDE_DEPTH`] (git's own bound is 10) and each protected
@@ -1226,10 +1238,7 @@ impl Walker<'_> {
             Some(refs) => refs.clone(),
             None => {
                 let (refs, bytes) = config_refs_sized(config);
-                self.config_reads.0 += 1;
-                self.config_reads.1 += bytes;
-                if self.config_reads.0 > MAX_CONFIG_FILES || self.config_reads.1 > MAX_CONFIG_BYTES {
-                    self.configs_stopped = true;
+                if !self.config_read(bytes) {
                     return;
                 }
                 self.config_refs.insert(id, refs.clone());
@@ -1460,10 +1469,7 @@ impl Walker<'_> {
             return;
         }
         let Some(bytes) = read_small(file) else { return };
-        self.config_reads.0 += 1;
-        self.config_reads.1 += bytes.len();
-        if self.config_reads.0 > MAX_CONFIG_FILES || self.config_reads.1 > MAX_CONFIG_BYTES {
-            self.configs_stopped = true;
+        if !self.config_read(bytes.len()) {
             return;
         }
         let dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
