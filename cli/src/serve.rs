@@ -330,7 +330,13 @@ fn answer(set: &ExecutorSet, op: Op) -> Answer {
             let issued = set.executor(&executor).and_then(|e| e.issue_grant(&setup, &request));
             match issued {
                 Ok(token) => grant_answer(Ok(token)),
-                Err(e) => grant_answer(Err(&e)),
+                Err(e) => {
+                    // An executor this refused grant made, for nothing: let go, as a refused
+                    // run's is (red team AX, 6 December: every refused grant request on a new
+                    // key kept a place under `--max-executors` and its directories).
+                    set.discard_unused(&executor);
+                    grant_answer(Err(&e))
+                }
             }
         }
         Op::Run { executor, options, timeout, output_limit } => {

@@ -3600,7 +3600,8 @@ fn a_change_in_the_runs_last_second_is_seen_however_the_run_is_ended() {
 /// Red team AK (5 December): what a refused call leaves. (1) serve requests refused before
 /// anything ran (a bad cwd, a malformed grant, an unknown grant class) made their executor
 /// and kept its place: after `--max-executors` of them, a good request on a new executor got
-/// `executor_limit`; they take nothing now, and no `home-*`/`tmp-*` directory stays. (2) An
+/// `executor_limit`; they take nothing now, and no `home-*`/`tmp-*` directory stays (refused
+/// grant requests too, red team AX). (2) An
 /// output limit of 0 spawns nothing (CONTRACT.md §11), in `run` and in serve. (3) A cgroup
 /// parent that did not exist is gone again after the run, after an error too; a path of the
 /// cgroup filesystem is refused as one. (4) The `sandbox: exec:` line stays one line whatever
@@ -3627,6 +3628,9 @@ fn a_refused_call_leaves_nothing_behind() {
             r#"{"id":3,"argv":["/bin/true"],"executor":"c","grants":["sbx1.e30.e30"]}"#,
             r#"{"id":4,"argv":["sh","-c","touch zero"],"executor":"d","output_limit":0}"#,
             r#"{"id":4.5,"argv":["sh","-c","touch zero"],"executor":"z","timeout":0}"#,
+            // Refused grant requests on new keys (red team AX, 6 December: each kept a place).
+            r#"{"id":"g1","op":"grant","executor":"h","kind":"command.execute","class":"command.start.v1","target":"make deploy","command":"make deploy"}"#,
+            r#"{"id":"g2","op":"grant","executor":"i","kind":"command.execute","class":"command.start.v9","target":"x","command":"x"}"#,
             r#"{"id":5,"argv":["/bin/echo","five"],"executor":"e"}"#,
             r#"{"id":6,"argv":["/bin/echo","six"],"executor":"f"}"#,
             r#"{"id":7,"argv":["/bin/echo","seven"],"executor":"g"}"#,
@@ -3641,16 +3645,19 @@ fn a_refused_call_leaves_nothing_behind() {
             std::io::BufRead::read_line(&mut out, &mut answer).unwrap();
             answers.push(serde_json::from_str::<serde_json::Value>(&answer).unwrap());
         }
-        for (i, v) in answers.iter().take(5).enumerate() {
+        for (i, v) in answers.iter().take(7).enumerate() {
             assert!(v["error"].is_string() && v["exit_code"].is_null(), "request {}: {v}", i + 1);
         }
         assert_eq!(answers[3]["error"], "output_limit", "{}", answers[3]);
         // A timeout of 0 (red team AS): nothing spawned, no executor kept.
         assert_eq!(answers[4]["error"], "deadline_exceeded", "{}", answers[4]);
-        assert_eq!(answers[5]["stdout"], "five\n", "{}", answers[5]);
-        assert_eq!(answers[6]["stdout"], "six\n", "{}", answers[6]);
+        for v in &answers[5..7] {
+            assert!(v["token"].is_null() && v["id"].as_str().is_some_and(|id| id.starts_with('g')), "{v}");
+        }
+        assert_eq!(answers[7]["stdout"], "five\n", "{}", answers[7]);
+        assert_eq!(answers[8]["stdout"], "six\n", "{}", answers[8]);
         // The third good executor is one past the bound (the refused ones took none).
-        assert_eq!(answers[7]["error"], "executor_limit", "{}", answers[7]);
+        assert_eq!(answers[9]["error"], "executor_limit", "{}", answers[9]);
         let dirs: Vec<String> = walk_names(&area.scratch).into_iter().filter(|n| n.starts_with("home-")).collect();
         assert_eq!(dirs.len(), 2, "one HOME per executor that ran: {dirs:?}");
     }

@@ -341,12 +341,14 @@ impl Executor {
         if cwd.as_os_str().as_encoded_bytes().contains(&0) {
             return bad("cwd: contains NUL");
         }
-        let cwd = absolute_lexical(cwd);
-        if !cwd.is_dir() {
+        // Resolved here, as the grant paths resolve theirs: the sandbox enters the resolved path
+        // and follows no symlink on the way (see the Linux init's `chdir_no_symlinks`).
+        let lexical = absolute_lexical(cwd);
+        let Some(cwd) = std::fs::canonicalize(&lexical).ok().filter(|p| p.is_dir()) else {
             return Err(Error::InvalidArgument {
-                detail: format!("cwd: {} is not an existing directory", cwd.display()),
+                detail: format!("cwd: {} is not an existing directory", lexical.display()),
             });
-        }
+        };
         if limit == Some(0) {
             return Err(Error::OutputLimit { partial: Vec::new() });
         }

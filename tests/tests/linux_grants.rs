@@ -847,6 +847,72 @@ except OSError as e: print("granted refused", e.errno)
         assert_eq!(fs::read_to_string(f.ws.join("f")).unwrap(), "x\n");
         set.close().unwrap();
     }
+    /// Red team AX, 6 December: a grant binds the real cwd and is checked against it before the
+    /// spawn, but the init entered the cwd by its name, following symlinks; a concurrent swap of
+    /// one component for a symlink in between ran the granted command elsewhere (in `/etc`). The
+    /// init now enters the resolved path component by component, following none: every run is
+    /// in the granted directory or refused, never elsewhere. Control: runs in the granted
+    /// directory succeed while the swaps go on.
+    pub fn a_granted_cwd_swapped_for_a_symlink_is_never_entered_elsewhere() {
+        use std::sync::Mutex;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let f = Fixture::new();
+        let race = f.ws.join("race");
+        let (a, parked) = (race.join("a"), race.join("a.d"));
+        fs::create_dir_all(&a).unwrap();
+        let elsewhere = f.root.join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        let set = f.set(ProfileConfig { command: Access::Gated, ..f.allow_config() });
+        let exec = set.executor("k").unwrap();
+        // Each round of swaps is made under the lock, and leaves `a` a directory: a grant issued
+        // under it binds `a` itself.
+        let lock = Arc::new(Mutex::new(()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let (lock, stop, a, parked, elsewhere) =
+                (Arc::clone(&lock), Arc::clone(&stop), a.clone(), parked.clone(), elsewhere.clone());
+            std::thread::spawn(move || {
+                let mut rounds = 0u64;
+                while !stop.load(Ordering::SeqCst) {
+                    let _held = lock.lock().unwrap();
+                    fs::rename(&a, &parked).unwrap();
+                    std::os::unix::fs::symlink(&elsewhere, &a).unwrap();
+                    fs::remove_file(&a).unwrap();
+                    fs::rename(&parked, &a).unwrap();
+                    rounds += 1;
+                }
+                rounds
+            })
+        };
+        let cmd = "pwd -P";
+        let (mut inside, mut refused, mut outside) = (0, 0, Vec::new());
+        for _ in 0..120 {
+            let token = {
+                let _held = lock.lock().unwrap();
+                let req =
+                    GrantRequest { cwd: a.clone(), ..f.request(cmd, "command.execute", "", "command.start.v1", cmd) };
+                exec.issue_grant(&dl(), &req).unwrap()
+            };
+            match exec.run_command_with_grants(&dl(), "exec-1", &a, cmd, &[token]) {
+                Ok(out) => {
+                    let text = String::from_utf8_lossy(&out.bytes).trim().to_owned();
+                    if text == a.display().to_string() || text == parked.display().to_string() {
+                        inside += 1;
+                    } else {
+                        outside.push(text);
+                    }
+                }
+                Err(_) => refused += 1,
+            }
+        }
+        stop.store(true, Ordering::SeqCst);
+        let rounds = swapper.join().unwrap();
+        println!("swaps {rounds}; runs in the granted directory {inside}, refused {refused}, elsewhere {outside:?}");
+        assert!(outside.is_empty(), "a granted command ran outside its directory: {outside:?}");
+        assert!(inside > 0, "no run reached the granted directory (control)");
+        assert!(rounds > 0, "the swaps never ran");
+        set.close().unwrap();
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -889,6 +955,10 @@ fn main() -> std::process::ExitCode {
             (
                 "command_deny_wins_and_effective_access_shows_write_grants",
                 command_deny_wins_and_effective_access_shows_write_grants,
+            ),
+            (
+                "a_granted_cwd_swapped_for_a_symlink_is_never_entered_elsewhere",
+                a_granted_cwd_swapped_for_a_symlink_is_never_entered_elsewhere,
             ),
         ])
     }

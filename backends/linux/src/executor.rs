@@ -366,8 +366,18 @@ fn run_init(cfg: &SandboxExecutor, spec: &Spec) -> ! {
             Some(w) => w.cwd.clone(),
             None => process.cwd().display().to_string(),
         };
-        if let Err(e) = nix::unistd::chdir(cwd.as_str()) {
-            status.fail(Stage::Cwd, &format!("{cwd}: {e}"));
+        // Component by component, following no symlink: the path was resolved on the host (and
+        // a grant checked against it) before the spawn, and a concurrent run that replaced a
+        // component with a symlink since then led the run elsewhere, outside the workspace
+        // too (red team AX, 6 December: a command granted for `ws/race/a` ran in `/etc`).
+        if let Err(e) = sys::chdir_no_symlinks(&cwd) {
+            let why = match e {
+                nix::errno::Errno::ELOOP | nix::errno::Errno::ENOTDIR => {
+                    " (a component is a symlink or no directory: changed since it was resolved?)"
+                }
+                _ => "",
+            };
+            status.fail(Stage::Cwd, &format!("{cwd}: {e}{why}"));
         }
         let (args, env): (Vec<String>, Vec<String>) = match warm {
             Some(w) => (w.args, w.env),

@@ -778,6 +778,30 @@ pub fn open_dir_at(dir: Option<BorrowedFd<'_>>, name: &std::ffi::OsStr) -> io::R
     Ok(unsafe { own_fd(fd) })
 }
 
+/// Makes the absolute path `path` the cwd, opened component by component from `/` without
+/// following a symlink anywhere (`openat` with `O_NOFOLLOW`; the container's seccomp policy
+/// refuses `openat2`): a component that is a symlink fails (ELOOP or ENOTDIR) instead of
+/// leading elsewhere. `.` and `..` components are refused (EINVAL): a resolved path has none.
+pub fn chdir_no_symlinks(path: &str) -> nix::Result<()> {
+    use nix::fcntl::OFlag;
+    use std::path::Component;
+    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let mut parts = std::path::Path::new(path).components();
+    if parts.next() != Some(Component::RootDir) {
+        return Err(nix::errno::Errno::EINVAL);
+    }
+    let fd = nix::fcntl::open("/", flags, nix::sys::stat::Mode::empty())?;
+    // SAFETY: open just returned this descriptor: it is open and nothing owns it yet.
+    let mut dir = unsafe { own_fd(fd) };
+    for part in parts {
+        let Component::Normal(name) = part else { return Err(nix::errno::Errno::EINVAL) };
+        let fd = nix::fcntl::openat(Some(dir.as_raw_fd()), name, flags, nix::sys::stat::Mode::empty())?;
+        // SAFETY: openat just returned this descriptor: it is open and nothing owns it yet.
+        dir = unsafe { own_fd(fd) };
+    }
+    nix::unistd::fchdir(dir.as_raw_fd())
+}
+
 /// What another process of the same user may change in this one from outside, without any
 /// capability (issue 16: a run of a kept container could so reach the next): every resource
 /// limit (`prlimit64` lowers them), the nice value (`setpriority` raises it), the scheduling
