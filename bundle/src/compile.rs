@@ -272,6 +272,7 @@ fn protection(profile: &Profile, spawn: &SpawnContext, plan: &MountPlan) -> Prot
             not_exempt,
             no_new_repositories: scan.repositories.clone(),
             no_new_entries: scan.no_new_entries.clone(),
+            hidden_in: scan.hidden_in.clone(),
             denied: plan.denied.iter().chain(&scan.unreadable).cloned().collect(),
             reopened: plan.reopened.clone(),
         },

@@ -212,7 +212,26 @@ pub const V1: &[(&str, EntryKind, &str)] = &[
     ("~/.ssh/rc", EntryKind::Home, "run by sshd at login"),
     ("~/.ssh/authorized_keys", EntryKind::Home, "who may log in"),
     ("~/.ssh/environment", EntryKind::Home, "the environment sshd sets at login, where permitted"),
+    (
+        HIDDEN_IN_HOME,
+        EntryKind::Home,
+        "every hidden entry of the real HOME where a writable area covers it: tools' configuration, \
+         trust stores and PATH directories, more than any list names (~/.config/tmux, ~/.direnvrc, \
+         ~/.local/share/direnv/allow, ~/.pyenv/shims, ~/.ssh/authorized_keys2)",
+    ),
+    ("~/go/bin", EntryKind::Home, "on PATH where Go installs programs"),
+    (".env", EntryKind::Name, "the environment direnv's dotenv, pipenv, aider, compose and editors load"),
+    (".tool-versions", EntryKind::Name, "asdf's and mise's versions ('path:' runs programs from any directory)"),
+    (".config/mise", EntryKind::Name, "mise's project configuration (hooks run on cd, tasks)"),
+    ("mise/config.toml", EntryKind::Name, "mise's project configuration in its other place"),
+    (".Rprofile", EntryKind::Name, "R runs it from the directory it starts in"),
+    (".irbrc", EntryKind::Name, "irb runs it from the directory it starts in"),
+    (".pryrc", EntryKind::Name, "pry runs it from the directory it starts in"),
 ];
+
+/// The `~/` entry that stands for every hidden entry of the real HOME (see
+/// [`CreationGuard::hidden_in`]).
+pub const HIDDEN_IN_HOME: &str = "~/.*";
 
 /// The protected-paths part of a profile: the default list (or none), entries added and
 /// default entries dropped. `Default` is `protect-v1` with nothing added or dropped.
@@ -447,6 +466,14 @@ pub struct CreationGuard {
     /// by the host's `git submodule update --init`, which then runs its hooks and config.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub no_new_entries: Vec<PathBuf>,
+    /// Directories whose hidden entries (a first component beneath them starting with `.`)
+    /// are protected as a whole, existing or not: the caller's real HOME where a writable area
+    /// covers it ([`HIDDEN_IN_HOME`]). Its hidden files and directories are the host's
+    /// configuration, more than any list names: red teams planted `~/.config/tmux/tmux.conf`,
+    /// `~/.direnvrc`, an approval in `~/.local/share/direnv/allow` and a `git` in
+    /// `~/.pyenv/shims`, each run by the host later (6 December).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden_in: Vec<PathBuf>,
     /// Denied roots inside a bound area (a directory masked, a file covered), with their
     /// aliases: nothing at or beneath them is opened, truncated, linked, renamed or made by the
     /// guard, and no directory holding one is renamed. The mask of the spawn covers only what
@@ -470,6 +497,7 @@ impl CreationGuard {
             && self.paths.is_empty()
             && self.no_new_repositories.is_empty()
             && self.no_new_entries.is_empty()
+            && self.hidden_in.is_empty()
             && self.denied.is_empty()
     }
 
@@ -668,7 +696,13 @@ impl CreationGuard {
                 return true;
             }
         }
-        false
+        !self.is_exempt(path)
+            && self.hidden_in.iter().any(|home| {
+                path.strip_prefix(home).ok().and_then(|rest| rest.components().next()).is_some_and(|first| {
+                    use std::os::unix::ffi::OsStrExt as _;
+                    first.as_os_str().as_bytes().starts_with(b".")
+                })
+            })
     }
 }
 
@@ -700,6 +734,8 @@ pub struct ProtectScan {
     pub repositories: Vec<PathBuf>,
     /// Directories in which no new entry may be made (see [`CreationGuard::no_new_entries`]).
     pub no_new_entries: Vec<PathBuf>,
+    /// Directories whose hidden entries are protected whole (see [`CreationGuard::hidden_in`]).
+    pub hidden_in: Vec<PathBuf>,
     /// `(path, st_dev, st_ino)` of every existing entry, pin and existing additional root, and
     /// of every pinned ancestor of the profile's roots that exists, read at the end of the scan
     /// without following a symlink in any component ([`object_identity`]). The container init
@@ -772,8 +808,21 @@ mod tests {
             not_exempt: vec![PathBuf::from("/tmp/ws")],
             no_new_repositories: vec![PathBuf::from("/ws/repo")],
             no_new_entries: vec![PathBuf::from("/ws/repo/.git/modules")],
+            hidden_in: vec![PathBuf::from("/home/u")],
             denied: Vec::new(),
             reopened: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn every_hidden_entry_of_a_home_is_refused_and_nothing_else_of_it() {
+        let g = guard();
+        for p in ["/home/u/.direnvrc", "/home/u/.config/tmux/tmux.conf", "/home/u/.x.lock"] {
+            assert!(g.refuses(Path::new(p), CreateOp::Create), "{p}");
+            assert!(g.protects(Path::new(p)), "{p}");
+        }
+        for p in ["/home/u/notes", "/home/u/proj/.x", "/home/v/.x", "/home/u"] {
+            assert!(!g.refuses(Path::new(p), CreateOp::Create), "{p}");
         }
     }
 

@@ -1722,7 +1722,8 @@ fn the_real_homes_start_up_files_are_protected() {
     fs::write(&profile, json.to_string()).unwrap();
     let script = "for a in 'echo evil >> .bashrc' 'echo evil > .profile' 'echo evil > .gitconfig' \
                   'mkdir -p .ssh && echo evil > .ssh/config'; do \
-                  if sh -c \"$a\" 2>/dev/null; then echo \"wrote: $a\"; fi; done; echo ok > ordinary && echo CONTROL";
+                  if sh -c \"$a\" 2>/dev/null; then echo \"wrote: $a\"; fi; done; echo ok > ordinary && \
+                  echo ok > proj/.hidden-in-a-project && echo CONTROL";
     let o = Command::new(SANDBOX)
         .current_dir(&area.ws)
         .env("HOME", &area.ws)
@@ -1752,6 +1753,9 @@ fn the_real_homes_start_up_files_are_protected() {
 /// file is written.
 #[test]
 fn the_real_homes_entries_hold_with_an_isolated_home_and_through_a_symlink() {
+    // (Red teams AV and AW, 6 December: every hidden entry of a writable real HOME, existing or
+    // not: `~/.config/tmux/tmux.conf`, `~/.direnvrc`, direnv's approvals, `~/.pyenv/shims`,
+    // `~/.ssh/authorized_keys2`; and `~/go/bin`.)
     if !sandbox_runs_here("the_real_homes_entries_hold_with_an_isolated_home_and_through_a_symlink") {
         return;
     }
@@ -1760,12 +1764,19 @@ fn the_real_homes_entries_hold_with_an_isolated_home_and_through_a_symlink() {
     std::os::unix::fs::symlink(&area.ws, &link).unwrap();
     fs::create_dir_all(area.ws.join(".ssh")).unwrap();
     fs::write(area.ws.join(".ssh/authorized_keys"), "ORIGINAL\n").unwrap();
+    fs::write(area.ws.join(".existing"), "ORIGINAL\n").unwrap();
+    fs::create_dir_all(area.ws.join("proj")).unwrap();
     let script = "mkdir -p .ssh .config; for a in 'echo evil >> .ssh/authorized_keys' 'echo evil > .ssh/config' \
                   'echo evil > .ssh/rc' 'mkdir -p .config/git && echo evil > .config/git/config' \
                   'echo evil > .bash_completion' 'mkdir -p .kube && echo evil > .kube/config' \
                   'mkdir -p .aws && echo evil > .aws/config' 'mkdir -p .docker && echo evil > .docker/config.json' \
-                  'echo evil > .psqlrc'; do \
-                  if sh -c \"$a\" 2>/dev/null; then echo \"wrote: $a\"; fi; done; echo ok > ordinary && echo CONTROL";
+                  'echo evil > .psqlrc' 'echo evil > .ssh/authorized_keys2' 'echo evil > .direnvrc' \
+                  'mkdir -p .config/tmux && echo evil > .config/tmux/tmux.conf' 'echo evil > .inputrc' \
+                  'mkdir -p .local/share/direnv/allow && echo x > .local/share/direnv/allow/h' \
+                  'mkdir -p .pyenv/shims && echo evil > .pyenv/shims/git' 'mv proj .proj' 'ln -s proj .x' \
+                  'echo evil >> .existing' 'rm .existing' 'mkdir -p go/bin && echo evil > go/bin/git'; do \
+                  if sh -c \"$a\" 2>/dev/null; then echo \"wrote: $a\"; fi; done; echo ok > ordinary && \
+                  echo ok > proj/.hidden-in-a-project && echo CONTROL";
     for (home_mode, home) in [("isolated", &area.ws), ("real", &link)] {
         let profile = area.dir.path().join(format!("{home_mode}.json"));
         let json = serde_json::json!({
@@ -1787,10 +1798,28 @@ fn the_real_homes_entries_hold_with_an_isolated_home_and_through_a_symlink() {
         assert_eq!(o.status.code(), Some(0), "{home_mode}: {out} {}", String::from_utf8_lossy(&o.stderr));
         assert_eq!(out, "CONTROL\n", "{home_mode}: {out}");
         assert_eq!(fs::read_to_string(area.ws.join(".ssh/authorized_keys")).unwrap(), "ORIGINAL\n");
-        for f in [".ssh/config", ".ssh/rc", ".config/git", ".bash_completion", ".kube/config", ".aws/config", ".psqlrc"]
-        {
+        assert_eq!(fs::read_to_string(area.ws.join(".existing")).unwrap(), "ORIGINAL\n");
+        for f in [
+            ".ssh/config",
+            ".ssh/rc",
+            ".config/git",
+            ".bash_completion",
+            ".kube/config",
+            ".aws/config",
+            ".psqlrc",
+            ".ssh/authorized_keys2",
+            ".direnvrc",
+            ".config",
+            ".inputrc",
+            ".local",
+            ".pyenv",
+            ".proj",
+            ".x",
+            "go/bin/git",
+        ] {
             assert!(!area.ws.join(f).exists(), "{home_mode}: {f}");
         }
+        assert!(area.ws.join("proj/.hidden-in-a-project").exists(), "{home_mode}: control");
     }
 }
 
@@ -1903,7 +1932,8 @@ fn the_global_git_configs_relative_paths_hold_in_every_repository() {
     let st = Command::new("git").args(["init", "-q"]).current_dir(&repo).env("HOME", &home).status().unwrap();
     assert!(st.success());
     let script = "cd repo; for a in 'mkdir -p .githooks && echo evil > .githooks/pre-commit' 'echo evil > tools/fmt.sh'; do \
-                  if sh -c \"$a\" 2>/dev/null; then echo \"wrote: $a\"; fi; done; echo ok > ordinary && echo CONTROL";
+                  if sh -c \"$a\" 2>/dev/null; then echo \"wrote: $a\"; fi; done; echo ok > ordinary && \
+                  echo ok > proj/.hidden-in-a-project && echo CONTROL";
     run_with_home(&area, &home, script);
     assert!(!repo.join(".githooks").exists());
     assert_eq!(fs::read_to_string(repo.join("tools/fmt.sh")).unwrap(), "cat\n");

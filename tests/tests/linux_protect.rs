@@ -934,6 +934,61 @@ mod linux {
         assert!(!repo.join("missing.rc").exists() && !repo.join(".hg/sharedpath").exists());
     }
 
+    /// Red team AW (6 December): files a protected configuration loads in turn, which the
+    /// host ran later. A direnv `.envrc` (`source_env_if_exists .envrc.local`, a bare
+    /// `dotenv_if_exists`, `layout node`, `PATH_add bin`), `.env` itself (read by pipenv,
+    /// aider and editors), an MCP server run as `python3 -m mcpsrv` (its module and its bytecode
+    /// cache), and a repository's `core.excludesFile` (a new file hidden from `git status`) and
+    /// `interactive.diffFilter` (run by `git add -p`). Controls: a file none of them names is
+    /// written, and a new ordinary file is made.
+    pub fn files_that_protected_configs_load_in_turn_are_protected() {
+        let d = TestDirs::new("sbx-protect");
+        let ws = &d.ws;
+        fs::write(
+            ws.join(".envrc"),
+            "source_env_if_exists .envrc.local\ndotenv_if_exists\nlayout node\nPATH_add bin\n",
+        )
+        .unwrap();
+        fs::write(ws.join(".mcp.json"), r#"{"mcpServers":{"s":{"command":"python3","args":["-m","mcpsrv"]}}}"#)
+            .unwrap();
+        fs::write(ws.join("mcpsrv.py"), "ORIGINAL\n").unwrap();
+        fs::create_dir_all(ws.join("repo/.git")).unwrap();
+        fs::create_dir_all(ws.join("repo/tools")).unwrap();
+        fs::write(
+            ws.join("repo/.git/config"),
+            "[core]\n\trepositoryformatversion = 0\n\texcludesFile = .myignore\n[interactive]\n\tdiffFilter = tools/color.sh\n",
+        )
+        .unwrap();
+        fs::write(ws.join("repo/.myignore"), "ORIGINAL\n").unwrap();
+        fs::write(ws.join("repo/tools/color.sh"), "ORIGINAL\n").unwrap();
+        fs::write(ws.join("repo/tools/other.sh"), "ORIGINAL\n").unwrap();
+        let (_set, exec) = executor(&d, config(&d));
+        let attacks = [
+            ("envrc-local", "echo 'id > /tmp/pwned' > .envrc.local"),
+            ("dotenv", "echo GIT_CONFIG_COUNT=1 > .env"),
+            ("layout-node", "mkdir -p node_modules/.bin && echo evil > node_modules/.bin/git"),
+            ("path-add", "mkdir -p bin && echo evil > bin/git"),
+            ("python-m", "echo evil >> mcpsrv.py"),
+            ("pycache", "mkdir -p __pycache__ && echo evil > __pycache__/mcpsrv.cpython-311.pyc"),
+            ("excludes", "echo new.sh >> repo/.myignore"),
+            ("diff-filter", "echo evil >> repo/tools/color.sh"),
+        ];
+        let mut script = String::new();
+        for (name, cmd) in &attacks {
+            script.push_str(&attempt(name, cmd));
+        }
+        script.push_str("echo more >> repo/tools/other.sh && echo x > ordinary.txt && echo controls-ok");
+        let out = sh_ok(&exec, ws, &script);
+        all_failed(&out, &attacks.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>());
+        assert!(out.contains("controls-ok"), "{out}");
+        for f in ["mcpsrv.py", "repo/.myignore", "repo/tools/color.sh"] {
+            assert_eq!(fs::read_to_string(ws.join(f)).unwrap(), "ORIGINAL\n", "{f}");
+        }
+        for f in [".envrc.local", ".env", "node_modules/.bin", "bin", "__pycache__"] {
+            assert!(!ws.join(f).exists(), "{f}");
+        }
+    }
+
     /// The servers further agents' JSON configurations name (see
     /// `files_that_protected_configs_name_as_commands_are_read_only`), each a file in the
     /// workspace.
@@ -1335,6 +1390,10 @@ fn main() -> std::process::ExitCode {
                 hooks_that_link_into_the_work_tree_keep_their_targets,
             ),
             ("a_mercurial_config_keeps_the_files_it_runs", a_mercurial_config_keeps_the_files_it_runs),
+            (
+                "files_that_protected_configs_load_in_turn_are_protected",
+                files_that_protected_configs_load_in_turn_are_protected,
+            ),
             (
                 "files_that_protected_configs_name_as_commands_are_read_only",
                 files_that_protected_configs_name_as_commands_are_read_only,

@@ -829,6 +829,7 @@ mod tests {
                 exempt: vec!["/tmp".into()],
                 no_new_repositories: vec!["/ws".into()],
                 no_new_entries: vec!["/ws/.git/modules".into()],
+                hidden_in: vec!["/home/u".into()],
                 not_exempt: vec![],
                 denied: vec![],
                 reopened: vec![],

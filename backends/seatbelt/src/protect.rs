@@ -130,7 +130,13 @@ pub(crate) fn rules(out: &mut String, protection: &Protected, writable: &[PathBu
     exact.dedup();
     let repositories = &protection.guard.no_new_repositories;
     let no_new_entries = &protection.guard.no_new_entries;
-    if names.is_empty() && exact.is_empty() && repositories.is_empty() && no_new_entries.is_empty() {
+    let hidden_in = &protection.guard.hidden_in;
+    if names.is_empty()
+        && exact.is_empty()
+        && repositories.is_empty()
+        && no_new_entries.is_empty()
+        && hidden_in.is_empty()
+    {
         return Ok(());
     }
     let _ = writeln!(
@@ -203,6 +209,19 @@ pub(crate) fn rules(out: &mut String, protection: &Protected, writable: &[PathBu
             for s in spellings(d) {
                 let dir = regex_escape(&s.to_string_lossy());
                 let _ = write!(out, "\n  {}", regex_filter(&format!("^{}/[^/]+$", dir.trim_end_matches('/')))?);
+            }
+        }
+        out.push_str(")\n");
+    }
+    if !hidden_in.is_empty() {
+        out.push_str(
+            ";; every hidden entry of the real HOME, existing or not, and everything beneath it\n(deny file-write*",
+        );
+        for d in hidden_in {
+            for s in spellings(d) {
+                let dir = regex_escape(&s.to_string_lossy());
+                let _ =
+                    write!(out, "\n  {}", regex_filter(&format!("^{}/\\.[^/]*(/.*)?$", dir.trim_end_matches('/')))?);
             }
         }
         out.push_str(")\n");
@@ -294,6 +313,7 @@ mod tests {
             exempt: vec![],
             no_new_repositories: vec![PathBuf::from("/ws/repo")],
             no_new_entries: vec![],
+            hidden_in: vec![],
             denied: Vec::new(),
             reopened: Vec::new(),
             not_exempt: vec![],

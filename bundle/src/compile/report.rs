@@ -88,13 +88,16 @@ pub(super) fn protected_entry(p: &Protected) -> ReportEntry {
             "none: the profile turned the default list off and added nothing",
         );
     }
-    let what = format!(
+    let mut what = format!(
         "{} ({}): {} existing bound read-only, creation refused for the names at every depth and for {} paths",
         p.version,
         p.entries.join(" "),
         p.bound.len(),
         p.guard.paths.len()
     );
+    for home in &p.guard.hidden_in {
+        what.push_str(&format!(", and for every hidden entry of {}", home.display()));
+    }
     if p.narrowed.is_empty() {
         ReportEntry::new("protected-paths", Status::Enforced, what)
     } else {

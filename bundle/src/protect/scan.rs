@@ -66,6 +66,9 @@ const MAX_MOUNT_COPIES: u64 = 16_384;
 /// minute or more, and past the kernel's mount bound would have failed only after minutes (red
 /// team AN, 5 December). Past it the spawn is refused at once.
 const MAX_ENTRIES: usize = 8_192;
+/// The most hidden entries of a writable real HOME the scan binds read-only (`~/.*` of the
+/// list); past it the spawn is refused (a HOME in use holds a few dozen to a few hundred).
+const MAX_HIDDEN_IN_HOME: usize = 4096;
 
 /// The entries that make a directory a git directory to git (with `objects/` a directory):
 /// a bare repository is found by them.
@@ -421,6 +424,36 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
                 || profile.areas().any(|(a, _, w)| w != Access::Deny && a.starts_with(e))
         };
         for rel in p.home_entries() {
+            if rel == ".*" {
+                // Every hidden entry, where the HOME's own entries are writable (a workspace or
+                // root covering it, or host write): each existing one bound read-only (the
+                // first [`MAX_HIDDEN_IN_HOME`]; past them the spawn is refused), and no new one
+                // made (`CreationGuard::hidden_in`).
+                let (real, _) = resolve(home);
+                if writable_at(&home.join(".x")) || writable_at(&real.join(".x")) {
+                    let mut count = 0;
+                    for e in std::fs::read_dir(&real).into_iter().flatten().flatten() {
+                        use std::os::unix::ffi::OsStrExt as _;
+                        if !e.file_name().as_bytes().starts_with(b".") {
+                            continue;
+                        }
+                        count += 1;
+                        if count > MAX_HIDDEN_IN_HOME {
+                            walker.out.refused.get_or_insert_with(|| {
+                                format!(
+                                    "protected_paths: {} holds more than {MAX_HIDDEN_IN_HOME} hidden entries, which \
+                                     ~/.* protects; say \"except\": [\"~/.*\"] to protect the listed ones only",
+                                    real.display()
+                                )
+                            });
+                            break;
+                        }
+                        walker.entry(&e.path());
+                    }
+                    walker.out.hidden_in.push(real);
+                }
+                continue;
+            }
             let e = home.join(rel);
             if c.home == Home::RealHome || writable_at(&e) || writable_at(&resolve(&e).0) {
                 walker.entry(&e);
@@ -902,6 +935,8 @@ impl Walker<'_> {
                 } else if let Some(root) = hg_repository(&path) {
                     let mut seen = HashSet::new();
                     self.hg_config(&path, &root, 0, &mut seen);
+                } else if name == ".envrc" {
+                    self.envrc(&path);
                 } else if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
                     for file in AGENT_FILES_IN_DIRS {
                         let inside = path.join(file);
@@ -1267,6 +1302,16 @@ impl Walker<'_> {
                 }
             }
         }
+        if parts.contains(&"config") {
+            for file in &refs.files {
+                // Relative to the worktree's root, as git takes them; without one (the global
+                // config) only absolute and `~/` ones can be placed.
+                let Some(root) = root.or(file.is_absolute().then_some(Path::new("/"))) else { continue };
+                if let Some(path) = self.expand(file, root) {
+                    self.command_file(&path);
+                }
+            }
+        }
         // Files that the commands this config names run (`core.fsmonitor = ./fsmon.sh`, a
         // filter's `clean = tools/clean.sh`, `!sh scripts/x.sh` aliases): the config is
         // protected, but a red team rewrote the scripts it names in the workspace, and the
@@ -1423,6 +1468,13 @@ impl Walker<'_> {
                 // The exec form (`["node", "server.js"]`) and parallel commands (`{"a": "…"}`).
                 serde_json::Value::Array(items) if command => {
                     items.iter().for_each(|i| collect(i, Some("args"), out, cwds));
+                    out.push((joined(items), true));
+                }
+                // Also as one line: `["-m", "srv"]` runs `srv.py` (red team AW, 6 December: each
+                // word alone named `srv`, which Python never loads for `-m`).
+                serde_json::Value::Array(items) if key == Some("args") => {
+                    items.iter().for_each(|i| collect(i, key, out, cwds));
+                    out.push((joined(items), false));
                 }
                 serde_json::Value::Object(map) if command => map.values().for_each(|v| collect(v, key, out, cwds)),
                 serde_json::Value::Object(map) if key == Some("env") => {
@@ -1432,6 +1484,15 @@ impl Walker<'_> {
                 serde_json::Value::Object(map) => map.iter().for_each(|(k, v)| collect(v, Some(k), out, cwds)),
                 _ => {}
             }
+        }
+        /// The string items of an exec form or `args` as one command line (each quoted).
+        fn joined(items: &[serde_json::Value]) -> String {
+            let words: Vec<String> = items
+                .iter()
+                .filter_map(serde_json::Value::as_str)
+                .map(|w| if w.contains('\'') { format!("\"{w}\"") } else { format!("'{w}'") })
+                .collect();
+            words.join(" ")
         }
         let Some(bytes) = read_small(file) else { return };
         let text = String::from_utf8_lossy(&bytes);
@@ -1449,6 +1510,62 @@ impl Walker<'_> {
                         self.command_file(&path);
                     }
                 }
+            }
+        }
+    }
+
+    /// A direnv `.envrc` (protected: direnv runs it on `cd`, and its approval covers its own
+    /// text only): what it loads or puts on PATH in turn is a command file, relative to its
+    /// directory: every word of each line ([`command_paths`]: `source_env_if_exists
+    /// .envrc.local`, `dotenv .env.dev`, `PATH_add bin`, `source scripts/env.sh`), `.env` for a
+    /// bare `dotenv`, the directories `layout node` and the Python layouts put on PATH
+    /// (`node_modules/.bin`, `.direnv`, `.venv`), the files `use flake` and `use nix` evaluate,
+    /// and the elements of a `PATH=` it sets (`$PWD/bin`). Red team AW, 6 December: the
+    /// workload wrote `.envrc.local`, `.env` (`GIT_CONFIG_*` naming a `core.fsmonitor`) and a
+    /// `git` in `node_modules/.bin`, each run at the host's next `cd` or `git status`.
+    fn envrc(&mut self, file: &Path) {
+        if self.configs_stopped {
+            return;
+        }
+        let Some(bytes) = read_small(file) else { return };
+        if !self.config_read(bytes.len()) {
+            return;
+        }
+        let dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
+        let text = String::from_utf8_lossy(&bytes);
+        let mut paths: Vec<PathBuf> = Vec::new();
+        for line in text.lines().map(str::trim) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            paths.extend(command_paths(line, None, true));
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let python = |k: &str| {
+                k.starts_with("python")
+                    || matches!(k, "pyenv" | "anaconda" | "pipenv" | "poetry" | "uv" | "pdm" | "hatch" | "virtualenv")
+            };
+            let named: &[&str] = match words.as_slice() {
+                ["dotenv" | "dotenv_if_exists"] => &[".env"],
+                ["layout", "node", ..] => &["node_modules/.bin"],
+                ["layout", kind, ..] if python(kind) => &[".direnv", ".venv"],
+                ["use", "flake", ..] => &["flake.nix", "flake.lock"],
+                ["use", "nix", ..] => &["shell.nix", "default.nix"],
+                _ => &[],
+            };
+            paths.extend(named.iter().map(PathBuf::from));
+            for value in words.iter().filter_map(|w| w.split_once("PATH=").map(|(_, v)| v)) {
+                for part in value.trim_matches(['"', '\'']).split(':') {
+                    let from_here = ["${PWD}", "$PWD", "$(pwd)"].iter().find_map(|p| part.strip_prefix(p));
+                    let part = from_here.map_or(part, |rest| rest.trim_start_matches('/'));
+                    if !part.is_empty() && !part.contains(['$', '`']) {
+                        paths.push(PathBuf::from(part));
+                    }
+                }
+            }
+        }
+        for path in paths {
+            if let Some(p) = self.expand(&path, &dir) {
+                self.command_file(&p);
             }
         }
     }
@@ -1652,6 +1769,8 @@ fn read_gitdir(file: &Path) -> Option<PathBuf> {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct ConfigRefs {
     hooks_paths: Vec<PathBuf>,
+    /// `core.excludesFile` and `core.attributesFile`.
+    files: Vec<PathBuf>,
     includes: Vec<PathBuf>,
     /// The values of keys that name a command git runs (see [`names_a_command`]).
     commands: Vec<String>,
@@ -1791,8 +1910,13 @@ fn config_refs_sized(config: &Path) -> (ConfigRefs, usize) {
         }
         if key == "core.hookspath" {
             out.hooks_paths.push(PathBuf::from(value));
+        } else if key == "core.excludesfile" || key == "core.attributesfile" {
+            // Files that decide what git shows: a line added to them hid a new file from the
+            // host's `git status`, or made `git diff` print "Binary files differ" (red team AW,
+            // 6 December). Protected as entries.
+            out.files.push(PathBuf::from(value));
         } else if names_a_command(&key, &value) {
-            out.commands.push(value);
+            out.commands.push(value.strip_prefix("ext::").map(str::to_owned).unwrap_or(value));
         } else if key == "include.path"
             || (key.starts_with("includeif.") && key.ends_with(".path") && key.len() > "includeif..path".len())
         {
@@ -1837,6 +1961,11 @@ fn names_a_command(key: &str, value: &str) -> bool {
         "cccmd",
         "browser",
         "external",
+        // `interactive.diffFilter` (run by `git add -p`), `sendemail.smtpServer` (a path is run
+        // as sendmail), `instaweb.httpd` (red team AW, 6 December).
+        "difffilter",
+        "smtpserver",
+        "httpd",
         // Not a command, but what the host's next `git init` or `git clone` copies hooks from.
         "templatedir",
     ];
@@ -1846,6 +1975,9 @@ fn names_a_command(key: &str, value: &str) -> bool {
         "alias" => value.starts_with('!'),
         "submodule" => last == "update" && value.starts_with('!'),
         "pager" => true,
+        // `remote.<r>.url = ext::<command>` (git runs the command where `protocol.ext.allow`
+        // lets it).
+        "remote" => matches!(last, "url" | "pushurl") && value.starts_with("ext::") || LAST.contains(&last),
         "difftool" | "mergetool" | "man" | "browser" => matches!(last, "cmd" | "path"),
         "include" | "includeif" => false,
         _ => LAST.contains(&last),
@@ -1914,6 +2046,13 @@ fn command_paths(command: &str, project: Option<&Path>, program: bool) -> Vec<Pa
             more.push(format!("{module}.py"));
             if let Some((package, _)) = module.split_once('/') {
                 more.push(package.to_owned());
+            } else {
+                // Python runs `__pycache__/<module>.cpython-*.pyc` in place of `<module>.py`
+                // when its stamp matches the source's (red team AW, 6 December: a planted one,
+                // ignored by git, ran at the host's `python3 -m`). A package's cache lies in
+                // its directory, protected whole above.
+                more.push(format!("{module}/__main__.py"));
+                more.push(String::from("__pycache__"));
             }
         }
     }
@@ -2176,7 +2315,7 @@ mod tests {
         };
         assert_eq!(words("./fsmon.sh", None), ["./fsmon.sh"]);
         assert_eq!(words("sh fsmon.sh", None), ["fsmon.sh"]);
-        assert_eq!(words("python3 -m mcpsrv", None), ["mcpsrv", "mcpsrv.py"]);
+        assert_eq!(words("python3 -m mcpsrv", None), ["__pycache__", "mcpsrv", "mcpsrv/__main__.py", "mcpsrv.py"]);
         assert_eq!(words("python3 -m pkg.srv", None), ["pkg", "pkg/srv.py", "pkg.srv"]);
         assert_eq!(words("node ${NOPE:-srv5.js}", None), ["srv5.js"]);
         assert_eq!(words("node ${A-x/a.js} ${B:=b.js}", None), ["b.js", "x/a.js"]);
@@ -2533,6 +2672,74 @@ mod tests {
             }
             std::fs::write(ws.join(rel), body).unwrap_or_else(|e| panic!("{e}"));
         }
+    }
+
+    /// Red team AW (6 December): what a protected `.envrc` loads or puts on PATH, what an MCP
+    /// server's `-m` module runs (its bytecode cache too), the files `core.excludesFile` and
+    /// `core.attributesFile` name, and the commands of `interactive.diffFilter` and an `ext::`
+    /// remote are protected. Control: a file none of them names stays writable.
+    #[test]
+    fn what_protected_configs_load_in_turn_is_protected() {
+        let (_dir, ws, profile) = writable_workspace();
+        let envrc = "source_env_if_exists .envrc.local\ndotenv_if_exists\nlayout node\nlayout python3\n\
+                     PATH_add tools/bin\nexport PATH=$PWD/scripts:$PATH\nuse flake\n# source nope.sh\n";
+        std::fs::write(ws.join(".envrc"), envrc).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(ws.join(".mcp.json"), r#"{"mcpServers":{"s":{"command":"python3","args":["-m","mcpsrv"]}}}"#)
+            .unwrap_or_else(|e| panic!("{e}"));
+        repo_with(
+            &ws,
+            "\texcludesFile = .myignore\n\tattributesFile = attrs/all\n[interactive]\n\tdiffFilter = ./tools/color.sh\n\
+             [remote \"o\"]\n\turl = ext::sh tools/remote.sh\n",
+            &[],
+        );
+        let found = scan(&profile, None);
+        assert!(found.refused.is_none(), "{found:?}");
+        for rel in [
+            ".envrc.local",
+            ".env",
+            "node_modules/.bin",
+            ".direnv",
+            ".venv",
+            "tools/bin",
+            "scripts",
+            "flake.nix",
+            "mcpsrv.py",
+            "__pycache__",
+            "repo/.myignore",
+            "repo/attrs/all",
+            "repo/tools/color.sh",
+            "repo/tools/remote.sh",
+        ] {
+            assert!(protects(&found, &ws.join(rel)), "{rel}: {found:?}");
+        }
+        assert!(!protects(&found, &ws.join("nope.sh")), "a comment names nothing");
+        assert!(!protects(&found, &ws.join("repo/tools/other.sh")), "control");
+    }
+
+    /// Red teams AV and AW (6 December): a workspace that covers the real HOME protects every
+    /// hidden entry there, existing (bound) or not (`hidden_in`), and nothing else of it.
+    #[test]
+    fn a_writable_real_home_has_every_hidden_entry_protected() {
+        let (_dir, ws, profile) = writable_workspace();
+        for d in [".config/tmux", ".local/share/direnv/allow", "proj"] {
+            std::fs::create_dir_all(ws.join(d)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::fs::write(ws.join(".inputrc"), "x").unwrap_or_else(|e| panic!("{e}"));
+        let found = scan(&profile, Some(&ws));
+        assert!(found.refused.is_none(), "{found:?}");
+        assert_eq!(found.hidden_in, vec![ws.clone()]);
+        for rel in [".config", ".local", ".inputrc"] {
+            assert!(found.existing.iter().any(|(p, _)| *p == ws.join(rel)), "{rel}: {found:?}");
+        }
+        assert!(!found.existing.iter().any(|(p, _)| *p == ws.join("proj")), "control: {found:?}");
+        let guard = crate::protect::CreationGuard { hidden_in: found.hidden_in.clone(), ..Default::default() };
+        assert!(guard.refuses(&ws.join(".direnvrc"), crate::protect::CreateOp::Create));
+        assert!(guard.refuses(&ws.join(".config/gdb/gdbinit"), crate::protect::CreateOp::Create));
+        assert!(!guard.refuses(&ws.join("proj/.x"), crate::protect::CreateOp::Create), "control");
+        assert!(!guard.refuses(&ws.join("notes"), crate::protect::CreateOp::Create), "control");
+        // Elsewhere than a writable HOME, nothing of the kind.
+        let found = scan(&profile, Some(Path::new("/nonexistent-home")));
+        assert!(found.hidden_in.is_empty(), "{found:?}");
     }
 
     /// Whether the scan protects `path` (bound when it exists, refused when not).
