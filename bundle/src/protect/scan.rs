@@ -431,10 +431,27 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
                 // made (`CreationGuard::hidden_in`).
                 let (real, _) = resolve(home);
                 if writable_at(&home.join(".x")) || writable_at(&real.join(".x")) {
+                    use std::os::unix::ffi::OsStrExt as _;
+                    // A writable area the profile names inside a hidden entry (a root at
+                    // `~/.cache/pip`) stays the profile's: the entry holding it is not bound,
+                    // new hidden entries are not refused, and the report says so.
+                    let hidden = |p: &Path| {
+                        p.strip_prefix(&real)
+                            .ok()
+                            .and_then(|r| r.components().next())
+                            .is_some_and(|first| first.as_os_str().as_bytes().starts_with(b"."))
+                    };
+                    let inner: Vec<PathBuf> = profile
+                        .areas()
+                        .filter(|(a, _, w)| *w != Access::Deny && hidden(a))
+                        .map(|(a, _, _)| a.to_path_buf())
+                        .collect();
                     let mut count = 0;
                     for e in std::fs::read_dir(&real).into_iter().flatten().flatten() {
-                        use std::os::unix::ffi::OsStrExt as _;
                         if !e.file_name().as_bytes().starts_with(b".") {
+                            continue;
+                        }
+                        if inner.iter().any(|a| a.starts_with(e.path())) {
                             continue;
                         }
                         count += 1;
@@ -450,7 +467,16 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
                         }
                         walker.entry(&e.path());
                     }
-                    walker.out.hidden_in.push(real);
+                    if inner.is_empty() {
+                        walker.out.hidden_in.push(real);
+                    } else {
+                        walker.out.narrowed.push(format!(
+                            "~/.*: {} is an area of the profile inside a hidden entry of the HOME: that entry is not \
+                             bound read-only and new hidden entries of {} are not refused (the listed ~/ entries hold)",
+                            inner[0].display(),
+                            real.display()
+                        ));
+                    }
                 }
                 continue;
             }
@@ -2740,6 +2766,22 @@ mod tests {
         // Elsewhere than a writable HOME, nothing of the kind.
         let found = scan(&profile, Some(Path::new("/nonexistent-home")));
         assert!(found.hidden_in.is_empty(), "{found:?}");
+        // A read-denied file root in a hidden entry changes nothing; a writable root inside one
+        // keeps its entry unbound and new hidden entries allowed, reported narrowed.
+        std::fs::create_dir_all(ws.join(".cache/pip")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(ws.join(".config/key"), "k").unwrap_or_else(|e| panic!("{e}"));
+        let with_root = |path: &str, read: Access, write: Access| {
+            let mut config = profile.config().clone();
+            config.additional_roots = vec![crate::RootAccess { path: ws.join(path), read, write }];
+            crate::Profile::new(config).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let found = scan(&with_root(".config/key", Access::Deny, Access::Deny), Some(&ws));
+        assert_eq!(found.hidden_in, vec![ws.clone()], "{found:?}");
+        let found = scan(&with_root(".cache/pip", Access::Allow, Access::Allow), Some(&ws));
+        assert!(found.hidden_in.is_empty(), "{found:?}");
+        assert!(found.narrowed.iter().any(|n| n.starts_with("~/.*")), "{found:?}");
+        assert!(!found.existing.iter().any(|(p, _)| *p == ws.join(".cache")), "{found:?}");
+        assert!(found.existing.iter().any(|(p, _)| *p == ws.join(".config")), "{found:?}");
     }
 
     /// Whether the scan protects `path` (bound when it exists, refused when not).
