@@ -85,13 +85,14 @@ pub(crate) fn leading_regexes(pattern: &str) -> Vec<String> {
 }
 
 /// Leading parts of default names that stay creatable on macOS: `.github` (of `.github/hooks`),
-/// where a repository's workflows and templates live, which agents make in new repositories.
-/// The price: a directory named `.github` may be renamed into place already holding a `hooks`
-/// of the workload's (the exact name `.github/hooks` is still refused everywhere else). Linux's
-/// guard sees that rename; Seatbelt cannot tell it from the `mkdir`. (`.cargo`, `.hg`, `.jj`,
-/// `.sl` and `.clinerules` cannot be made on macOS: project config, and repositories of those
-/// tools, are not made inside a run there.)
-const CREATABLE_LEADING: [&str; 1] = ["\\.github"];
+/// where a repository's workflows and templates live, which agents make in new repositories;
+/// `.config` (of `.config/mise`) and `mise` (of `mise/config.toml`), ordinary directory names.
+/// The price: a directory of such a name may be renamed into place already holding the rest of
+/// the name (the exact names are still refused everywhere else). Linux's guard sees that
+/// rename; Seatbelt cannot tell it from the `mkdir`. (`.cargo`, `.hg`, `.jj`, `.sl` and
+/// `.clinerules` cannot be made on macOS: project config, and repositories of those tools, are
+/// not made inside a run there.)
+const CREATABLE_LEADING: [&str; 3] = ["\\.github", "\\.config", "mise"];
 
 /// `(regex "…")`, the regex quoted as an SBPL string.
 fn regex_filter(regex: &str) -> Result<String, Error> {
@@ -295,6 +296,9 @@ mod tests {
     #[test]
     fn leading_parts_match_the_new_name_only() {
         assert!(leading_regexes(".envrc").is_empty());
+        for creatable in [".github/hooks", ".config/mise", "mise/config.toml"] {
+            assert!(leading_regexes(creatable).is_empty(), "{creatable}");
+        }
         let res = leading_regexes("a.b/c/d");
         assert_eq!(res, vec!["^(/.*)?/a\\.b$".to_owned(), "^(/.*)?/a\\.b/c$".to_owned()]);
         assert!(matches(&res[0], "/ws/a.b") && matches(&res[0], "/ws/x/a.b"));
