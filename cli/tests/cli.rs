@@ -1722,8 +1722,7 @@ fn the_real_homes_start_up_files_are_protected() {
     fs::write(&profile, json.to_string()).unwrap();
     let script = "for a in 'echo evil >> .bashrc' 'echo evil > .profile' 'echo evil > .gitconfig' \
                   'mkdir -p .ssh && echo evil > .ssh/config'; do \
-                  if sh -c \"$a\" 2>/dev/null; then echo \"wrote: $a\"; fi; done; echo ok > ordinary && \
-                  echo ok > proj/.hidden-in-a-project && echo CONTROL";
+                  if sh -c \"$a\" 2>/dev/null; then echo \"wrote: $a\"; fi; done; echo ok > ordinary && echo CONTROL";
     let o = Command::new(SANDBOX)
         .current_dir(&area.ws)
         .env("HOME", &area.ws)
@@ -1932,8 +1931,7 @@ fn the_global_git_configs_relative_paths_hold_in_every_repository() {
     let st = Command::new("git").args(["init", "-q"]).current_dir(&repo).env("HOME", &home).status().unwrap();
     assert!(st.success());
     let script = "cd repo; for a in 'mkdir -p .githooks && echo evil > .githooks/pre-commit' 'echo evil > tools/fmt.sh'; do \
-                  if sh -c \"$a\" 2>/dev/null; then echo \"wrote: $a\"; fi; done; echo ok > ordinary && \
-                  echo ok > proj/.hidden-in-a-project && echo CONTROL";
+                  if sh -c \"$a\" 2>/dev/null; then echo \"wrote: $a\"; fi; done; echo ok > ordinary && echo CONTROL";
     run_with_home(&area, &home, script);
     assert!(!repo.join(".githooks").exists());
     assert_eq!(fs::read_to_string(repo.join("tools/fmt.sh")).unwrap(), "cat\n");
