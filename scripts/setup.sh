@@ -7,7 +7,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 if [ "$(id -u)" = 0 ]; then
   missing=()
-  for pkg_cmd in runc:runc crun:crun bubblewrap:bwrap util-linux:unshare nodejs:node time:/usr/bin/time python3:python3 procps:pgrep curl:curl openssl:openssl; do
+  for pkg_cmd in runc:runc crun:crun bubblewrap:bwrap util-linux:unshare nodejs:node time:/usr/bin/time python3:python3 procps:pgrep curl:curl openssl:openssl gcc:cc; do
     command -v "${pkg_cmd#*:}" >/dev/null 2>&1 || missing+=("${pkg_cmd%%:*}")
   done
   if [ "${#missing[@]}" -gt 0 ]; then

@@ -3759,6 +3759,130 @@ fn walk_names(dir: &std::path::Path) -> Vec<String> {
     out
 }
 
+/// The descriptor swap of red team AZ (6 December), compiled at the test's start: descriptor 900
+/// is an epoll one with 4,000 entries (slow for the guard to look at, and no regular file, so
+/// the guard holds nothing for it) while one thread maps 900 shared and writable; another puts
+/// the tracked file's descriptor (open for reading and writing) at 900 once the guard is
+/// looking (its own `epoll_ctl` then waits on the epoll's lock). The kernel maps the file.
+const MMAP_SWAP_C: &str = r#"
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+static const int X = 900;
+static volatile int state;
+static void *volatile mapped;
+static void *mapper(void *unused) {
+    (void)unused;
+    state = 1;
+    mapped = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, X, 0);
+    state = 2;
+    return NULL;
+}
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+int main(int argc, char **argv) {
+    if (argc < 3) return 1;
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    int rw = open(argv[1], O_RDWR);
+    int ep = epoll_create1(0), ev = eventfd(0, 0);
+    if (rw < 0 || ep < 0 || ev < 0) return 1;
+    struct epoll_event e = {.events = EPOLLIN};
+    for (int i = 0; i < 4000; i++) {
+        int d = dup(ev);
+        if (d < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, d, &e)) break;
+    }
+    int probe = dup(ev);
+    epoll_ctl(ep, EPOLL_CTL_ADD, probe, &e);
+    for (int attempt = 0; attempt < 60; attempt++) {
+        dup2(ep, X);
+        state = 0;
+        mapped = MAP_FAILED;
+        pthread_t t;
+        pthread_create(&t, NULL, mapper, NULL);
+        while (state == 0) {}
+        while (state == 1) {
+            struct rusage r0, r1;
+            getrusage(RUSAGE_THREAD, &r0);
+            double t0 = now();
+            epoll_ctl(ep, EPOLL_CTL_MOD, probe, &e);
+            double took = now() - t0;
+            getrusage(RUSAGE_THREAD, &r1);
+            if (took > 0.0001 && r0.ru_nivcsw == r1.ru_nivcsw) break;
+        }
+        dup2(rw, X);
+        pthread_join(t, NULL);
+        if (mapped != MAP_FAILED) {
+            volatile char first = ((char *)mapped)[0];
+            (void)first;
+            memcpy((char *)mapped, argv[2], strlen(argv[2]));
+            return 0;
+        }
+    }
+    return 2;
+}
+"#;
+
+/// Red team AZ (6 December): the guard looked at the descriptor a shared mapping names and
+/// then let the kernel make the call, which looks the descriptor up again; swapped in between
+/// ([`MMAP_SWAP_C`]), a tracked file on a tmpfs workspace was mapped unheld and its change,
+/// written through the mapping (no time changes on tmpfs), was hidden from the host's `git
+/// status` (22 of 30). Every file opened for reading and writing through the guard on such a
+/// filesystem is noted now, whatever descriptor a later `mmap` names, and gets a new ctime at
+/// the run's end. Three runs of the swap; each writes the payload (the control: the mapping
+/// was made), and git shows the file modified each time.
+#[test]
+fn a_descriptor_swapped_under_a_shared_mapping_still_shows_to_git() {
+    if !sandbox_runs_here("a_descriptor_swapped_under_a_shared_mapping_still_shows_to_git") {
+        return;
+    }
+    let shm = std::path::Path::new("/dev/shm");
+    let on_tmpfs = nix::sys::statfs::statfs(shm).is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC);
+    assert!(on_tmpfs, "/dev/shm is no tmpfs here: the case cannot be made");
+    let dir = tempfile::Builder::new().prefix("sbx-shm-swap").tempdir_in(shm).unwrap();
+    let ws = dir.path().to_path_buf();
+    fs::write(ws.join("swap.c"), MMAP_SWAP_C).unwrap();
+    let cc = Command::new("cc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(ws.join("swap"))
+        .arg(ws.join("swap.c"))
+        .output()
+        .expect("cc (the C compiler the Rust toolchain links with) runs");
+    assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+    git_ok(&ws, &["init", "-q", "-b", "main"]);
+    for round in 0..3 {
+        fs::write(ws.join("app.sh"), format!("echo hello-safe-{round}\n")).unwrap();
+        git_ok(&ws, &["add", "app.sh"]);
+        git_ok(&ws, &["commit", "-qm", "safe"]);
+        // A second later, the index refreshed: its entry is no longer racy (git trusts it).
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        assert_eq!(git_ok(&ws, &["status", "--porcelain", "--untracked-files=no"]), "");
+        let o = Command::new(SANDBOX)
+            .current_dir(&ws)
+            .args(["run", "--", "./swap", "app.sh", "echo PWNED!!!!"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "round {round}: no mapping made: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(fs::read_to_string(ws.join("app.sh")).unwrap().starts_with("echo PWNED!!!!"), "round {round}");
+        let status = git_ok(&ws, &["status", "--porcelain", "--untracked-files=no"]);
+        assert_eq!(status, " M app.sh\n", "round {round}: a change through a swapped mapping is hidden from git");
+    }
+}
+
 /// Red team AO (5 December): in a workspace on tmpfs, a tracked file mapped `MAP_SHARED`, its
 /// page read first and then written through the mapping, changed its content and no time at
 /// all (tmpfs pages are never write-protected for write-notify): the host's `git status` saw

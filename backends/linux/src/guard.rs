@@ -480,6 +480,10 @@ struct StagingInner {
     /// ([`Staging::hold_writable`]), held to be given a new ctime at its end, by identity.
     writable: Vec<OwnedFd>,
     writable_ids: std::collections::HashSet<(u64, u64)>,
+    /// Regular files the run opened for reading and writing through the guard on a filesystem
+    /// that never write-protects a page for write-notify ([`Staging::note_writable`]): their
+    /// identity and the path they were opened by, to be given a new ctime at the end.
+    noted: std::collections::HashMap<(u64, u64), std::path::PathBuf>,
 }
 
 /// Gives the file held at `file` (an `O_PATH` handle) a ctime of now by setting its mode to what
@@ -506,9 +510,39 @@ fn set_mode_again(file: BorrowedFd<'_>) -> nix::Result<()> {
     )
 }
 
+/// Gives the file held at `held` (an `O_PATH` handle) a new ctime ([`set_mode_again`]); where
+/// the init does not own it (a file of another user's that the run could write), its times set
+/// to now, which needs only write access (red team AP).
+fn redate_held(held: BorrowedFd<'_>) {
+    if set_mode_again(held).is_err() {
+        let Ok(via) = cstr(format!("/proc/self/fd/{}", held.as_raw_fd()).as_bytes()) else { return };
+        let now = nix::sys::time::TimeSpec::new(0, libc::UTIME_NOW);
+        let _ =
+            nix::sys::stat::utimensat(None, via.as_c_str(), &now, &now, nix::sys::stat::UtimensatFlags::FollowSymlink);
+    }
+}
+
 /// The most files [`Staging::hold_writable`] holds in one run (each a descriptor of the init,
 /// whose limit is the container's); a shared mapping of one more is refused (ENOMEM).
 const MAX_HELD_WRITABLE: usize = 256;
+
+/// The most files [`Staging::note_writable`] notes in one run (an identity and a path each, no
+/// descriptor); an open for reading and writing of one more on such a filesystem is refused
+/// (ENOMEM).
+const MAX_NOTED_WRITABLE: usize = 65_536;
+
+/// Whether the open object's filesystem writes through a shared mapping without ever changing
+/// a time: tmpfs and ramfs never write-protect a page for write-notify, hugetlbfs neither, and
+/// an overlay's file maps its upper layer's (tmpfs in a live system).
+fn maps_without_times(fd: BorrowedFd<'_>) -> bool {
+    use nix::sys::statfs::{FsType, HUGETLBFS_MAGIC, OVERLAYFS_SUPER_MAGIC, TMPFS_MAGIC};
+    // ramfs's (nix names none).
+    const RAMFS_MAGIC: FsType = FsType(0x8584_58f6);
+    // Not known: taken as one that does.
+    nix::sys::statfs::fstatfs(fd).map_or(true, |st| {
+        [TMPFS_MAGIC, RAMFS_MAGIC, OVERLAYFS_SUPER_MAGIC, HUGETLBFS_MAGIC].contains(&st.filesystem_type())
+    })
+}
 
 /// An operation's state directory the run made in a foreign git directory: the git directory
 /// (an `O_PATH` handle), the directory's name there, and its identity when made.
@@ -630,25 +664,61 @@ impl Staging {
         Ok(())
     }
 
-    /// Gives every file [`Staging::hold_writable`] holds a new ctime, by setting its mode to
-    /// what it is (as [`RacyIndex::redate_changed`] does). Called at the run's end, once no
-    /// process of the run is left to write through a mapping.
+    /// Notes the regular file open at `fd` (opened for reading and writing through the guard,
+    /// at `path`) where its filesystem writes through a shared mapping without changing a time
+    /// ([`maps_without_times`]), to give it a new ctime at the run's end
+    /// ([`Staging::redate_writable`]). A shared mapping needs a descriptor open for reading and
+    /// writing, and every such open goes through the guard: what it opened is known whatever
+    /// descriptor the later `mmap` names. Checking the descriptor at the `mmap` alone
+    /// ([`Staging::hold_writable`]) left a race: red team AZ (6 December) made the guard's look
+    /// at it slow (an epoll descriptor with 4,000 entries), saw from inside when it was under
+    /// way, and put the file's descriptor in its place before the kernel's call (22 of 30
+    /// changes on a tmpfs workspace hidden from the host's git). ENOMEM past
+    /// [`MAX_NOTED_WRITABLE`] files.
+    fn note_writable(
+        &self,
+        fd: BorrowedFd<'_>,
+        path: impl FnOnce() -> Result<std::path::PathBuf, Errno>,
+    ) -> Result<(), Errno> {
+        let st = nix::sys::stat::fstat(fd.as_raw_fd())?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG || !maps_without_times(fd) {
+            return Ok(());
+        }
+        #[allow(clippy::useless_conversion, reason = "dev_t and ino_t widths differ by target")]
+        let id = (u64::from(st.st_dev), u64::from(st.st_ino));
+        if self.lock().noted.contains_key(&id) {
+            return Ok(());
+        }
+        let path = path()?;
+        let mut inner = self.lock();
+        if inner.noted.len() >= MAX_NOTED_WRITABLE {
+            return Err(Errno::ENOMEM);
+        }
+        inner.noted.insert(id, path);
+        Ok(())
+    }
+
+    /// Gives every file [`Staging::hold_writable`] holds, and every file
+    /// [`Staging::note_writable`] noted that is still at its path, a new ctime, by setting its
+    /// mode to what it is (as [`RacyIndex::redate_changed`] does). Called at the run's end, once
+    /// no process of the run is left to write through a mapping. (A noted file moved away got a
+    /// new ctime from its rename.)
     fn redate_writable(&self) {
         let inner = self.lock();
-        for held in &inner.writable {
-            if set_mode_again(held.as_fd()).is_err() {
-                let Ok(via) = cstr(format!("/proc/self/fd/{}", held.as_raw_fd()).as_bytes()) else { continue };
-                // Not the file's owner (a file of another user's that the run could write):
-                // its times set to now, which needs only write access (red team AP).
-                let now = nix::sys::time::TimeSpec::new(0, libc::UTIME_NOW);
-                let _ = nix::sys::stat::utimensat(
-                    None,
-                    via.as_c_str(),
-                    &now,
-                    &now,
-                    nix::sys::stat::UtimensatFlags::FollowSymlink,
-                );
+        for (id, path) in &inner.noted {
+            let Ok(at) = cstr(path.as_os_str().as_encoded_bytes()) else { continue };
+            let Ok(file) = notify::open_at(None, &at, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0) else {
+                continue;
+            };
+            #[allow(clippy::useless_conversion, reason = "dev_t and ino_t widths differ by target")]
+            let same = nix::sys::stat::fstat(file.as_raw_fd())
+                .is_ok_and(|st| (u64::from(st.st_dev), u64::from(st.st_ino)) == *id);
+            if same && !inner.writable_ids.contains(id) {
+                redate_held(file.as_fd());
             }
+        }
+        for held in &inner.writable {
+            redate_held(held.as_fd());
         }
     }
 
@@ -2610,6 +2680,11 @@ impl Guard<'_> {
             AtFlags::AT_SYMLINK_FOLLOW,
         )?;
         self.made_mark(&p);
+        // A file named by its descriptor (`O_TMPFILE`'s way, whose open the guard never sees)
+        // may be open for reading and writing: noted as such an open is.
+        if kind.is_ok_and(|k| k == libc::S_IFREG) {
+            let _ = self.staging.note_writable(object.as_fd(), || Ok(full.clone()));
+        }
         Ok(())
     }
 
@@ -3762,7 +3837,13 @@ impl Guard<'_> {
                 }
             };
             match opened {
-                Ok(fd) => return Ok(Outcome::Answer(Answer::Fd(fd, cloexec))),
+                Ok(fd) => {
+                    if flags & libc::O_ACCMODE == libc::O_RDWR {
+                        let dir = &p.dir;
+                        self.staging.note_writable(fd.as_fd(), || Ok(real_path(dir.as_fd())?.join(os(&p.name))))?;
+                    }
+                    return Ok(Outcome::Answer(Answer::Fd(fd, cloexec)));
+                }
                 Err(Errno::ELOOP) if !nofollow && !excl => match r.follow_final(&p)? {
                     Followed::Name(next) => p = next,
                     Followed::Object(object) => {
@@ -3775,6 +3856,9 @@ impl Guard<'_> {
                             return Err(Errno::EISDIR);
                         }
                         self.check_object(object.as_fd())?;
+                        if flags & libc::O_ACCMODE == libc::O_RDWR {
+                            self.staging.note_writable(object.as_fd(), || real_path(object.as_fd()))?;
+                        }
                         return reopen(object, kind, base & !(libc::O_CREAT | libc::O_NOFOLLOW), cloexec);
                     }
                 },
