@@ -66,6 +66,26 @@ const MAX_MOUNT_COPIES: u64 = 16_384;
 /// minute or more, and past the kernel's mount bound would have failed only after minutes (red
 /// team AN, 5 December). Past it the spawn is refused at once.
 const MAX_ENTRIES: usize = 8_192;
+/// The HOME's shell start-up files, read for the files they run ([`Walker::shell_file`]).
+const SHELL_START_UP: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".profile",
+    ".bash_aliases",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".zlogin",
+];
+
+/// The most entries [`Walker::home_links`] looks at.
+const MAX_HOME_LINKS: usize = 8192;
+
+/// Where a dotfile manager links files in a HOME besides its top ([`Walker::home_links`]): the
+/// entries of these directories, and of `.config`'s directories.
+const HOME_LINK_DIRS: &[&str] = &[".config", ".local/bin", ".ssh", ".gnupg", ".vim", ".emacs.d"];
+
 /// The most hidden entries of a writable real HOME the scan binds read-only (`~/.*` of the
 /// list); past it the spawn is refused (a HOME in use holds a few dozen to a few hundred).
 const MAX_HIDDEN_IN_HOME: usize = 4096;
@@ -486,6 +506,21 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
             }
         }
     }
+    // Dotfile managers link the HOME's start-up files into a repository (`~/.bashrc ->
+    // .dotfiles/bashrc`), which a user may make the workspace (`cd ~/.dotfiles && sandbox
+    // run`): what such a link leads to is protected where it lies in a writable area, existing
+    // (bound read-only) or not (an optional `~/.bash_local -> dotfiles/bash_local` that
+    // `.bashrc` sources when present: refused creation). Red team AY, 6 December: the workload
+    // wrote `bashrc`, `gitconfig` and `config/tmux/tmux.conf` of the dotfiles workspace, and
+    // the host's next terminal ran them. The shell start-up files are read for the files they
+    // run in turn (`~/miniconda3/bin/conda`, `. ~/.bash_local`, `PATH=~/tools/bin:$PATH`).
+    if let Some(home) = &home {
+        let (real, _) = resolve(home);
+        walker.home_links(&real);
+        for name in SHELL_START_UP {
+            walker.shell_file(&real.join(name), &real, false);
+        }
+    }
     // The caller's global git configuration, which the host's git reads in every repository:
     // the files it includes (`[include] path = ~/dotfiles/gitconfig`, a common layout) and the
     // absolute or `~/` hooks paths it sets are entries like a repository's (the files
@@ -756,7 +791,122 @@ fn resolve(path: &Path) -> (PathBuf, Vec<PathBuf>) {
 }
 
 /// The project of an agent's JSON configuration that starts commands: the directory holding
-/// `.mcp.json`, `.devcontainer.json`, `opencode.json` or `opencode.jsonc`, or the one holding
+/// The packages a command line runs through npx and its kin ([`Walker::npx_files`]): the first
+/// word after `npx`, `bunx`, `pnpx`, `pnpm dlx`, `yarn dlx`, `npm exec` or `bun x` that is no
+/// option, and every `--package`/`-p` value, each without its version (`pkg@1`, `@s/pkg@1`).
+fn npx_packages(command: &str) -> Vec<String> {
+    let words: Vec<&str> = command
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|'))
+        .map(|w| w.trim_matches(['"', '\'']))
+        .collect();
+    let unversioned = |spec: &str| -> String {
+        let (scope, rest) = if let Some(r) = spec.strip_prefix('@') { ("@", r) } else { ("", spec) };
+        format!("{scope}{}", rest.split('@').next().unwrap_or(rest))
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i].rsplit('/').next().unwrap_or(words[i]);
+        let next = words.get(i + 1).copied();
+        let start = match (w, next) {
+            ("npx" | "bunx" | "pnpx", _) => Some(i + 1),
+            ("pnpm" | "yarn", Some("dlx")) | ("npm", Some("exec")) | ("bun", Some("x")) => Some(i + 2),
+            _ => None,
+        };
+        if let Some(mut j) = start {
+            while j < words.len() {
+                let a = words[j];
+                if let Some(p) = a.strip_prefix("--package=") {
+                    out.push(unversioned(p));
+                } else if (a == "-p" || a == "--package") && j + 1 < words.len() {
+                    out.push(unversioned(words[j + 1]));
+                    j += 1;
+                } else if a == "--" {
+                } else if !a.starts_with('-') && !a.is_empty() {
+                    out.push(unversioned(a));
+                    break;
+                }
+                j += 1;
+            }
+        }
+        i += 1;
+    }
+    out.retain(|p| !p.is_empty() && !p.starts_with('.') && !p.contains(['$', '`', '*']));
+    out
+}
+
+/// Whether `name` is pre-commit's configuration or one of lefthook's in YAML.
+fn is_hook_yaml(name: &std::ffi::OsStr) -> bool {
+    let Some(name) = name.to_str() else { return false };
+    let stem = name.trim_start_matches('.');
+    name == ".pre-commit-config.yaml"
+        || ((stem.starts_with("lefthook.") || stem.starts_with("lefthook-local."))
+            && (stem.ends_with(".yml") || stem.ends_with(".yaml")))
+}
+
+/// Where the symlink `path` leads, followed to the end/// Where the symlink `path` leads, followed to the end/// Where the symlink `path` leads, followed to the end (at most 40 links): its parts resolved
+/// as [`resolve`] does, a missing part kept as named.
+fn link_end(path: &Path) -> PathBuf {
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let Ok(target) = std::fs::read_link(&at) else { break };
+                let joined =
+                    if target.is_absolute() { target } else { at.parent().unwrap_or(Path::new("/")).join(target) };
+                at = resolve(&joined).0;
+            }
+            _ => break,
+        }
+    }
+    at
+}
+
+/// A line of a shell script ([`Walker::script_file`]) with what the scan knows put in: the
+/// variables assigned before (`$d`, `${d}`), `$HOME`/`${HOME}` (the real HOME), and, in a
+/// `.envrc` (`relative`), `${DIRENV_DIR#-}`, `$DIRENV_DIR`, `$PWD`, `${PWD}` and `$(pwd)` as the
+/// project's directory (`.`) and `$(direnv_layout_dir)` as `.direnv`.
+fn expand_script_words(line: &str, vars: &HashMap<String, String>, home: Option<&Path>, relative: bool) -> String {
+    let mut out = line.to_owned();
+    if relative {
+        for (from, to) in [
+            ("${DIRENV_DIR#-}", "."),
+            ("$DIRENV_DIR", "."),
+            ("${PWD}", "."),
+            ("$PWD", "."),
+            ("$(pwd)", "."),
+            ("$(pwd -P)", "."),
+            ("$(direnv_layout_dir)", ".direnv"),
+        ] {
+            out = out.replace(from, to);
+        }
+    }
+    if let Some(home) = home.and_then(Path::to_str) {
+        out = out.replace("${HOME}", home).replace("$HOME", home);
+    }
+    for (name, value) in vars {
+        out = out.replace(&format!("${{{name}}}"), value);
+        // `$name` not followed by more of a name.
+        let mut replaced = String::with_capacity(out.len());
+        let mut rest = out.as_str();
+        let pattern = format!("${name}");
+        while let Some(at) = rest.find(&pattern) {
+            let after = &rest[at + pattern.len()..];
+            replaced.push_str(&rest[..at]);
+            if after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                replaced.push_str(&pattern);
+            } else {
+                replaced.push_str(value);
+            }
+            rest = after;
+        }
+        replaced.push_str(rest);
+        out = replaced;
+    }
+    out
+}
+
+/// `.mcp.json`, `.devcontainer.json`, `opencode.json` or `opencode.jsonc`, or the one holding/// `.mcp.json`, `.devcontainer.json`, `opencode.json` or `opencode.jsonc`, or the one holding
 /// the configuration directory for `.claude/settings.json`, `.claude/settings.local.json`,
 /// `.cursor/mcp.json`, `.vscode/mcp.json`, `.vscode/tasks.json`,
 /// `.devcontainer/devcontainer.json`, `.gemini/settings.json`, `.zed/settings.json`,
@@ -963,6 +1113,8 @@ impl Walker<'_> {
                     self.hg_config(&path, &root, 0, &mut seen);
                 } else if name == ".envrc" {
                     self.envrc(&path);
+                } else if is_hook_yaml(name) {
+                    self.yaml_commands(&path, dir);
                 } else if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
                     for file in AGENT_FILES_IN_DIRS {
                         let inside = path.join(file);
@@ -1507,7 +1659,15 @@ impl Walker<'_> {
                     map.values().for_each(|v| collect(v, Some("args"), out, cwds));
                 }
                 serde_json::Value::Array(items) => items.iter().for_each(|i| collect(i, key, out, cwds)),
-                serde_json::Value::Object(map) => map.iter().for_each(|(k, v)| collect(v, Some(k), out, cwds)),
+                serde_json::Value::Object(map) => {
+                    // A server's command with its arguments, as one line (`npx -y pkg`).
+                    if let (Some(serde_json::Value::String(c)), Some(serde_json::Value::Array(a))) =
+                        (map.get("command"), map.get("args"))
+                    {
+                        out.push((format!("'{c}' {}", joined(a)), true));
+                    }
+                    map.iter().for_each(|(k, v)| collect(v, Some(k), out, cwds));
+                }
                 _ => {}
             }
         }
@@ -1537,19 +1697,158 @@ impl Walker<'_> {
                     }
                 }
             }
+            self.npx_files(&command, project);
         }
+    }
+
+    /// The packages a command line runs through `npx` (`bunx`, `pnpx`, `pnpm dlx`, `yarn dlx`,
+    /// `npm exec`) that the project's `package.json` does not depend on: npx takes a copy in the
+    /// project's `node_modules` (or a program of that name in `node_modules/.bin`) before the
+    /// registry's, so `node_modules/<package>` and `node_modules/.bin/<name>` are protected
+    /// (red team AY, 6 December: an MCP server `npx -y @modelcontextprotocol/server-filesystem`
+    /// ran a copy the workload planted in the ignored `node_modules`). A package the project
+    /// depends on is its code, which it installs and runs as it will.
+    fn npx_files(&mut self, command: &str, project: &Path) {
+        let packages = npx_packages(command);
+        if packages.is_empty() {
+            return;
+        }
+        let manifest = read_small(&project.join("package.json"))
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .unwrap_or(serde_json::Value::Null);
+        let depends = |name: &str| {
+            ["dependencies", "devDependencies", "optionalDependencies", "peerDependencies"]
+                .iter()
+                .any(|k| manifest.get(k).and_then(|d| d.get(name)).is_some())
+        };
+        for package in packages {
+            if depends(&package) {
+                continue;
+            }
+            let modules = project.join("node_modules");
+            let base = package.rsplit('/').next().unwrap_or(&package).to_owned();
+            for path in [modules.join(&package), modules.join(".bin").join(&package), modules.join(".bin").join(base)] {
+                self.command_file(&path);
+            }
+        }
+    }
+
+    /// A pre-commit or lefthook configuration (YAML, protected): the commands its hooks run
+    /// (`entry:`, `run:`, on the key's line or in the block beneath it) are read for command
+    /// files from the project's directory, and for packages run through npx. Red team AY (6
+    /// December): a `repo: local` hook's `entry: node_modules/.bin/eslint` was rewritten, and
+    /// the host's next commit ran it.
+    fn yaml_commands(&mut self, file: &Path, project: &Path) {
+        let Some(bytes) = read_small(file) else { return };
+        if !self.config_read(bytes.len()) {
+            return;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let mut commands: Vec<String> = Vec::new();
+        let mut block: Option<usize> = None;
+        for line in text.lines() {
+            let indent = line.len() - line.trim_start().len();
+            let trimmed = line.trim().trim_start_matches("- ").trim();
+            if let Some(at) = block {
+                if trimmed.is_empty() || indent > at {
+                    if !trimmed.is_empty() {
+                        commands.push(trimmed.to_owned());
+                    }
+                    continue;
+                }
+                block = None;
+            }
+            for key in ["entry:", "run:", "script:"] {
+                if let Some(value) = trimmed.strip_prefix(key) {
+                    let value = value.trim().trim_matches(['"', '\'']);
+                    if value.is_empty() || value.starts_with(['|', '>']) {
+                        block = Some(indent);
+                    } else {
+                        commands.push(value.to_owned());
+                    }
+                }
+            }
+        }
+        for command in commands {
+            for word in command_paths(&command, None, true) {
+                if let Some(path) = self.expand(&word, project) {
+                    self.command_file(&path);
+                }
+            }
+            self.npx_files(&command, project);
+        }
+    }
+
+    /// The symlinks among the real HOME's hidden entries, the entries of [`HOME_LINK_DIRS`] and
+    /// of `.config`'s directories (the first [`MAX_HOME_LINKS`] looked at): what each leads to
+    /// (followed to the end, lexically past a missing part) is a command file, protected where
+    /// it lies strictly inside a writable area.
+    fn home_links(&mut self, home: &Path) {
+        use std::os::unix::ffi::OsStrExt as _;
+        let mut dirs: Vec<(PathBuf, bool)> = vec![(home.to_path_buf(), true)];
+        dirs.extend(HOME_LINK_DIRS.iter().map(|d| (home.join(d), false)));
+        if let Ok(config) = std::fs::read_dir(home.join(".config")) {
+            for e in config.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    dirs.push((e.path(), false));
+                }
+            }
+        }
+        let mut looked = 0;
+        for (dir, hidden_only) in dirs {
+            let Ok(listing) = std::fs::read_dir(&dir) else { continue };
+            for e in listing.flatten() {
+                looked += 1;
+                if looked > MAX_HOME_LINKS {
+                    return;
+                }
+                if hidden_only && !e.file_name().as_bytes().starts_with(b".") {
+                    continue;
+                }
+                if e.file_type().is_ok_and(|t| t.is_symlink()) {
+                    let target = link_end(&e.path());
+                    self.command_file(&target);
+                }
+            }
+        }
+    }
+
+    /// A shell start-up file of the HOME (`~/.bashrc`), followed through links: the files it
+    /// sources or runs and the directories it puts on PATH, where they lie in a writable area
+    /// (see [`Walker::envrc`]'s reading). Only words that name a place whatever the shell's
+    /// directory count (absolute, `~/`, `$HOME/`): a bare word in a start-up file is a command
+    /// or an argument, not a file of the HOME.
+    fn shell_file(&mut self, file: &Path, home: &Path, relative: bool) {
+        let Ok(meta) = std::fs::metadata(file) else { return };
+        if !meta.is_file() {
+            return;
+        }
+        self.script_file(file, home, relative);
     }
 
     /// A direnv `.envrc` (protected: direnv runs it on `cd`, and its approval covers its own
     /// text only): what it loads or puts on PATH in turn is a command file, relative to its
-    /// directory: every word of each line ([`command_paths`]: `source_env_if_exists
-    /// .envrc.local`, `dotenv .env.dev`, `PATH_add bin`, `source scripts/env.sh`), `.env` for a
-    /// bare `dotenv`, the directories `layout node` and the Python layouts put on PATH
-    /// (`node_modules/.bin`, `.direnv`, `.venv`), the files `use flake` and `use nix` evaluate,
-    /// and the elements of a `PATH=` it sets (`$PWD/bin`). Red team AW, 6 December: the
-    /// workload wrote `.envrc.local`, `.env` (`GIT_CONFIG_*` naming a `core.fsmonitor`) and a
-    /// `git` in `node_modules/.bin`, each run at the host's next `cd` or `git status`.
+    /// directory ([`Walker::script_file`]). Red team AW, 6 December: the workload wrote
+    /// `.envrc.local`, `.env` (`GIT_CONFIG_*` naming a `core.fsmonitor`) and a `git` in
+    /// `node_modules/.bin`, each run at the host's next `cd` or `git status`; red team AY then
+    /// planted in `.direnv/go/bin` (`layout go`), in a directory named through a variable
+    /// (`d=tools; PATH_add "$d"`), a continued line, and a glob (`source env.d/*.sh`).
     fn envrc(&mut self, file: &Path) {
+        let dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
+        self.script_file(file, &dir, true);
+    }
+
+    /// A shell script the host runs on its own (a `.envrc` from `base`, its directory, with
+    /// `relative`; a HOME's start-up file without): every word of each line that can name a
+    /// file ([`command_paths`]; with `relative` also bare and relative words, from `base`; else
+    /// only absolute, `~/` and `$HOME/` ones), lines continued with a backslash joined, simple
+    /// assignments (`d=tools`) and `$PWD`, `$HOME`, `${DIRENV_DIR#-}`, `$(pwd)` and
+    /// `$(direnv_layout_dir)` put in; a glob's directory (`env.d/*.sh` → `env.d`); `.env` for a
+    /// bare `dotenv`; what direnv's layouts and `use` functions put on PATH or evaluate
+    /// (`.direnv`, `node_modules/.bin`, `.venv`, `vendor/bin`, `flake.nix`, `devenv.nix`, …);
+    /// and each directory of a `PATH=` it sets. Each is protected where it lies strictly inside
+    /// a writable area (a directory whole).
+    fn script_file(&mut self, file: &Path, base: &Path, relative: bool) {
         if self.configs_stopped {
             return;
         }
@@ -1557,40 +1856,89 @@ impl Walker<'_> {
         if !self.config_read(bytes.len()) {
             return;
         }
-        let dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
-        let text = String::from_utf8_lossy(&bytes);
+        let text = String::from_utf8_lossy(&bytes).replace("\\\n", " ");
+        let home = self.home.clone();
+        let mut vars: HashMap<String, String> = HashMap::new();
         let mut paths: Vec<PathBuf> = Vec::new();
-        for line in text.lines().map(str::trim) {
-            if line.is_empty() || line.starts_with('#') {
+        for raw in text.lines().map(str::trim) {
+            if raw.is_empty() || raw.starts_with('#') {
                 continue;
             }
-            paths.extend(command_paths(line, None, true));
-            let words: Vec<&str> = line.split_whitespace().collect();
-            let python = |k: &str| {
-                k.starts_with("python")
-                    || matches!(k, "pyenv" | "anaconda" | "pipenv" | "poetry" | "uv" | "pdm" | "hatch" | "virtualenv")
-            };
-            let named: &[&str] = match words.as_slice() {
-                ["dotenv" | "dotenv_if_exists"] => &[".env"],
-                ["layout", "node", ..] => &["node_modules/.bin"],
-                ["layout", kind, ..] if python(kind) => &[".direnv", ".venv"],
-                ["use", "flake", ..] => &["flake.nix", "flake.lock"],
-                ["use", "nix", ..] => &["shell.nix", "default.nix"],
-                _ => &[],
-            };
-            paths.extend(named.iter().map(PathBuf::from));
+            let line = expand_script_words(raw, &vars, home.as_deref(), relative);
+            // `NAME=value` statements (`export`, `local` and `declare` too): later lines see them.
+            for statement in line.split([';', '&', '|']) {
+                let mut words = statement.split_whitespace();
+                let mut first = words.next();
+                if matches!(first, Some("export" | "local" | "declare" | "readonly")) {
+                    first = words.next();
+                }
+                if let Some((name, value)) = first.and_then(|w| w.split_once('=')) {
+                    if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                        vars.insert(name.to_owned(), value.trim_matches(['"', '\'']).to_owned());
+                    }
+                }
+            }
+            let words: Vec<&str> = line.split_whitespace().map(|w| w.trim_matches(['"', '\''])).collect();
+            let keep = |p: &Path| relative || p.is_absolute() || p.starts_with("~");
+            paths.extend(command_paths(&line, None, true).into_iter().filter(|p| keep(p)));
+            // Absolute and `~/` words wherever they stand (`"$('/opt/conda/bin/conda' hook)"`).
+            for token in line.split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')' | '=' | '`'))
+            {
+                let token = token.trim_matches(['"', '\'', '$', '{', '}']);
+                if (token.starts_with('/') || token.starts_with("~/")) && !token.contains(['*', '?', '[', '$']) {
+                    paths.push(PathBuf::from(token));
+                }
+            }
+            // A glob's directory, whole (`source env.d/*.sh`).
+            for w in &words {
+                if w.contains(['*', '?', '[']) {
+                    let dir: PathBuf = Path::new(w)
+                        .components()
+                        .take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '[']))
+                        .collect();
+                    if !dir.as_os_str().is_empty() && keep(&dir) {
+                        paths.push(dir);
+                    }
+                }
+            }
+            if relative {
+                let python = |k: &str| {
+                    k.starts_with("python")
+                        || matches!(
+                            k,
+                            "pyenv" | "anaconda" | "pipenv" | "poetry" | "uv" | "pdm" | "hatch" | "virtualenv"
+                        )
+                };
+                let mut named: Vec<&str> = match words.as_slice() {
+                    ["dotenv" | "dotenv_if_exists"] => vec![".env"],
+                    // Every layout lives in `.direnv` (`direnv_layout_dir`), node's and php's
+                    // tools in the project.
+                    ["layout", kind, ..] if python(kind) => vec![".direnv", ".venv"],
+                    ["layout", "node", ..] | ["layout_node", ..] => vec![".direnv", "node_modules/.bin"],
+                    ["layout", "php", ..] => vec![".direnv", "vendor/bin"],
+                    ["layout", ..] => vec![".direnv"],
+                    ["use", "node" | "nodenv", ..] => vec!["node_modules/.bin"],
+                    ["use", "flake", ..] => vec!["flake.nix", "flake.lock"],
+                    ["use", "nix", ..] => vec!["shell.nix", "default.nix"],
+                    ["use", "devenv", ..] => vec!["devenv.nix", "devenv.yaml", "devenv.lock", ".devenv"],
+                    ["use", "vim", ..] => vec![".vimrc.local"],
+                    _ => vec![],
+                };
+                if line.contains("direnv_layout_dir") {
+                    named.push(".direnv");
+                }
+                paths.extend(named.iter().map(PathBuf::from));
+            }
             for value in words.iter().filter_map(|w| w.split_once("PATH=").map(|(_, v)| v)) {
-                for part in value.trim_matches(['"', '\'']).split(':') {
-                    let from_here = ["${PWD}", "$PWD", "$(pwd)"].iter().find_map(|p| part.strip_prefix(p));
-                    let part = from_here.map_or(part, |rest| rest.trim_start_matches('/'));
-                    if !part.is_empty() && !part.contains(['$', '`']) {
+                for part in value.split(':').map(|p| p.trim_matches(['"', '\''])) {
+                    if !part.is_empty() && !part.contains(['$', '`']) && keep(Path::new(part)) {
                         paths.push(PathBuf::from(part));
                     }
                 }
             }
         }
         for path in paths {
-            if let Some(p) = self.expand(&path, &dir) {
+            if let Some(p) = self.expand(&path, base) {
                 self.command_file(&p);
             }
         }
@@ -2740,6 +3088,88 @@ mod tests {
         }
         assert!(!protects(&found, &ws.join("nope.sh")), "a comment names nothing");
         assert!(!protects(&found, &ws.join("repo/tools/other.sh")), "control");
+    }
+
+    /// Red team AY (6 December): a dotfiles repository as the workspace, the HOME's links into
+    /// it (one dangling, one under `.config`) protect what they lead to; the shell start-up
+    /// files protect the absolute and `~/` files they run (conda's); more of a `.envrc` (a
+    /// layout, a variable, a continued line, a glob, `${DIRENV_DIR#-}`); packages run through
+    /// npx that the project does not depend on; pre-commit's `entry:`. Controls beside each.
+    #[test]
+    fn what_the_home_and_hooks_run_in_turn_is_protected() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = std::fs::canonicalize(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let (home, ws) = (root.join("home"), root.join("home/.dotfiles"));
+        let mk = |p: &Path, text: &str| {
+            std::fs::create_dir_all(p.parent().unwrap_or(Path::new("/"))).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(p, text).unwrap_or_else(|e| panic!("{e}"));
+        };
+        mk(
+            &ws.join("bashrc"),
+            &format!("__c=\"$('{}/miniconda3/bin/conda' 'shell.bash' 'hook')\"\n. ~/.bash_local\n", home.display()),
+        );
+        mk(&ws.join("config/tmux/tmux.conf"), "");
+        mk(&ws.join("other"), "");
+        std::fs::create_dir_all(home.join(".config")).unwrap_or_else(|e| panic!("{e}"));
+        let link =
+            |from: &str, to: &str| std::os::unix::fs::symlink(to, home.join(from)).unwrap_or_else(|e| panic!("{e}"));
+        link(".bashrc", ".dotfiles/bashrc");
+        link(".bash_local", ".dotfiles/bash_local");
+        link(".config/tmux", "../.dotfiles/config/tmux");
+        std::fs::create_dir_all(home.join("miniconda3/bin")).unwrap_or_else(|e| panic!("{e}"));
+        let profile = crate::Profile::new(crate::ProfileConfig {
+            workspace_root: ws.clone(),
+            workspace_read: Access::Allow,
+            workspace_write: Access::Allow,
+            additional_roots: vec![crate::RootAccess {
+                path: home.join("miniconda3"),
+                read: Access::Allow,
+                write: Access::Allow,
+            }],
+            ..crate::ProfileConfig::default()
+        });
+        let profile = profile.unwrap_or_else(|e| panic!("{e}"));
+        let found = scan(&profile, Some(&home));
+        assert!(found.refused.is_none(), "{found:?}");
+        for p in [ws.join("bashrc"), ws.join("bash_local"), ws.join("config/tmux"), home.join("miniconda3/bin/conda")] {
+            assert!(protects(&found, &p), "{}: {found:?}", p.display());
+        }
+        assert!(!protects(&found, &ws.join("other")), "control");
+
+        let (_dir, ws, profile) = writable_workspace();
+        let envrc = "layout go\nd=tools\nPATH_add \"$d\"\nPATH_add \\\n  more\nfor f in env.d/*.sh; do source \"$f\"; done\n\
+                     export PATH=\"${DIRENV_DIR#-}/bin2:$PATH\"\nuse devenv\n";
+        mk(&ws.join(".envrc"), envrc);
+        mk(&ws.join("package.json"), r#"{"devDependencies":{"prettier":"3"}}"#);
+        mk(&ws.join(".mcp.json"), r#"{"mcpServers":{"f":{"command":"npx","args":["-y","@mcp/server-fs@1.2","."]}}}"#);
+        mk(
+            &ws.join(".claude/settings.json"),
+            r#"{"hooks":{"PostToolUse":[{"hooks":[{"type":"command","command":"npx prettier --write ."}]}]}}"#,
+        );
+        mk(
+            &ws.join(".pre-commit-config.yaml"),
+            "repos:\n- repo: local\n  hooks:\n  - id: lint\n    entry: node_modules/.bin/eslint\n    language: system\n  - id: b\n    entry: |\n      sh tools/check.sh\n",
+        );
+        let found = scan(&profile, None);
+        assert!(found.refused.is_none(), "{found:?}");
+        for rel in [
+            ".direnv",
+            "tools",
+            "more",
+            "env.d",
+            "bin2",
+            "devenv.nix",
+            "node_modules/@mcp/server-fs",
+            "node_modules/.bin/server-fs",
+            "node_modules/.bin/eslint",
+            "tools/check.sh",
+        ] {
+            assert!(protects(&found, &ws.join(rel)), "{rel}: {found:?}");
+        }
+        assert!(!protects(&found, &ws.join("node_modules/prettier")), "a dependency of the project is its own");
+        assert_eq!(npx_packages("pnpm dlx -p a@2 b --x"), ["a", "b"]);
+        assert_eq!(npx_packages("'npx' '-y' '@s/p@latest' '.'"), ["@s/p"]);
+        assert!(npx_packages("node x.js").is_empty());
     }
 
     /// Red teams AV and AW (6 December): a workspace that covers the real HOME protects every
