@@ -844,7 +844,7 @@ fn is_hook_yaml(name: &std::ffi::OsStr) -> bool {
             && (stem.ends_with(".yml") || stem.ends_with(".yaml")))
 }
 
-/// Where the symlink `path` leads, followed to the end/// Where the symlink `path` leads, followed to the end/// Where the symlink `path` leads, followed to the end (at most 40 links): its parts resolved
+/// Where the symlink `path` leads, followed to the end (at most 40 links): its parts resolved
 /// as [`resolve`] does, a missing part kept as named.
 fn link_end(path: &Path) -> PathBuf {
     let mut at = path.to_path_buf();
@@ -862,7 +862,40 @@ fn link_end(path: &Path) -> PathBuf {
     at
 }
 
-/// A line of a shell script ([`Walker::script_file`]) with what the scan knows put in: the
+/// The words of a shell line in a position that runs or reads a file ([`Walker::script_file`]
+/// for a HOME's start-up files): the program of each command (after assignments and `exec`,
+/// `eval`, `command`, `builtin`, `then`, `do`, `else`, `if`, `!`), the first word inside `$(…)`,
+/// backquotes and `(`, and the file `.` or `source` reads; quotes removed.
+fn run_words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let separated = line.replace("$(", ";").replace(['`', '(', ')', '{', '}'], ";");
+    for statement in separated.split([';', '&', '|']) {
+        let mut words = statement.split_whitespace().map(|w| w.trim_matches(['"', '\'']));
+        let mut word = words.next();
+        while let Some(w) = word {
+            let skip =
+                matches!(w, "exec" | "eval" | "command" | "builtin" | "then" | "do" | "else" | "if" | "!" | "export")
+                    || (w.contains('=') && !w.starts_with(['/', '~', '.']));
+            if !skip {
+                break;
+            }
+            word = words.next();
+        }
+        match word {
+            Some("." | "source") => {
+                if let Some(file) = words.next() {
+                    out.push(file.to_owned());
+                }
+            }
+            Some(program) if !program.is_empty() && !program.starts_with('-') => out.push(program.to_owned()),
+            _ => {}
+        }
+    }
+    out.retain(|w| !w.contains(['*', '?', '[', '$']));
+    out
+}
+
+/// A line of a shell script ([`Walker::script_file`]) with what the scan knows put in: the/// A line of a shell script ([`Walker::script_file`]) with what the scan knows put in: the
 /// variables assigned before (`$d`, `${d}`), `$HOME`/`${HOME}` (the real HOME), and, in a
 /// `.envrc` (`relative`), `${DIRENV_DIR#-}`, `$DIRENV_DIR`, `$PWD`, `${PWD}` and `$(pwd)` as the
 /// project's directory (`.`) and `$(direnv_layout_dir)` as `.direnv`.
@@ -906,7 +939,7 @@ fn expand_script_words(line: &str, vars: &HashMap<String, String>, home: Option<
     out
 }
 
-/// `.mcp.json`, `.devcontainer.json`, `opencode.json` or `opencode.jsonc`, or the one holding/// `.mcp.json`, `.devcontainer.json`, `opencode.json` or `opencode.jsonc`, or the one holding
+/// `.mcp.json`, `.devcontainer.json`, `opencode.json` or `opencode.jsonc`, or the one holding
 /// the configuration directory for `.claude/settings.json`, `.claude/settings.local.json`,
 /// `.cursor/mcp.json`, `.vscode/mcp.json`, `.vscode/tasks.json`,
 /// `.devcontainer/devcontainer.json`, `.gemini/settings.json`, `.zed/settings.json`,
@@ -1880,14 +1913,14 @@ impl Walker<'_> {
             }
             let words: Vec<&str> = line.split_whitespace().map(|w| w.trim_matches(['"', '\''])).collect();
             let keep = |p: &Path| relative || p.is_absolute() || p.starts_with("~");
-            paths.extend(command_paths(&line, None, true).into_iter().filter(|p| keep(p)));
-            // Absolute and `~/` words wherever they stand (`"$('/opt/conda/bin/conda' hook)"`).
-            for token in line.split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')' | '=' | '`'))
-            {
-                let token = token.trim_matches(['"', '\'', '$', '{', '}']);
-                if (token.starts_with('/') || token.starts_with("~/")) && !token.contains(['*', '?', '[', '$']) {
-                    paths.push(PathBuf::from(token));
-                }
+            if relative {
+                paths.extend(command_paths(&line, None, true));
+            } else {
+                // In a start-up file only what runs: each command's program (inside `$(…)` and
+                // backquotes too: conda's `"$('/opt/conda/bin/conda' 'shell.bash' 'hook')"`) and
+                // what `.` and `source` read; a path given to `cd`, an editor or an alias is
+                // the user's business.
+                paths.extend(run_words(&line).into_iter().map(PathBuf::from).filter(|p| keep(p)));
             }
             // A glob's directory, whole (`source env.d/*.sh`).
             for w in &words {
@@ -3106,7 +3139,11 @@ mod tests {
         };
         mk(
             &ws.join("bashrc"),
-            &format!("__c=\"$('{}/miniconda3/bin/conda' 'shell.bash' 'hook')\"\n. ~/.bash_local\n", home.display()),
+            &format!(
+                "__c=\"$('{0}/miniconda3/bin/conda' 'shell.bash' 'hook')\"\n. ~/.bash_local\ncd {0}/miniconda3/envs\n\
+                 export PATH=\"{0}/miniconda3/condabin:$PATH\"\n",
+                home.display()
+            ),
         );
         mk(&ws.join("config/tmux/tmux.conf"), "");
         mk(&ws.join("other"), "");
@@ -3135,6 +3172,8 @@ mod tests {
             assert!(protects(&found, &p), "{}: {found:?}", p.display());
         }
         assert!(!protects(&found, &ws.join("other")), "control");
+        assert!(protects(&found, &home.join("miniconda3/condabin")), "{found:?}");
+        assert!(!protects(&found, &home.join("miniconda3/envs")), "a directory `cd` enters is no program: {found:?}");
 
         let (_dir, ws, profile) = writable_workspace();
         let envrc = "layout go\nd=tools\nPATH_add \"$d\"\nPATH_add \\\n  more\nfor f in env.d/*.sh; do source \"$f\"; done\n\
@@ -3170,6 +3209,7 @@ mod tests {
         assert_eq!(npx_packages("pnpm dlx -p a@2 b --x"), ["a", "b"]);
         assert_eq!(npx_packages("'npx' '-y' '@s/p@latest' '.'"), ["@s/p"]);
         assert!(npx_packages("node x.js").is_empty());
+        assert_eq!(run_words("a=1 exec /x/y z; . ~/s.sh && $(/p/q r) `/b/c`"), ["/x/y", "~/s.sh", "/p/q", "/b/c"]);
     }
 
     /// Red teams AV and AW (6 December): a workspace that covers the real HOME protects every
