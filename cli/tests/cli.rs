@@ -3798,7 +3798,19 @@ int main(int argc, char **argv) {
     getrlimit(RLIMIT_NOFILE, &rl);
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
-    int rw = open(argv[1], O_RDWR);
+    int rw;
+    if (argc > 3) {
+        /* The file's directory moved away around the open, and back (red team BB). */
+        char away[4096];
+        snprintf(away, sizeof away, "%s.away/%s", argv[3], argv[1] + strlen(argv[3]) + 1);
+        char moved[4096];
+        snprintf(moved, sizeof moved, "%s.away", argv[3]);
+        if (rename(argv[3], moved)) return 1;
+        rw = open(away, O_RDWR);
+        if (rename(moved, argv[3])) return 1;
+    } else {
+        rw = open(argv[1], O_RDWR);
+    }
     int ep = epoll_create1(0), ev = eventfd(0, 0);
     if (rw < 0 || ep < 0 || ev < 0) return 1;
     struct epoll_event e = {.events = EPOLLIN};
@@ -3843,8 +3855,10 @@ int main(int argc, char **argv) {
 /// written through the mapping (no time changes on tmpfs), was hidden from the host's `git
 /// status` (22 of 30). Every file opened for reading and writing through the guard on such a
 /// filesystem is noted now, whatever descriptor a later `mmap` names, and gets a new ctime at
-/// the run's end. Three runs of the swap; each writes the payload (the control: the mapping
-/// was made), and git shows the file modified each time.
+/// the run's end, found again through its directory, held, whatever moved (red team BB moved
+/// the directory away around the open and back: a noted path led nowhere). Three runs of the
+/// swap, three more with the move; each writes the payload (the control: the mapping was
+/// made), and git shows the file modified each time.
 #[test]
 fn a_descriptor_swapped_under_a_shared_mapping_still_shows_to_git() {
     if !sandbox_runs_here("a_descriptor_swapped_under_a_shared_mapping_still_shows_to_git") {
@@ -3864,22 +3878,31 @@ fn a_descriptor_swapped_under_a_shared_mapping_still_shows_to_git() {
         .expect("cc (the C compiler the Rust toolchain links with) runs");
     assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
     git_ok(&ws, &["init", "-q", "-b", "main"]);
-    for round in 0..3 {
-        fs::write(ws.join("app.sh"), format!("echo hello-safe-{round}\n")).unwrap();
-        git_ok(&ws, &["add", "app.sh"]);
+    fs::create_dir(ws.join("sub")).unwrap();
+    for round in 0..6 {
+        // Rounds 3 to 5: the file's directory moved away around the open, and back.
+        let (file, moved) = if round < 3 { ("app.sh", None) } else { ("sub/app.sh", Some("sub")) };
+        fs::write(ws.join(file), format!("echo hello-safe-{round}\n")).unwrap();
+        git_ok(&ws, &["add", "-u"]);
+        git_ok(&ws, &["add", file]);
         git_ok(&ws, &["commit", "-qm", "safe"]);
         // A second later, the index refreshed: its entry is no longer racy (git trusts it).
         std::thread::sleep(std::time::Duration::from_millis(1100));
         assert_eq!(git_ok(&ws, &["status", "--porcelain", "--untracked-files=no"]), "");
         let o = Command::new(SANDBOX)
             .current_dir(&ws)
-            .args(["run", "--", "./swap", "app.sh", "echo PWNED!!!!"])
+            .args(["run", "--", "./swap", file, "echo PWNED!!!!"])
+            .args(moved)
             .output()
             .unwrap();
         assert_eq!(o.status.code(), Some(0), "round {round}: no mapping made: {}", String::from_utf8_lossy(&o.stderr));
-        assert!(fs::read_to_string(ws.join("app.sh")).unwrap().starts_with("echo PWNED!!!!"), "round {round}");
+        assert!(fs::read_to_string(ws.join(file)).unwrap().starts_with("echo PWNED!!!!"), "round {round}");
         let status = git_ok(&ws, &["status", "--porcelain", "--untracked-files=no"]);
-        assert_eq!(status, " M app.sh\n", "round {round}: a change through a swapped mapping is hidden from git");
+        assert_eq!(
+            status,
+            format!(" M {file}\n"),
+            "round {round}: a change through a swapped mapping is hidden from git"
+        );
     }
 }
 

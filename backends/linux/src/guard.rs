@@ -482,8 +482,11 @@ struct StagingInner {
     writable_ids: std::collections::HashSet<(u64, u64)>,
     /// Regular files the run opened for reading and writing through the guard on a filesystem
     /// that never write-protects a page for write-notify ([`Staging::note_writable`]): their
-    /// identity and the path they were opened by, to be given a new ctime at the end.
-    noted: std::collections::HashMap<(u64, u64), std::path::PathBuf>,
+    /// identity, and the identity of the directory and the name they were opened by, to be
+    /// given a new ctime at the end.
+    noted: std::collections::HashMap<(u64, u64), ((u64, u64), Vec<u8>)>,
+    /// Those directories, each held (`O_PATH`): found again wherever they were moved.
+    noted_dirs: std::collections::HashMap<(u64, u64), OwnedFd>,
 }
 
 /// Gives the file held at `file` (an `O_PATH` handle) a ctime of now by setting its mode to what
@@ -526,10 +529,15 @@ fn redate_held(held: BorrowedFd<'_>) {
 /// whose limit is the container's); a shared mapping of one more is refused (ENOMEM).
 const MAX_HELD_WRITABLE: usize = 256;
 
-/// The most files [`Staging::note_writable`] notes in one run (an identity and a path each, no
+/// The most files [`Staging::note_writable`] notes in one run (identities and a name each, no
 /// descriptor); an open for reading and writing of one more on such a filesystem is refused
 /// (ENOMEM).
 const MAX_NOTED_WRITABLE: usize = 65_536;
+
+/// The most directories [`Staging::note_writable`] holds in one run (a descriptor of the init
+/// each, beside [`MAX_HELD_WRITABLE`]); an open for reading and writing in one more such
+/// directory is refused (ENOMEM).
+const MAX_NOTED_DIRS: usize = 512;
 
 /// Whether the open object's filesystem writes through a shared mapping without ever changing
 /// a time: tmpfs and ramfs never write-protect a page for write-notify, hugetlbfs neither, and
@@ -600,9 +608,22 @@ impl Staging {
         if strict {
             self.0.strict.store(true, std::sync::atomic::Ordering::SeqCst);
         }
+        // What would run a program in a host repository first, then the redates (each a look in
+        // a held directory): the steps after may be made slow by the run (red team BB, 6
+        // December: redating thousands of files by long paths took the helper's grace, the
+        // init was killed, and a rebase's `exec` line ran at the host's `--continue`; a racy
+        // index's entries are hashed). Operations again last, for what the steps between
+        // publish.
+        self.move_operations_aside();
+        self.redate_writable();
         self.publish(guard);
         self.recheck(true);
-        self.redate_writable();
+        self.move_operations_aside();
+    }
+
+    /// The operations the run left in host repositories that would run a program (a rebase's
+    /// `exec` line): moved aside ([`Staging::finish`]).
+    fn move_operations_aside(&self) {
         let inner = self.lock();
         for op in &inner.operations {
             // Ended (or moved: the run cannot move it into a git directory again).
@@ -665,60 +686,71 @@ impl Staging {
     }
 
     /// Notes the regular file open at `fd` (opened for reading and writing through the guard,
-    /// at `path`) where its filesystem writes through a shared mapping without changing a time
-    /// ([`maps_without_times`]), to give it a new ctime at the run's end
-    /// ([`Staging::redate_writable`]). A shared mapping needs a descriptor open for reading and
-    /// writing, and every such open goes through the guard: what it opened is known whatever
-    /// descriptor the later `mmap` names. Checking the descriptor at the `mmap` alone
+    /// by the name `name` in the directory `dir`) where its filesystem writes through a shared
+    /// mapping without changing a time ([`maps_without_times`]), to give it a new ctime at the
+    /// run's end ([`Staging::redate_writable`]). A shared mapping needs a descriptor open for
+    /// reading and writing, and every such open goes through the guard: what it opened is known
+    /// whatever descriptor the later `mmap` names. Checking the descriptor at the `mmap` alone
     /// ([`Staging::hold_writable`]) left a race: red team AZ (6 December) made the guard's look
     /// at it slow (an epoll descriptor with 4,000 entries), saw from inside when it was under
     /// way, and put the file's descriptor in its place before the kernel's call (22 of 30
-    /// changes on a tmpfs workspace hidden from the host's git). ENOMEM past
-    /// [`MAX_NOTED_WRITABLE`] files.
-    fn note_writable(
-        &self,
-        fd: BorrowedFd<'_>,
-        path: impl FnOnce() -> Result<std::path::PathBuf, Errno>,
-    ) -> Result<(), Errno> {
+    /// changes on a tmpfs workspace hidden from the host's git). The directory is held, not its
+    /// path: red team BB moved a parent directory away and back around the open, and the
+    /// recorded path led nowhere at the end. ENOMEM past [`MAX_NOTED_WRITABLE`] files or
+    /// [`MAX_NOTED_DIRS`] directories.
+    fn note_writable(&self, fd: BorrowedFd<'_>, dir: BorrowedFd<'_>, name: &[u8]) -> Result<(), Errno> {
         let st = nix::sys::stat::fstat(fd.as_raw_fd())?;
         if st.st_mode & libc::S_IFMT != libc::S_IFREG || !maps_without_times(fd) {
             return Ok(());
         }
+        let dst = nix::sys::stat::fstat(dir.as_raw_fd())?;
         #[allow(clippy::useless_conversion, reason = "dev_t and ino_t widths differ by target")]
-        let id = (u64::from(st.st_dev), u64::from(st.st_ino));
-        if self.lock().noted.contains_key(&id) {
-            return Ok(());
-        }
-        let path = path()?;
+        let (id, dir_id) =
+            ((u64::from(st.st_dev), u64::from(st.st_ino)), (u64::from(dst.st_dev), u64::from(dst.st_ino)));
         let mut inner = self.lock();
-        if inner.noted.len() >= MAX_NOTED_WRITABLE {
+        if !inner.noted.contains_key(&id) && inner.noted.len() >= MAX_NOTED_WRITABLE {
             return Err(Errno::ENOMEM);
         }
-        inner.noted.insert(id, path);
+        if !inner.noted_dirs.contains_key(&dir_id) {
+            if inner.noted_dirs.len() >= MAX_NOTED_DIRS {
+                return Err(Errno::ENOMEM);
+            }
+            let via = cstr(format!("/proc/self/fd/{}", dir.as_raw_fd()).as_bytes())?;
+            let held = notify::open_at(None, &via, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)?;
+            inner.noted_dirs.insert(dir_id, held);
+        }
+        inner.noted.insert(id, (dir_id, name.to_vec()));
         Ok(())
     }
 
     /// Gives every file [`Staging::hold_writable`] holds, and every file
-    /// [`Staging::note_writable`] noted that is still at its path, a new ctime, by setting its
+    /// [`Staging::note_writable`] noted that is still in its directory by its name (found
+    /// through the held directory, one component: never slow), a new ctime, by setting its
     /// mode to what it is (as [`RacyIndex::redate_changed`] does). Called at the run's end, once
-    /// no process of the run is left to write through a mapping. (A noted file moved away got a
-    /// new ctime from its rename.)
+    /// no process of the run is left to write through a mapping. (A noted file renamed or
+    /// linked elsewhere got a new ctime from that.)
     fn redate_writable(&self) {
         let inner = self.lock();
-        for (id, path) in &inner.noted {
-            let Ok(at) = cstr(path.as_os_str().as_encoded_bytes()) else { continue };
-            let Ok(file) = notify::open_at(None, &at, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0) else {
+        for held in &inner.writable {
+            redate_held(held.as_fd());
+        }
+        for (id, (dir_id, name)) in &inner.noted {
+            if inner.writable_ids.contains(id) {
+                continue;
+            }
+            let Some(dir) = inner.noted_dirs.get(dir_id) else { continue };
+            let Ok(name) = cstr(name) else { continue };
+            let Ok(file) =
+                notify::open_at(Some(dir.as_fd()), &name, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)
+            else {
                 continue;
             };
             #[allow(clippy::useless_conversion, reason = "dev_t and ino_t widths differ by target")]
             let same = nix::sys::stat::fstat(file.as_raw_fd())
                 .is_ok_and(|st| (u64::from(st.st_dev), u64::from(st.st_ino)) == *id);
-            if same && !inner.writable_ids.contains(id) {
+            if same {
                 redate_held(file.as_fd());
             }
-        }
-        for held in &inner.writable {
-            redate_held(held.as_fd());
         }
     }
 
@@ -2683,7 +2715,7 @@ impl Guard<'_> {
         // A file named by its descriptor (`O_TMPFILE`'s way, whose open the guard never sees)
         // may be open for reading and writing: noted as such an open is.
         if kind.is_ok_and(|k| k == libc::S_IFREG) {
-            let _ = self.staging.note_writable(object.as_fd(), || Ok(full.clone()));
+            self.staging.note_writable(object.as_fd(), p.dir.as_fd(), &p.name)?;
         }
         Ok(())
     }
@@ -3839,8 +3871,7 @@ impl Guard<'_> {
             match opened {
                 Ok(fd) => {
                     if flags & libc::O_ACCMODE == libc::O_RDWR {
-                        let dir = &p.dir;
-                        self.staging.note_writable(fd.as_fd(), || Ok(real_path(dir.as_fd())?.join(os(&p.name))))?;
+                        self.staging.note_writable(fd.as_fd(), p.dir.as_fd(), &p.name)?;
                     }
                     return Ok(Outcome::Answer(Answer::Fd(fd, cloexec)));
                 }
@@ -3857,7 +3888,15 @@ impl Guard<'_> {
                         }
                         self.check_object(object.as_fd())?;
                         if flags & libc::O_ACCMODE == libc::O_RDWR {
-                            self.staging.note_writable(object.as_fd(), || real_path(object.as_fd()))?;
+                            // By the directory and name it has now (the link's end).
+                            let at = real_path(object.as_fd())?;
+                            let (Some(parent), Some(name)) = (at.parent(), at.file_name()) else {
+                                return Err(Errno::EACCES);
+                            };
+                            let parent = cstr(parent.as_os_str().as_encoded_bytes())?;
+                            let dir =
+                                notify::open_at(None, &parent, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)?;
+                            self.staging.note_writable(object.as_fd(), dir.as_fd(), name.as_encoded_bytes())?;
                         }
                         return reopen(object, kind, base & !(libc::O_CREAT | libc::O_NOFOLLOW), cloexec);
                     }

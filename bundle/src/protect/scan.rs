@@ -82,9 +82,10 @@ const SHELL_START_UP: &[&str] = &[
 /// The most entries [`Walker::home_links`] looks at.
 const MAX_HOME_LINKS: usize = 8192;
 
-/// Where a dotfile manager links files in a HOME besides its top ([`Walker::home_links`]): the
-/// entries of these directories, and of `.config`'s directories.
-const HOME_LINK_DIRS: &[&str] = &[".config", ".local/bin", ".ssh", ".gnupg", ".vim", ".emacs.d"];
+/// Hidden directories of a HOME that [`Walker::home_links`] does not enter: caches and package
+/// stores, large and written by tools, where no dotfile manager links.
+const HOME_LINKS_SKIPPED: &[&str] =
+    &[".cache", ".npm", ".cargo", ".rustup", ".local/share", ".local/state", ".git", ".m2", ".gradle", ".pyenv"];
 
 /// The most hidden entries of a writable real HOME the scan binds read-only (`~/.*` of the
 /// list); past it the spawn is refused (a HOME in use holds a few dozen to a few hundred).
@@ -516,7 +517,7 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
     // run in turn (`~/miniconda3/bin/conda`, `. ~/.bash_local`, `PATH=~/tools/bin:$PATH`).
     if let Some(home) = &home {
         let (real, _) = resolve(home);
-        walker.home_links(&real);
+        walker.home_links(&real, &p.home_entries());
         for name in SHELL_START_UP {
             walker.shell_file(&real.join(name), &real, false);
         }
@@ -845,21 +846,28 @@ fn is_hook_yaml(name: &std::ffi::OsStr) -> bool {
 }
 
 /// Where the symlink `path` leads, followed to the end (at most 40 links): its parts resolved
-/// as [`resolve`] does, a missing part kept as named.
-fn link_end(path: &Path) -> PathBuf {
+/// as [`resolve`] does, a missing part kept as named; and the links on the way after the first
+/// (`dotfiles/bashrc` of `~/.bashrc -> dotfiles/bashrc -> hosts/laptop/bashrc`).
+fn link_end(path: &Path) -> (PathBuf, Vec<PathBuf>) {
     let mut at = path.to_path_buf();
+    let mut hops = Vec::new();
     for _ in 0..40 {
         match std::fs::symlink_metadata(&at) {
             Ok(m) if m.file_type().is_symlink() => {
+                if at != path {
+                    hops.push(at.clone());
+                }
                 let Ok(target) = std::fs::read_link(&at) else { break };
                 let joined =
                     if target.is_absolute() { target } else { at.parent().unwrap_or(Path::new("/")).join(target) };
-                at = resolve(&joined).0;
+                let (resolved, links) = resolve(&joined);
+                hops.extend(links);
+                at = resolved;
             }
             _ => break,
         }
     }
-    at
+    (at, hops)
 }
 
 /// The words of a shell line in a position that runs or reads a file ([`Walker::script_file`]
@@ -1812,38 +1820,73 @@ impl Walker<'_> {
         }
     }
 
-    /// The symlinks among the real HOME's hidden entries, the entries of [`HOME_LINK_DIRS`] and
-    /// of `.config`'s directories (the first [`MAX_HOME_LINKS`] looked at): what each leads to
-    /// (followed to the end, lexically past a missing part) is a command file, protected where
-    /// it lies strictly inside a writable area.
-    fn home_links(&mut self, home: &Path) {
+    /// The symlinks among the real HOME's hidden entries and the listed `~/` entries, and
+    /// beneath the HOME's hidden directories to three levels (caches and package stores not
+    /// entered, [`HOME_LINKS_SKIPPED`]), the first [`MAX_HOME_LINKS`] looked at (past them the
+    /// report says `narrowed`): every link of each chain and what it ends at (followed to the
+    /// end, lexically past a missing part) are command files, protected where they lie strictly
+    /// inside a writable area. A link that is a directory (`~/bin -> dotfiles/bin`) is protected
+    /// whole; nothing beneath a link is entered.
+    fn home_links(&mut self, home: &Path, listed: &[&str]) {
         use std::os::unix::ffi::OsStrExt as _;
-        let mut dirs: Vec<(PathBuf, bool)> = vec![(home.to_path_buf(), true)];
-        dirs.extend(HOME_LINK_DIRS.iter().map(|d| (home.join(d), false)));
-        if let Ok(config) = std::fs::read_dir(home.join(".config")) {
-            for e in config.flatten() {
-                if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    dirs.push((e.path(), false));
-                }
+        let mut looked = 0usize;
+        let mut queue: std::collections::VecDeque<(PathBuf, usize)> = std::collections::VecDeque::new();
+        let mut tops: Vec<PathBuf> = Vec::new();
+        for e in std::fs::read_dir(home).into_iter().flatten().flatten() {
+            if e.file_name().as_bytes().starts_with(b".") {
+                tops.push(e.path());
             }
         }
-        let mut looked = 0;
-        for (dir, hidden_only) in dirs {
+        tops.sort();
+        tops.extend(listed.iter().filter(|r| **r != ".*").map(|r| home.join(r)));
+        for path in tops {
+            looked += 1;
+            if looked > MAX_HOME_LINKS {
+                break;
+            }
+            match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.file_type().is_symlink() => self.link_chain(&path),
+                Ok(m) if m.is_dir() && !HOME_LINKS_SKIPPED.iter().any(|s| path.ends_with(s)) => {
+                    queue.push_back((path, 1));
+                }
+                _ => {}
+            }
+        }
+        while let Some((dir, depth)) = queue.pop_front() {
             let Ok(listing) = std::fs::read_dir(&dir) else { continue };
-            for e in listing.flatten() {
+            let mut entries: Vec<std::fs::DirEntry> = listing.flatten().collect();
+            entries.sort_by_key(std::fs::DirEntry::file_name);
+            for e in entries {
                 looked += 1;
                 if looked > MAX_HOME_LINKS {
-                    return;
+                    break;
                 }
-                if hidden_only && !e.file_name().as_bytes().starts_with(b".") {
-                    continue;
-                }
-                if e.file_type().is_ok_and(|t| t.is_symlink()) {
-                    let target = link_end(&e.path());
-                    self.command_file(&target);
+                let Ok(kind) = e.file_type() else { continue };
+                let path = e.path();
+                if kind.is_symlink() {
+                    self.link_chain(&path);
+                } else if kind.is_dir() && depth < 3 && !HOME_LINKS_SKIPPED.iter().any(|s| path.ends_with(s)) {
+                    queue.push_back((path, depth + 1));
                 }
             }
         }
+        if looked > MAX_HOME_LINKS {
+            self.out.narrowed.push(format!(
+                "{} holds more than {MAX_HOME_LINKS} entries where dotfile links are looked for: links beyond them \
+                 into a writable area are not followed",
+                home.display()
+            ));
+        }
+    }
+
+    /// The symlink `path` of the HOME: every link of its chain and what it ends at are command
+    /// files ([`Walker::home_links`]).
+    fn link_chain(&mut self, path: &Path) {
+        let (end, hops) = link_end(path);
+        for hop in hops {
+            self.command_file(&hop);
+        }
+        self.command_file(&end);
     }
 
     /// A shell start-up file of the HOME (`~/.bashrc`), followed through links: the files it
