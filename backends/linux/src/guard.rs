@@ -484,9 +484,9 @@ struct StagingInner {
     /// that never write-protects a page for write-notify ([`Staging::note_writable`]): their
     /// identity, and the identity of the directory and the name they were opened by, to be
     /// given a new ctime at the end.
-    noted: std::collections::HashMap<(u64, u64), ((u64, u64), Vec<u8>)>,
+    noted: std::collections::HashMap<FileId, (FileId, Vec<u8>)>,
     /// Those directories, each held (`O_PATH`): found again wherever they were moved.
-    noted_dirs: std::collections::HashMap<(u64, u64), OwnedFd>,
+    noted_dirs: std::collections::HashMap<FileId, OwnedFd>,
 }
 
 /// Gives the file held at `file` (an `O_PATH` handle) a ctime of now by setting its mode to what
@@ -512,6 +512,9 @@ fn set_mode_again(file: BorrowedFd<'_>) -> nix::Result<()> {
         nix::sys::stat::FchmodatFlags::FollowSymlink,
     )
 }
+
+/// A file's identity: `(st_dev, st_ino)`.
+type FileId = (u64, u64);
 
 /// Gives the file held at `held` (an `O_PATH` handle) a new ctime ([`set_mode_again`]); where
 /// the init does not own it (a file of another user's that the run could write), its times set
