@@ -73,11 +73,30 @@ const SHELL_START_UP: &[&str] = &[
     ".bash_login",
     ".profile",
     ".bash_aliases",
+    ".bash_logout",
     ".zshrc",
     ".zprofile",
     ".zshenv",
     ".zlogin",
+    ".zlogout",
+    ".kshrc",
+    ".mkshrc",
+    ".cshrc",
+    ".tcshrc",
+    ".login",
+    ".xprofile",
+    ".xsessionrc",
+    ".xinitrc",
+    ".xsession",
+    ".config/fish/config.fish",
 ];
+
+/// Directories of a HOME whose every file is a start-up file ([`Walker::shell_file`]; the
+/// first 64 of each).
+const SHELL_START_UP_DIRS: &[&str] = &[".bashrc.d", ".config/fish/conf.d", ".config/environment.d"];
+
+/// How deep the scripts a shell script sources are followed ([`Walker::script_file`]).
+const MAX_SCRIPT_DEPTH: usize = 4;
 
 /// The most entries [`Walker::home_links`] looks at.
 const MAX_HOME_LINKS: usize = 8192;
@@ -521,6 +540,15 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         for name in SHELL_START_UP {
             walker.shell_file(&real.join(name), &real, false);
         }
+        walker.ssh_config(&real.join(".ssh/config"), &real, 0);
+        for dir in SHELL_START_UP_DIRS {
+            let mut files: Vec<PathBuf> =
+                std::fs::read_dir(real.join(dir)).into_iter().flatten().flatten().map(|e| e.path()).collect();
+            files.sort();
+            for file in files.iter().take(64) {
+                walker.shell_file(file, &real, false);
+            }
+        }
     }
     // The caller's global git configuration, which the host's git reads in every repository:
     // the files it includes (`[include] path = ~/dotfiles/gitconfig`, a common layout) and the
@@ -808,10 +836,11 @@ fn npx_packages(command: &str) -> Vec<String> {
     let mut i = 0;
     while i < words.len() {
         let w = words[i].rsplit('/').next().unwrap_or(words[i]);
-        let next = words.get(i + 1).copied();
-        let start = match (w, next) {
+        // The subcommand after the tool's own options (`pnpm --silent dlx`, `yarn -s dlx`).
+        let sub = (i + 1..words.len()).find(|&k| !words[k].starts_with('-'));
+        let start = match (w, sub.map(|k| words[k])) {
             ("npx" | "bunx" | "pnpx", _) => Some(i + 1),
-            ("pnpm" | "yarn", Some("dlx")) | ("npm", Some("exec")) | ("bun", Some("x")) => Some(i + 2),
+            ("pnpm" | "yarn", Some("dlx")) | ("npm", Some("exec" | "x")) | ("bun", Some("x")) => sub.map(|k| k + 1),
             _ => None,
         };
         if let Some(mut j) = start {
@@ -870,7 +899,17 @@ fn link_end(path: &Path) -> (PathBuf, Vec<PathBuf>) {
     (at, hops)
 }
 
-/// The words of a shell line in a position that runs or reads a file ([`Walker::script_file`]
+/// The directory above the last `bin` of `path` (`~/venvs/tools` of
+/// `~/venvs/tools/bin/activate`), where it has one: a virtual environment's or a toolchain's
+/// root, whose libraries run with what its `bin` runs.
+fn above_bin(path: &Path) -> Option<PathBuf> {
+    let comps: Vec<_> = path.components().collect();
+    let at = comps.iter().rposition(|c| c.as_os_str() == "bin")?;
+    let above: PathBuf = comps[..at].iter().collect();
+    above.components().any(|c| matches!(c, std::path::Component::Normal(_))).then_some(above)
+}
+
+/// The words of a shell line in a position that runs or reads a file/// The words of a shell line in a position that runs or reads a file ([`Walker::script_file`]
 /// for a HOME's start-up files): the program of each command (after assignments and `exec`,
 /// `eval`, `command`, `builtin`, `then`, `do`, `else`, `if`, `!`), the first word inside `$(…)`,
 /// backquotes and `(`, and the file `.` or `source` reads; quotes removed.
@@ -920,6 +959,24 @@ fn expand_script_words(line: &str, vars: &HashMap<String, String>, home: Option<
             ("$(direnv_layout_dir)", ".direnv"),
         ] {
             out = out.replace(from, to);
+        }
+    }
+    // The caller's user and host, as the host's shell has them (`.envrc.$(whoami)`).
+    #[cfg(target_os = "linux")]
+    let (user, host) = (
+        nix::unistd::User::from_uid(nix::unistd::geteuid()).ok().flatten().map(|u| u.name),
+        nix::unistd::gethostname().ok().map(|h| h.to_string_lossy().into_owned()),
+    );
+    #[cfg(not(target_os = "linux"))]
+    let (user, host): (Option<String>, Option<String>) = (None, None);
+    if let Some(user) = user.or_else(|| std::env::var("USER").ok()) {
+        for from in ["${USER}", "$USER", "${LOGNAME}", "$LOGNAME", "$(whoami)", "$(id -un)", "`whoami`"] {
+            out = out.replace(from, &user);
+        }
+    }
+    if let Some(host) = host {
+        for from in ["${HOSTNAME}", "$HOSTNAME", "$(hostname)", "$(hostname -s)", "$(uname -n)", "`hostname`"] {
+            out = out.replace(from, host.split('.').next().filter(|_| from.contains("-s")).unwrap_or(&host));
         }
     }
     if let Some(home) = home.and_then(Path::to_str) {
@@ -1154,8 +1211,10 @@ impl Walker<'_> {
                     self.hg_config(&path, &root, 0, &mut seen);
                 } else if name == ".envrc" {
                     self.envrc(&path);
-                } else if is_hook_yaml(name) {
+                } else if is_hook_yaml(name) || name == ".yarnrc.yml" {
                     self.yaml_commands(&path, dir);
+                } else if name == ".npmrc" {
+                    self.npmrc(&path, dir);
                 } else if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
                     for file in AGENT_FILES_IN_DIRS {
                         let inside = path.join(file);
@@ -1732,9 +1791,13 @@ impl Walker<'_> {
         bases.extend(cwds.iter().filter_map(|c| self.expand(Path::new(c), project)));
         for (command, program) in commands {
             for word in command_paths(&command, Some(project), program) {
-                for base in &bases {
-                    if let Some(path) = self.expand(&word, base) {
-                        self.command_file(&path);
+                // A program in a virtual environment (`.venv/bin/python`): the environment
+                // whole, whose `site-packages` (a `.pth` there) runs with it (red team BA).
+                for word in above_bin(&word).into_iter().chain([word.clone()]) {
+                    for base in &bases {
+                        if let Some(path) = self.expand(&word, base) {
+                            self.command_file(&path);
+                        }
                     }
                 }
             }
@@ -1799,7 +1862,7 @@ impl Walker<'_> {
                 }
                 block = None;
             }
-            for key in ["entry:", "run:", "script:"] {
+            for key in ["entry:", "run:", "script:", "yarnPath:"] {
                 if let Some(value) = trimmed.strip_prefix(key) {
                     let value = value.trim().trim_matches(['"', '\'']);
                     if value.is_empty() || value.starts_with(['|', '>']) {
@@ -1807,16 +1870,54 @@ impl Walker<'_> {
                     } else {
                         commands.push(value.to_owned());
                     }
+                    continue;
+                }
+                // Flow style (`- {id: lint, entry: ./hooks/lint.sh, language: script}`): the
+                // key after `{`, `,` or a space, its value to the next `,` or `}`.
+                let mut rest = trimmed;
+                while let Some(at) = rest.find(key) {
+                    let before = rest[..at].chars().last();
+                    let after = &rest[at + key.len()..];
+                    if matches!(before, Some('{' | ',' | ' ')) {
+                        let value = after.split([',', '}']).next().unwrap_or("").trim().trim_matches(['"', '\'']);
+                        if !value.is_empty() {
+                            commands.push(value.to_owned());
+                        }
+                    }
+                    rest = after;
                 }
             }
         }
         for command in commands {
             for word in command_paths(&command, None, true) {
-                if let Some(path) = self.expand(&word, project) {
-                    self.command_file(&path);
+                for word in above_bin(&word).into_iter().chain([word.clone()]) {
+                    if let Some(path) = self.expand(&word, project) {
+                        self.command_file(&path);
+                    }
                 }
             }
             self.npx_files(&command, project);
+        }
+    }
+
+    /// A project's `.npmrc` (protected): the programs its `script-shell`, `node-options`,
+    /// `shell`, `git` and `editor` name, which npm runs at every script and `npx` (red team BA,
+    /// 6 December: `node-options=--require ./.hook.js` ran at an MCP server's `npx -y`).
+    fn npmrc(&mut self, file: &Path, project: &Path) {
+        let Some(bytes) = read_small(file) else { return };
+        if !self.config_read(bytes.len()) {
+            return;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        for line in text.lines() {
+            let Some((key, value)) = line.split_once('=') else { continue };
+            if matches!(key.trim(), "script-shell" | "node-options" | "shell" | "git" | "editor" | "onload-script") {
+                for word in command_paths(value.trim(), None, false) {
+                    if let Some(path) = self.expand(&word, project) {
+                        self.command_file(&path);
+                    }
+                }
+            }
         }
     }
 
@@ -1915,17 +2016,30 @@ impl Walker<'_> {
     }
 
     /// A shell script the host runs on its own (a `.envrc` from `base`, its directory, with
-    /// `relative`; a HOME's start-up file without): every word of each line that can name a
-    /// file ([`command_paths`]; with `relative` also bare and relative words, from `base`; else
-    /// only absolute, `~/` and `$HOME/` ones), lines continued with a backslash joined, simple
-    /// assignments (`d=tools`) and `$PWD`, `$HOME`, `${DIRENV_DIR#-}`, `$(pwd)` and
-    /// `$(direnv_layout_dir)` put in; a glob's directory (`env.d/*.sh` → `env.d`); `.env` for a
-    /// bare `dotenv`; what direnv's layouts and `use` functions put on PATH or evaluate
-    /// (`.direnv`, `node_modules/.bin`, `.venv`, `vendor/bin`, `flake.nix`, `devenv.nix`, …);
-    /// and each directory of a `PATH=` it sets. Each is protected where it lies strictly inside
-    /// a writable area (a directory whole).
+    /// `relative`; a HOME's start-up file without), and the scripts it sources, to a depth of
+    /// [`MAX_SCRIPT_DEPTH`] (bounded with git's configs): every word of each line that can name
+    /// a file ([`command_paths`]; with `relative` also bare and relative words, from `base`;
+    /// else only what runs or is read by `.` and `source`, [`run_words`], and a path given to an
+    /// option, `-I$HOME/perl5/lib/perl5`), quotes removed, lines continued with a backslash
+    /// joined, simple assignments (`d=tools`) and `$PWD`, `$HOME`, `$USER`, `$(whoami)`,
+    /// `$(hostname)`, `${DIRENV_DIR#-}`, `$(pwd)` and `$(direnv_layout_dir)` put in; a glob's or
+    /// an unknown expansion's directory (`env.d/*.sh`, `lib/$1.sh` → the directory whole); `.env`
+    /// for a bare `dotenv`; what direnv's layouts and `use` functions put on PATH or evaluate;
+    /// each directory of a `PATH=` it sets; and, out of a start-up file, the directory above a
+    /// `bin` it runs from (`~/venvs/tools` of `~/venvs/tools/bin/activate`, a conda root: their
+    /// `site-packages` run too). Each is protected where it lies strictly inside a writable
+    /// area. A `.envrc` that puts its own directory on PATH is reported `narrowed`.
     fn script_file(&mut self, file: &Path, base: &Path, relative: bool) {
-        if self.configs_stopped {
+        let mut seen = HashSet::new();
+        self.script_file_at(file, base, relative, 0, &mut seen);
+    }
+
+    fn script_file_at(&mut self, file: &Path, base: &Path, relative: bool, depth: usize, seen: &mut HashSet<PathBuf>) {
+        if self.configs_stopped || depth > MAX_SCRIPT_DEPTH {
+            return;
+        }
+        let Ok(real) = std::fs::canonicalize(file) else { return };
+        if !real.is_file() || !seen.insert(real) {
             return;
         }
         let Some(bytes) = read_small(file) else { return };
@@ -1936,43 +2050,70 @@ impl Walker<'_> {
         let home = self.home.clone();
         let mut vars: HashMap<String, String> = HashMap::new();
         let mut paths: Vec<PathBuf> = Vec::new();
-        for raw in text.lines().map(str::trim) {
+        let mut sourced: Vec<PathBuf> = Vec::new();
+        let statements: Vec<&str> = text.lines().flat_map(|l| l.split(';')).map(str::trim).collect();
+        for raw in statements {
             if raw.is_empty() || raw.starts_with('#') {
                 continue;
             }
             let line = expand_script_words(raw, &vars, home.as_deref(), relative);
-            // `NAME=value` statements (`export`, `local` and `declare` too): later lines see them.
-            for statement in line.split([';', '&', '|']) {
+            let unquoted = line.replace(['"', '\''], "");
+            // `NAME=value` statements (`export`, `local` and `declare` too): later ones see them.
+            for statement in unquoted.split(['&', '|']) {
                 let mut words = statement.split_whitespace();
                 let mut first = words.next();
-                if matches!(first, Some("export" | "local" | "declare" | "readonly")) {
+                if matches!(first, Some("export" | "local" | "declare" | "readonly" | "set")) {
                     first = words.next();
                 }
                 if let Some((name, value)) = first.and_then(|w| w.split_once('=')) {
                     if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                        vars.insert(name.to_owned(), value.trim_matches(['"', '\'']).to_owned());
+                        vars.insert(name.to_owned(), value.to_owned());
                     }
                 }
             }
-            let words: Vec<&str> = line.split_whitespace().map(|w| w.trim_matches(['"', '\''])).collect();
+            let words: Vec<&str> = unquoted.split_whitespace().collect();
             let keep = |p: &Path| relative || p.is_absolute() || p.starts_with("~");
+            let run = run_words(&unquoted);
             if relative {
                 paths.extend(command_paths(&line, None, true));
+                paths.extend(command_paths(&unquoted, None, true));
             } else {
-                // In a start-up file only what runs: each command's program (inside `$(…)` and
-                // backquotes too: conda's `"$('/opt/conda/bin/conda' 'shell.bash' 'hook')"`) and
-                // what `.` and `source` read; a path given to `cd`, an editor or an alias is
-                // the user's business.
-                paths.extend(run_words(&line).into_iter().map(PathBuf::from).filter(|p| keep(p)));
+                for w in &run {
+                    let path = PathBuf::from(w);
+                    if keep(&path) {
+                        paths.extend(above_bin(&path));
+                        paths.push(path);
+                    }
+                }
             }
-            // A glob's directory, whole (`source env.d/*.sh`).
+            // What is sourced is read in turn.
+            for (i, w) in words.iter().enumerate() {
+                let source =
+                    matches!(*w, "." | "source" | "source_env" | "source_env_if_exists" | "source_up_if_exists");
+                if let Some(next) = words.get(i + 1).filter(|_| source) {
+                    sourced.push(PathBuf::from(next));
+                }
+            }
+            // A path given to an option (`-I/x`, `-javaagent:/x.jar`, `--x=/y`): code loaded.
             for w in &words {
-                if w.contains(['*', '?', '[']) {
+                if w.starts_with('-') || w.contains("=-") {
+                    if let Some(at) = w.find(['/', '~']) {
+                        let path = w[at..].split([':', ',', ';']).next().unwrap_or("");
+                        if path.starts_with('/') || path.starts_with("~/") {
+                            paths.push(PathBuf::from(path));
+                        }
+                    }
+                }
+            }
+            // A glob's, a brace's or an unknown expansion's directory, whole (`source env.d/*.sh`,
+            // `source "lib/$1.sh"`).
+            for w in &words {
+                if w.contains(['*', '?', '[', '{', '$']) {
                     let dir: PathBuf = Path::new(w)
                         .components()
-                        .take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '[']))
+                        .take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '[', '{', '$', '`']))
                         .collect();
-                    if !dir.as_os_str().is_empty() && keep(&dir) {
+                    if !dir.as_os_str().is_empty() && dir != Path::new(".") && keep(&dir) {
                         paths.push(dir);
                     }
                 }
@@ -2004,10 +2145,20 @@ impl Walker<'_> {
                     named.push(".direnv");
                 }
                 paths.extend(named.iter().map(PathBuf::from));
+                if matches!(words.as_slice(), ["PATH_add" | "path_add", .., "." | "./"]) {
+                    self.top_on_path(base);
+                }
             }
             for value in words.iter().filter_map(|w| w.split_once("PATH=").map(|(_, v)| v)) {
-                for part in value.split(':').map(|p| p.trim_matches(['"', '\''])) {
+                for part in value.split(':') {
+                    if relative && (part == "." || part == "./") {
+                        self.top_on_path(base);
+                        continue;
+                    }
                     if !part.is_empty() && !part.contains(['$', '`']) && keep(Path::new(part)) {
+                        if !relative {
+                            paths.extend(above_bin(Path::new(part)));
+                        }
                         paths.push(PathBuf::from(part));
                     }
                 }
@@ -2016,6 +2167,73 @@ impl Walker<'_> {
         for path in paths {
             if let Some(p) = self.expand(&path, base) {
                 self.command_file(&p);
+            }
+        }
+        for path in sourced {
+            if path.as_os_str().to_string_lossy().contains(['$', '*', '?', '{', '`']) {
+                continue;
+            }
+            if let Some(p) = self.expand(&path, base) {
+                // A directory is read as direnv reads one (`source_env dir` → `dir/.envrc`).
+                let p = if p.is_dir() { p.join(".envrc") } else { p };
+                self.script_file_at(&p, base, relative, depth + 1, seen);
+            }
+        }
+    }
+
+    /// A `.envrc` puts its own directory `dir` on PATH (`PATH_add "$PWD"`): a program made there
+    /// (`git`) would run at the host's next command in the project (red team BA, 6 December).
+    /// No new entry may be made in `dir` ([`CreationGuard::no_new_entries`]); what exists there
+    /// is written as before (a tracked file's change shows to git).
+    fn top_on_path(&mut self, dir: &Path) {
+        let dir = crate::profile::lexically_clean(dir);
+        if self.writable.iter().any(|a| dir.starts_with(a)) {
+            self.out.no_new_entries.push(dir);
+        }
+    }
+
+    /// The HOME's `~/.ssh/config` and what it includes (`Include`, globs by their directory, to
+    /// [`MAX_SCRIPT_DEPTH`]): each included file is protected, and the programs its
+    /// `ProxyCommand`, `LocalCommand`, `Match exec` and `KnownHostsCommand` run are command
+    /// files (red team BA, 6 December: an `Include ~/dotfiles/ssh/extra.conf` of a dotfiles
+    /// workspace gained a `Match exec`, run by the host's next `ssh`).
+    fn ssh_config(&mut self, file: &Path, home: &Path, depth: usize) {
+        if depth > MAX_SCRIPT_DEPTH || self.configs_stopped {
+            return;
+        }
+        let Some(bytes) = read_small(file) else { return };
+        if !self.config_read(bytes.len()) {
+            return;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        for line in text.lines().map(str::trim) {
+            let Some((key, value)) = line.split_once(|c: char| c.is_whitespace() || c == '=') else { continue };
+            let key = key.to_ascii_lowercase();
+            let value = value.trim();
+            if key == "include" {
+                for word in value.split_whitespace().map(|w| w.trim_matches('"')) {
+                    let base = home.join(".ssh");
+                    if word.contains(['*', '?', '[']) {
+                        let dir: PathBuf = Path::new(word)
+                            .components()
+                            .take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '[']))
+                            .collect();
+                        if let Some(p) = self.expand(&dir, &base) {
+                            self.command_file(&p);
+                        }
+                    } else if let Some(p) = self.expand(Path::new(word), &base) {
+                        self.command_file(&p);
+                        self.ssh_config(&p, home, depth + 1);
+                    }
+                }
+            } else if matches!(key.as_str(), "proxycommand" | "localcommand" | "knownhostscommand" | "match") {
+                for word in command_paths(value, None, key != "match") {
+                    if word.is_absolute() || word.starts_with("~") {
+                        if let Some(p) = self.expand(&word, home) {
+                            self.command_file(&p);
+                        }
+                    }
+                }
             }
         }
     }
@@ -3253,6 +3471,79 @@ mod tests {
         assert_eq!(npx_packages("'npx' '-y' '@s/p@latest' '.'"), ["@s/p"]);
         assert!(npx_packages("node x.js").is_empty());
         assert_eq!(run_words("a=1 exec /x/y z; . ~/s.sh && $(/p/q r) `/b/c`"), ["/x/y", "~/s.sh", "/p/q", "/b/c"]);
+    }
+
+    /// Red team BA (6 December): more of what start-up files, a `.envrc` and hook configs run.
+    /// A HOME workspace whose `.bashrc` loads perl's local::lib by `-I$HOME/…`, puts a quoted
+    /// `"$HOME"/tools` on PATH, sources a script that sources another, and activates a virtual
+    /// environment; fish's config; a `.envrc` naming `.envrc.$(whoami)` and `lib/$1.sh`;
+    /// pre-commit in flow style; `npm x`; a project's `.npmrc` and `.yarnrc.yml`. Controls: a
+    /// file none of them names.
+    #[test]
+    fn what_start_up_files_and_hook_configs_run_is_protected_ba() {
+        let (_dir, home, profile) = writable_workspace();
+        let mk = |p: &Path, text: &str| {
+            std::fs::create_dir_all(p.parent().unwrap_or(Path::new("/"))).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(p, text).unwrap_or_else(|e| panic!("{e}"));
+        };
+        mk(
+            &home.join(".bashrc"),
+            "eval \"$(perl -I$HOME/perl5/lib/perl5 -Mlocal::lib)\"\nPATH=\"$HOME\"/tools:$PATH\n. ~/sh/init.sh\n\
+             source ~/venvs/t/bin/activate\n",
+        );
+        mk(&home.join("sh/init.sh"), ". ~/sh/aliases.sh\n");
+        mk(&home.join("sh/aliases.sh"), "alias x=y\n");
+        mk(&home.join("venvs/t/bin/activate"), "");
+        mk(&home.join(".config/fish/config.fish"), "source ~/fish/extra.fish\n");
+        mk(&home.join("other.sh"), "");
+        mk(&home.join(".ssh/config"), "Include ~/dots/ssh/*.conf\nInclude ~/dots/extra.conf\n");
+        let found = scan(&profile, Some(&home));
+        assert!(found.refused.is_none(), "{found:?}");
+        for rel in [
+            "perl5/lib/perl5",
+            "tools",
+            "sh/init.sh",
+            "sh/aliases.sh",
+            "venvs/t",
+            "fish/extra.fish",
+            "dots/ssh",
+            "dots/extra.conf",
+        ] {
+            assert!(protects(&found, &home.join(rel)), "{rel}: {found:?}");
+        }
+        assert!(!protects(&found, &home.join("other.sh")), "control");
+
+        let (_dir, ws, profile) = writable_workspace();
+        mk(
+            &ws.join(".envrc"),
+            "source_env_if_exists .envrc.$(whoami)\nload() { source \"lib/$1.sh\"; }\nd=tools; PATH_add \"$d\"/bin\nPATH_add \"$PWD\"\n",
+        );
+        mk(&ws.join(".vscode/mcp.json"), r#"{"servers":{"p":{"command":".venv/bin/python","args":["-m","m"]}}}"#);
+        mk(
+            &ws.join(".pre-commit-config.yaml"),
+            "repos:\n- repo: local\n  hooks:\n  - {id: lint, entry: ./hooks/lint.sh, language: script}\n",
+        );
+        mk(&ws.join(".mcp.json"), r#"{"mcpServers":{"a":{"command":"npm","args":["x","-y","@acme/srv"]}}}"#);
+        mk(&ws.join(".npmrc"), "node-options=--require ./.hook.js\nscript-shell=./.sh-wrap\n");
+        mk(&ws.join(".yarnrc.yml"), "yarnPath: .yarn/releases/yarn-4.js\n");
+        let found = scan(&profile, None);
+        assert!(found.refused.is_none(), "{found:?}");
+        let user = nix::unistd::User::from_uid(nix::unistd::geteuid()).ok().flatten().map(|u| u.name);
+        let user = user.unwrap_or_else(|| panic!("no user name"));
+        for rel in [
+            format!(".envrc.{user}"),
+            "lib".to_owned(),
+            "hooks/lint.sh".to_owned(),
+            "node_modules/@acme/srv".to_owned(),
+            ".hook.js".to_owned(),
+            ".sh-wrap".to_owned(),
+            ".yarn/releases/yarn-4.js".to_owned(),
+            "tools/bin".to_owned(),
+            ".venv".to_owned(),
+        ] {
+            assert!(protects(&found, &ws.join(&rel)), "{rel}: {found:?}");
+        }
+        assert!(found.no_new_entries.contains(&ws), "the project's top on PATH takes no new entry: {found:?}");
     }
 
     /// Red teams AV and AW (6 December): a workspace that covers the real HOME protects every
