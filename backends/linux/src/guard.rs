@@ -2718,9 +2718,24 @@ impl Guard<'_> {
         // A file named by its descriptor (`O_TMPFILE`'s way, whose open the guard never sees)
         // may be open for reading and writing: noted as such an open is.
         if kind.is_ok_and(|k| k == libc::S_IFREG) {
-            self.staging.note_writable(object.as_fd(), p.dir.as_fd(), &p.name)?;
+            self.note_writable(object.as_fd(), p.dir.as_fd(), &p.name)?;
         }
         Ok(())
+    }
+
+    /// [`Staging::note_writable`], except in the sandbox's private directories (`/tmp`,
+    /// `/dev/shm`, the executor's HOME and TMPDIR, [`CreationGuard::is_exempt`]): nothing there
+    /// is the host's, and a test suite's temporary files (`mkstemp` opens for reading and
+    /// writing) in hundreds of directories would pass the bound.
+    fn note_writable(&self, fd: BorrowedFd<'_>, dir: BorrowedFd<'_>, name: &[u8]) -> Result<(), Errno> {
+        let regular = nix::sys::stat::fstat(fd.as_raw_fd()).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG);
+        if !regular || !maps_without_times(fd) {
+            return Ok(());
+        }
+        if self.guard.is_exempt(&real_path(dir)?.join(os(name))) {
+            return Ok(());
+        }
+        self.staging.note_writable(fd, dir, name)
     }
 
     fn rename(&self, olddirfd: i32, old: &[u8], newdirfd: i32, new: &[u8], flags: u32) -> Result<(), Errno> {
@@ -3874,7 +3889,7 @@ impl Guard<'_> {
             match opened {
                 Ok(fd) => {
                     if flags & libc::O_ACCMODE == libc::O_RDWR {
-                        self.staging.note_writable(fd.as_fd(), p.dir.as_fd(), &p.name)?;
+                        self.note_writable(fd.as_fd(), p.dir.as_fd(), &p.name)?;
                     }
                     return Ok(Outcome::Answer(Answer::Fd(fd, cloexec)));
                 }
@@ -3899,7 +3914,7 @@ impl Guard<'_> {
                             let parent = cstr(parent.as_os_str().as_encoded_bytes())?;
                             let dir =
                                 notify::open_at(None, &parent, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)?;
-                            self.staging.note_writable(object.as_fd(), dir.as_fd(), name.as_encoded_bytes())?;
+                            self.note_writable(object.as_fd(), dir.as_fd(), name.as_encoded_bytes())?;
                         }
                         return reopen(object, kind, base & !(libc::O_CREAT | libc::O_NOFOLLOW), cloexec);
                     }
