@@ -2097,9 +2097,16 @@ impl Walker<'_> {
             // A path given to an option (`-I/x`, `-javaagent:/x.jar`, `--x=/y`): code loaded.
             for w in &words {
                 if w.starts_with('-') || w.contains("=-") {
-                    if let Some(at) = w.find(['/', '~']) {
+                    let start = (0..w.len()).filter(|&i| w.is_char_boundary(i)).find(|&i| {
+                        let rest = &w[i..];
+                        rest.starts_with('/')
+                            || rest.starts_with("~/")
+                            || rest.starts_with("./")
+                            || rest.starts_with("../")
+                    });
+                    if let Some(at) = start {
                         let path = w[at..].split([':', ',', ';']).next().unwrap_or("");
-                        if path.starts_with('/') || path.starts_with("~/") {
+                        if keep(Path::new(path)) {
                             paths.push(PathBuf::from(path));
                         }
                     }
@@ -3525,6 +3532,7 @@ mod tests {
         );
         mk(&ws.join(".mcp.json"), r#"{"mcpServers":{"a":{"command":"npm","args":["x","-y","@acme/srv"]}}}"#);
         mk(&ws.join(".npmrc"), "node-options=--require ./.hook.js\nscript-shell=./.sh-wrap\n");
+        mk(&ws.join("sub/.envrc"), "export NODE_OPTIONS=--require=./inj.js\n");
         mk(&ws.join(".yarnrc.yml"), "yarnPath: .yarn/releases/yarn-4.js\n");
         let found = scan(&profile, None);
         assert!(found.refused.is_none(), "{found:?}");
@@ -3540,6 +3548,7 @@ mod tests {
             ".yarn/releases/yarn-4.js".to_owned(),
             "tools/bin".to_owned(),
             ".venv".to_owned(),
+            "sub/inj.js".to_owned(),
         ] {
             assert!(protects(&found, &ws.join(&rel)), "{rel}: {found:?}");
         }
