@@ -899,6 +899,17 @@ fn link_end(path: &Path) -> (PathBuf, Vec<PathBuf>) {
     (at, hops)
 }
 
+/// The directory of a word that holds a pattern or an expansion (one of `marks`): its
+/// components before the first that holds one (`env.d` of `env.d/*.sh`), where there are any.
+fn pattern_dir(word: &str, marks: &[char]) -> Option<PathBuf> {
+    if !word.contains(marks) {
+        return None;
+    }
+    let dir: PathBuf =
+        Path::new(word).components().take_while(|c| !c.as_os_str().to_string_lossy().contains(marks)).collect();
+    (!dir.as_os_str().is_empty()).then_some(dir)
+}
+
 /// The directory above the last `bin` of `path` (`~/venvs/tools` of
 /// `~/venvs/tools/bin/activate`), where it has one: a virtual environment's or a toolchain's
 /// root, whose libraries run with what its `bin` runs.
@@ -2115,12 +2126,8 @@ impl Walker<'_> {
             // A glob's, a brace's or an unknown expansion's directory, whole (`source env.d/*.sh`,
             // `source "lib/$1.sh"`).
             for w in &words {
-                if w.contains(['*', '?', '[', '{', '$']) {
-                    let dir: PathBuf = Path::new(w)
-                        .components()
-                        .take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '[', '{', '$', '`']))
-                        .collect();
-                    if !dir.as_os_str().is_empty() && dir != Path::new(".") && keep(&dir) {
+                if let Some(dir) = pattern_dir(w, &['*', '?', '[', '{', '$', '`']) {
+                    if dir != Path::new(".") && keep(&dir) {
                         paths.push(dir);
                     }
                 }
@@ -2221,11 +2228,8 @@ impl Walker<'_> {
                 for word in value.split_whitespace().map(|w| w.trim_matches('"')) {
                     let base = home.join(".ssh");
                     if word.contains(['*', '?', '[']) {
-                        let dir: PathBuf = Path::new(word)
-                            .components()
-                            .take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '[']))
-                            .collect();
-                        if let Some(p) = self.expand(&dir, &base) {
+                        // A pattern: its directory, whole.
+                        if let Some(p) = pattern_dir(word, &['*', '?', '[']).and_then(|d| self.expand(&d, &base)) {
                             self.command_file(&p);
                         }
                     } else if let Some(p) = self.expand(Path::new(word), &base) {
