@@ -171,6 +171,50 @@ struct Memo {
     dirs: HashMap<PathBuf, Listing>,
     /// Whether `dirs` changed since it was restored or last kept ([`ScanMemo::to_kept`]).
     changed: bool,
+    /// What the HOME's readers found last ([`HomeRecord`]; not kept between processes).
+    home: Option<HomeRecord>,
+    /// The caller's user name as last looked up, with the user id and the stamp of
+    /// `/etc/passwd` it was looked up with (a lookup reads and parses that file; Linux only).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    user: Option<(u32, Option<Stamp>, Option<String>)>,
+}
+
+/// What the readers of the caller's HOME (its links, start-up files and `~/.ssh/config`)
+/// found in one scan, with every path their lookups consulted: reused by the next scan of the
+/// same HOME while each of those paths has the stamp it had (issue 16: reading them took a
+/// warm spawn 0.65 ms of its 3.5 here, and grows with the HOME). A path's lookup depends only
+/// on the directories it passes through (a name made, removed, renamed or replaced there
+/// changes the directory's times, and a mount over a directory changes what its path stats
+/// as), and a file's content only on the file (a write changes its times): each of them, by
+/// its physical path, is in `looked`. A record with one of them changed in the two seconds
+/// before the reading started is not kept (a change in the same tick of the timestamps as the
+/// reading would not show).
+#[derive(Clone, Debug)]
+struct HomeRecord {
+    key: HomeKey,
+    looked: Vec<(PathBuf, Option<Stamp>)>,
+    calls: Vec<HomeCall>,
+}
+
+/// What a [`HomeRecord`]'s findings depend on besides the files: the real HOME, the listed
+/// `~/` entries, and the user and host names put in for `$USER` and `$(hostname)`.
+type HomeKey = (PathBuf, Vec<String>, Option<String>, Option<String>);
+
+/// One finding of the HOME's readers, replayed in order by a scan that reuses the record.
+#[derive(Clone, Debug)]
+enum HomeCall {
+    CommandFile(PathBuf),
+    TopOnPath(PathBuf),
+    ConfigRead(usize),
+    Narrowed(String),
+}
+
+/// A [`HomeRecord`] being made: the paths looked up (each followed to its end when the record
+/// is stamped) and the findings.
+#[derive(Default)]
+struct HomeTrace {
+    looked: Vec<PathBuf>,
+    calls: Vec<HomeCall>,
 }
 
 /// A memo as kept between processes ([`ScanMemo::to_kept`]).
@@ -256,7 +300,7 @@ impl ScanMemo {
             dirs.insert(dir, listing);
         }
         let last = kept.last.into_iter().map(OsString::from).collect();
-        Some(ScanMemo { inner: std::sync::Mutex::new(Memo { last, dirs, changed: false }) })
+        Some(ScanMemo { inner: std::sync::Mutex::new(Memo { last, dirs, changed: false, home: None, user: None }) })
     }
 }
 
@@ -331,6 +375,70 @@ fn read_listing(dir: &Path) -> std::io::Result<(Stamp, Vec<(OsString, bool)>)> {
         entries.push((e.file_name(), e.file_type()?.is_dir()));
     }
     Ok((stamp, entries))
+}
+
+/// The stamp of whatever `path` names, not followed through a symlink: None where nothing is
+/// there (or a component is no directory), an error where it cannot be known.
+fn any_stamp(path: &Path) -> std::io::Result<Option<Stamp>> {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => Ok(Some(Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })),
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Every path a lookup of the absolute `path`, followed through symlinks to its end (at most
+/// 40), consults, by its physical path, appended to `trail` once (`seen`): the root, each
+/// directory it passes through and each name it finds there, up to the first missing one
+/// (whose directory, in the trail, changes its times when the name is made).
+fn lookup_trail(path: &Path, trail: &mut Vec<PathBuf>, seen: &mut HashSet<PathBuf>) {
+    use std::path::Component;
+    let mut add = |p: &Path, trail: &mut Vec<PathBuf>| {
+        if seen.insert(p.to_path_buf()) {
+            trail.push(p.to_path_buf());
+        }
+    };
+    let mut out = PathBuf::from("/");
+    add(&out, trail);
+    let mut rest: std::collections::VecDeque<PathBuf> =
+        path.components().map(|c| PathBuf::from(c.as_os_str())).collect();
+    let mut hops = 0;
+    while let Some(c) = rest.pop_front() {
+        match c.components().next() {
+            Some(Component::RootDir) => out = PathBuf::from("/"),
+            Some(Component::CurDir) | None | Some(Component::Prefix(_)) => {}
+            Some(Component::ParentDir) => {
+                out.pop();
+            }
+            Some(Component::Normal(name)) => {
+                let next = out.join(name);
+                let found = std::fs::symlink_metadata(&next);
+                if found.is_ok() {
+                    add(&next, trail);
+                }
+                match found {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        hops += 1;
+                        if hops > 40 {
+                            return;
+                        }
+                        let Ok(target) = std::fs::read_link(&next) else { return };
+                        for t in target.components().rev() {
+                            rest.push_front(PathBuf::from(t.as_os_str()));
+                        }
+                    }
+                    Ok(_) => out = next,
+                    Err(_) => return,
+                }
+            }
+        }
+    }
 }
 
 fn stamp(dir: &Path) -> Option<Stamp> {
@@ -423,6 +531,9 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         repositories: Vec::new(),
         config_refs: HashMap::new(),
         existing: HashSet::new(),
+        who: None,
+        trace: None,
+        memo,
     };
     // The writable areas that are, or lie inside, a repository (see below): known before the
     // walk, which refuses bare layouts beneath them.
@@ -536,19 +647,7 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
     // run in turn (`~/miniconda3/bin/conda`, `. ~/.bash_local`, `PATH=~/tools/bin:$PATH`).
     if let Some(home) = &home {
         let (real, _) = resolve(home);
-        walker.home_links(&real, &p.home_entries());
-        for name in SHELL_START_UP {
-            walker.shell_file(&real.join(name), &real, false);
-        }
-        walker.ssh_config(&real.join(".ssh/config"), &real, 0);
-        for dir in SHELL_START_UP_DIRS {
-            let mut files: Vec<PathBuf> =
-                std::fs::read_dir(real.join(dir)).into_iter().flatten().flatten().map(|e| e.path()).collect();
-            files.sort();
-            for file in files.iter().take(64) {
-                walker.shell_file(file, &real, false);
-            }
-        }
+        walker.home_readers(&real, &p.home_entries(), memo);
     }
     // The caller's global git configuration, which the host's git reads in every repository:
     // the files it includes (`[include] path = ~/dotfiles/gitconfig`, a common layout) and the
@@ -957,7 +1056,13 @@ fn run_words(line: &str) -> Vec<String> {
 /// variables assigned before (`$d`, `${d}`), `$HOME`/`${HOME}` (the real HOME), and, in a
 /// `.envrc` (`relative`), `${DIRENV_DIR#-}`, `$DIRENV_DIR`, `$PWD`, `${PWD}` and `$(pwd)` as the
 /// project's directory (`.`) and `$(direnv_layout_dir)` as `.direnv`.
-fn expand_script_words(line: &str, vars: &HashMap<String, String>, home: Option<&Path>, relative: bool) -> String {
+fn expand_script_words(
+    line: &str,
+    vars: &HashMap<String, String>,
+    home: Option<&Path>,
+    who: &(Option<String>, Option<String>),
+    relative: bool,
+) -> String {
     let mut out = line.to_owned();
     if relative {
         for (from, to) in [
@@ -973,21 +1078,15 @@ fn expand_script_words(line: &str, vars: &HashMap<String, String>, home: Option<
         }
     }
     // The caller's user and host, as the host's shell has them (`.envrc.$(whoami)`).
-    #[cfg(target_os = "linux")]
-    let (user, host) = (
-        nix::unistd::User::from_uid(nix::unistd::geteuid()).ok().flatten().map(|u| u.name),
-        nix::unistd::gethostname().ok().map(|h| h.to_string_lossy().into_owned()),
-    );
-    #[cfg(not(target_os = "linux"))]
-    let (user, host): (Option<String>, Option<String>) = (None, None);
-    if let Some(user) = user.or_else(|| std::env::var("USER").ok()) {
+    let (user, host) = who;
+    if let Some(user) = user {
         for from in ["${USER}", "$USER", "${LOGNAME}", "$LOGNAME", "$(whoami)", "$(id -un)", "`whoami`"] {
-            out = out.replace(from, &user);
+            out = out.replace(from, user);
         }
     }
     if let Some(host) = host {
         for from in ["${HOSTNAME}", "$HOSTNAME", "$(hostname)", "$(hostname -s)", "$(uname -n)", "`hostname`"] {
-            out = out.replace(from, host.split('.').next().filter(|_| from.contains("-s")).unwrap_or(&host));
+            out = out.replace(from, host.split('.').next().filter(|_| from.contains("-s")).unwrap_or(host));
         }
     }
     if let Some(home) = home.and_then(Path::to_str) {
@@ -1183,6 +1282,13 @@ struct Walker<'a> {
     config_refs: HashMap<FileId, ConfigRefs>,
     /// The paths in `out.existing` (looked up for every directory the walk meets).
     existing: HashSet<PathBuf>,
+    /// The caller's user and host names ([`expand_script_words`]), looked up once per scan.
+    who: Option<(Option<String>, Option<String>)>,
+    /// While the HOME's readers run for a record ([`HomeRecord`]): what they look up and find.
+    trace: Option<HomeTrace>,
+    /// The memo this scan reuses and refreshes, if any (for the user name: Linux only).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    memo: Option<&'a ScanMemo>,
 }
 
 /// A file's identity: its device and inode numbers.
@@ -1343,6 +1449,115 @@ impl Walker<'_> {
             self.fresh += 1;
         }
         Some(listing)
+    }
+
+    /// The caller's user and host names, as the host's shell has them, looked up on first use.
+    fn who(&mut self) -> (Option<String>, Option<String>) {
+        if let Some(who) = &self.who {
+            return who.clone();
+        }
+        #[cfg(target_os = "linux")]
+        let (user, host) = {
+            let uid = nix::unistd::geteuid().as_raw();
+            let passwd = any_stamp(Path::new("/etc/passwd")).ok().flatten();
+            // (`try_lock`: the walk of the writable areas holds the memo while it reads a
+            // `.envrc`.)
+            let memo = self.memo.and_then(|m| m.inner.try_lock().ok());
+            let known = memo.as_ref().and_then(|m| m.user.clone()).filter(|(u, s, _)| *u == uid && *s == passwd);
+            drop(memo);
+            let user = match known {
+                Some((_, _, user)) => user,
+                None => {
+                    let user = nix::unistd::User::from_uid(nix::unistd::geteuid()).ok().flatten().map(|u| u.name);
+                    if let Some(m) = self.memo.and_then(|m| m.inner.try_lock().ok()).as_deref_mut() {
+                        m.user = Some((uid, passwd, user.clone()));
+                    }
+                    user
+                }
+            };
+            (user, nix::unistd::gethostname().ok().map(|h| h.to_string_lossy().into_owned()))
+        };
+        #[cfg(not(target_os = "linux"))]
+        let (user, host): (Option<String>, Option<String>) = (None, None);
+        let who = (user.or_else(|| std::env::var("USER").ok()), host);
+        self.who = Some(who.clone());
+        who
+    }
+
+    /// A path the HOME's readers look up (followed to its end), while a record is made.
+    fn looked(&mut self, path: &Path) {
+        if let Some(trace) = &mut self.trace {
+            trace.looked.push(path.to_path_buf());
+        }
+    }
+
+    /// The HOME's readers ([`Walker::home_links`], the shell start-up files, `~/.ssh/config`),
+    /// for the real HOME `real`: their findings replayed from `memo`'s record where every path
+    /// it depends on is unchanged, else read again (and recorded for the next scan).
+    fn home_readers(&mut self, real: &Path, listed: &[&str], memo: Option<&ScanMemo>) {
+        let who = self.who();
+        let key: HomeKey = (real.to_path_buf(), listed.iter().map(|s| (*s).to_owned()).collect(), who.0, who.1);
+        // A scan past its bounds already reads nothing more: nothing to record either.
+        let memo = memo.filter(|_| !self.configs_stopped);
+        let old = memo.and_then(|m| m.inner.lock().ok().and_then(|mut m| m.home.take()));
+        if let Some(old) = old.filter(|r| r.key == key) {
+            if old.looked.iter().all(|(path, stamp)| any_stamp(path).is_ok_and(|s| s == *stamp)) {
+                for call in &old.calls {
+                    match call {
+                        HomeCall::CommandFile(p) => self.command_file(p),
+                        HomeCall::TopOnPath(p) => self.top_on_path(p),
+                        HomeCall::ConfigRead(bytes) => {
+                            self.config_read(*bytes);
+                        }
+                        HomeCall::Narrowed(why) => self.out.narrowed.push(why.clone()),
+                    }
+                }
+                if let Some(m) = memo.and_then(|m| m.inner.lock().ok()).as_deref_mut() {
+                    m.home = Some(old);
+                }
+                return;
+            }
+        }
+        let started =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+        if memo.is_some() {
+            self.trace = Some(HomeTrace::default());
+        }
+        self.home_links(real, listed);
+        for name in SHELL_START_UP {
+            self.shell_file(&real.join(name), real, false);
+        }
+        self.ssh_config(&real.join(".ssh/config"), real, 0);
+        for dir in SHELL_START_UP_DIRS {
+            self.looked(&real.join(dir));
+            let mut files: Vec<PathBuf> =
+                std::fs::read_dir(real.join(dir)).into_iter().flatten().flatten().map(|e| e.path()).collect();
+            files.sort();
+            for file in files.iter().take(64) {
+                self.shell_file(file, real, false);
+            }
+        }
+        let Some(trace) = self.trace.take() else { return };
+        if self.configs_stopped {
+            return;
+        }
+        let mut trail: Vec<PathBuf> = Vec::new();
+        let mut seen: HashSet<PathBuf> = HashSet::new();
+        for path in &trace.looked {
+            lookup_trail(path, &mut trail, &mut seen);
+        }
+        let mut looked = Vec::with_capacity(trail.len());
+        for path in trail {
+            // An error other than a missing path (a directory that cannot be searched): no record.
+            let Ok(stamp) = any_stamp(&path) else { return };
+            if stamp.is_some_and(|s| s.mtime.0 >= started - 2 || s.ctime.0 >= started - 2) {
+                return;
+            }
+            looked.push((path, stamp));
+        }
+        if let Some(m) = memo.and_then(|m| m.inner.lock().ok()).as_deref_mut() {
+            m.home = Some(HomeRecord { key, looked, calls: trace.calls });
+        }
     }
 
     /// Whether `path` ends with one of the name patterns.
@@ -1521,6 +1736,9 @@ impl Walker<'_> {
     /// ([`MAX_CONFIG_FILES`], [`MAX_CONFIG_BYTES`]): false, and configs stopped (the spawn is
     /// refused at the end), once either is passed.
     fn config_read(&mut self, bytes: usize) -> bool {
+        if let Some(trace) = &mut self.trace {
+            trace.calls.push(HomeCall::ConfigRead(bytes));
+        }
         self.config_reads.0 += 1;
         self.config_reads.1 += bytes;
         if self.config_reads.0 > MAX_CONFIG_FILES || self.config_reads.1 > MAX_CONFIG_BYTES {
@@ -1701,6 +1919,9 @@ impl Walker<'_> {
     /// when it lies strictly inside an area the workload may write (elsewhere it cannot write
     /// it anyway, and an area's root is never bound over).
     fn command_file(&mut self, path: &Path) {
+        if let Some(trace) = &mut self.trace {
+            trace.calls.push(HomeCall::CommandFile(path.to_path_buf()));
+        }
         // `./tools/../x.sh`: git resolves `tools` physically, and a workload could make it a
         // symlink elsewhere (a red team did): every directory before a `..` is protected too.
         let protect = |walker: &mut Self, p: &Path| {
@@ -1941,6 +2162,7 @@ impl Walker<'_> {
     /// whole; nothing beneath a link is entered.
     fn home_links(&mut self, home: &Path, listed: &[&str]) {
         use std::os::unix::ffi::OsStrExt as _;
+        self.looked(home);
         let mut looked = 0usize;
         let mut queue: std::collections::VecDeque<(PathBuf, usize)> = std::collections::VecDeque::new();
         let mut tops: Vec<PathBuf> = Vec::new();
@@ -1956,6 +2178,7 @@ impl Walker<'_> {
             if looked > MAX_HOME_LINKS {
                 break;
             }
+            self.looked(&path);
             match std::fs::symlink_metadata(&path) {
                 Ok(m) if m.file_type().is_symlink() => self.link_chain(&path),
                 Ok(m) if m.is_dir() && !HOME_LINKS_SKIPPED.iter().any(|s| path.ends_with(s)) => {
@@ -1965,6 +2188,7 @@ impl Walker<'_> {
             }
         }
         while let Some((dir, depth)) = queue.pop_front() {
+            self.looked(&dir);
             let Ok(listing) = std::fs::read_dir(&dir) else { continue };
             let mut entries: Vec<std::fs::DirEntry> = listing.flatten().collect();
             entries.sort_by_key(std::fs::DirEntry::file_name);
@@ -1983,17 +2207,22 @@ impl Walker<'_> {
             }
         }
         if looked > MAX_HOME_LINKS {
-            self.out.narrowed.push(format!(
+            let why = format!(
                 "{} holds more than {MAX_HOME_LINKS} entries where dotfile links are looked for: links beyond them \
                  into a writable area are not followed",
                 home.display()
-            ));
+            );
+            if let Some(trace) = &mut self.trace {
+                trace.calls.push(HomeCall::Narrowed(why.clone()));
+            }
+            self.out.narrowed.push(why);
         }
     }
 
     /// The symlink `path` of the HOME: every link of its chain and what it ends at are command
     /// files ([`Walker::home_links`]).
     fn link_chain(&mut self, path: &Path) {
+        self.looked(path);
         let (end, hops) = link_end(path);
         for hop in hops {
             self.command_file(&hop);
@@ -2007,6 +2236,7 @@ impl Walker<'_> {
     /// directory count (absolute, `~/`, `$HOME/`): a bare word in a start-up file is a command
     /// or an argument, not a file of the HOME.
     fn shell_file(&mut self, file: &Path, home: &Path, relative: bool) {
+        self.looked(file);
         let Ok(meta) = std::fs::metadata(file) else { return };
         if !meta.is_file() {
             return;
@@ -2049,6 +2279,7 @@ impl Walker<'_> {
         if self.configs_stopped || depth > MAX_SCRIPT_DEPTH {
             return;
         }
+        self.looked(file);
         let Ok(real) = std::fs::canonicalize(file) else { return };
         if !real.is_file() || !seen.insert(real) {
             return;
@@ -2059,6 +2290,7 @@ impl Walker<'_> {
         }
         let text = String::from_utf8_lossy(&bytes).replace("\\\n", " ");
         let home = self.home.clone();
+        let who = self.who();
         let mut vars: HashMap<String, String> = HashMap::new();
         let mut paths: Vec<PathBuf> = Vec::new();
         let mut sourced: Vec<PathBuf> = Vec::new();
@@ -2067,7 +2299,7 @@ impl Walker<'_> {
             if raw.is_empty() || raw.starts_with('#') {
                 continue;
             }
-            let line = expand_script_words(raw, &vars, home.as_deref(), relative);
+            let line = expand_script_words(raw, &vars, home.as_deref(), &who, relative);
             let unquoted = line.replace(['"', '\''], "");
             // `NAME=value` statements (`export`, `local` and `declare` too): later ones see them.
             for statement in unquoted.split(['&', '|']) {
@@ -2188,6 +2420,7 @@ impl Walker<'_> {
                 continue;
             }
             if let Some(p) = self.expand(&path, base) {
+                self.looked(&p);
                 // A directory is read as direnv reads one (`source_env dir` → `dir/.envrc`).
                 let p = if p.is_dir() { p.join(".envrc") } else { p };
                 self.script_file_at(&p, base, relative, depth + 1, seen);
@@ -2200,6 +2433,9 @@ impl Walker<'_> {
     /// No new entry may be made in `dir` ([`CreationGuard::no_new_entries`]); what exists there
     /// is written as before (a tracked file's change shows to git).
     fn top_on_path(&mut self, dir: &Path) {
+        if let Some(trace) = &mut self.trace {
+            trace.calls.push(HomeCall::TopOnPath(dir.to_path_buf()));
+        }
         let dir = crate::profile::lexically_clean(dir);
         if self.writable.iter().any(|a| dir.starts_with(a)) {
             self.out.no_new_entries.push(dir);
@@ -2215,6 +2451,7 @@ impl Walker<'_> {
         if depth > MAX_SCRIPT_DEPTH || self.configs_stopped {
             return;
         }
+        self.looked(file);
         let Some(bytes) = read_small(file) else { return };
         if !self.config_read(bytes.len()) {
             return;
@@ -3135,6 +3372,102 @@ mod tests {
         assert!(same("renamed").existing.contains(&(ws.join("z/b/c/.envrc"), false)));
         std::fs::remove_dir(ws.join("pkg/.vscode")).unwrap_or_else(|e| panic!("{e}"));
         assert!(!same("removed").existing.iter().any(|(p, _)| p.ends_with(".vscode")));
+    }
+
+    /// What the HOME's readers found is reused while nothing it depends on changed, and read
+    /// again after any change: a file a start-up file sources written, a dotfile link
+    /// re-pointed, the directory holding a sourced file swapped for another, a new start-up
+    /// file. Each case's record is marked (a finding added to it) to tell a reuse from a read.
+    #[test]
+    fn a_home_record_is_reused_until_what_it_depends_on_changes() {
+        type Change = fn(&Path, &Path);
+        let cases: [(&str, Change); 4] = [
+            ("a sourced file written", |_, ws| {
+                let mut text = std::fs::read_to_string(ws.join("env/a.sh")).unwrap_or_else(|e| panic!("{e}"));
+                text.push_str(&format!(". {}/env/c.sh\n", ws.display()));
+                std::fs::write(ws.join("env/a.sh"), text).unwrap_or_else(|e| panic!("{e}"));
+            }),
+            ("a link re-pointed", |home, ws| {
+                std::fs::remove_file(home.join(".config/tmux")).unwrap_or_else(|e| panic!("{e}"));
+                std::os::unix::fs::symlink(ws.join("dot/tmux2"), home.join(".config/tmux"))
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }),
+            ("a directory swapped", |_, ws| {
+                std::fs::rename(ws.join("env"), ws.join("env.old")).unwrap_or_else(|e| panic!("{e}"));
+                std::fs::create_dir(ws.join("env")).unwrap_or_else(|e| panic!("{e}"));
+                std::fs::write(ws.join("env/a.sh"), format!(". {}/env/d.sh\n", ws.display()))
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }),
+            ("a start-up file made", |home, ws| {
+                std::fs::write(home.join(".zshrc"), format!("{}/tools/z\n", ws.display()))
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }),
+        ];
+        // Under `/var/tmp`: the directories a record depends on include every one on the way
+        // to the files, and `/tmp` changes all the time while the other tests run.
+        let parent = tempfile::Builder::new().tempdir_in("/var/tmp").unwrap_or_else(|e| panic!("{e}"));
+        let parent_path = std::fs::canonicalize(parent.path()).unwrap_or_else(|e| panic!("{e}"));
+        let mut made = Vec::new();
+        for (i, _) in cases.iter().enumerate() {
+            let ws = parent_path.join(format!("ws{i}"));
+            let home_path = parent_path.join(format!("home{i}"));
+            std::fs::create_dir_all(&home_path).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::create_dir_all(&ws).unwrap_or_else(|e| panic!("{e}"));
+            let profile = crate::Profile::new(crate::ProfileConfig {
+                workspace_root: ws.clone(),
+                workspace_read: Access::Allow,
+                workspace_write: Access::Allow,
+                ..crate::ProfileConfig::default()
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+            std::fs::create_dir_all(ws.join("env")).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(home_path.join(".bashrc"), format!(". {}/env/a.sh\n", ws.display()))
+                .unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(ws.join("env/a.sh"), format!(". {}/env/b.sh\n", ws.display()))
+                .unwrap_or_else(|e| panic!("{e}"));
+            std::fs::create_dir_all(home_path.join(".config")).unwrap_or_else(|e| panic!("{e}"));
+            std::os::unix::fs::symlink(ws.join("dot/tmux"), home_path.join(".config/tmux"))
+                .unwrap_or_else(|e| panic!("{e}"));
+            made.push((ws, home_path, profile));
+        }
+        for ((what, change), (ws, home, profile)) in cases.iter().zip(&made) {
+            // A record is kept only where nothing it depends on changed in the two seconds
+            // before the reading (`/var/tmp` itself may have, now and then).
+            let memo = ScanMemo::default();
+            let mut first = None;
+            for _ in 0..5 {
+                std::thread::sleep(std::time::Duration::from_millis(2100));
+                first = Some(scan_with(profile, Some(home), Some(&memo)));
+                if memo.inner.lock().unwrap_or_else(|e| panic!("{e}")).home.is_some() {
+                    break;
+                }
+            }
+            let first = first.unwrap_or_else(|| panic!("{what}: scanned"));
+            assert_eq!(first, scan(profile, Some(home)), "{what}: first");
+            for p in ["env/a.sh", "env/b.sh", "dot/tmux"] {
+                assert!(protects(&first, &ws.join(p)), "{what}: {p}: {first:?}");
+            }
+            let mark = |memo: &ScanMemo| {
+                let mut m = memo.inner.lock().unwrap_or_else(|e| panic!("{e}"));
+                let record = m.home.as_mut().unwrap_or_else(|| panic!("{what}: a record was kept"));
+                record.calls.push(HomeCall::CommandFile(ws.join("marker")));
+            };
+            // Unchanged: the record is reused (the mark is found), and then found again.
+            mark(&memo);
+            for round in 0..2 {
+                let again = scan_with(profile, Some(home), Some(&memo));
+                assert!(protects(&again, &ws.join("marker")), "{what}: round {round}: not reused");
+            }
+            change(home, ws);
+            let after = scan_with(profile, Some(home), Some(&memo));
+            assert!(!protects(&after, &ws.join("marker")), "{what}: reused after the change");
+            assert_eq!(after, scan(profile, Some(home)), "{what}: after");
+        }
+        let found = |i: usize, p: &str| {
+            let (ws, home, profile) = &made[i];
+            protects(&scan(profile, Some(home)), &ws.join(p))
+        };
+        assert!(found(0, "env/c.sh") && found(1, "dot/tmux2") && found(2, "env/d.sh") && found(3, "tools/z"));
     }
 
     /// A memo kept between processes (`to_kept`, `from_kept`): restored, it reuses the listings
