@@ -171,7 +171,7 @@ struct Memo {
     dirs: HashMap<PathBuf, Listing>,
     /// Whether `dirs` changed since it was restored or last kept ([`ScanMemo::to_kept`]).
     changed: bool,
-    /// What the HOME's readers found last ([`HomeRecord`]; not kept between processes).
+    /// What the HOME's readers found last ([`HomeRecord`]).
     home: Option<HomeRecord>,
     /// The caller's user name as last looked up, with the user id and the stamp of
     /// `/etc/passwd` it was looked up with (a lookup reads and parses that file; Linux only).
@@ -201,7 +201,8 @@ struct HomeRecord {
 type HomeKey = (PathBuf, Vec<String>, Option<String>, Option<String>);
 
 /// One finding of the HOME's readers, replayed in order by a scan that reuses the record.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 enum HomeCall {
     CommandFile(PathBuf),
     TopOnPath(PathBuf),
@@ -223,6 +224,26 @@ struct Kept {
     version: u32,
     last: Vec<String>,
     dirs: Vec<KeptListing>,
+    home: Option<KeptHome>,
+}
+
+/// A [`HomeRecord`] as kept (paths that are not UTF-8: not kept).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct KeptHome {
+    home: String,
+    listed: Vec<String>,
+    user: Option<String>,
+    host: Option<String>,
+    looked: Vec<(String, Option<KeptStamp>)>,
+    calls: Vec<HomeCall>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct KeptStamp {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -237,13 +258,14 @@ struct KeptListing {
 }
 
 /// The format of [`Kept`].
-const KEPT_VERSION: u32 = 1;
+const KEPT_VERSION: u32 = 2;
 
 impl ScanMemo {
-    /// The listings as bytes another process can restore with [`ScanMemo::from_kept`], or
-    /// None when nothing changed since they were restored or last taken (a one-shot CLI keeps
-    /// its memo in a place no sandbox sees, so that its next call reads only what changed).
-    /// Listings naming a path that is not UTF-8 are left out: they are read again.
+    /// The listings and the HOME's record ([`HomeRecord`]) as bytes another process can
+    /// restore with [`ScanMemo::from_kept`], or None when nothing changed since they were
+    /// restored or last taken (a one-shot CLI keeps its memo in a place no sandbox sees, so
+    /// that its next call reads only what changed). Listings naming a path that is not UTF-8
+    /// are left out, and so is such a record: they are read again.
     pub fn to_kept(&self) -> Option<Vec<u8>> {
         let mut m = self.inner.lock().ok()?;
         if !m.changed {
@@ -268,6 +290,28 @@ impl ScanMemo {
                     })
                 })
                 .collect(),
+            home: m.home.as_ref().and_then(|r| {
+                let text = |p: &Path| p.to_str().map(str::to_owned);
+                let path_ok = |c: &HomeCall| match c {
+                    HomeCall::CommandFile(p) | HomeCall::TopOnPath(p) => p.to_str().is_some(),
+                    HomeCall::ConfigRead(_) | HomeCall::Narrowed(_) => true,
+                };
+                Some(KeptHome {
+                    home: text(&r.key.0)?,
+                    listed: r.key.1.clone(),
+                    user: r.key.2.clone(),
+                    host: r.key.3.clone(),
+                    looked: r
+                        .looked
+                        .iter()
+                        .map(|(p, s)| {
+                            let stamp = s.map(|s| KeptStamp { dev: s.dev, ino: s.ino, mtime: s.mtime, ctime: s.ctime });
+                            Some((text(p)?, stamp))
+                        })
+                        .collect::<Option<_>>()?,
+                    calls: r.calls.iter().all(path_ok).then(|| r.calls.clone())?,
+                })
+            }),
         };
         let bytes = serde_json::to_vec(&kept).ok()?;
         m.changed = false;
@@ -300,7 +344,33 @@ impl ScanMemo {
             dirs.insert(dir, listing);
         }
         let last = kept.last.into_iter().map(OsString::from).collect();
-        Some(ScanMemo { inner: std::sync::Mutex::new(Memo { last, dirs, changed: false, home: None, user: None }) })
+        let home = match kept.home {
+            None => None,
+            Some(h) => {
+                // Only what a scan records: absolute paths.
+                let absolute = |p: &str| Path::new(p).is_absolute();
+                let calls_ok = h.calls.iter().all(|c| match c {
+                    HomeCall::CommandFile(p) | HomeCall::TopOnPath(p) => p.is_absolute(),
+                    HomeCall::ConfigRead(_) | HomeCall::Narrowed(_) => true,
+                });
+                if !absolute(&h.home) || !h.looked.iter().all(|(p, _)| absolute(p)) || !calls_ok {
+                    return None;
+                }
+                Some(HomeRecord {
+                    key: (PathBuf::from(h.home), h.listed, h.user, h.host),
+                    looked: h
+                        .looked
+                        .into_iter()
+                        .map(|(p, s)| {
+                            let stamp = s.map(|s| Stamp { dev: s.dev, ino: s.ino, mtime: s.mtime, ctime: s.ctime });
+                            (PathBuf::from(p), stamp)
+                        })
+                        .collect(),
+                    calls: h.calls,
+                })
+            }
+        };
+        Some(ScanMemo { inner: std::sync::Mutex::new(Memo { last, dirs, changed: false, home, user: None }) })
     }
 }
 
@@ -1500,6 +1570,7 @@ impl Walker<'_> {
         // A scan past its bounds already reads nothing more: nothing to record either.
         let memo = memo.filter(|_| !self.configs_stopped);
         let old = memo.and_then(|m| m.inner.lock().ok().and_then(|mut m| m.home.take()));
+        let had_old = old.is_some();
         if let Some(old) = old.filter(|r| r.key == key) {
             if old.looked.iter().all(|(path, stamp)| any_stamp(path).is_ok_and(|s| s == *stamp)) {
                 for call in &old.calls {
@@ -1516,6 +1587,12 @@ impl Walker<'_> {
                     m.home = Some(old);
                 }
                 return;
+            }
+        }
+        // (A record dropped is a change of the memo: kept, it would be checked again in vain.)
+        if had_old {
+            if let Some(m) = memo.and_then(|m| m.inner.lock().ok()).as_deref_mut() {
+                m.changed = true;
             }
         }
         let started =
@@ -1557,6 +1634,7 @@ impl Walker<'_> {
         }
         if let Some(m) = memo.and_then(|m| m.inner.lock().ok()).as_deref_mut() {
             m.home = Some(HomeRecord { key, looked, calls: trace.calls });
+            m.changed = true;
         }
     }
 
@@ -3458,7 +3536,20 @@ mod tests {
                 let again = scan_with(profile, Some(home), Some(&memo));
                 assert!(protects(&again, &ws.join("marker")), "{what}: round {round}: not reused");
             }
+            // Kept between processes (the CLI's memo), it is reused there too; one naming a
+            // relative path is refused.
+            let bytes = memo.to_kept().unwrap_or_else(|| panic!("{what}: a new memo is kept"));
+            let restored = ScanMemo::from_kept(&bytes).unwrap_or_else(|| panic!("{what}: the bytes are a memo"));
+            assert!(protects(&scan_with(profile, Some(home), Some(&restored)), &ws.join("marker")), "{what}: kept");
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let relative =
+                text.replacen(&format!("{{\"command_file\":\"{}", ws.display()), "{\"command_file\":\"rel", 1);
+            assert_ne!(relative, text, "{what}");
+            assert!(ScanMemo::from_kept(relative.as_bytes()).is_none(), "{what}: a relative path was taken");
             change(home, ws);
+            let restored = ScanMemo::from_kept(&bytes).unwrap_or_else(|| panic!("{what}: the bytes are a memo"));
+            let after = scan_with(profile, Some(home), Some(&restored));
+            assert!(!protects(&after, &ws.join("marker")), "{what}: the kept record was reused after the change");
             let after = scan_with(profile, Some(home), Some(&memo));
             assert!(!protects(&after, &ws.join("marker")), "{what}: reused after the change");
             assert_eq!(after, scan(profile, Some(home)), "{what}: after");
