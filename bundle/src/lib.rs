@@ -56,7 +56,7 @@ pub use export::{
     ExportPlan, ExportRequest, check_seed, plan_export, rootfs_key, write_bundle, write_bundle_on, write_config,
     write_rootfs,
 };
-pub use host::{ClosureEntry, EntryKind, HostEntry, HostView};
+pub use host::{ClosureEntry, EntryKind, HostEntry, HostView, HostViewMemo};
 pub use profile::{
     ACCESS_VERSION, Axis, IdentityRole, PRIVATE_PATHS, PathIdentity, Profile, ProfileConfig, RootSettings, Settings,
     restrict,

@@ -29,6 +29,7 @@ use crate::error::Error;
 
 mod scan;
 pub use scan::{RootKind, ScanMemo, is_git_directory, read_small, scan, scan_with};
+pub(crate) use scan::{Stamp, any_stamp, lookup_trail};
 
 /// The name of the default list; it appears in reports and exported bundles.
 pub const PROTECT_V1: &str = "protect-v1";

@@ -933,6 +933,55 @@ mod linux {
         }
     }
 
+    /// Issue 16 keeps the host view (the mounts among it) between spawns while the mount table
+    /// shows no change: an alias the host mounts between two runs of one executor is guarded at
+    /// the second, like one there before the first. Controls: the readable file next to the
+    /// denied one reads through the alias, and the first run read it directly.
+    pub fn a_host_bind_alias_made_between_two_runs_is_guarded_at_the_second() {
+        use nix::mount::{MntFlags, MsFlags, mount, umount2};
+        use nix::sched::{CloneFlags, setns, unshare};
+        if sandbox_tests::rootless_mode() {
+            println!(
+                "SKIPPED (rootless): making the host alias (a bind mount in a private mount namespace) needs \
+                 root; the root run covers it"
+            );
+            return;
+        }
+        let d = TestDirs::new("sbx-roots");
+        fs::create_dir_all(d.ws.join(".ssh")).unwrap();
+        fs::write(d.ws.join(".ssh/id"), "PRIVATE-KEY\n").unwrap();
+        fs::write(d.ws.join(".ssh/id.pub"), "PUBLIC\n").unwrap();
+        fs::create_dir(d.ws.join("kalias")).unwrap();
+        let host_ns = fs::File::open("/proc/self/ns/mnt").unwrap();
+        unshare(CloneFlags::CLONE_NEWNS).unwrap();
+        let none = None::<&str>;
+        mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none).unwrap();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let profile =
+                Profile::new(config(&d, vec![root(&d.ws.join(".ssh/id"), Access::Deny, Access::Deny)])).unwrap();
+            let set = set_of(&d, &profile);
+            let exec = set.executor("k").unwrap();
+            let first =
+                sh_ok(&exec, &d, &format!("cat .ssh/id.pub && echo first-ok; {}", attempt("direct", "cat .ssh/id")));
+            assert!(first.starts_with("PUBLIC\nfirst-ok\n"), "{first}");
+            all_failed(&first, &["direct"]);
+            mount(Some(&d.ws.join(".ssh")), &d.ws.join("kalias"), none, MsFlags::MS_BIND, none).unwrap();
+            let out = sh_ok(
+                &exec,
+                &d,
+                &format!("cat kalias/id.pub && echo controls-ok; {}", attempt("alias", "cat kalias/id")),
+            );
+            assert!(out.starts_with("PUBLIC\ncontrols-ok\n"), "{out}");
+            assert!(!out.contains("PRIVATE-KEY"), "the denied file was read through the new alias: {out}");
+            all_failed(&out, &["alias"]);
+        }));
+        let _ = umount2(&d.ws.join("kalias"), MntFlags::MNT_DETACH);
+        setns(&host_ns, CloneFlags::CLONE_NEWNS).unwrap();
+        if let Err(e) = result {
+            std::panic::resume_unwind(e);
+        }
+    }
+
     /// A red team (5 December): a denied root's mask covers what was there at spawn. When the
     /// host replaces it during the run (an editor's save of a denied `.env`, a denied directory
     /// removed and made again with a rotated key), the kernel detaches the mask, and the
@@ -1204,6 +1253,10 @@ fn main() -> std::process::ExitCode {
             (
                 "a_denied_file_root_is_unreadable_through_a_host_bind_alias",
                 a_denied_file_root_is_unreadable_through_a_host_bind_alias,
+            ),
+            (
+                "a_host_bind_alias_made_between_two_runs_is_guarded_at_the_second",
+                a_host_bind_alias_made_between_two_runs_is_guarded_at_the_second,
             ),
             (
                 "denied_roots_the_host_replaces_during_a_run_stay_unreadable",

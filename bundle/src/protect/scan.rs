@@ -384,11 +384,18 @@ struct Listing {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Stamp {
+pub(crate) struct Stamp {
     dev: u64,
     ino: u64,
     mtime: (i64, i64),
     ctime: (i64, i64),
+}
+
+impl Stamp {
+    /// Whether its times are at or after `secs` (seconds since the epoch).
+    pub(crate) fn changed_since(&self, secs: i64) -> bool {
+        self.mtime.0 >= secs || self.ctime.0 >= secs
+    }
 }
 
 /// A directory's stamp and entries (name, whether a directory), both of one inode: opened once
@@ -449,7 +456,7 @@ fn read_listing(dir: &Path) -> std::io::Result<(Stamp, Vec<(OsString, bool)>)> {
 
 /// The stamp of whatever `path` names, not followed through a symlink: None where nothing is
 /// there (or a component is no directory), an error where it cannot be known.
-fn any_stamp(path: &Path) -> std::io::Result<Option<Stamp>> {
+pub(crate) fn any_stamp(path: &Path) -> std::io::Result<Option<Stamp>> {
     use std::os::unix::fs::MetadataExt;
     match std::fs::symlink_metadata(path) {
         Ok(m) => Ok(Some(Stamp {
@@ -467,7 +474,7 @@ fn any_stamp(path: &Path) -> std::io::Result<Option<Stamp>> {
 /// 40), consults, by its physical path, appended to `trail` once (`seen`): the root, each
 /// directory it passes through and each name it finds there, up to the first missing one
 /// (whose directory, in the trail, changes its times when the name is made).
-fn lookup_trail(path: &Path, trail: &mut Vec<PathBuf>, seen: &mut HashSet<PathBuf>) {
+pub(crate) fn lookup_trail(path: &Path, trail: &mut Vec<PathBuf>, seen: &mut HashSet<PathBuf>) {
     use std::path::Component;
     let mut add = |p: &Path, trail: &mut Vec<PathBuf>| {
         if seen.insert(p.to_path_buf()) {
@@ -1627,7 +1634,7 @@ impl Walker<'_> {
         for path in trail {
             // An error other than a missing path (a directory that cannot be searched): no record.
             let Ok(stamp) = any_stamp(&path) else { return };
-            if stamp.is_some_and(|s| s.mtime.0 >= started - 2 || s.ctime.0 >= started - 2) {
+            if stamp.is_some_and(|s| s.changed_since(started - 2)) {
                 return;
             }
             looked.push((path, stamp));

@@ -101,6 +101,8 @@ pub struct LinuxBackend {
     placeholder: PathBuf,
     /// The protected-paths scan's directory listings, reused while unchanged.
     scan_memo: sandbox_bundle::protect::ScanMemo,
+    /// The host view of the last compilation, reused while the host shows no change.
+    host_memo: sandbox_bundle::HostViewMemo,
     uid: u32,
     gid: u32,
     layout: CgroupLayout,
@@ -242,6 +244,7 @@ impl LinuxBackend {
             skeletons,
             placeholder,
             scan_memo: sandbox_bundle::protect::ScanMemo::default(),
+            host_memo: sandbox_bundle::HostViewMemo::default(),
             prepared: std::sync::Mutex::default(),
             warm: std::sync::Mutex::default(),
             probe: Probe::unmeasured(),

@@ -461,6 +461,7 @@ mod tests {
             skeletons: PathBuf::from("/nonexistent/rootfs"),
             placeholder: PathBuf::from("/nonexistent/denied"),
             scan_memo: sandbox_bundle::protect::ScanMemo::default(),
+            host_memo: sandbox_bundle::HostViewMemo::default(),
             prepared: std::sync::Mutex::default(),
             warm: std::sync::Mutex::default(),
             probe: Probe {

@@ -69,7 +69,7 @@ impl LinuxBackend {
             },
             grants: input.grants.clone(),
         };
-        compile(profile, &ctx, &HostView::scan()).map_err(|e| match e {
+        compile(profile, &ctx, &HostView::scan_with(Some(&self.host_memo))).map_err(|e| match e {
             Error::InvalidArgument { detail } => Error::runtime(format!("bundle: {detail}")),
             other => other,
         })
