@@ -205,6 +205,8 @@ type HomeKey = (PathBuf, Vec<String>, Option<String>, Option<String>);
 #[serde(rename_all = "snake_case")]
 enum HomeCall {
     CommandFile(PathBuf),
+    /// A listed `~/` entry (relative to the HOME) and the real path it resolves to.
+    Resolved(String, PathBuf),
     TopOnPath(PathBuf),
     ConfigRead(usize),
     Narrowed(String),
@@ -293,7 +295,9 @@ impl ScanMemo {
             home: m.home.as_ref().and_then(|r| {
                 let text = |p: &Path| p.to_str().map(str::to_owned);
                 let path_ok = |c: &HomeCall| match c {
-                    HomeCall::CommandFile(p) | HomeCall::TopOnPath(p) => p.to_str().is_some(),
+                    HomeCall::CommandFile(p) | HomeCall::TopOnPath(p) | HomeCall::Resolved(_, p) => {
+                        p.to_str().is_some()
+                    }
                     HomeCall::ConfigRead(_) | HomeCall::Narrowed(_) => true,
                 };
                 Some(KeptHome {
@@ -350,7 +354,7 @@ impl ScanMemo {
                 // Only what a scan records: absolute paths.
                 let absolute = |p: &str| Path::new(p).is_absolute();
                 let calls_ok = h.calls.iter().all(|c| match c {
-                    HomeCall::CommandFile(p) | HomeCall::TopOnPath(p) => p.is_absolute(),
+                    HomeCall::CommandFile(p) | HomeCall::TopOnPath(p) | HomeCall::Resolved(_, p) => p.is_absolute(),
                     HomeCall::ConfigRead(_) | HomeCall::Narrowed(_) => true,
                 });
                 if !absolute(&h.home) || !h.looked.iter().all(|(p, _)| absolute(p)) || !calls_ok {
@@ -610,6 +614,7 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         existing: HashSet::new(),
         who: None,
         trace: None,
+        home_resolved: HashMap::new(),
         memo,
     };
     // The writable areas that are, or lie inside, a repository (see below): known before the
@@ -641,6 +646,19 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
         m.dirs = std::mem::take(&mut walker.new);
     }
     drop(guard);
+    // Dotfile managers link the HOME's start-up files into a repository (`~/.bashrc ->
+    // .dotfiles/bashrc`), which a user may make the workspace (`cd ~/.dotfiles && sandbox
+    // run`): what such a link leads to is protected where it lies in a writable area, existing
+    // (bound read-only) or not (an optional `~/.bash_local -> dotfiles/bash_local` that
+    // `.bashrc` sources when present: refused creation). Red team AY, 6 December: the workload
+    // wrote `bashrc`, `gitconfig` and `config/tmux/tmux.conf` of the dotfiles workspace, and
+    // the host's next terminal ran them. The shell start-up files are read for the files they
+    // run in turn (`~/miniconda3/bin/conda`, `. ~/.bash_local`, `PATH=~/tools/bin:$PATH`).
+    // (First: they also resolve the listed entries, which the HOME entries below need.)
+    let real_home = home.as_ref().map(|h| resolve(h).0);
+    if let Some(real) = &real_home {
+        walker.home_readers(real, &p.home_entries(), memo);
+    }
     // The HOME entries, against the caller's real HOME: wherever the workload gets it as its
     // HOME, and wherever else an entry can be written (the workspace or a writable root
     // covering the real HOME, `cd ~ && sandbox run`, or host write): the host's sshd and git
@@ -709,22 +727,14 @@ fn scan_bounded(profile: &Profile, home: Option<&Path>, memo: Option<&ScanMemo>,
                 continue;
             }
             let e = home.join(rel);
-            if c.home == Home::RealHome || writable_at(&e) || writable_at(&resolve(&e).0) {
+            let resolved = || match walker.home_resolved.get(rel).filter(|_| real_home.as_ref() == Some(home)) {
+                Some(r) => r.clone(),
+                None => resolve(&e).0,
+            };
+            if c.home == Home::RealHome || writable_at(&e) || writable_at(&resolved()) {
                 walker.entry(&e);
             }
         }
-    }
-    // Dotfile managers link the HOME's start-up files into a repository (`~/.bashrc ->
-    // .dotfiles/bashrc`), which a user may make the workspace (`cd ~/.dotfiles && sandbox
-    // run`): what such a link leads to is protected where it lies in a writable area, existing
-    // (bound read-only) or not (an optional `~/.bash_local -> dotfiles/bash_local` that
-    // `.bashrc` sources when present: refused creation). Red team AY, 6 December: the workload
-    // wrote `bashrc`, `gitconfig` and `config/tmux/tmux.conf` of the dotfiles workspace, and
-    // the host's next terminal ran them. The shell start-up files are read for the files they
-    // run in turn (`~/miniconda3/bin/conda`, `. ~/.bash_local`, `PATH=~/tools/bin:$PATH`).
-    if let Some(home) = &home {
-        let (real, _) = resolve(home);
-        walker.home_readers(&real, &p.home_entries(), memo);
     }
     // The caller's global git configuration, which the host's git reads in every repository:
     // the files it includes (`[include] path = ~/dotfiles/gitconfig`, a common layout) and the
@@ -1363,6 +1373,9 @@ struct Walker<'a> {
     who: Option<(Option<String>, Option<String>)>,
     /// While the HOME's readers run for a record ([`HomeRecord`]): what they look up and find.
     trace: Option<HomeTrace>,
+    /// The real path of each listed `~/` entry, by its name relative to the HOME
+    /// ([`Walker::home_readers`]).
+    home_resolved: HashMap<String, PathBuf>,
     /// The memo this scan reuses and refreshes, if any (for the user name: Linux only).
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     memo: Option<&'a ScanMemo>,
@@ -1588,6 +1601,9 @@ impl Walker<'_> {
                             self.config_read(*bytes);
                         }
                         HomeCall::Narrowed(why) => self.out.narrowed.push(why.clone()),
+                        HomeCall::Resolved(rel, p) => {
+                            self.home_resolved.insert(rel.clone(), p.clone());
+                        }
                     }
                 }
                 if let Some(m) = memo.and_then(|m| m.inner.lock().ok()).as_deref_mut() {
@@ -1606,6 +1622,15 @@ impl Walker<'_> {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
         if memo.is_some() {
             self.trace = Some(HomeTrace::default());
+        }
+        for rel in listed.iter().filter(|r| **r != ".*") {
+            let e = real.join(rel);
+            self.looked(&e);
+            let resolved = resolve(&e).0;
+            if let Some(trace) = &mut self.trace {
+                trace.calls.push(HomeCall::Resolved((*rel).to_owned(), resolved.clone()));
+            }
+            self.home_resolved.insert((*rel).to_owned(), resolved);
         }
         self.home_links(real, listed);
         for name in SHELL_START_UP {
@@ -3462,11 +3487,11 @@ mod tests {
     /// What the HOME's readers found is reused while nothing it depends on changed, and read
     /// again after any change: a file a start-up file sources written, a dotfile link
     /// re-pointed, the directory holding a sourced file swapped for another, a new start-up
-    /// file. Each case's record is marked (a finding added to it) to tell a reuse from a read.
+    /// file, a listed entry's directory made a link into the workspace. Each case's record is marked (a finding added to it) to tell a reuse from a read.
     #[test]
     fn a_home_record_is_reused_until_what_it_depends_on_changes() {
         type Change = fn(&Path, &Path);
-        let cases: [(&str, Change); 4] = [
+        let cases: [(&str, Change); 5] = [
             ("a sourced file written", |_, ws| {
                 let mut text = std::fs::read_to_string(ws.join("env/a.sh")).unwrap_or_else(|e| panic!("{e}"));
                 text.push_str(&format!(". {}/env/c.sh\n", ws.display()));
@@ -3486,6 +3511,10 @@ mod tests {
             ("a start-up file made", |home, ws| {
                 std::fs::write(home.join(".zshrc"), format!("{}/tools/z\n", ws.display()))
                     .unwrap_or_else(|e| panic!("{e}"));
+            }),
+            ("a listed entry's directory made a link into the workspace", |home, ws| {
+                std::fs::create_dir_all(ws.join("ssh")).unwrap_or_else(|e| panic!("{e}"));
+                std::os::unix::fs::symlink(ws.join("ssh"), home.join(".ssh")).unwrap_or_else(|e| panic!("{e}"));
             }),
         ];
         // Under `/var/tmp`: the directories a record depends on include every one on the way
@@ -3566,6 +3595,7 @@ mod tests {
             protects(&scan(profile, Some(home)), &ws.join(p))
         };
         assert!(found(0, "env/c.sh") && found(1, "dot/tmux2") && found(2, "env/d.sh") && found(3, "tools/z"));
+        assert!(found(4, "ssh/authorized_keys") && found(4, "ssh/rc"));
     }
 
     /// A memo kept between processes (`to_kept`, `from_kept`): restored, it reuses the listings
