@@ -112,7 +112,11 @@ fn scan_key(profile: &Profile) -> String {
 /// processes like the probe's measurements, and reused only as within a set: a directory whose
 /// device, inode, modification and change times are those recorded, and which had not changed
 /// for two seconds when it was read. A workload cannot set a change time, and cannot reach
-/// the registry. Files the scan reads (git's configs, agent settings) are read at every scan.
+/// the registry. Files the scan reads (git's configs, agent settings) are read at every scan,
+/// except what the caller's HOME's readers find (its dotfile links, shell start-up files and
+/// `~/.ssh/config`, issue 16, 6 December): that record is kept with the stamp of every path
+/// its lookups consulted, files read included, and reused only while each has the stamp
+/// recorded (see `sandbox_bundle::protect::ScanMemo`).
 pub(crate) fn keep_scan_memo(linux: &LinuxBackend, profile: &Profile) {
     if let Some(bytes) = linux.scan_memo_to_keep() {
         if bytes.len() as u64 <= MAX_SCAN_MEMO {

@@ -157,8 +157,10 @@ pub fn scan(profile: &Profile, home: Option<&Path>) -> ProtectScan {
 /// directory whose inode, change time and modification time are those recorded has the same
 /// entries (adding, removing or renaming an entry changes both times). A directory changed
 /// within the last two seconds is always read again (timestamps are coarser than the changes
-/// they record: the "racy" case git's index knows). Only directory listings are kept; files
-/// the scan reads (git's config and pointers) are read at every scan.
+/// they record: the "racy" case git's index knows). Besides directory listings, only what the
+/// caller's HOME's readers found is kept ([`HomeRecord`], with the stamps of the files they
+/// read); other files the scan reads (git's config and pointers, agent settings) are read at
+/// every scan.
 #[derive(Debug, Default)]
 pub struct ScanMemo {
     inner: std::sync::Mutex<Memo>,
