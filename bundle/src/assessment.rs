@@ -379,7 +379,7 @@ pub fn unix_sockets_entry(
         );
     }
     const MADE: &str =
-        "no unix socket can be made (socket(AF_UNIX) and datagram socketpairs are refused; stream socketpairs work";
+        "no unix socket can be made (socket(AF_UNIX) and datagram socketpairs are refused; stream and seqpacket socketpairs work";
     let bind = if landlock {
         "binding one to a path is refused by landlock)"
     } else {
