@@ -378,8 +378,7 @@ pub fn unix_sockets_entry(
             ReportEntry::new("unix-sockets", Status::Unenforced, format!("seccomp is not in force: {OPEN}")),
         );
     }
-    const MADE: &str =
-        "no unix socket can be made (socket(AF_UNIX) and datagram socketpairs are refused; stream and seqpacket socketpairs work";
+    const MADE: &str = "no unix socket can be made (socket(AF_UNIX) and datagram socketpairs are refused; stream and seqpacket socketpairs work";
     let bind = if landlock {
         "binding one to a path is refused by landlock)"
     } else {

@@ -198,13 +198,16 @@ fn kind_of(path: &Path) -> Option<EntryKind> {
 }
 
 /// A [`HostView`] kept for the next compilation while the host shows no change (issue 16: the
-/// view took a warm spawn about 0.25 ms of its 5). It is reused while the mount table shows no
-/// change (`poll` on the `/proc/self/mountinfo` it was read from reports every mount and
-/// unmount of its namespace since), the process is in the same mount namespace, and every
-/// path the view's lookups consulted (`/`, whose times change with any entry made, removed or
+/// view took a warm spawn about 0.25 ms of its 5). It is reused while `/proc/self/mountinfo`
+/// reads the same, byte for byte (a mount, an unmount, and a rename of a directory above a
+/// mount point or a bind's source, which moves the mount without any mount event: red team
+/// BC, 6 December, made a kept view's alias of a denied root stale that way and read the root
+/// through the alias's new path), the process is in the same mount namespace, and every path
+/// the view's lookups consulted (`/`, whose times change with any entry made, removed or
 /// replaced there, and each directory and name on the way to the closure's entries and what
 /// their symlinks lead to) has the stamp it had; a view with one of them changed in the two
-/// seconds before it was read is not kept.
+/// seconds before it was read is not kept. What is saved is the view's lookups and the
+/// parsing; the mount table is read at every compilation.
 #[derive(Debug, Default)]
 pub struct HostViewMemo {
     inner: std::sync::Mutex<Option<KeptView>>,
@@ -214,8 +217,7 @@ pub struct HostViewMemo {
 struct KeptView {
     view: HostView,
     looked: Vec<(PathBuf, Option<crate::protect::Stamp>)>,
-    #[cfg(target_os = "linux")]
-    mountinfo: fs::File,
+    mountinfo: String,
     mount_ns: Option<(u64, u64)>,
 }
 
@@ -225,35 +227,20 @@ fn mount_ns() -> Option<(u64, u64)> {
     fs::metadata("/proc/self/ns/mnt").ok().map(|m| (m.dev(), m.ino()))
 }
 
-/// Whether the mount table `file` was opened on changed since it was opened or last polled
-/// (and when that cannot be told).
-#[cfg(target_os = "linux")]
-fn mounts_changed(file: &fs::File) -> bool {
-    use nix::poll::{PollFd, PollFlags, PollTimeout};
-    use std::os::fd::AsFd;
-    let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLPRI)];
-    match nix::poll::poll(&mut fds, PollTimeout::ZERO) {
-        Ok(_) => {
-            fds[0].revents().is_none_or(|r| r.intersects(PollFlags::POLLPRI | PollFlags::POLLERR | PollFlags::POLLNVAL))
-        }
-        Err(_) => true,
-    }
-}
-
 impl HostView {
     /// [`HostView::scan`], reusing and refreshing `memo` ([`HostViewMemo`]).
     pub fn scan_with(memo: Option<&HostViewMemo>) -> HostView {
         let Some(memo) = memo else { return HostView::scan() };
         let mut kept = memo.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let ns = mount_ns();
+        let Ok(mountinfo) = fs::read_to_string("/proc/self/mountinfo") else {
+            *kept = None;
+            return HostView::scan();
+        };
         if let Some(k) = kept.as_ref() {
-            #[cfg(target_os = "linux")]
-            let mounts_same = !mounts_changed(&k.mountinfo);
-            #[cfg(not(target_os = "linux"))]
-            let mounts_same = true;
             if ns.is_some()
                 && k.mount_ns == ns
-                && mounts_same
+                && k.mountinfo == mountinfo
                 && k.looked.iter().all(|(p, s)| crate::protect::any_stamp(p).is_ok_and(|now| now == *s))
             {
                 return k.view.clone();
@@ -262,23 +249,8 @@ impl HostView {
         *kept = None;
         let started =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-        // Opened before anything is read: a mount made meanwhile shows at the next poll.
-        #[cfg(target_os = "linux")]
-        let Ok(mut mountinfo) = fs::File::open("/proc/self/mountinfo") else { return HostView::scan() };
         let mut view = HostView::scan_entries();
-        #[cfg(target_os = "linux")]
-        {
-            use std::io::Read as _;
-            let mut text = String::new();
-            if mountinfo.read_to_string(&mut text).is_err() {
-                return HostView::scan();
-            }
-            (view.mounts, view.kernel_mounts) = parse_mounts(&text);
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            (view.mounts, view.kernel_mounts) = read_mounts();
-        }
+        (view.mounts, view.kernel_mounts) = parse_mounts(&mountinfo);
         let mut trail = Vec::new();
         let mut seen = std::collections::HashSet::new();
         // (`/var/run` is looked at, not followed: `/var` holds what it is.)
@@ -288,19 +260,11 @@ impl HostView {
         let mut looked = Vec::with_capacity(trail.len());
         for path in trail {
             match crate::protect::any_stamp(&path) {
-                Ok(s) if !s.is_some_and(|s| s.changed_since(started - 2)) => {
-                    looked.push((path, s));
-                }
+                Ok(s) if !s.is_some_and(|s| s.changed_since(started - 2)) => looked.push((path, s)),
                 _ => return view,
             }
         }
-        *kept = Some(KeptView {
-            view: view.clone(),
-            looked,
-            #[cfg(target_os = "linux")]
-            mountinfo,
-            mount_ns: ns,
-        });
+        *kept = Some(KeptView { view: view.clone(), looked, mountinfo, mount_ns: ns });
         view
     }
 
@@ -399,7 +363,8 @@ mod tests {
 
     /// A host view is kept and reused while the host shows no change (here it shows none
     /// unless `/`, `/etc`, `/usr` or the mounts change in the seconds before; then the test
-    /// waits and tries again), and the view reused is the view read.
+    /// waits and tries again), and the view reused is the view read; a changed stamp or mount
+    /// table is noticed.
     #[test]
     fn a_host_view_is_reused_while_the_host_shows_no_change() {
         let memo = HostViewMemo::default();
@@ -425,6 +390,19 @@ mod tests {
             k.looked[0].1 = None;
         }
         assert_eq!(HostView::scan_with(Some(&memo)), HostView::scan(), "a changed stamp was not noticed");
+        // A mount table that reads otherwise (a mount, or a directory above one renamed).
+        for _ in 0..4 {
+            let _ = HostView::scan_with(Some(&memo));
+            if memo.inner.lock().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2100));
+        }
+        if let Some(k) = memo.inner.lock().unwrap().as_mut() {
+            k.view.var_run_is_dir = !k.view.var_run_is_dir;
+            k.mountinfo.push_str("1 2 0:1 / /renamed rw - tmpfs tmpfs rw\n");
+        }
+        assert_eq!(HostView::scan_with(Some(&memo)), HostView::scan(), "a changed mount table was not noticed");
     }
 
     fn m(device: &str, root: &str, at: &str) -> HostMount {

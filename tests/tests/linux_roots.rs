@@ -934,9 +934,11 @@ mod linux {
     }
 
     /// Issue 16 keeps the host view (the mounts among it) between spawns while the mount table
-    /// shows no change: an alias the host mounts between two runs of one executor is guarded at
-    /// the second, like one there before the first. Controls: the readable file next to the
-    /// denied one reads through the alias, and the first run read it directly.
+    /// reads the same: an alias the host mounts between two runs of one executor is guarded at
+    /// the second, like one there before the first; and one whose directory is moved (a rename
+    /// above it: no mount event) is guarded at its new path at the next compilation (red team
+    /// BC, 6 December). Controls: the readable file next to the denied one reads through the
+    /// alias, and the first run read it directly.
     pub fn a_host_bind_alias_made_between_two_runs_is_guarded_at_the_second() {
         use nix::mount::{MntFlags, MsFlags, mount, umount2};
         use nix::sched::{CloneFlags, setns, unshare};
@@ -974,7 +976,32 @@ mod linux {
             assert!(out.starts_with("PUBLIC\ncontrols-ok\n"), "{out}");
             assert!(!out.contains("PRIVATE-KEY"), "the denied file was read through the new alias: {out}");
             all_failed(&out, &["alias"]);
+            // The directory above the alias renamed (no mount event: the mount moves with it),
+            // then a spawn of another executor of the set (a new compilation): the alias is
+            // guarded at its new path (red team BC: it was read there through a kept view).
+            fs::create_dir_all(d.ws.join("sub/kalias2")).unwrap();
+            mount(Some(&d.ws.join(".ssh")), &d.ws.join("sub/kalias2"), none, MsFlags::MS_BIND, none).unwrap();
+            let exec2 = set.executor("k2").unwrap();
+            let before = sh_ok(
+                &exec2,
+                &d,
+                &format!("cat sub/kalias2/id.pub && echo before-ok; {}", attempt("sub", "cat sub/kalias2/id")),
+            );
+            assert!(before.starts_with("PUBLIC\nbefore-ok\n"), "{before}");
+            all_failed(&before, &["sub"]);
+            fs::rename(d.ws.join("sub"), d.ws.join("moved")).unwrap();
+            let exec3 = set.executor("k3").unwrap();
+            let out = sh_ok(
+                &exec3,
+                &d,
+                &format!("cat moved/kalias2/id.pub && echo moved-ok; {}", attempt("moved", "cat moved/kalias2/id")),
+            );
+            assert!(out.starts_with("PUBLIC\nmoved-ok\n"), "{out}");
+            assert!(!out.contains("PRIVATE-KEY"), "the denied file was read through the moved alias: {out}");
+            all_failed(&out, &["moved"]);
         }));
+        let _ = umount2(&d.ws.join("moved/kalias2"), MntFlags::MNT_DETACH);
+        let _ = umount2(&d.ws.join("sub/kalias2"), MntFlags::MNT_DETACH);
         let _ = umount2(&d.ws.join("kalias"), MntFlags::MNT_DETACH);
         setns(&host_ns, CloneFlags::CLONE_NEWNS).unwrap();
         if let Err(e) = result {
