@@ -844,8 +844,16 @@ mod cpu {
                 let watcher = s.spawn(|| {
                     let end = Instant::now() + deadline;
                     while Instant::now() < end {
-                        // Any process of the bomb will do: most live for a moment only.
-                        if let Some(dir) = pids_with(&marker).iter().find_map(|p| cpu_cgroup(*p)) {
+                        // Any process of the bomb will do: most live for a moment only. One that
+                        // exits between the two reads shows the root cgroup (a v1 task leaves its
+                        // cgroups as it exits, after its memory, with its command line): its
+                        // cgroup counts only when its command line still reads after it.
+                        let alive_in = |pid: i32| {
+                            let dir = cpu_cgroup(pid)?;
+                            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+                            String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(&marker).then_some(dir)
+                        };
+                        if let Some(dir) = pids_with(&marker).into_iter().find_map(alive_in) {
                             return Some(dir);
                         }
                         std::thread::sleep(Duration::from_millis(100));

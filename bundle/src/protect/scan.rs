@@ -1589,8 +1589,10 @@ impl Walker<'_> {
     fn home_readers(&mut self, real: &Path, listed: &[&str], memo: Option<&ScanMemo>) {
         let who = self.who();
         let key: HomeKey = (real.to_path_buf(), listed.iter().map(|s| (*s).to_owned()).collect(), who.0, who.1);
-        // A scan past its bounds already reads nothing more: nothing to record either.
-        let memo = memo.filter(|_| !self.configs_stopped);
+        // A scan past its bounds already reads nothing more: nothing to record either. Nor is
+        // one taken or made while the HOME's canonical path (what `~/` expands to) and its
+        // real path differ (a symlink made in between): the key names the real path only.
+        let memo = memo.filter(|_| !self.configs_stopped && self.home.as_deref() == Some(real));
         let old = memo.and_then(|m| m.inner.lock().ok().and_then(|mut m| m.home.take()));
         let had_old = old.is_some();
         if let Some(old) = old.filter(|r| r.key == key) {
