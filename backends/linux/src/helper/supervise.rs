@@ -233,6 +233,13 @@ pub(super) fn outcome(
             Message::DirectDropped(n) => measured.direct_dropped = *n,
             Message::Exited(code) => outcome = Some(Outcome::Exited { code: *code }),
             Message::Signalled(signal) => outcome = Some(Outcome::Signalled { signal: *signal }),
+            // A kill the caller asked for that lands while the workload's child hands the
+            // guard its listener (after the fork, before the exec) ends that child: the init
+            // reports the handover failed. Nothing of the workload ran; the run ended as asked
+            // (CI 60: `Kill` at once after `start` answered this error instead of signal 9).
+            Message::Error(failure) if killed && failure.stage == crate::status::Stage::Guard => {
+                outcome = Some(Outcome::Signalled { signal: Signal::SIGKILL as i32 });
+            }
             Message::Error(failure) => outcome = Some(Outcome::Failed { detail: failure.to_string() }),
         }
     }
@@ -282,5 +289,27 @@ mod tests {
             serde_json::from_str(r#"{"landlock":null,"landlock_abi":0,"seccomp":0,"loopback":null,"readback":[]}"#)
                 .unwrap();
         assert!(old.direct.is_empty() && old.direct_dropped == 0);
+    }
+
+    /// A run the caller killed while its child handed the guard its listener ended as asked
+    /// (signal 9); the same failure without a kill, and other failures with one, stay errors.
+    #[test]
+    fn a_kill_during_the_guards_handover_is_the_kill() {
+        let fed = |line: &str| {
+            let mut channel = StatusChannel::new();
+            channel.feed(format!("ready\nsetup landlock=full abi=7 seccomp=2\n{line}\n").as_bytes()).unwrap();
+            channel
+        };
+        let handover =
+            crate::status::error_line(crate::status::Stage::Guard, "the workload did not hand over the listener");
+        let mut measured = Measured::default();
+        assert_eq!(outcome(&fed(&handover), None, true, &mut measured), Outcome::Signalled { signal: 9 });
+        assert!(matches!(outcome(&fed(&handover), None, false, &mut measured), Outcome::Failed { .. }));
+        let fork = crate::status::error_line(crate::status::Stage::Fork, "the run's processes could not be ended");
+        assert!(matches!(outcome(&fed(&fork), None, true, &mut measured), Outcome::Failed { .. }));
+        assert!(matches!(
+            outcome(&fed(&handover), Some(String::from("bad line")), true, &mut measured),
+            Outcome::Failed { .. }
+        ));
     }
 }
